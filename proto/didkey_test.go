@@ -1,0 +1,51 @@
+package proto
+
+import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"strings"
+	"testing"
+)
+
+// The did:key test vector from the W3C did:key method spec (Ed25519, the
+// key of the eddsa-jcs-2022 examples in vc-di-eddsa).
+func TestDIDKeyRoundTrip(t *testing.T) {
+	seed, _ := hex.DecodeString("9b937b81322d816cfab9d5a3baacc9b2a5febe4b149f126b3630f93a29527017")
+	pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+	did := DIDKey(pub)
+	if !strings.HasPrefix(did, "did:key:z6Mk") {
+		t.Fatalf("DIDKey = %q, want did:key:z6Mk…", did)
+	}
+	for _, s := range []string{did, DIDKeyVerificationMethod(pub)} {
+		got, err := ParseDIDKey(s)
+		if err != nil {
+			t.Fatalf("ParseDIDKey(%q): %v", s, err)
+		}
+		if !got.Equal(pub) {
+			t.Fatalf("ParseDIDKey(%q) = %x, want %x", s, got, pub)
+		}
+	}
+	id, err := PeerIDFromEd25519(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Ed25519FromPeerID(id)
+	if err != nil || !back.Equal(pub) {
+		t.Fatalf("Ed25519FromPeerID(%s) = %x, %v", id, back, err)
+	}
+}
+
+func TestParseDIDKeyRejects(t *testing.T) {
+	for _, s := range []string{
+		"",
+		"did:web:example.com",
+		"did:key:",
+		"did:key:abc", // not base58btc
+		"did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK#z6Mkother", // fragment mismatch
+		"did:key:zQ3shokFTS3brHcDQrn82RUDfCZESWL1ZdCEJwekUDPQiYBme",          // secp256k1, not Ed25519
+	} {
+		if _, err := ParseDIDKey(s); err == nil {
+			t.Errorf("ParseDIDKey(%q) accepted", s)
+		}
+	}
+}
