@@ -23,6 +23,10 @@
 //       secured document. With --proof-context the proof options carry the
 //       document's @context (as lmosnode writes them); without, they do not
 //       (the spec allows both; the signed bytes are the same).
+//   node verify-eddsa-jcs.mjs sign-lines [FILE]
+//       Signs in bulk: each input line is a JSON object {"seed": SEED_HEX,
+//       "created": CREATED, "proofContext": BOOL, "document": {...}}; prints
+//       one secured document per line.
 //   node verify-eddsa-jcs.mjs canonicalize [FILE]
 //       Prints the JCS form of a JSON document.
 
@@ -206,11 +210,20 @@ function main(argv) {
       process.stdout.write(JSON.stringify(secured) + '\n');
       return 0;
     }
+    case 'sign-lines': {
+      for (const line of readInput(args[0]).split('\n')) {
+        if (line.trim() === '') continue;
+        const job = JSON.parse(line);
+        const secured = signDocument(job.document, job.seed, job.created, job.proofContext);
+        process.stdout.write(JSON.stringify(secured) + '\n');
+      }
+      return 0;
+    }
     case 'canonicalize':
       process.stdout.write(canonicalize(JSON.parse(readInput(args[0]))));
       return 0;
   }
-  process.stderr.write('usage: verify-eddsa-jcs.mjs verify [FILE] | verify-lines [FILE] | sign SEED_HEX CREATED [--proof-context] [FILE] | canonicalize [FILE]\n');
+  process.stderr.write('usage: verify-eddsa-jcs.mjs verify [FILE] | verify-lines [FILE] | sign SEED_HEX CREATED [--proof-context] [FILE] | sign-lines [FILE] | canonicalize [FILE]\n');
   return 2;
 }
 
