@@ -7,8 +7,10 @@ import (
 	"testing"
 )
 
-// The did:key test vector from the W3C did:key method spec (Ed25519, the
-// key of the eddsa-jcs-2022 examples in vc-di-eddsa).
+// A round trip with a fixed Ed25519 seed. (This seed is not the key of the
+// eddsa-jcs-2022 examples in vc-di-eddsa, which is did:key
+// z6MkrJVnaZkeFzdQyMZu1cgjg7k1pZZ6pvBQ7XJPt4swbTQ2; TestProofKeyPairVCDI
+// checks that one against its published key pair.)
 func TestDIDKeyRoundTrip(t *testing.T) {
 	seed, _ := hex.DecodeString("9b937b81322d816cfab9d5a3baacc9b2a5febe4b149f126b3630f93a29527017")
 	pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
