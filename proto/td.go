@@ -48,18 +48,18 @@ const (
 
 // LMOS vocabulary members (DESIGN.md, "Vocabulary beyond the spec").
 const (
-	MemberMetadata     = "lmos:metadata"
-	MemberVendor       = "lmos:vendor"
-	MemberModel        = "lmos:model"
-	MemberName         = "lmos:name"
-	MemberURL          = "lmos:url"
-	MemberCapabilities = "lmos:capabilities"
-	MemberCapabilityID = "lmos:id"
-	MemberVersion      = "lmos:version"
-	MemberLMOSDesc     = "lmos:description"
-	MemberExamples     = "lmos:examples"
-	MemberGroups       = "lmos:groups"
-	MemberSeq          = "lmos:seq"
+	memberLMOSMetadata     = "lmos:metadata"
+	memberLMOSVendor       = "lmos:vendor"
+	memberLMOSModel        = "lmos:model"
+	memberLMOSName         = "lmos:name"
+	memberLMOSURL          = "lmos:url"
+	memberLMOSCapabilities = "lmos:capabilities"
+	memberLMOSCapabilityID = "lmos:id"
+	memberLMOSVersion      = "lmos:version"
+	memberLMOSDescription  = "lmos:description"
+	memberLMOSExamples     = "lmos:examples"
+	memberLMOSGroups       = "lmos:groups"
+	memberLMOSSeq          = "lmos:seq"
 )
 
 // TD is a W3C WoT Thing Description 1.1 with the LMOS vocabulary.
@@ -69,11 +69,14 @@ const (
 // MarshalJSON gives back the same JSON document (semantically: members are
 // written in a fixed order and whitespace is not kept).
 //
-// A typed field's zero value means "absent". Two JSON forms that a plain
-// field cannot tell apart are remembered from parsing: a member present with
-// an empty string (or lmos:seq 0), and a one-element array in a member that
-// TD 1.1 allows as a string or an array (@type, security, op). A TD built in
-// code writes a one-element list as a single string.
+// A typed field's zero value means "absent" (nil for lists, maps, pointers
+// and raw members, so an empty [] or {} is kept). Two JSON forms that a
+// plain field cannot tell apart are remembered from parsing: a member
+// present with an empty string (or lmos:seq 0), and a one-element array in a
+// member that TD 1.1 allows as a string or an array (@type, security, op).
+// A TD built in code writes a one-element @type, security or op as a single
+// string. Extra must not repeat a typed member: such an entry is not
+// written, the typed field is the one source of truth.
 //
 // A TD is not safe for concurrent mutation; Clone gives an independent copy.
 type TD struct {
@@ -279,8 +282,8 @@ func (td *TD) Validate() error {
 }
 
 // HasType reports whether @type lists t (compared as written, e.g.
-// "lmos:Agent").
-func (td *TD) HasType(t string) bool { return slices.Contains(td.Types, t) }
+// "lmos:Agent"). A nil TD has no type.
+func (td *TD) HasType(t string) bool { return td != nil && slices.Contains(td.Types, t) }
 
 // IsAgent reports whether the Thing is typed lmos:Agent.
 func (td *TD) IsAgent() bool { return td.HasType(TypeAgent) }
@@ -290,7 +293,7 @@ func (td *TD) IsTool() bool { return td.HasType(TypeTool) }
 
 // Vendor returns the vendor name from lmos:metadata, or "".
 func (td *TD) Vendor() string {
-	if td.Metadata == nil || td.Metadata.Vendor == nil {
+	if td == nil || td.Metadata == nil || td.Metadata.Vendor == nil {
 		return ""
 	}
 	return td.Metadata.Vendor.Name
@@ -456,12 +459,12 @@ func (td *TD) UnmarshalJSON(data []byte) error {
 	td.Links = readList(r, memberLinks, decodeLink)
 	r.strings(memberSecurity, &td.Security)
 	td.SecurityDefinitions = readMap(r, memberSecurityDefinitions, decodeRaw)
-	if raw, ok := r.take(MemberMetadata); ok && r.err == nil {
-		td.Metadata, r.err = decodeMetadata(raw, r.ptr+"/"+MemberMetadata)
+	if raw, ok := r.take(memberLMOSMetadata); ok && r.err == nil {
+		td.Metadata, r.err = decodeMetadata(raw, r.ptr+"/"+memberLMOSMetadata)
 	}
-	td.Capabilities = readList(r, MemberCapabilities, decodeCapability)
-	r.stringList(MemberGroups, &td.Groups)
-	r.uint(MemberSeq, &td.Seq)
+	td.Capabilities = readList(r, memberLMOSCapabilities, decodeCapability)
+	r.stringList(memberLMOSGroups, &td.Groups)
+	r.uint(memberLMOSSeq, &td.Seq)
 	r.raw(memberProof, &td.Proof)
 	td.Extra, td.shape = r.rest()
 	return r.err
@@ -621,10 +624,10 @@ func decodeMetadata(data []byte, ptr string) (*Metadata, error) {
 		return nil, err
 	}
 	m := new(Metadata)
-	if raw, ok := r.take(MemberVendor); ok {
-		m.Vendor, r.err = decodeVendor(raw, ptr+"/"+MemberVendor)
+	if raw, ok := r.take(memberLMOSVendor); ok {
+		m.Vendor, r.err = decodeVendor(raw, ptr+"/"+memberLMOSVendor)
 	}
-	r.raw(MemberModel, &m.Model)
+	r.raw(memberLMOSModel, &m.Model)
 	m.Extra, _ = r.rest() // Metadata has no string members of its own
 	return m, r.err
 }
@@ -635,8 +638,8 @@ func decodeVendor(data []byte, ptr string) (*Vendor, error) {
 		return nil, err
 	}
 	v := new(Vendor)
-	r.string(MemberName, &v.Name)
-	r.string(MemberURL, &v.URL)
+	r.string(memberLMOSName, &v.Name)
+	r.string(memberLMOSURL, &v.URL)
 	v.Extra, v.shape = r.rest()
 	return v, r.err
 }
@@ -647,10 +650,10 @@ func decodeCapability(data []byte, ptr string) (Capability, error) {
 	if err != nil {
 		return c, err
 	}
-	r.string(MemberCapabilityID, &c.ID)
-	r.string(MemberVersion, &c.Version)
-	r.string(MemberLMOSDesc, &c.Description)
-	r.stringList(MemberExamples, &c.Examples)
+	r.string(memberLMOSCapabilityID, &c.ID)
+	r.string(memberLMOSVersion, &c.Version)
+	r.string(memberLMOSDescription, &c.Description)
+	r.stringList(memberLMOSExamples, &c.Examples)
 	c.Extra, c.shape = r.rest()
 	return c, r.err
 }
@@ -922,10 +925,10 @@ func (td *TD) MarshalJSON() ([]byte, error) {
 	w.string(memberID, td.ID)
 	w.string(memberTitle, td.Title)
 	w.string(memberDescription, td.Description)
-	w.object(MemberMetadata, td.Metadata, td.Metadata == nil)
-	w.object(MemberCapabilities, td.Capabilities, td.Capabilities == nil)
-	w.object(MemberGroups, td.Groups, td.Groups == nil)
-	w.uint(MemberSeq, td.Seq)
+	w.object(memberLMOSMetadata, td.Metadata, td.Metadata == nil)
+	w.object(memberLMOSCapabilities, td.Capabilities, td.Capabilities == nil)
+	w.object(memberLMOSGroups, td.Groups, td.Groups == nil)
+	w.uint(memberLMOSSeq, td.Seq)
 	w.object(memberSecurityDefinitions, td.SecurityDefinitions, td.SecurityDefinitions == nil)
 	w.strings(memberSecurity, td.Security)
 	w.object(memberProperties, td.Properties, td.Properties == nil)
@@ -1002,8 +1005,8 @@ func (l Link) MarshalJSON() ([]byte, error) {
 // MarshalJSON writes lmos:metadata.
 func (m *Metadata) MarshalJSON() ([]byte, error) {
 	w := newTDWriter(tdShape{})
-	w.object(MemberVendor, m.Vendor, m.Vendor == nil)
-	w.raw(MemberModel, m.Model)
+	w.object(memberLMOSVendor, m.Vendor, m.Vendor == nil)
+	w.raw(memberLMOSModel, m.Model)
 	w.extra(m.Extra)
 	return w.finish()
 }
@@ -1011,8 +1014,8 @@ func (m *Metadata) MarshalJSON() ([]byte, error) {
 // MarshalJSON writes lmos:vendor.
 func (v *Vendor) MarshalJSON() ([]byte, error) {
 	w := newTDWriter(v.shape)
-	w.string(MemberName, v.Name)
-	w.string(MemberURL, v.URL)
+	w.string(memberLMOSName, v.Name)
+	w.string(memberLMOSURL, v.URL)
 	w.extra(v.Extra)
 	return w.finish()
 }
@@ -1020,10 +1023,10 @@ func (v *Vendor) MarshalJSON() ([]byte, error) {
 // MarshalJSON writes an lmos:capabilities element.
 func (c Capability) MarshalJSON() ([]byte, error) {
 	w := newTDWriter(c.shape)
-	w.string(MemberCapabilityID, c.ID)
-	w.string(MemberVersion, c.Version)
-	w.string(MemberLMOSDesc, c.Description)
-	w.object(MemberExamples, c.Examples, c.Examples == nil)
+	w.string(memberLMOSCapabilityID, c.ID)
+	w.string(memberLMOSVersion, c.Version)
+	w.string(memberLMOSDescription, c.Description)
+	w.object(memberLMOSExamples, c.Examples, c.Examples == nil)
 	w.extra(c.Extra)
 	return w.finish()
 }

@@ -387,3 +387,20 @@ func hasDuplicateKeys(data []byte) bool {
 	}
 	return false
 }
+
+func BenchmarkParseMarshalTD(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "golden", "td", "weather-agent.in.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		td, err := ParseTD(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := td.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

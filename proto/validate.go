@@ -598,8 +598,8 @@ func checkLMOS(doc map[string]any) []ValidationError {
 		}
 	}
 
-	if v, ok := doc[MemberCapabilities]; ok {
-		ptr := "/" + MemberCapabilities
+	if v, ok := doc[memberLMOSCapabilities]; ok {
+		ptr := "/" + memberLMOSCapabilities
 		caps, isList := v.([]any)
 		if !isList {
 			fail(ptr, "want an array of capability objects, got %s", kindOf(v))
@@ -611,56 +611,56 @@ func checkLMOS(doc map[string]any) []ValidationError {
 				fail(p, "want a capability object, got %s", kindOf(c))
 				continue
 			}
-			id, present := capability[MemberCapabilityID]
+			id, present := capability[memberLMOSCapabilityID]
 			if s, isStr := id.(string); !present {
-				fail(p, "missing required member %q", MemberCapabilityID)
+				fail(p, "missing required member %q", memberLMOSCapabilityID)
 			} else if !isStr || s == "" {
-				fail(p+"/"+MemberCapabilityID, "want a non-empty string, got %s", displayJSON(id))
+				fail(p+"/"+memberLMOSCapabilityID, "want a non-empty string, got %s", displayJSON(id))
 			}
-			if v, ok := capability[MemberVersion]; ok {
+			if v, ok := capability[memberLMOSVersion]; ok {
 				s, isStr := v.(string)
 				if !isStr {
-					fail(p+"/"+MemberVersion, "want a semantic version string, got %s", kindOf(v))
+					fail(p+"/"+memberLMOSVersion, "want a semantic version string, got %s", kindOf(v))
 				} else if _, err := semver.StrictNewVersion(s); err != nil {
-					fail(p+"/"+MemberVersion, "%q is not a semantic version (like 1.2.0): %v", s, err)
+					fail(p+"/"+memberLMOSVersion, "%q is not a semantic version (like 1.2.0): %v", s, err)
 				}
 			}
-			if v, ok := capability[MemberLMOSDesc]; ok {
+			if v, ok := capability[memberLMOSDescription]; ok {
 				if _, isStr := v.(string); !isStr {
-					fail(p+"/"+MemberLMOSDesc, "want a string, got %s", kindOf(v))
+					fail(p+"/"+memberLMOSDescription, "want a string, got %s", kindOf(v))
 				}
 			}
-			if v, ok := capability[MemberExamples]; ok {
-				errs = append(errs, checkStringArray(p+"/"+MemberExamples, v, false)...)
+			if v, ok := capability[memberLMOSExamples]; ok {
+				errs = append(errs, checkStringArray(p+"/"+memberLMOSExamples, v, false)...)
 			}
 		}
 	}
 
-	if v, ok := doc[MemberGroups]; ok {
-		errs = append(errs, checkStringArray("/"+MemberGroups, v, true)...)
+	if v, ok := doc[memberLMOSGroups]; ok {
+		errs = append(errs, checkStringArray("/"+memberLMOSGroups, v, true)...)
 	}
 
-	if v, ok := doc[MemberSeq]; ok {
+	if v, ok := doc[memberLMOSSeq]; ok {
 		if num, isNum := v.(json.Number); !isNum {
-			fail("/"+MemberSeq, "want a non-negative integer, got %s", kindOf(v))
+			fail("/"+memberLMOSSeq, "want a non-negative integer, got %s", kindOf(v))
 		} else if _, err := parseUintNumber(num); err != nil {
-			fail("/"+MemberSeq, "%v", err)
+			fail("/"+memberLMOSSeq, "%v", err)
 		}
 	}
 
-	if v, ok := doc[MemberMetadata]; ok {
-		ptr := "/" + MemberMetadata
+	if v, ok := doc[memberLMOSMetadata]; ok {
+		ptr := "/" + memberLMOSMetadata
 		meta, isObj := v.(map[string]any)
 		if !isObj {
 			fail(ptr, "want an object, got %s", kindOf(v))
 		}
-		if v, ok := meta[MemberVendor]; ok {
-			ptr += "/" + MemberVendor
+		if v, ok := meta[memberLMOSVendor]; ok {
+			ptr += "/" + memberLMOSVendor
 			vendor, isObj := v.(map[string]any)
 			if !isObj {
 				fail(ptr, "want an object, got %s", kindOf(v))
 			}
-			for _, m := range []string{MemberName, MemberURL} {
+			for _, m := range []string{memberLMOSName, memberLMOSURL} {
 				if v, ok := vendor[m]; ok {
 					if _, isStr := v.(string); !isStr {
 						fail(ptr+"/"+m, "want a string, got %s", kindOf(v))

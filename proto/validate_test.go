@@ -3,6 +3,8 @@ package proto
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -238,4 +240,17 @@ func ExampleValidateTD() {
 	// Output:
 	// /lmos:capabilities/0/lmos:version: "1.2" is not a semantic version (like 1.2.0): invalid semantic version
 	// /properties/status/forms/0: missing required member "href"
+}
+
+func BenchmarkValidateTD(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "golden", "td", "weather-agent.in.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ValidateTD(data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
