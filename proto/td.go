@@ -262,8 +262,7 @@ func LMOSContext() json.RawMessage {
 // the member by its JSON pointer (errors.As to a ValidationError).
 func ParseTD(data []byte) (*TD, error) {
 	if len(data) > MaxTDSize {
-		return nil, fmt.Errorf("proto: parse TD: %w",
-			ValidationError{Message: fmt.Sprintf("document is %d bytes, more than the %d allowed", len(data), MaxTDSize)})
+		return nil, fmt.Errorf("proto: parse TD: %w", tooLarge(len(data)))
 	}
 	td := new(TD)
 	if err := td.UnmarshalJSON(data); err != nil {

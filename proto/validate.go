@@ -45,6 +45,10 @@ func (e ValidationError) Error() string {
 	return e.Pointer + ": " + e.Message
 }
 
+func tooLarge(n int) ValidationError {
+	return ValidationError{Message: fmt.Sprintf("document is %d bytes, more than the %d allowed", n, MaxTDSize)}
+}
+
 // ValidationErrors is the list of problems ValidateTD found, ordered by
 // pointer. It is never empty when returned as an error.
 type ValidationErrors []ValidationError
@@ -84,7 +88,7 @@ func (es ValidationErrors) Error() string {
 // It is safe for concurrent use.
 func ValidateTD(data []byte) error {
 	if len(data) > MaxTDSize {
-		return ValidationErrors{{Message: fmt.Sprintf("document is %d bytes, more than the %d allowed", len(data), MaxTDSize)}}
+		return ValidationErrors{tooLarge(len(data))}
 	}
 	errs, ok := scanTD(data)
 	if !ok {
@@ -313,40 +317,35 @@ func schemaLeaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 
 func unionLeaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 	var fit [][]*jsonschema.ValidationError
-	var types []string
+	typeMismatch := &kind.Type{}
 	for _, c := range e.Causes {
 		branch := schemaLeaves(c)
-		if want, only := onlyTypeMismatch(branch, e.InstanceLocation); only {
-			types = append(types, want...)
+		if t, only := onlyTypeMismatch(branch, e.InstanceLocation); only {
+			typeMismatch.Got = t.Got
+			typeMismatch.Want = append(typeMismatch.Want, t.Want...)
 			continue
 		}
 		fit = append(fit, branch)
 	}
-	if len(fit) == 0 {
-		got := ""
-		if t, ok := e.Causes[0].ErrorKind.(*kind.Type); ok {
-			got = t.Got
-		}
-		slices.Sort(types)
-		return []*jsonschema.ValidationError{{
-			InstanceLocation: e.InstanceLocation,
-			ErrorKind:        &kind.Type{Got: got, Want: slices.Compact(types)},
-		}}
-	}
-	if len(fit) == 1 {
+	switch len(fit) {
+	case 0:
+		slices.Sort(typeMismatch.Want)
+		typeMismatch.Want = slices.Compact(typeMismatch.Want)
+		return []*jsonschema.ValidationError{{InstanceLocation: e.InstanceLocation, ErrorKind: typeMismatch}}
+	case 1:
 		return fit[0]
 	}
 	var meant, ruledOut []*jsonschema.ValidationError
 	for _, branch := range fit {
-		if slices.ContainsFunc(branch, isValueMismatch) {
-			for _, l := range branch {
-				if isValueMismatch(l) {
-					ruledOut = append(ruledOut, l)
-				}
-			}
+		if !slices.ContainsFunc(branch, isValueMismatch) {
+			meant = append(meant, branch...)
 			continue
 		}
-		meant = append(meant, branch...)
+		for _, l := range branch {
+			if isValueMismatch(l) {
+				ruledOut = append(ruledOut, l)
+			}
+		}
 	}
 	if len(meant) > 0 {
 		return meant
@@ -355,16 +354,18 @@ func unionLeaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 }
 
 // onlyTypeMismatch reports whether a branch failed only because the value
-// at loc has another JSON type, and which types the branch wanted.
-func onlyTypeMismatch(branch []*jsonschema.ValidationError, loc []string) (want []string, only bool) {
+// at loc has another JSON type, and returns the mismatch, merged.
+func onlyTypeMismatch(branch []*jsonschema.ValidationError, loc []string) (*kind.Type, bool) {
+	merged := &kind.Type{}
 	for _, l := range branch {
 		t, ok := l.ErrorKind.(*kind.Type)
 		if !ok || !slices.Equal(l.InstanceLocation, loc) {
 			return nil, false
 		}
-		want = append(want, t.Want...)
+		merged.Got = t.Got
+		merged.Want = append(merged.Want, t.Want...)
 	}
-	return want, len(branch) > 0
+	return merged, len(branch) > 0
 }
 
 func isValueMismatch(e *jsonschema.ValidationError) bool {
