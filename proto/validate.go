@@ -138,16 +138,14 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 		index   int
 	}
 	var stack []*frame
-	pointer := func(last string) string {
+	// pointer is the JSON pointer of the current value in frames.
+	pointer := func(frames []*frame) string {
 		var b strings.Builder
-		for i, f := range stack {
+		for _, f := range frames {
 			b.WriteByte('/')
-			switch {
-			case i == len(stack)-1 && last != "":
-				b.WriteString(escapePointer(last))
-			case f.object:
+			if f.object {
 				b.WriteString(escapePointer(f.key))
-			default:
+			} else {
 				fmt.Fprint(&b, f.index)
 			}
 		}
@@ -197,7 +195,8 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 			}
 			key := tok.(string) // the decoder only returns string keys here
 			if top.keys[key] {
-				errs = append(errs, ValidationError{Pointer: pointer(key), Message: fmt.Sprintf("duplicate member %q", key)})
+				ptr := pointer(stack[:len(stack)-1]) + "/" + escapePointer(key)
+				errs = append(errs, ValidationError{Pointer: ptr, Message: fmt.Sprintf("duplicate member %q", key)})
 			}
 			top.keys[key] = true
 			top.key, top.wantKey = key, false
@@ -206,9 +205,13 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 		switch tok {
 		case json.Delim('{'), json.Delim('['):
 			if len(stack) >= MaxTDDepth {
-				return append(errs, ValidationError{Pointer: pointer(""), Message: fmt.Sprintf("nested more than %d levels deep", MaxTDDepth)}), false
+				return append(errs, ValidationError{Pointer: pointer(stack), Message: fmt.Sprintf("nested more than %d levels deep", MaxTDDepth)}), false
 			}
-			stack = append(stack, &frame{object: tok == json.Delim('{'), keys: map[string]bool{}, wantKey: true})
+			f := &frame{object: tok == json.Delim('{'), wantKey: true}
+			if f.object {
+				f.keys = map[string]bool{}
+			}
+			stack = append(stack, f)
 		case json.Delim(']'):
 			stack = stack[:len(stack)-1]
 			valueDone()

@@ -73,6 +73,7 @@ func TestValidateTD(t *testing.T) {
 		{"duplicate top-level member", plainTD(`,"title":"again"`), []string{"/title"}, `duplicate member "title"`},
 		{"duplicate in an array item", plainTD(`,"links":[{"href":"a","href":"b"}]`), []string{"/links/0/href"}, "duplicate"},
 		{"duplicate name escaped", plainTD(`,"x":{"a/b~":1,"a/b~":2}`), []string{"/x/a~1b~0"}, "duplicate"},
+		{"duplicate empty name", plainTD(`,"x":{"":1,"a":2,"":3}`), []string{"/x/"}, `duplicate member ""`},
 		{"duplicate affordance", plainTD(`,"events":{"e":{"forms":[{"href":"h"}]},"e":{"forms":[{"href":"h"}]}}`), []string{"/events/e"}, "duplicate"},
 
 		{"undefined top-level security", `{"@context":"https://www.w3.org/2022/wot/td/v1.1","title":"T","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"basic_sc"}`, []string{"/security"}, `security scheme "basic_sc" is not defined in securityDefinitions`},
