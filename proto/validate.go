@@ -467,8 +467,8 @@ func displayJSON(v any) string {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	if len(b) > 64 {
-		return string(b[:60]) + "…"
+	if r := []rune(string(b)); len(r) > 64 {
+		return string(r[:60]) + "…"
 	}
 	return string(b)
 }
