@@ -1,0 +1,774 @@
+package proto
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// MaxTDSize is the largest TD document, in bytes, that ParseTD and
+// ValidateTD accept. Real TDs are a few KiB; 1 MiB leaves room for large
+// data schemas while bounding what a peer can make a node parse.
+const MaxTDSize = 1 << 20
+
+// MaxTDDepth is the deepest nesting of objects and arrays ValidateTD
+// accepts. A TD nests a data schema two levels per schema (properties →
+// name → schema), so 64 allows about thirty nested schemas.
+const MaxTDDepth = 64
+
+// ValidationError is one problem found in a TD.
+type ValidationError struct {
+	// Pointer is the RFC 6901 JSON pointer of the offending member ("" is
+	// the whole document).
+	Pointer string
+	// Message says what is wrong.
+	Message string
+}
+
+func (e ValidationError) Error() string {
+	if e.Pointer == "" {
+		return "(root): " + e.Message
+	}
+	return e.Pointer + ": " + e.Message
+}
+
+func tooLarge(n int) ValidationError {
+	return ValidationError{Message: fmt.Sprintf("document is %d bytes, more than the %d allowed", n, MaxTDSize)}
+}
+
+// ValidationErrors is the list of problems ValidateTD found, ordered by
+// pointer. It is never empty when returned as an error.
+type ValidationErrors []ValidationError
+
+func (es ValidationErrors) Error() string {
+	if len(es) == 1 {
+		return es[0].Error()
+	}
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return fmt.Sprintf("%d problems: %s", len(es), strings.Join(msgs, "; "))
+}
+
+// ValidateTD checks a Thing Description document. It returns nil or a
+// ValidationErrors listing every problem found:
+//
+//   - the document is a JSON object of at most MaxTDSize bytes, nested at
+//     most MaxTDDepth deep, without duplicate member names;
+//   - it is valid against the official TD 1.1 JSON Schema;
+//   - every name in "security" (top level and in forms) and in combo
+//     schemes is defined in "securityDefinitions";
+//   - at most one link has rel "type";
+//   - LMOS: a document that uses an lmos: term (a top-level member, or a
+//     type in @type at the top level or of an affordance) binds the prefix
+//     "lmos" to ContextLMOS in @context; lmos:capabilities is an array of
+//     objects with a non-empty string lmos:id, a semantic version as
+//     lmos:version, a string lmos:description and an array of strings
+//     lmos:examples (all but lmos:id optional); lmos:groups is an array of
+//     non-empty strings; lmos:seq a non-negative integer; lmos:metadata an
+//     object whose lmos:vendor is an object with string lmos:name and
+//     lmos:url.
+//
+// A document ValidateTD accepts parses with ParseTD. ValidateTD does not
+// fetch anything: Thing Models named by links are not resolved.
+// It is safe for concurrent use.
+func ValidateTD(data []byte) error {
+	if len(data) > MaxTDSize {
+		return ValidationErrors{tooLarge(len(data))}
+	}
+	errs, ok := scanTD(data)
+	if !ok {
+		return errs
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil { // scanTD has seen valid JSON; this is an impossible state
+		return ValidationErrors{{Message: "invalid JSON: " + err.Error()}}
+	}
+	schema, err := tdSchema()
+	if err != nil {
+		return err
+	}
+	if err := schema.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return fmt.Errorf("proto: validate TD: %w", err)
+		}
+		errs = append(errs, schemaErrors(ve)...)
+	}
+	obj := doc.(map[string]any) // scanTD checked that it is an object
+	errs = append(errs, checkSecurityNames(obj)...)
+	errs = append(errs, checkTypeLinks(obj)...)
+	errs = append(errs, checkLMOS(obj)...)
+	if len(errs) == 0 {
+		return nil
+	}
+	slices.SortFunc(errs, func(a, b ValidationError) int {
+		if c := strings.Compare(a.Pointer, b.Pointer); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Message, b.Message)
+	})
+	return slices.Compact(errs)
+}
+
+// scanTD checks, token by token, that data is one JSON object nested at
+// most MaxTDDepth deep, and reports duplicate member names (which
+// encoding/json and the schema validator silently collapse). ok is false if
+// the document cannot be validated further.
+func scanTD(data []byte) (errs ValidationErrors, ok bool) {
+	type frame struct {
+		object  bool
+		keys    map[string]bool
+		wantKey bool
+		key     string
+		index   int
+	}
+	var stack []*frame
+	// pointer is the JSON pointer of the current value in frames.
+	pointer := func(frames []*frame) string {
+		var b strings.Builder
+		for _, f := range frames {
+			b.WriteByte('/')
+			if f.object {
+				b.WriteString(escapePointer(f.key))
+			} else {
+				fmt.Fprint(&b, f.index)
+			}
+		}
+		return b.String()
+	}
+	valueDone := func() {
+		if len(stack) == 0 {
+			return
+		}
+		if top := stack[len(stack)-1]; top.object {
+			top.wantKey = true
+		} else {
+			top.index++
+		}
+	}
+	syntaxError := func(err error) (ValidationErrors, bool) {
+		msg := "invalid JSON: " + err.Error()
+		if se, isSyntax := errors.AsType[*json.SyntaxError](err); isSyntax {
+			msg = fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, se)
+		} else if err == io.ErrUnexpectedEOF || err == io.EOF {
+			msg = "invalid JSON: unexpected end of input"
+		}
+		return ValidationErrors{{Message: msg}}, false
+	}
+
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return syntaxError(err)
+	}
+	if tok != json.Delim('{') {
+		return ValidationErrors{{Message: "a TD must be a JSON object, got " + tokenKind(tok)}}, false
+	}
+	stack = append(stack, &frame{object: true, keys: map[string]bool{}, wantKey: true})
+	for len(stack) > 0 {
+		tok, err := dec.Token()
+		if err != nil {
+			return syntaxError(err)
+		}
+		top := stack[len(stack)-1]
+		if top.object && top.wantKey {
+			if tok == json.Delim('}') {
+				stack = stack[:len(stack)-1]
+				valueDone()
+				continue
+			}
+			key := tok.(string) // the decoder only returns string keys here
+			if top.keys[key] {
+				ptr := pointer(stack[:len(stack)-1]) + "/" + escapePointer(key)
+				errs = append(errs, ValidationError{Pointer: ptr, Message: fmt.Sprintf("duplicate member %q", key)})
+			}
+			top.keys[key] = true
+			top.key, top.wantKey = key, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if len(stack) >= MaxTDDepth {
+				return append(errs, ValidationError{Pointer: pointer(stack), Message: fmt.Sprintf("nested more than %d levels deep", MaxTDDepth)}), false
+			}
+			f := &frame{object: tok == json.Delim('{'), wantKey: true}
+			if f.object {
+				f.keys = map[string]bool{}
+			}
+			stack = append(stack, f)
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return append(errs, ValidationError{Message: "invalid JSON: data after the TD object"}), false
+	}
+	return errs, true
+}
+
+func tokenKind(tok json.Token) string {
+	switch tok.(type) {
+	case json.Delim:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	default:
+		return "null"
+	}
+}
+
+// The official TD 1.1 JSON Schema, compiled once on first use.
+
+//go:embed schema/td-json-schema-validation.json
+var tdSchemaJSON []byte
+
+// tdSchemaURL is the schema's own $id.
+const tdSchemaURL = "https://raw.githubusercontent.com/w3c/wot-thing-description/main/validation/td-json-schema-validation.json"
+
+var tdSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tdSchemaJSON))
+	if err != nil {
+		return nil, fmt.Errorf("proto: TD schema: %w", err)
+	}
+	c := jsonschema.NewCompiler() // loads nothing from the network
+	if err := c.AddResource(tdSchemaURL, doc); err != nil {
+		return nil, fmt.Errorf("proto: TD schema: %w", err)
+	}
+	s, err := c.Compile(tdSchemaURL)
+	if err != nil {
+		return nil, fmt.Errorf("proto: TD schema: %w", err)
+	}
+	return s, nil
+})
+
+// schemaErrors flattens the validator's error tree to its leaf causes and
+// words them.
+//
+// The TD schema uses oneOf/anyOf to say "a string or an array", "one of
+// these security schemes", …; when no branch matches, the validator reports
+// every branch. Reporting them all buries the real problem, so for a union
+// the branches are narrowed down:
+//
+//  1. a branch that fails only because the value has another JSON type was
+//     not meant (if all do, the types are merged: "want string or array");
+//  2. of the rest, a branch that fails with an enum, const or pattern
+//     mismatch was ruled out by a discriminator (e.g. "scheme"); if some
+//     branches were not ruled out, they are the ones reported;
+//  3. if all were ruled out, the mismatches are reported, merged per member
+//     into one "want one of …".
+func schemaErrors(ve *jsonschema.ValidationError) []ValidationError {
+	leaves := schemaLeaves(ve)
+	var out []ValidationError
+	mismatches := map[string][]*jsonschema.ValidationError{}
+	var order []string
+	for _, l := range leaves {
+		ptr := instancePointer(l.InstanceLocation)
+		if isValueMismatch(l) {
+			if mismatches[ptr] == nil {
+				order = append(order, ptr)
+			}
+			mismatches[ptr] = append(mismatches[ptr], l)
+			continue
+		}
+		out = append(out, ValidationError{Pointer: ptr, Message: schemaMessage(l)})
+	}
+	for _, ptr := range order {
+		out = append(out, ValidationError{Pointer: ptr, Message: mismatchMessage(mismatches[ptr])})
+	}
+	return out
+}
+
+func schemaLeaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	switch e.ErrorKind.(type) {
+	case *kind.OneOf, *kind.AnyOf:
+		if len(e.Causes) > 0 {
+			return unionLeaves(e)
+		}
+	}
+	if len(e.Causes) == 0 {
+		return []*jsonschema.ValidationError{e}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		out = append(out, schemaLeaves(c)...)
+	}
+	return out
+}
+
+func unionLeaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	var fit [][]*jsonschema.ValidationError
+	typeMismatch := &kind.Type{}
+	for _, c := range e.Causes {
+		branch := schemaLeaves(c)
+		if t, only := onlyTypeMismatch(branch, e.InstanceLocation); only {
+			typeMismatch.Got = t.Got
+			typeMismatch.Want = append(typeMismatch.Want, t.Want...)
+			continue
+		}
+		fit = append(fit, branch)
+	}
+	switch len(fit) {
+	case 0:
+		slices.Sort(typeMismatch.Want)
+		typeMismatch.Want = slices.Compact(typeMismatch.Want)
+		return []*jsonschema.ValidationError{{InstanceLocation: e.InstanceLocation, ErrorKind: typeMismatch}}
+	case 1:
+		return fit[0]
+	}
+	var meant, ruledOut []*jsonschema.ValidationError
+	for _, branch := range fit {
+		if !slices.ContainsFunc(branch, isValueMismatch) {
+			meant = append(meant, branch...)
+			continue
+		}
+		for _, l := range branch {
+			if isValueMismatch(l) {
+				ruledOut = append(ruledOut, l)
+			}
+		}
+	}
+	if len(meant) > 0 {
+		return meant
+	}
+	return ruledOut
+}
+
+// onlyTypeMismatch reports whether a branch failed only because the value
+// at loc has another JSON type, and returns the mismatch, merged.
+func onlyTypeMismatch(branch []*jsonschema.ValidationError, loc []string) (*kind.Type, bool) {
+	merged := &kind.Type{}
+	for _, l := range branch {
+		t, ok := l.ErrorKind.(*kind.Type)
+		if !ok || !slices.Equal(l.InstanceLocation, loc) {
+			return nil, false
+		}
+		merged.Got = t.Got
+		merged.Want = append(merged.Want, t.Want...)
+	}
+	return merged, len(branch) > 0
+}
+
+func isValueMismatch(e *jsonschema.ValidationError) bool {
+	switch e.ErrorKind.(type) {
+	case *kind.Enum, *kind.Const, *kind.Pattern:
+		return true
+	}
+	return false
+}
+
+var schemaPrinter = message.NewPrinter(language.English)
+
+func schemaMessage(e *jsonschema.ValidationError) string {
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		if len(k.Missing) == 1 {
+			return fmt.Sprintf("missing required member %q", k.Missing[0])
+		}
+		return "missing required members " + quoteList(k.Missing)
+	case *kind.Type:
+		return fmt.Sprintf("wrong type: want %s, got %s", strings.Join(k.Want, " or "), k.Got)
+	case *kind.MinItems:
+		return fmt.Sprintf("want at least %s, got %d", plural(k.Want, "item"), k.Got)
+	case *kind.MaxItems:
+		return fmt.Sprintf("want at most %s, got %d", plural(k.Want, "item"), k.Got)
+	case *kind.MinProperties:
+		return fmt.Sprintf("want at least %s, got %d", plural(k.Want, "member"), k.Got)
+	case *kind.UniqueItems:
+		return fmt.Sprintf("items %d and %d are equal, want unique items", k.Duplicates[0], k.Duplicates[1])
+	case *kind.AdditionalProperties:
+		return "members not allowed here: " + quoteList(k.Properties)
+	case *kind.Format:
+		return fmt.Sprintf("%s is not a valid %s: %v", displayJSON(k.Got), k.Want, k.Err)
+	case *kind.Not, *kind.FalseSchema:
+		return "value not allowed here"
+	}
+	return e.ErrorKind.LocalizedString(schemaPrinter)
+}
+
+// mismatchMessage words the enum, const and pattern failures at one member
+// as one "got X, want one of …".
+func mismatchMessage(ls []*jsonschema.ValidationError) string {
+	var got any
+	var values, patterns []string
+	for _, l := range ls {
+		switch k := l.ErrorKind.(type) {
+		case *kind.Enum:
+			got = k.Got
+			for _, v := range k.Want {
+				values = append(values, displayJSON(v))
+			}
+		case *kind.Const:
+			got = k.Got
+			values = append(values, displayJSON(k.Want))
+		case *kind.Pattern:
+			got = k.Got
+			patterns = append(patterns, fmt.Sprintf("a string matching %q", k.Want))
+		}
+	}
+	want := slices.Concat(dedupe(values), dedupe(patterns))
+	if len(want) == 1 {
+		return fmt.Sprintf("got %s, want %s", displayJSON(got), want[0])
+	}
+	return fmt.Sprintf("got %s, want one of %s or %s", displayJSON(got),
+		strings.Join(want[:len(want)-1], ", "), want[len(want)-1])
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// dedupe removes repeated strings, keeping the first of each.
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	return slices.DeleteFunc(s, func(v string) bool {
+		dup := seen[v]
+		seen[v] = true
+		return dup
+	})
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// displayJSON renders a decoded JSON value for a message, shortened.
+func displayJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if r := []rune(string(b)); len(r) > 64 {
+		return string(r[:60]) + "…"
+	}
+	return string(b)
+}
+
+func instancePointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteString("/" + escapePointer(t))
+	}
+	return b.String()
+}
+
+// Checks the schema cannot make. They work on the decoded document and
+// skip what is malformed: the schema reports that.
+
+// affordanceKinds are the TD members that hold interaction affordances.
+var affordanceKinds = []string{memberProperties, memberActions, memberEvents}
+
+// eachAffordance calls fn for every interaction affordance, in a stable
+// order, with its JSON pointer.
+func eachAffordance(doc map[string]any, fn func(ptr string, aff map[string]any)) {
+	for _, k := range affordanceKinds {
+		affs, _ := doc[k].(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(affs)) {
+			if aff, ok := affs[name].(map[string]any); ok {
+				fn("/"+k+"/"+escapePointer(name), aff)
+			}
+		}
+	}
+}
+
+// eachForm calls fn for every form, Thing-level and in affordances.
+func eachForm(doc map[string]any, fn func(ptr string, form map[string]any)) {
+	forms := func(ptr string, obj map[string]any) {
+		list, _ := obj[memberForms].([]any)
+		for i, f := range list {
+			if form, ok := f.(map[string]any); ok {
+				fn(fmt.Sprintf("%s/%s/%d", ptr, memberForms, i), form)
+			}
+		}
+	}
+	forms("", doc)
+	eachAffordance(doc, forms)
+}
+
+// checkSecurityNames reports security scheme names that securityDefinitions
+// does not define.
+func checkSecurityNames(doc map[string]any) []ValidationError {
+	defs, _ := doc[memberSecurityDefinitions].(map[string]any)
+	var errs []ValidationError
+	check := func(ptr string, v any) {
+		names := []any{v}
+		list, isList := v.([]any)
+		if isList {
+			names = list
+		}
+		for i, n := range names {
+			name, ok := n.(string)
+			if !ok {
+				continue
+			}
+			if _, defined := defs[name]; !defined {
+				p := ptr
+				if isList {
+					p = fmt.Sprintf("%s/%d", ptr, i)
+				}
+				errs = append(errs, ValidationError{Pointer: p,
+					Message: fmt.Sprintf("security scheme %q is not defined in securityDefinitions", name)})
+			}
+		}
+	}
+	if v, ok := doc[memberSecurity]; ok {
+		check("/"+memberSecurity, v)
+	}
+	eachForm(doc, func(ptr string, form map[string]any) {
+		if v, ok := form[memberSecurity]; ok {
+			check(ptr+"/"+memberSecurity, v)
+		}
+	})
+	for _, name := range slices.Sorted(maps.Keys(defs)) {
+		def, _ := defs[name].(map[string]any)
+		if def["scheme"] != "combo" {
+			continue
+		}
+		for _, member := range []string{"oneOf", "allOf"} {
+			if v, ok := def[member].([]any); ok {
+				check("/"+memberSecurityDefinitions+"/"+escapePointer(name)+"/"+member, v)
+			}
+		}
+	}
+	return errs
+}
+
+// checkTypeLinks reports every link with rel "type" after the first: a TD
+// is an instance of at most one Thing Model.
+func checkTypeLinks(doc map[string]any) []ValidationError {
+	links, _ := doc[memberLinks].([]any)
+	first := -1
+	var errs []ValidationError
+	for i, l := range links {
+		link, _ := l.(map[string]any)
+		if link[memberRel] != "type" {
+			continue
+		}
+		if first < 0 {
+			first = i
+			continue
+		}
+		errs = append(errs, ValidationError{Pointer: fmt.Sprintf("/%s/%d", memberLinks, i),
+			Message: fmt.Sprintf(`more than one link with rel "type" (first at /%s/%d)`, memberLinks, first)})
+	}
+	return errs
+}
+
+const lmosTermPrefix = PrefixLMOS + ":"
+
+// checkLMOS checks the LMOS context binding and the LMOS members.
+func checkLMOS(doc map[string]any) []ValidationError {
+	var errs []ValidationError
+	fail := func(ptr, format string, args ...any) {
+		errs = append(errs, ValidationError{Pointer: ptr, Message: fmt.Sprintf(format, args...)})
+	}
+
+	if usePtr, term, used := firstLMOSTerm(doc); used {
+		bindPtr, iri, bound := lmosBinding(doc[memberContext])
+		switch {
+		case !bound:
+			fail(usePtr, `%q needs the LMOS context: bind %q to %q in @context`, term, PrefixLMOS, ContextLMOS)
+		case iri != ContextLMOS:
+			fail(bindPtr, `prefix %q is bound to %q, want %q`, PrefixLMOS, iri, ContextLMOS)
+		}
+	}
+
+	if v, ok := doc[memberLMOSCapabilities]; ok {
+		ptr := "/" + memberLMOSCapabilities
+		caps, isList := v.([]any)
+		if !isList {
+			fail(ptr, "want an array of capability objects, got %s", kindOf(v))
+		}
+		for i, c := range caps {
+			p := fmt.Sprintf("%s/%d", ptr, i)
+			capability, isObj := c.(map[string]any)
+			if !isObj {
+				fail(p, "want a capability object, got %s", kindOf(c))
+				continue
+			}
+			id, present := capability[memberLMOSCapabilityID]
+			if s, isStr := id.(string); !present {
+				fail(p, "missing required member %q", memberLMOSCapabilityID)
+			} else if !isStr || s == "" {
+				fail(p+"/"+memberLMOSCapabilityID, "want a non-empty string, got %s", displayJSON(id))
+			}
+			if v, ok := capability[memberLMOSVersion]; ok {
+				s, isStr := v.(string)
+				if !isStr {
+					fail(p+"/"+memberLMOSVersion, "want a semantic version string, got %s", kindOf(v))
+				} else if _, err := semver.StrictNewVersion(s); err != nil {
+					fail(p+"/"+memberLMOSVersion, "%q is not a semantic version (like 1.2.0): %v", s, err)
+				}
+			}
+			if v, ok := capability[memberLMOSDescription]; ok {
+				if _, isStr := v.(string); !isStr {
+					fail(p+"/"+memberLMOSDescription, "want a string, got %s", kindOf(v))
+				}
+			}
+			if v, ok := capability[memberLMOSExamples]; ok {
+				errs = append(errs, checkStringArray(p+"/"+memberLMOSExamples, v, false)...)
+			}
+		}
+	}
+
+	if v, ok := doc[memberLMOSGroups]; ok {
+		errs = append(errs, checkStringArray("/"+memberLMOSGroups, v, true)...)
+	}
+
+	if v, ok := doc[memberLMOSSeq]; ok {
+		if num, isNum := v.(json.Number); !isNum {
+			fail("/"+memberLMOSSeq, "want a non-negative integer, got %s", kindOf(v))
+		} else if _, err := parseUintNumber(num); err != nil {
+			fail("/"+memberLMOSSeq, "%v", err)
+		}
+	}
+
+	if v, ok := doc[memberLMOSMetadata]; ok {
+		ptr := "/" + memberLMOSMetadata
+		meta, isObj := v.(map[string]any)
+		if !isObj {
+			fail(ptr, "want an object, got %s", kindOf(v))
+		}
+		if v, ok := meta[memberLMOSVendor]; ok {
+			ptr += "/" + memberLMOSVendor
+			vendor, isObj := v.(map[string]any)
+			if !isObj {
+				fail(ptr, "want an object, got %s", kindOf(v))
+			}
+			for _, m := range []string{memberLMOSName, memberLMOSURL} {
+				if v, ok := vendor[m]; ok {
+					if _, isStr := v.(string); !isStr {
+						fail(ptr+"/"+m, "want a string, got %s", kindOf(v))
+					}
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// checkStringArray reports a value that is not an array of strings
+// (non-empty ones if nonEmpty).
+func checkStringArray(ptr string, v any, nonEmpty bool) []ValidationError {
+	list, ok := v.([]any)
+	if !ok {
+		return []ValidationError{{Pointer: ptr, Message: "want an array of strings, got " + kindOf(v)}}
+	}
+	var errs []ValidationError
+	for i, item := range list {
+		s, isStr := item.(string)
+		switch {
+		case !isStr:
+			errs = append(errs, ValidationError{Pointer: fmt.Sprintf("%s/%d", ptr, i), Message: "want a string, got " + kindOf(item)})
+		case nonEmpty && s == "":
+			errs = append(errs, ValidationError{Pointer: fmt.Sprintf("%s/%d", ptr, i), Message: "want a non-empty string"})
+		}
+	}
+	return errs
+}
+
+// firstLMOSTerm finds the first use of an lmos: term: a type in @type (of
+// the Thing, then of its affordances) or a top-level member name.
+func firstLMOSTerm(doc map[string]any) (ptr, term string, found bool) {
+	inTypes := func(base string, obj map[string]any) bool {
+		switch t := obj[memberType].(type) {
+		case string:
+			if strings.HasPrefix(t, lmosTermPrefix) {
+				ptr, term = base+"/"+memberType, t
+				return true
+			}
+		case []any:
+			for i, v := range t {
+				if s, _ := v.(string); strings.HasPrefix(s, lmosTermPrefix) {
+					ptr, term = fmt.Sprintf("%s/%s/%d", base, memberType, i), s
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if inTypes("", doc) {
+		return ptr, term, true
+	}
+	for _, k := range slices.Sorted(maps.Keys(doc)) {
+		if strings.HasPrefix(k, lmosTermPrefix) {
+			return "/" + escapePointer(k), k, true
+		}
+	}
+	eachAffordance(doc, func(p string, aff map[string]any) {
+		if !found {
+			found = inTypes(p, aff)
+		}
+	})
+	return ptr, term, found
+}
+
+// lmosBinding finds the binding of the "lmos" prefix in @context.
+func lmosBinding(ctx any) (ptr, iri string, found bool) {
+	lookup := func(p string, v any) bool {
+		obj, _ := v.(map[string]any)
+		b, ok := obj[PrefixLMOS]
+		if ok {
+			ptr = p + "/" + PrefixLMOS
+			iri, _ = b.(string)
+		}
+		return ok
+	}
+	base := "/" + memberContext
+	if list, ok := ctx.([]any); ok {
+		for i, v := range list {
+			if lookup(fmt.Sprintf("%s/%d", base, i), v) {
+				return ptr, iri, true
+			}
+		}
+		return "", "", false
+	}
+	return ptr, iri, lookup(base, ctx)
+}
+
+// kindOf names the JSON type of a decoded JSON value.
+func kindOf(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	default:
+		return "null"
+	}
+}
