@@ -11,7 +11,6 @@ package proto
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
@@ -132,11 +132,11 @@ func (jsonCodec) Marshal(m *Message) ([]byte, error) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendString(buf, mem.key)
+		buf = appendJSONString(buf, mem.key)
 		buf = append(buf, ':')
 		switch v := mem.val.(type) {
 		case string:
-			buf = appendString(buf, v)
+			buf = appendJSONString(buf, v)
 		case bool:
 			buf = strconv.AppendBool(buf, v)
 		case Value:
@@ -154,13 +154,13 @@ func (jsonCodec) Unmarshal(data []byte, m *Message) error {
 	if len(data) > MaxMessageSize {
 		return fmt.Errorf("lmos message: %w", ErrTooLarge)
 	}
-	tree, err := parseJSON(data, MaxDepth+1)
+	tree, err := parseJSONTree(data, MaxDepth+1)
 	if err != nil {
 		return envelopeErr(err)
 	}
-	obj, ok := tree.(object)
+	obj, ok := tree.(jsonObject)
 	if !ok {
-		return fmt.Errorf("lmos message: want a JSON object, got %s", kindOf(tree))
+		return fmt.Errorf("lmos message: want a JSON object, got %s", treeKind(tree))
 	}
 	msg, err := fromWire(obj)
 	if err != nil {
@@ -183,16 +183,16 @@ func (cborCodec) Marshal(m *Message) ([]byte, error) {
 	for _, mem := range ms {
 		switch v := mem.val.(type) {
 		case Value:
-			tree, err := parseJSON(v.raw, MaxDepth)
+			tree, err := parseJSONTree(v.raw, MaxDepth)
 			if err != nil { // impossible: v.raw is canonical JSON
-				return nil, memberErr(mem.key, err)
+				return nil, newMemberError(mem.key, err)
 			}
-			wire[mem.key] = cborItem(tree)
+			wire[mem.key] = cborItemOf(tree)
 		default:
 			wire[mem.key] = v
 		}
 	}
-	b, err := cborEnc.Marshal(wire)
+	b, err := msgCBOREnc.Marshal(wire)
 	if err != nil {
 		return nil, fmt.Errorf("lmos message: cbor: %w", err)
 	}
@@ -207,14 +207,14 @@ func (cborCodec) Unmarshal(data []byte, m *Message) error {
 		return fmt.Errorf("lmos message: %w", ErrTooLarge)
 	}
 	var raw any
-	if err := cborDec.Unmarshal(data, &raw); err != nil {
+	if err := msgCBORDec.Unmarshal(data, &raw); err != nil {
 		return fmt.Errorf("lmos message: invalid CBOR: %w", err)
 	}
 	top, ok := raw.(map[any]any)
 	if !ok {
 		return fmt.Errorf("lmos message: want a CBOR map, got %s", cborKind(raw))
 	}
-	obj := make(object, len(top))
+	obj := make(jsonObject, len(top))
 	for k, v := range top {
 		key, ok := k.(string)
 		if !ok {
@@ -222,7 +222,7 @@ func (cborCodec) Unmarshal(data []byte, m *Message) error {
 		}
 		tree, err := fromCBOR(v, 0)
 		if err != nil {
-			return memberErr(key, err)
+			return newMemberError(key, err)
 		}
 		obj[key] = tree
 	}
@@ -247,9 +247,9 @@ func (m Message) MarshalCBOR() ([]byte, error) { return CBOR.Marshal(&m) }
 // UnmarshalCBOR decodes m with the CBOR codec.
 func (m *Message) UnmarshalCBOR(b []byte) error { return CBOR.Unmarshal(b, m) }
 
-var cborEnc, cborDec = cborModes()
+var msgCBOREnc, msgCBORDec = msgCBORModes()
 
-func cborModes() (cbor.EncMode, cbor.DecMode) {
+func msgCBORModes() (cbor.EncMode, cbor.DecMode) {
 	enc, err := cbor.CoreDetEncOptions().EncMode()
 	if err != nil {
 		panic(err) // impossible: fixed, valid options
@@ -277,15 +277,15 @@ func cborModes() (cbor.EncMode, cbor.DecMode) {
 	return enc, dec
 }
 
-// member is one wire member: its value is a string, a bool or a Value.
-type member struct {
+// wireMember is one wire member: its value is a string, a bool or a Value.
+type wireMember struct {
 	key string
 	val any
 }
 
-// knownMembers are the wire names (and accepted aliases) of Message's
+// envelopeMembers are the wire names (and accepted aliases) of Message's
 // fields; no extension may use them.
-var knownMembers = map[string]bool{
+var envelopeMembers = map[string]bool{
 	"thingID": true, "thingId": true, "messageID": true, "messageId": true,
 	"messageType": true, "correlationID": true, "correlationId": true,
 	"name": true, "action": true, "event": true,
@@ -299,36 +299,36 @@ var knownMembers = map[string]bool{
 // toWire lists m's members in wire order: the common members, the
 // affordance name, the type-specific ones, trace context, then extensions
 // sorted by key.
-func (m *Message) toWire() ([]member, error) {
+func (m *Message) toWire() ([]wireMember, error) {
 	if m == nil {
 		return nil, errors.New("lmos message: nil message")
 	}
 	if !m.Type.Known() {
 		if m.Type == "" {
-			return nil, memberErr("messageType", ErrMissing)
+			return nil, newMemberError("messageType", ErrMissingMember)
 		}
-		return nil, invalid("messageType", "unknown message type %q", m.Type)
+		return nil, invalidMember("messageType", "unknown message type %q", m.Type)
 	}
-	ms := make([]member, 0, 8+len(m.Extensions))
+	ms := make([]wireMember, 0, 8+len(m.Extensions))
 	var err error
 	str := func(key, s string) {
 		if s == "" || err != nil {
 			return
 		}
 		if !utf8.ValidString(s) {
-			err = invalid(key, "not valid UTF-8")
+			err = invalidMember(key, "not valid UTF-8")
 			return
 		}
-		ms = append(ms, member{key, s})
+		ms = append(ms, wireMember{key, s})
 	}
 	val := func(key string, v Value) {
 		if v.Present() {
-			ms = append(ms, member{key, v})
+			ms = append(ms, wireMember{key, v})
 		}
 	}
 	flag := func(key string, b bool) {
 		if b {
-			ms = append(ms, member{key, true})
+			ms = append(ms, wireMember{key, true})
 		}
 	}
 	str("thingID", m.ThingID)
@@ -359,33 +359,33 @@ func (m *Message) toWire() ([]member, error) {
 		if !v.Present() {
 			continue
 		}
-		if knownMembers[k] {
-			return nil, invalid(k, "extension member clashes with a known member")
+		if envelopeMembers[k] {
+			return nil, invalidMember(k, "extension member clashes with a known member")
 		}
 		if !utf8.ValidString(k) {
-			return nil, invalid(k, "extension member name is not valid UTF-8")
+			return nil, invalidMember(k, "extension member name is not valid UTF-8")
 		}
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		ms = append(ms, member{k, m.Extensions[k]})
+		ms = append(ms, wireMember{k, m.Extensions[k]})
 	}
 	return ms, nil
 }
 
 // fromWire builds a Message from a decoded top-level map. Members are
 // visited in sorted order so that errors are deterministic.
-func fromWire(obj object) (Message, error) {
+func fromWire(obj jsonObject) (Message, error) {
 	var m Message
 	setBy := map[*string]string{} // field → the key that set it, for aliases
 	setStr := func(dst *string, key string, v any) error {
-		s, err := asString(key, v)
+		s, err := wireString(key, v)
 		if err != nil || s == "" {
 			return err
 		}
 		if prev, ok := setBy[dst]; ok && *dst != s {
-			return invalid(key, "%q conflicts with member %q = %q", s, prev, *dst)
+			return invalidMember(key, "%q conflicts with member %q = %q", s, prev, *dst)
 		}
 		*dst, setBy[dst] = s, key
 		return nil
@@ -409,40 +409,40 @@ func fromWire(obj object) (Message, error) {
 			err = setStr(&m.Name, k, v)
 		case "messageType":
 			var s string
-			if s, err = asString(k, v); err == nil && s != "" {
+			if s, err = wireString(k, v); err == nil && s != "" {
 				m.Type = MessageType(s)
 				if !m.Type.Known() {
-					err = invalid(k, "unknown message type %q", s)
+					err = invalidMember(k, "unknown message type %q", s)
 				}
 			}
 		case "status":
 			// RFC 7807 makes status a number, the LMOS spec a string:
 			// accept an integer and keep the spec's form.
-			if n, ok := v.(number); ok && n.isInt {
+			if n, ok := v.(jsonNumber); ok && n.isInt {
 				m.Status = n.lit
 			} else {
-				m.Status, err = asString(k, v)
+				m.Status, err = wireString(k, v)
 			}
 		case "reason":
-			m.Reason, err = asString(k, v)
+			m.Reason, err = wireString(k, v)
 		case "timestamp":
-			m.Timestamp, err = asString(k, v)
+			m.Timestamp, err = wireString(k, v)
 		case "traceparent":
-			m.Traceparent, err = asString(k, v)
+			m.Traceparent, err = wireString(k, v)
 		case "tracestate":
-			m.Tracestate, err = asString(k, v)
+			m.Tracestate, err = wireString(k, v)
 		case "type":
-			m.ProblemType, err = asString(k, v)
+			m.ProblemType, err = wireString(k, v)
 		case "title":
-			m.Title, err = asString(k, v)
+			m.Title, err = wireString(k, v)
 		case "detail":
-			m.Detail, err = asString(k, v)
+			m.Detail, err = wireString(k, v)
 		case "instance":
-			m.Instance, err = asString(k, v)
+			m.Instance, err = wireString(k, v)
 		case "stream":
-			m.Stream, err = asBool(k, v)
+			m.Stream, err = wireBool(k, v)
 		case "oneWay":
-			m.OneWay, err = asBool(k, v)
+			m.OneWay, err = wireBool(k, v)
 		case "data":
 			m.Data = valueOfTree(v)
 		case "input":
@@ -462,45 +462,45 @@ func fromWire(obj object) (Message, error) {
 		}
 	}
 	if m.Type == "" {
-		return Message{}, memberErr("messageType", ErrMissing)
+		return Message{}, newMemberError("messageType", ErrMissingMember)
 	}
 	return m, nil
 }
 
-// asString returns a string member; null counts as absent ("").
-func asString(key string, v any) (string, error) {
+// wireString returns a string member; null counts as absent ("").
+func wireString(key string, v any) (string, error) {
 	switch s := v.(type) {
 	case string:
 		return s, nil
 	case nil:
 		return "", nil
 	}
-	return "", invalid(key, "want a string, got %s", kindOf(v))
+	return "", invalidMember(key, "want a string, got %s", treeKind(v))
 }
 
-// asBool returns a boolean member; null counts as absent (false).
-func asBool(key string, v any) (bool, error) {
+// wireBool returns a boolean member; null counts as absent (false).
+func wireBool(key string, v any) (bool, error) {
 	switch b := v.(type) {
 	case bool:
 		return b, nil
 	case nil:
 		return false, nil
 	}
-	return false, invalid(key, "want a boolean, got %s", kindOf(v))
+	return false, invalidMember(key, "want a boolean, got %s", treeKind(v))
 }
 
-// The decoded tree: nil, bool, string, number, []any and object.
+// The decoded tree: nil, bool, string, jsonNumber, []any and jsonObject.
 type (
-	// number is a JSON number as its canonical literal.
-	number struct {
+	// jsonNumber is a JSON number as its canonical literal.
+	jsonNumber struct {
 		lit   string
 		isInt bool
 	}
-	// object is a JSON object; its keys are unique.
-	object map[string]any
+	// jsonObject is a JSON object; its keys are unique.
+	jsonObject map[string]any
 )
 
-func kindOf(v any) string {
+func treeKind(v any) string {
 	switch v := v.(type) {
 	case nil:
 		return "null"
@@ -508,27 +508,27 @@ func kindOf(v any) string {
 		return "boolean"
 	case string:
 		return "string"
-	case number:
+	case jsonNumber:
 		if v.isInt {
 			return "integer"
 		}
 		return "number"
 	case []any:
 		return "array"
-	case object:
+	case jsonObject:
 		return "object"
 	}
 	return fmt.Sprintf("%T", v)
 }
 
-// pathError is an error inside a value; rev holds the path to it, innermost
+// valuePathError is an error inside a value; rev holds the path to it, innermost
 // segment first.
-type pathError struct {
+type valuePathError struct {
 	rev []string
 	err error
 }
 
-func (e *pathError) Error() string {
+func (e *valuePathError) Error() string {
 	if len(e.rev) == 0 {
 		return e.err.Error()
 	}
@@ -543,143 +543,355 @@ func (e *pathError) Error() string {
 	return b.String()
 }
 
-func (e *pathError) Unwrap() error { return e.err }
+func (e *valuePathError) Unwrap() error { return e.err }
 
-// under adds the path segment seg in front of err's path.
-func under(seg string, err error) error {
-	var pe *pathError
+// underPath adds the path segment seg in front of err's path.
+func underPath(seg string, err error) error {
+	var pe *valuePathError
 	if errors.As(err, &pe) {
 		pe.rev = append(pe.rev, seg)
 		return pe
 	}
-	return &pathError{rev: []string{seg}, err: err}
+	return &valuePathError{rev: []string{seg}, err: err}
 }
 
 // envelopeErr turns an error from parsing a whole message into one naming
 // the top-level member it is in, when there is one.
 func envelopeErr(err error) error {
-	var pe *pathError
+	var pe *valuePathError
 	if errors.As(err, &pe) && len(pe.rev) > 0 {
 		n := len(pe.rev) - 1
-		return memberErr(pe.rev[n], &pathError{rev: pe.rev[:n], err: pe.err})
+		return newMemberError(pe.rev[n], &valuePathError{rev: pe.rev[:n], err: pe.err})
 	}
 	return fmt.Errorf("lmos message: %w", err)
 }
 
-// parseJSON parses one JSON text into a tree, checking everything Value
-// promises: valid UTF-8, unique object keys, numbers in range, nesting at
-// most maxDepth.
-func parseJSON(data []byte, maxDepth int) (any, error) {
+// parseJSONTree parses one JSON text (RFC 8259) into a tree, checking
+// everything Value promises: valid UTF-8, unique object keys, numbers in
+// range, nesting at most maxDepth. Escaped lone surrogates become U+FFFD,
+// as encoding/json does.
+func parseJSONTree(data []byte, maxDepth int) (any, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("invalid JSON: not valid UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := parseJSONValue(dec, 0, maxDepth)
+	p := &jsonParser{data: data, maxDepth: maxDepth}
+	p.skipSpace()
+	v, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("invalid JSON: data after the value at offset %d", dec.InputOffset())
+	p.skipSpace()
+	if p.pos != len(data) {
+		return nil, fmt.Errorf("invalid JSON: data after the value at offset %d", p.pos)
 	}
 	return v, nil
 }
 
-func parseJSONValue(dec *json.Decoder, depth, maxDepth int) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, jsonSyntaxErr(err)
+// jsonParser is a recursive-descent JSON parser over a byte slice.
+type jsonParser struct {
+	data     []byte
+	pos      int
+	maxDepth int
+}
+
+func (p *jsonParser) errorf(format string, args ...any) error {
+	if p.pos >= len(p.data) {
+		return fmt.Errorf("invalid JSON: %w", io.ErrUnexpectedEOF)
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		if depth+1 > maxDepth {
-			return nil, fmt.Errorf("nested deeper than %d levels", maxDepth)
+	return fmt.Errorf("invalid JSON at offset %d: %s", p.pos, fmt.Sprintf(format, args...))
+}
+
+func (p *jsonParser) skipSpace() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
 		}
-		switch t {
-		case '{':
-			obj := object{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, jsonSyntaxErr(err)
-				}
-				key, _ := kt.(string) // the decoder only gives strings here
-				if _, dup := obj[key]; dup {
-					return nil, under(key, errors.New("duplicate member"))
-				}
-				v, err := parseJSONValue(dec, depth+1, maxDepth)
-				if err != nil {
-					return nil, under(key, err)
-				}
-				obj[key] = v
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, jsonSyntaxErr(err)
-			}
+	}
+}
+
+// peek returns the next byte, or 0 at the end of the input.
+func (p *jsonParser) peek() byte {
+	if p.pos < len(p.data) {
+		return p.data[p.pos]
+	}
+	return 0
+}
+
+func (p *jsonParser) value(depth int) (any, error) {
+	switch c := p.peek(); {
+	case c == '{':
+		return p.jsonObject(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		return p.string()
+	case c == 't':
+		return true, p.literal("true")
+	case c == 'f':
+		return false, p.literal("false")
+	case c == 'n':
+		return nil, p.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	default:
+		return nil, p.errorf("unexpected character %q", c)
+	}
+}
+
+func (p *jsonParser) literal(lit string) error {
+	if !bytes.HasPrefix(p.data[p.pos:], []byte(lit)) {
+		return p.errorf("invalid literal, want %s", lit)
+	}
+	p.pos += len(lit)
+	return nil
+}
+
+func (p *jsonParser) jsonObject(depth int) (any, error) {
+	if depth+1 > p.maxDepth {
+		return nil, fmt.Errorf("nested deeper than %d levels", p.maxDepth)
+	}
+	p.pos++ // {
+	obj := jsonObject{}
+	p.skipSpace()
+	if p.peek() == '}' {
+		p.pos++
+		return obj, nil
+	}
+	for {
+		p.skipSpace()
+		if p.peek() != '"' {
+			return nil, p.errorf("want a member name")
+		}
+		key, err := p.string()
+		if err != nil {
+			return nil, err
+		}
+		p.skipSpace()
+		if p.peek() != ':' {
+			return nil, underPath(key, p.errorf("want ':' after the member name"))
+		}
+		p.pos++
+		p.skipSpace()
+		if _, dup := obj[key]; dup {
+			return nil, underPath(key, errors.New("duplicate member"))
+		}
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, underPath(key, err)
+		}
+		obj[key] = v
+		p.skipSpace()
+		switch p.peek() {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
 			return obj, nil
-		case '[':
-			arr := []any{}
-			for i := 0; dec.More(); i++ {
-				v, err := parseJSONValue(dec, depth+1, maxDepth)
-				if err != nil {
-					return nil, under(strconv.Itoa(i), err)
-				}
-				arr = append(arr, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, jsonSyntaxErr(err)
-			}
-			return arr, nil
+		default:
+			return nil, p.errorf("want ',' or '}' after member %q", key)
 		}
-		return nil, fmt.Errorf("invalid JSON: unexpected %q", t)
-	case json.Number:
-		return parseNumber(string(t))
-	case string, bool, nil:
-		return t, nil
 	}
-	return nil, fmt.Errorf("invalid JSON: unexpected token %v", tok) // impossible
 }
 
-func jsonSyntaxErr(err error) error {
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
+func (p *jsonParser) array(depth int) (any, error) {
+	if depth+1 > p.maxDepth {
+		return nil, fmt.Errorf("nested deeper than %d levels", p.maxDepth)
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Errorf("invalid JSON at offset %d: %w", se.Offset, err)
+	p.pos++ // [
+	arr := []any{}
+	p.skipSpace()
+	if p.peek() == ']' {
+		p.pos++
+		return arr, nil
 	}
-	return fmt.Errorf("invalid JSON: %w", err)
+	for {
+		p.skipSpace()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, underPath(strconv.Itoa(len(arr)), err)
+		}
+		arr = append(arr, v)
+		p.skipSpace()
+		switch p.peek() {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			return arr, nil
+		default:
+			return nil, p.errorf("want ',' or ']' after an array element")
+		}
+	}
 }
 
-// parseNumber returns the canonical form of a JSON number literal.
-func parseNumber(lit string) (number, error) {
+func (p *jsonParser) string() (string, error) {
+	p.pos++ // "
+	start := p.pos
+	for p.pos < len(p.data) { // fast path: no escapes
+		c := p.data[p.pos]
+		if c == '"' {
+			p.pos++
+			return string(p.data[start : p.pos-1]), nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", p.errorf("control character in a string")
+		}
+		p.pos++
+	}
+	buf := append([]byte(nil), p.data[start:p.pos]...)
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return string(buf), nil
+		case c < 0x20:
+			return "", p.errorf("control character in a string")
+		case c != '\\':
+			buf = append(buf, c)
+			p.pos++
+			continue
+		}
+		p.pos++ // backslash
+		e := p.peek()
+		p.pos++
+		switch e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r, ok := p.hex4(p.pos)
+			if !ok {
+				p.pos--
+				return "", p.errorf("invalid \\u escape")
+			}
+			p.pos += 4
+			if utf16.IsSurrogate(r) {
+				// A high surrogate followed by an escaped low one is one
+				// character; any other surrogate is U+FFFD.
+				r2, ok := p.hex4(p.pos + 2)
+				if ok && r < 0xdc00 && p.peek() == '\\' && p.data[p.pos+1] == 'u' && r2 >= 0xdc00 && r2 < 0xe000 {
+					r = utf16.DecodeRune(r, r2)
+					p.pos += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			buf = utf8.AppendRune(buf, r)
+		default:
+			p.pos--
+			return "", p.errorf("invalid escape character %q", e)
+		}
+	}
+	return "", p.errorf("unterminated string")
+}
+
+// hex4 decodes the four hex digits at data[i:].
+func (p *jsonParser) hex4(i int) (rune, bool) {
+	if i < 0 || i+4 > len(p.data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.data[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// number scans -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (p *jsonParser) number() (any, error) {
+	start := p.pos
+	digits := func() int {
+		n := 0
+		for p.pos < len(p.data) && p.data[p.pos] >= '0' && p.data[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	if p.peek() == '-' {
+		p.pos++
+	}
+	switch c := p.peek(); {
+	case c == '0':
+		p.pos++
+	case c >= '1' && c <= '9':
+		digits()
+	default:
+		return nil, p.errorf("invalid number")
+	}
+	if p.peek() == '.' {
+		p.pos++
+		if digits() == 0 {
+			return nil, p.errorf("invalid number: no digits after '.'")
+		}
+	}
+	if c := p.peek(); c == 'e' || c == 'E' {
+		p.pos++
+		if c := p.peek(); c == '+' || c == '-' {
+			p.pos++
+		}
+		if digits() == 0 {
+			return nil, p.errorf("invalid number: no digits in the exponent")
+		}
+	}
+	return parseJSONNumber(string(p.data[start:p.pos]))
+}
+
+// parseJSONNumber returns the canonical form of a JSON number literal.
+func parseJSONNumber(lit string) (jsonNumber, error) {
 	if !strings.ContainsAny(lit, ".eE") {
 		digits := strings.TrimPrefix(lit, "-")
 		if digits == "0" {
-			return number{"0", true}, nil // -0 is no integer of its own
+			return jsonNumber{"0", true}, nil // -0 is no integer of its own
 		}
 		if len(digits) > maxIntDigits {
-			return number{}, fmt.Errorf("integer %.20s… is beyond ±2^%d", lit, maxIntBits)
+			return jsonNumber{}, fmt.Errorf("integer %.20s… is beyond ±2^%d", lit, maxIntBits)
 		}
 		if len(digits) == maxIntDigits {
 			n, ok := new(big.Int).SetString(digits, 10)
 			if !ok || n.BitLen() > maxIntBits {
-				return number{}, fmt.Errorf("integer %.20s… is beyond ±2^%d", lit, maxIntBits)
+				return jsonNumber{}, fmt.Errorf("integer %.20s… is beyond ±2^%d", lit, maxIntBits)
 			}
 		}
-		return number{lit, true}, nil
+		return jsonNumber{lit, true}, nil
 	}
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil {
-		return number{}, fmt.Errorf("number %.40s is out of the range of a float64", lit)
+		return jsonNumber{}, fmt.Errorf("number %.40s is out of the range of a float64", lit)
 	}
-	return number{formatFloat(f), false}, nil
+	return jsonNumber{formatJSONFloat(f), false}, nil
 }
 
-// formatFloat writes f like encoding/json (shortest round-trip digits,
+// formatJSONFloat writes f like encoding/json (shortest round-trip digits,
 // exponent form below 1e-6 and from 1e21) and always with a fraction or an
 // exponent, so it reads back as a float.
-func formatFloat(f float64) string {
+func formatJSONFloat(f float64) string {
 	abs := math.Abs(f)
 	fmtc := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
@@ -699,18 +911,18 @@ func formatFloat(f float64) string {
 	return string(b)
 }
 
-func valueOfTree(tree any) Value { return Value{raw: appendCanon(nil, tree)} }
+func valueOfTree(tree any) Value { return Value{raw: appendCanonJSON(nil, tree)} }
 
-// appendCanon appends the canonical JSON text of a tree.
-func appendCanon(buf []byte, v any) []byte {
+// appendCanonJSON appends the canonical JSON text of a tree.
+func appendCanonJSON(buf []byte, v any) []byte {
 	switch v := v.(type) {
 	case nil:
 		return append(buf, "null"...)
 	case bool:
 		return strconv.AppendBool(buf, v)
 	case string:
-		return appendString(buf, v)
-	case number:
+		return appendJSONString(buf, v)
+	case jsonNumber:
 		return append(buf, v.lit...)
 	case []any:
 		buf = append(buf, '[')
@@ -718,10 +930,10 @@ func appendCanon(buf []byte, v any) []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendCanon(buf, e)
+			buf = appendCanonJSON(buf, e)
 		}
 		return append(buf, ']')
-	case object:
+	case jsonObject:
 		keys := make([]string, 0, len(v))
 		for k := range v {
 			keys = append(keys, k)
@@ -732,18 +944,18 @@ func appendCanon(buf []byte, v any) []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendString(buf, k)
+			buf = appendJSONString(buf, k)
 			buf = append(buf, ':')
-			buf = appendCanon(buf, v[k])
+			buf = appendCanonJSON(buf, v[k])
 		}
 		return append(buf, '}')
 	}
 	panic(fmt.Sprintf("proto: appendCanon: unexpected %T", v)) // impossible: trees hold only the types above
 }
 
-// appendString appends s (valid UTF-8) as a JSON string, escaping only
+// appendJSONString appends s (valid UTF-8) as a JSON string, escaping only
 // '"', '\\' and control characters.
-func appendString(buf []byte, s string) []byte {
+func appendJSONString(buf []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	buf = append(buf, '"')
 	start := 0
@@ -775,12 +987,12 @@ func appendString(buf []byte, s string) []byte {
 	return append(buf, '"')
 }
 
-// cborItem converts a tree to the Go values the CBOR encoder writes as the
+// cborItemOf converts a tree to the Go values the CBOR encoder writes as the
 // same data item: integers as int64, uint64 or *big.Int (bignum beyond 64
 // bits), floats as float64.
-func cborItem(v any) any {
+func cborItemOf(v any) any {
 	switch v := v.(type) {
-	case number:
+	case jsonNumber:
 		if !v.isInt {
 			f, _ := strconv.ParseFloat(v.lit, 64) // canonical: never fails
 			return f
@@ -796,13 +1008,13 @@ func cborItem(v any) any {
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			out[i] = cborItem(e)
+			out[i] = cborItemOf(e)
 		}
 		return out
-	case object:
+	case jsonObject:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			out[k] = cborItem(e)
+			out[k] = cborItemOf(e)
 		}
 		return out
 	}
@@ -816,19 +1028,19 @@ func fromCBOR(v any, depth int) (any, error) {
 	case nil, bool, string:
 		return v, nil
 	case uint64:
-		return number{strconv.FormatUint(v, 10), true}, nil
+		return jsonNumber{strconv.FormatUint(v, 10), true}, nil
 	case int64:
-		return number{strconv.FormatInt(v, 10), true}, nil
+		return jsonNumber{strconv.FormatInt(v, 10), true}, nil
 	case big.Int:
 		if v.CmpAbs(big.NewInt(0)) != 0 && new(big.Int).Abs(&v).BitLen() > maxIntBits {
 			return nil, fmt.Errorf("integer is beyond ±2^%d", maxIntBits)
 		}
-		return number{v.String(), true}, nil
+		return jsonNumber{v.String(), true}, nil
 	case float64:
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("float %v has no JSON form", v)
 		}
-		return number{formatFloat(v), false}, nil
+		return jsonNumber{formatJSONFloat(v), false}, nil
 	case []any:
 		if depth+1 > MaxDepth {
 			return nil, fmt.Errorf("nested deeper than %d levels", MaxDepth)
@@ -837,7 +1049,7 @@ func fromCBOR(v any, depth int) (any, error) {
 		for i, e := range v {
 			t, err := fromCBOR(e, depth+1)
 			if err != nil {
-				return nil, under(strconv.Itoa(i), err)
+				return nil, underPath(strconv.Itoa(i), err)
 			}
 			arr[i] = t
 		}
@@ -846,7 +1058,7 @@ func fromCBOR(v any, depth int) (any, error) {
 		if depth+1 > MaxDepth {
 			return nil, fmt.Errorf("nested deeper than %d levels", MaxDepth)
 		}
-		obj := make(object, len(v))
+		obj := make(jsonObject, len(v))
 		for k, e := range v {
 			key, ok := k.(string)
 			if !ok {
@@ -854,7 +1066,7 @@ func fromCBOR(v any, depth int) (any, error) {
 			}
 			t, err := fromCBOR(e, depth+1)
 			if err != nil {
-				return nil, under(key, err)
+				return nil, underPath(key, err)
 			}
 			obj[key] = t
 		}

@@ -669,6 +669,37 @@ func checkStable(t *testing.T, m *proto.Message) {
 	_ = m.Validate() // must not panic
 }
 
+// checkAgainstEncodingJSON compares the package's JSON parser with
+// encoding/json: both accept the same texts, except for what Value rejects
+// on purpose, and read the same value from them.
+func checkAgainstEncodingJSON(t *testing.T, data []byte) {
+	v, err := proto.ParseValue(data)
+	if err != nil {
+		if !json.Valid(data) {
+			return
+		}
+		for _, deliberate := range []string{"duplicate member", "nested deeper", "beyond", "out of the range", "not valid UTF-8"} {
+			if strings.Contains(err.Error(), deliberate) {
+				return
+			}
+		}
+		t.Fatalf("ParseValue rejects valid JSON %q: %v", data, err)
+	}
+	if !json.Valid(data) {
+		t.Fatalf("ParseValue accepts invalid JSON %q as %s", data, v)
+	}
+	var want, got any
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatalf("encoding/json: %v", err)
+	}
+	if err := json.Unmarshal(v.JSON(), &got); err != nil {
+		t.Fatalf("encoding/json on canonical %s: %v", v, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q reads as %#v, its canonical form %s as %#v", data, want, v, got)
+	}
+}
+
 func fuzzSeeds(f *testing.F) [][]byte {
 	inputs, _ := filepath.Glob(filepath.Join(goldenDir, "*.json"))
 	var seeds [][]byte
@@ -687,7 +718,9 @@ func FuzzDecodeJSON(f *testing.F) {
 		f.Add(s)
 	}
 	f.Add([]byte(`{"messageType":"event","data":[1e2,-0,18446744073709551616,{"a":"\u0000"}]}`))
+	f.Add([]byte(`["\ud83d\ude00","\ud83d","\ude00x","\ud83d\u0041",1E-2,0.5e+3]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkAgainstEncodingJSON(t, data)
 		var m proto.Message
 		if err := proto.JSON.Unmarshal(data, &m); err != nil {
 			return
@@ -716,4 +749,104 @@ func FuzzDecodeCBOR(f *testing.F) {
 		}
 		checkStable(t, &m)
 	})
+}
+
+// TestMaxDepth: a payload nested exactly MaxDepth deep, with a bignum at
+// the bottom, passes both codecs; one level more fails both.
+func TestMaxDepth(t *testing.T) {
+	deep := strings.Repeat("[", proto.MaxDepth) + "18446744073709551616" + strings.Repeat("]", proto.MaxDepth)
+	m := &proto.Message{Type: proto.MsgEvent, Data: mustValue(deep)}
+	c, err := proto.CBOR.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back proto.Message
+	if err := proto.CBOR.Unmarshal(c, &back); err != nil || !back.Data.Equal(m.Data) {
+		t.Fatalf("CBOR round trip at MaxDepth: %v", err)
+	}
+	// One more array level, in CBOR: 0x81 wraps the payload once more.
+	i := bytes.Index(c, []byte{0x81})
+	deeper := append(append(append([]byte{}, c[:i]...), 0x81), c[i:]...)
+	err = proto.CBOR.Unmarshal(deeper, &back)
+	if err == nil {
+		t.Fatal("CBOR payload deeper than MaxDepth accepted")
+	}
+	if _, err := proto.ParseValue([]byte("[" + deep + "]")); err == nil {
+		t.Fatal("JSON payload deeper than MaxDepth accepted")
+	}
+}
+
+// TestSelfDescribedCBOR: the self-described CBOR tag 55799 in front of a
+// message is sniffed and skipped.
+func TestSelfDescribedCBOR(t *testing.T) {
+	c, err := proto.CBOR.Marshal(proto.NewMessage("urn:x", proto.MsgSubscribeAllEvents))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagged := append([]byte{0xd9, 0xd9, 0xf7}, c...)
+	codec, ok := proto.SniffCodec(tagged)
+	if !ok || codec != proto.CBOR {
+		t.Fatalf("SniffCodec = %v, %v", codec, ok)
+	}
+	var m proto.Message
+	if err := codec.Unmarshal(tagged, &m); err != nil || m.Type != proto.MsgSubscribeAllEvents {
+		t.Fatalf("Unmarshal = %+v, %v", m, err)
+	}
+}
+
+// benchMessage is an actionStatus with a typical agent output: text, a
+// few numbers, a list of records.
+func benchMessage(b *testing.B) *proto.Message {
+	type record struct {
+		ID      int64   `json:"id"`
+		Title   string  `json:"title"`
+		Score   float64 `json:"score"`
+		Tags    []string
+		Visited bool `json:"visited"`
+	}
+	out := struct {
+		Text    string   `json:"text"`
+		Tokens  []int    `json:"tokens"`
+		Records []record `json:"records"`
+	}{Text: strings.Repeat("The weather in New York is sunny, 25°C. ", 20)}
+	for i := range 100 {
+		out.Tokens = append(out.Tokens, i*7919)
+		if i < 20 {
+			out.Records = append(out.Records, record{int64(i) << 40, fmt.Sprintf("record \"%d\"", i), float64(i) / 3, []string{"a", "b"}, i%2 == 0})
+		}
+	}
+	m := validMessage(proto.MsgActionStatus)
+	v, err := proto.ValueOf(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Output = v
+	return m
+}
+
+func BenchmarkCodec(b *testing.B) {
+	m := benchMessage(b)
+	for _, c := range []proto.Codec{proto.JSON, proto.CBOR} {
+		data, err := c.Marshal(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.ContentType()[len("application/"):]+"/marshal", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := c.Marshal(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.ContentType()[len("application/"):]+"/unmarshal", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			var out proto.Message
+			for b.Loop() {
+				if err := c.Unmarshal(data, &out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

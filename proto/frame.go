@@ -44,7 +44,7 @@ func ReadFrame(r io.Reader, limit int) ([]byte, error) {
 	}
 	br, ok := r.(io.ByteReader)
 	if !ok {
-		br = &byteReader{r: r}
+		br = &frameByteReader{r: r}
 	}
 	n, err := readUvarint(br)
 	if err != nil {
@@ -89,13 +89,13 @@ func readUvarint(br io.ByteReader) (uint64, error) {
 	return 0, fmt.Errorf("lmos frame: length varint longer than %d bytes", maxVarintLen)
 }
 
-// byteReader reads single bytes from an io.Reader without buffering.
-type byteReader struct {
+// frameByteReader reads single bytes from an io.Reader without buffering.
+type frameByteReader struct {
 	r   io.Reader
 	buf [1]byte
 }
 
-func (b *byteReader) ReadByte() (byte, error) {
+func (b *frameByteReader) ReadByte() (byte, error) {
 	_, err := io.ReadFull(b.r, b.buf[:])
 	return b.buf[0], err
 }

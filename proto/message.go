@@ -110,8 +110,8 @@ const (
 	ActionCancelled = "cancelled"
 )
 
-// typeInfo is what the spec says about one message type.
-type typeInfo struct {
+// msgTypeInfo is what the spec says about one message type.
+type msgTypeInfo struct {
 	// nameKey is the wire member of the affordance name: "name" for
 	// property messages, "action" for action messages, "event" for event
 	// messages. Types without an affordance use "name".
@@ -123,7 +123,7 @@ type typeInfo struct {
 	fromThing bool
 }
 
-var messageTypes = map[MessageType]typeInfo{
+var msgTypes = map[MessageType]msgTypeInfo{
 	MsgInvokeAction:            {nameKey: "action", required: []string{"action"}},
 	MsgCancelAction:            {nameKey: "action", required: []string{"action"}},
 	MsgQueryAction:             {nameKey: "action", required: []string{"action"}},
@@ -148,14 +148,14 @@ var messageTypes = map[MessageType]typeInfo{
 // Known reports whether t is a message type of the spec or of lmosnode's
 // extension.
 func (t MessageType) Known() bool {
-	_, ok := messageTypes[t]
+	_, ok := msgTypes[t]
 	return ok
 }
 
 // NameMember returns the wire member that carries the affordance name in a
 // message of type t: "action", "event" or "name".
 func (t MessageType) NameMember() string {
-	if ti, ok := messageTypes[t]; ok {
+	if ti, ok := msgTypes[t]; ok {
 		return ti.nameKey
 	}
 	return "name"
@@ -270,8 +270,8 @@ func (m *Message) EndsAction() bool {
 
 // Errors that Validate and the codecs wrap in a MemberError.
 var (
-	ErrMissing = errors.New("missing")
-	ErrInvalid = errors.New("invalid")
+	ErrMissingMember = errors.New("missing")
+	ErrInvalidMember = errors.New("invalid")
 	// ErrNotUUID: a messageID or correlationID is not a UUID. Validate
 	// checks the UUID formats last, so an error that matches ErrNotUUID
 	// means every other rule holds (see Validate).
@@ -292,10 +292,10 @@ func (e *MemberError) Error() string {
 
 func (e *MemberError) Unwrap() error { return e.Err }
 
-func memberErr(member string, err error) error { return &MemberError{Member: member, Err: err} }
+func newMemberError(member string, err error) error { return &MemberError{Member: member, Err: err} }
 
-func invalid(member, format string, args ...any) error {
-	return memberErr(member, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
+func invalidMember(member, format string, args ...any) error {
+	return newMemberError(member, fmt.Errorf("%w: "+format, append([]any{ErrInvalidMember}, args...)...))
 }
 
 // Validate reports the first way in which m breaks the spec, as a
@@ -321,61 +321,61 @@ func invalid(member, format string, args ...any) error {
 // other rules hold.
 func (m *Message) Validate() error {
 	if m.ThingID == "" {
-		return memberErr("thingID", ErrMissing)
+		return newMemberError("thingID", ErrMissingMember)
 	}
 	if u, err := url.Parse(m.ThingID); err != nil || u.Scheme == "" {
-		return invalid("thingID", "%q is not an absolute URI", m.ThingID)
+		return invalidMember("thingID", "%q is not an absolute URI", m.ThingID)
 	}
 	if m.MessageID == "" {
-		return memberErr("messageID", ErrMissing)
+		return newMemberError("messageID", ErrMissingMember)
 	}
 	if m.Type == "" {
-		return memberErr("messageType", ErrMissing)
+		return newMemberError("messageType", ErrMissingMember)
 	}
-	ti, ok := messageTypes[m.Type]
+	ti, ok := msgTypes[m.Type]
 	if !ok {
-		return invalid("messageType", "unknown message type %q", m.Type)
+		return invalidMember("messageType", "unknown message type %q", m.Type)
 	}
 	for _, member := range ti.required {
 		if !m.has(member) {
-			return memberErr(member, ErrMissing)
+			return newMemberError(member, ErrMissingMember)
 		}
 	}
 	switch m.Type {
 	case MsgWriteMultipleProperties, MsgPropertyReadings:
 		if !m.Data.isObject() {
-			return invalid("data", "want an object of property values")
+			return invalidMember("data", "want an object of property values")
 		}
 	case MsgActionStatus:
 		switch m.Status {
 		case ActionPending, ActionRunning, ActionCompleted, ActionFailed, ActionCancelled:
 		default:
-			return invalid("status", "%q is not an action status (pending, running, completed, failed, cancelled)", m.Status)
+			return invalidMember("status", "%q is not an action status (pending, running, completed, failed, cancelled)", m.Status)
 		}
 	case MsgError:
 		if n, err := strconv.Atoi(m.Status); err != nil || n < 100 || n > 599 || len(m.Status) != 3 {
-			return invalid("status", "%q is not an HTTP status code", m.Status)
+			return invalidMember("status", "%q is not an HTTP status code", m.Status)
 		}
 	}
 	if m.Timestamp != "" {
 		if _, err := ParseTimestamp(m.Timestamp); err != nil {
-			return memberErr("timestamp", fmt.Errorf("%w: %w", ErrInvalid, err))
+			return newMemberError("timestamp", fmt.Errorf("%w: %w", ErrInvalidMember, err))
 		}
 	}
 	if m.Traceparent != "" && !validTraceparent(m.Traceparent) {
-		return invalid("traceparent", "%q is not a W3C traceparent", m.Traceparent)
+		return invalidMember("traceparent", "%q is not a W3C traceparent", m.Traceparent)
 	}
 	if m.Stream && m.Type != MsgInvokeAction {
-		return invalid("stream", "only invokeAction opens a stream, not %s", m.Type)
+		return invalidMember("stream", "only invokeAction opens a stream, not %s", m.Type)
 	}
 	if m.OneWay && ti.fromThing {
-		return invalid("oneWay", "%s is a reply, not a consumer request", m.Type)
+		return invalidMember("oneWay", "%s is a reply, not a consumer request", m.Type)
 	}
-	if !isUUID(m.MessageID) {
-		return memberErr("messageID", fmt.Errorf("%w: %q", ErrNotUUID, m.MessageID))
+	if !isUUIDText(m.MessageID) {
+		return newMemberError("messageID", fmt.Errorf("%w: %q", ErrNotUUID, m.MessageID))
 	}
-	if m.CorrelationID != "" && !isUUID(m.CorrelationID) {
-		return memberErr("correlationID", fmt.Errorf("%w: %q", ErrNotUUID, m.CorrelationID))
+	if m.CorrelationID != "" && !isUUIDText(m.CorrelationID) {
+		return newMemberError("correlationID", fmt.Errorf("%w: %q", ErrNotUUID, m.CorrelationID))
 	}
 	return nil
 }
@@ -406,12 +406,12 @@ func (m *Message) has(member string) bool {
 	case "instance":
 		return m.Instance != ""
 	}
-	return false // impossible: messageTypes names only the members above
+	return false // impossible: msgTypes names only the members above
 }
 
-// isUUID reports whether s is a UUID in the RFC 9562 text form
+// isUUIDText reports whether s is a UUID in the RFC 9562 text form
 // 8-4-4-4-12 hex digits (either case).
-func isUUID(s string) bool {
+func isUUIDText(s string) bool {
 	if len(s) != 36 {
 		return false
 	}
@@ -507,7 +507,7 @@ func ParseValue(b []byte) (Value, error) {
 	if len(b) > MaxMessageSize {
 		return Value{}, fmt.Errorf("lmos value: %w", ErrTooLarge)
 	}
-	tree, err := parseJSON(b, MaxDepth)
+	tree, err := parseJSONTree(b, MaxDepth)
 	if err != nil {
 		return Value{}, fmt.Errorf("lmos value: %w", err)
 	}
@@ -520,7 +520,7 @@ func StringValue(s string) Value {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	return Value{raw: appendString(nil, s)}
+	return Value{raw: appendJSONString(nil, s)}
 }
 
 // Present reports whether v is a present member (including null).

@@ -121,7 +121,7 @@ func TestValidateRequired(t *testing.T) {
 		for _, member := range append([]string{"thingID", "messageID", "messageType"}, required[typ]...) {
 			c := m.Clone()
 			removeMember(c, member)
-			assertMemberErr(t, fmt.Sprintf("%s without %s", typ, member), c.Validate(), member, proto.ErrMissing)
+			assertMemberErr(t, fmt.Sprintf("%s without %s", typ, member), c.Validate(), member, proto.ErrMissingMember)
 		}
 	}
 }
@@ -149,21 +149,21 @@ func TestValidateFormats(t *testing.T) {
 		member string // "" for valid
 		target error
 	}{
-		{"relative thingID", proto.MsgReadProperty, func(m *proto.Message) { m.ThingID = "weather-agent" }, "thingID", proto.ErrInvalid},
-		{"unknown type", proto.MsgReadProperty, func(m *proto.Message) { m.Type = "readProperties" }, "messageType", proto.ErrInvalid},
-		{"bad action status", proto.MsgActionStatus, func(m *proto.Message) { m.Status = "done" }, "status", proto.ErrInvalid},
-		{"in progress is running", proto.MsgActionStatus, func(m *proto.Message) { m.Status = "in progress" }, "status", proto.ErrInvalid},
+		{"relative thingID", proto.MsgReadProperty, func(m *proto.Message) { m.ThingID = "weather-agent" }, "thingID", proto.ErrInvalidMember},
+		{"unknown type", proto.MsgReadProperty, func(m *proto.Message) { m.Type = "readProperties" }, "messageType", proto.ErrInvalidMember},
+		{"bad action status", proto.MsgActionStatus, func(m *proto.Message) { m.Status = "done" }, "status", proto.ErrInvalidMember},
+		{"in progress is running", proto.MsgActionStatus, func(m *proto.Message) { m.Status = "in progress" }, "status", proto.ErrInvalidMember},
 		{"every action status", proto.MsgActionStatus, func(m *proto.Message) { m.Status = proto.ActionCancelled }, "", nil},
-		{"error status text", proto.MsgError, func(m *proto.Message) { m.Status = "Internal" }, "status", proto.ErrInvalid},
-		{"error status 600", proto.MsgError, func(m *proto.Message) { m.Status = "600" }, "status", proto.ErrInvalid},
-		{"error status +50", proto.MsgError, func(m *proto.Message) { m.Status = "+50" }, "status", proto.ErrInvalid},
-		{"multiple properties not an object", proto.MsgWriteMultipleProperties, func(m *proto.Message) { m.Data = mustValue(`[1]`) }, "data", proto.ErrInvalid},
-		{"readings not an object", proto.MsgPropertyReadings, func(m *proto.Message) { m.Data = proto.Null }, "data", proto.ErrInvalid},
+		{"error status text", proto.MsgError, func(m *proto.Message) { m.Status = "Internal" }, "status", proto.ErrInvalidMember},
+		{"error status 600", proto.MsgError, func(m *proto.Message) { m.Status = "600" }, "status", proto.ErrInvalidMember},
+		{"error status +50", proto.MsgError, func(m *proto.Message) { m.Status = "+50" }, "status", proto.ErrInvalidMember},
+		{"multiple properties not an object", proto.MsgWriteMultipleProperties, func(m *proto.Message) { m.Data = mustValue(`[1]`) }, "data", proto.ErrInvalidMember},
+		{"readings not an object", proto.MsgPropertyReadings, func(m *proto.Message) { m.Data = proto.Null }, "data", proto.ErrInvalidMember},
 		{"writeProperty with any data", proto.MsgWriteProperty, func(m *proto.Message) { m.Data = mustValue(`0.7`) }, "", nil},
 		{"event with null data", proto.MsgEvent, func(m *proto.Message) { m.Data = proto.Null }, "", nil},
-		{"bad timestamp", proto.MsgPropertyReading, func(m *proto.Message) { m.Timestamp = "2024-01-13 23:20:50" }, "timestamp", proto.ErrInvalid},
+		{"bad timestamp", proto.MsgPropertyReading, func(m *proto.Message) { m.Timestamp = "2024-01-13 23:20:50" }, "timestamp", proto.ErrInvalidMember},
 		{"RFC 9557 timestamp", proto.MsgPropertyReading, func(m *proto.Message) { m.Timestamp = "2024-01-13T23:20:50+01:00[Europe/Paris][u-ca=iso8601]" }, "", nil},
-		{"bad RFC 9557 suffix", proto.MsgPropertyReading, func(m *proto.Message) { m.Timestamp = "2024-01-13T23:20:50Z[Europe/Paris" }, "timestamp", proto.ErrInvalid},
+		{"bad RFC 9557 suffix", proto.MsgPropertyReading, func(m *proto.Message) { m.Timestamp = "2024-01-13T23:20:50Z[Europe/Paris" }, "timestamp", proto.ErrInvalidMember},
 		{"traceparent", proto.MsgReadProperty, func(m *proto.Message) {
 			m.Traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 		}, "", nil},
@@ -172,20 +172,20 @@ func TestValidateFormats(t *testing.T) {
 		}, "", nil},
 		{"traceparent zero trace id", proto.MsgReadProperty, func(m *proto.Message) {
 			m.Traceparent = "00-00000000000000000000000000000000-b7ad6b7169203331-01"
-		}, "traceparent", proto.ErrInvalid},
+		}, "traceparent", proto.ErrInvalidMember},
 		{"traceparent upper case", proto.MsgReadProperty, func(m *proto.Message) {
 			m.Traceparent = "00-0AF7651916CD43DD8448EB211C80319C-B7AD6B7169203331-01"
-		}, "traceparent", proto.ErrInvalid},
+		}, "traceparent", proto.ErrInvalidMember},
 		{"stream on invokeAction", proto.MsgInvokeAction, func(m *proto.Message) { m.Stream = true }, "", nil},
-		{"stream elsewhere", proto.MsgQueryAction, func(m *proto.Message) { m.Stream = true }, "stream", proto.ErrInvalid},
+		{"stream elsewhere", proto.MsgQueryAction, func(m *proto.Message) { m.Stream = true }, "stream", proto.ErrInvalidMember},
 		{"oneWay request", proto.MsgWriteProperty, func(m *proto.Message) { m.OneWay = true }, "", nil},
-		{"oneWay reply", proto.MsgActionStatus, func(m *proto.Message) { m.OneWay = true }, "oneWay", proto.ErrInvalid},
+		{"oneWay reply", proto.MsgActionStatus, func(m *proto.Message) { m.OneWay = true }, "oneWay", proto.ErrInvalidMember},
 		{"messageID not a UUID", proto.MsgReadProperty, func(m *proto.Message) { m.MessageID = "abcd1234-5678-90ef-ghij-klmnopqrstuv" }, "messageID", proto.ErrNotUUID},
 		{"messageID braced", proto.MsgReadProperty, func(m *proto.Message) { m.MessageID = "{" + uuid.NewString() + "}" }, "messageID", proto.ErrNotUUID},
 		{"messageID urn", proto.MsgReadProperty, func(m *proto.Message) { m.MessageID = "urn:uuid:" + uuid.NewString() }, "messageID", proto.ErrNotUUID},
 		{"messageID v7 upper case", proto.MsgReadProperty, func(m *proto.Message) { m.MessageID = "0190F3A2-7B1C-7D4E-8F00-112233445566" }, "", nil},
 		{"correlationID not a UUID", proto.MsgReadProperty, func(m *proto.Message) { m.CorrelationID = "b45e8f90" }, "correlationID", proto.ErrNotUUID},
-		{"UUID is checked last", proto.MsgReadProperty, func(m *proto.Message) { m.MessageID, m.Name = "x", "" }, "name", proto.ErrMissing},
+		{"UUID is checked last", proto.MsgReadProperty, func(m *proto.Message) { m.MessageID, m.Name = "x", "" }, "name", proto.ErrMissingMember},
 	} {
 		m := validMessage(tc.typ)
 		tc.mutate(m)
@@ -330,7 +330,7 @@ func TestProblem(t *testing.T) {
 	if e.ThingID != "" || e.CorrelationID != "" {
 		t.Errorf("NewError(nil) = %+v", e)
 	}
-	assertMemberErr(t, "NewError(nil)", e.Validate(), "thingID", proto.ErrMissing)
+	assertMemberErr(t, "NewError(nil)", e.Validate(), "thingID", proto.ErrMissingMember)
 }
 
 func ExampleNewMessage() {
