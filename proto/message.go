@@ -56,6 +56,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -250,6 +251,25 @@ func (m *Message) Clone() *Message {
 		}
 	}
 	return &c
+}
+
+// LogValue implements slog.LogValuer: the envelope members that identify
+// m (type, thingID, messageID, correlationID, name, status), never the
+// payloads. (A value receiver, so that Message and *Message log alike.)
+func (m Message) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 6)
+	add := func(k, v string) {
+		if v != "" {
+			attrs = append(attrs, slog.String(k, v))
+		}
+	}
+	add("messageType", string(m.Type))
+	add("thingID", m.ThingID)
+	add("messageID", m.MessageID)
+	add("correlationID", m.CorrelationID)
+	add(m.Type.NameMember(), m.Name)
+	add("status", m.Status)
+	return slog.GroupValue(attrs...)
 }
 
 // EndsAction reports whether m ends an action invocation or a streaming

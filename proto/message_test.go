@@ -3,6 +3,8 @@ package proto_test
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -401,4 +403,22 @@ func Example_streamSession() {
 	// actionStatus true  "Sunny" false <nil>
 	// streamEnd true   false <nil>
 	// actionStatus true   true <nil>
+}
+
+func TestLogValue(t *testing.T) {
+	m := validMessage(proto.MsgActionStatus)
+	m.Output = proto.StringValue("secret output")
+	var b strings.Builder
+	log := slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	log.Info("sent", "msg", m)
+	log.Info("sent", "msg", *m)
+	want := fmt.Sprintf("level=INFO msg=sent msg.messageType=actionStatus msg.thingID=%s msg.messageID=%s msg.action=getWeather msg.status=completed\n", thing, m.MessageID)
+	if got := b.String(); got != want+want {
+		t.Errorf("log output:\n%s\nwant twice:\n%s", got, want)
+	}
 }
