@@ -6,51 +6,8 @@ package proto
 // streams, WebSocket "lmosprotocol", HTTP, MQTT) carries it unchanged, as
 // JSON or as CBOR (codec.go), framed on streams by frame.go.
 //
-// # Extensions
-//
-// The spec's message table covers request-reply, one request-multiple
-// responses, event notification and publish-subscribe. The LMOS requirements
-// also ask for one-way messages and request-stream/response-stream sessions,
-// which the table has no message for. lmosnode adds the smallest extension
-// that carries them, in the spirit of the lmos vocabulary additions: two
-// message types, two boolean members and two action status values. A peer
-// that does not know the extension ignores the unknown members and answers
-// as the spec says, which the consumer can tell from the answer.
-//
-// Extension members:
-//
-//	messageType "streamInput"   consumer → Thing: one more input chunk of a session
-//	messageType "streamEnd"     consumer → Thing: no more input (half-close)
-//	"stream": true              on invokeAction: open a session
-//	"oneWay": true              on a consumer → Thing message: the sender reads no reply
-//	status "running"            actionStatus: the action runs (the spec's "in progress");
-//	                            in a session, output is the next output chunk
-//	status "cancelled"          actionStatus: the action was cancelled (answer to cancelAction)
-//
-// A streaming session (a chat agent streaming tokens while the consumer
-// streams more input):
-//
-//	consumer → Thing  invokeAction {action, stream: true, input?}
-//	Thing → consumer  actionStatus {action, status: "running", output: <chunk>}   (any number)
-//	consumer → Thing  streamInput  {action, correlationID, input: <chunk>}         (any number)
-//	consumer → Thing  streamEnd    {action, correlationID}
-//	Thing → consumer  actionStatus {action, status: "completed"|"failed"|"cancelled", output?}
-//
-// The session is named by the invokeAction's correlationID, or its messageID
-// when it has none (what Reply does); every later message of the session
-// carries it as correlationID. Output chunks of a session are deltas, not the
-// output accumulated so far. Either side may end the session early: the
-// consumer with cancelAction, the Thing with an error or a final
-// actionStatus; after a final status (see EndsAction) the consumer sends no
-// more streamInput. A Thing that does not know the extension ignores
-// "stream" and answers with one final actionStatus, which ends the session
-// the same way. Chunks carry no sequence number, so a session needs an
-// ordered transport (a libp2p stream, a WebSocket), which is what lmosnode
-// uses for them.
-//
-// "oneWay" gives the one-way (fire-and-forget) pattern: the Thing, and every
-// node that relays the message, SHOULD NOT send a reply, errors included,
-// and a relay may close its stream as soon as the message is forwarded.
+// lmosnode's extension for one-way messages and streaming sessions is
+// described on MessageType.
 
 import (
 	"encoding/json"
@@ -67,11 +24,56 @@ import (
 )
 
 // MessageType is the value of the messageType member.
+//
+// lmosnode extensions. The spec's message table covers request-reply, one
+// request-multiple responses, event notification and publish-subscribe.
+// The LMOS requirements also ask for one-way messages and
+// request-stream/response-stream sessions, which the table has no message
+// for. lmosnode adds the smallest extension that carries them, in the
+// spirit of the lmos vocabulary additions: two message types, two boolean
+// members and two action status values.
+//
+//	messageType "streamInput"   consumer → Thing: one more input chunk of a session
+//	messageType "streamEnd"     consumer → Thing: no more input (half-close)
+//	"stream": true              on invokeAction: open a session;
+//	                            on actionStatus: a message of an accepted session
+//	"oneWay": true              on a consumer → Thing message: the sender reads no reply
+//	status "running"            actionStatus: the action runs (the spec's "in progress");
+//	                            in a session, output is the next output chunk
+//	status "cancelled"          actionStatus: the action was cancelled (answer to cancelAction)
+//
+// A streaming session (a chat agent streaming tokens while the consumer
+// streams more input):
+//
+//	consumer → Thing  invokeAction {action, stream: true, input?}
+//	Thing → consumer  actionStatus {action, stream: true, status: "running", output?: <chunk>}  (any number)
+//	consumer → Thing  streamInput  {action, correlationID, input: <chunk>}                      (any number)
+//	consumer → Thing  streamEnd    {action, correlationID}
+//	Thing → consumer  actionStatus {action, stream: true, status: "completed"|"failed"|"cancelled", output?}
+//
+// The session is named by the invokeAction's correlationID, or its
+// messageID when it has none (what Reply does); every later message of the
+// session carries it as correlationID. The Thing accepts the session by
+// marking its actionStatus messages with "stream": true; the consumer sends
+// streamInput only after the first of them. A Thing that does not know the
+// extension ignores "stream" and answers with unmarked actionStatus
+// messages: the invocation is then an ordinary one, ended by its final
+// status. Output chunks of a session are deltas, not the output
+// accumulated so far. Either side may end a session early: the consumer
+// with cancelAction, the Thing with an error or a final actionStatus (see
+// EndsAction), after which the consumer sends nothing more. Chunks carry
+// no sequence number, so a session needs an ordered transport (a libp2p
+// stream, a WebSocket), which is what lmosnode uses for them.
+//
+// "oneWay" gives the one-way (fire-and-forget) pattern: the Thing, and
+// every node that relays the message, SHOULD NOT send a reply, errors
+// included, and a relay may close its stream as soon as the message is
+// forwarded.
 type MessageType string
 
 // Message types of the LMOS spec table, the two its examples use
-// (propertyReadings, event), and lmosnode's streaming extension (see the
-// comment at the top of message.go).
+// (propertyReadings, event), and lmosnode's streaming extension (see
+// MessageType).
 const (
 	MsgInvokeAction            MessageType = "invokeAction"
 	MsgCancelAction            MessageType = "cancelAction"
@@ -200,8 +202,9 @@ type Message struct {
 	Detail      string // detail
 	Instance    string // instance: URI reference of this occurrence
 
-	// Stream opens a streaming session on invokeAction (extension member
-	// "stream").
+	// Stream opens a streaming session on invokeAction and marks the
+	// actionStatus messages of an accepted session (extension member
+	// "stream", see MessageType).
 	Stream bool
 	// OneWay marks a consumer → Thing message whose sender reads no reply
 	// (extension member "oneWay").
@@ -330,7 +333,8 @@ func invalidMember(member, format string, args ...any) error {
 //     actionStatus's status is one of the Action* values, an error's status
 //     is an HTTP status code (100–599), timestamp is an RFC 9557 date-time,
 //     traceparent has the W3C Trace Context form, stream appears only on
-//     invokeAction and oneWay only on consumer → Thing messages;
+//     invokeAction and actionStatus, oneWay only on consumer → Thing
+//     messages;
 //   - last, messageID and correlationID are UUIDs (RFC 9562 text form, any
 //     version; lmosnode itself sends version 4).
 //
@@ -385,8 +389,8 @@ func (m *Message) Validate() error {
 	if m.Traceparent != "" && !validTraceparent(m.Traceparent) {
 		return invalidMember("traceparent", "%q is not a W3C traceparent", m.Traceparent)
 	}
-	if m.Stream && m.Type != MsgInvokeAction {
-		return invalidMember("stream", "only invokeAction opens a stream, not %s", m.Type)
+	if m.Stream && m.Type != MsgInvokeAction && m.Type != MsgActionStatus {
+		return invalidMember("stream", "only on invokeAction and actionStatus, not %s", m.Type)
 	}
 	if m.OneWay && ti.fromThing {
 		return invalidMember("oneWay", "%s is a reply, not a consumer request", m.Type)

@@ -179,6 +179,7 @@ func TestValidateFormats(t *testing.T) {
 			m.Traceparent = "00-0AF7651916CD43DD8448EB211C80319C-B7AD6B7169203331-01"
 		}, "traceparent", proto.ErrInvalidMember},
 		{"stream on invokeAction", proto.MsgInvokeAction, func(m *proto.Message) { m.Stream = true }, "", nil},
+		{"stream on actionStatus", proto.MsgActionStatus, func(m *proto.Message) { m.Stream = true }, "", nil},
 		{"stream elsewhere", proto.MsgQueryAction, func(m *proto.Message) { m.Stream = true }, "stream", proto.ErrInvalidMember},
 		{"oneWay request", proto.MsgWriteProperty, func(m *proto.Message) { m.OneWay = true }, "", nil},
 		{"oneWay reply", proto.MsgActionStatus, func(m *proto.Message) { m.OneWay = true }, "oneWay", proto.ErrInvalidMember},
@@ -379,30 +380,39 @@ func ExampleMessage_Validate() {
 	// lmos message: member "messageID": not a UUID: "abcd1234-5678-90ef-ghij-klmnopqrstuv" true
 }
 
-// A streaming session: the consumer opens it with a streaming invokeAction
-// and sends more input; the Thing streams output chunks and ends it.
+// A streaming session: the consumer opens it with a streaming invokeAction;
+// the Thing accepts it and streams output chunks while the consumer sends
+// more input; the Thing ends it.
 func Example_streamSession() {
 	open := proto.NewMessage("urn:uuid:6f1d3a7a-1f97-4e6b-b45f-f3c2e1c84c77", proto.MsgInvokeAction)
 	open.Name, open.Stream, open.Input = "chat", true, proto.StringValue("Weather in")
 
-	more := open.Reply(proto.MsgStreamInput) // same session: correlationID = open's messageID
+	// The Thing's side: every actionStatus of the session is marked.
+	status := func(s string, output proto.Value) *proto.Message {
+		m := open.Reply(proto.MsgActionStatus)
+		m.Stream, m.Status, m.Output = true, s, output
+		return m
+	}
+	accepted := status(proto.ActionRunning, proto.Value{})
+
+	more := open.Reply(proto.MsgStreamInput) // correlationID = open's messageID
 	more.Input = proto.StringValue(" New York?")
 	end := open.Reply(proto.MsgStreamEnd)
 
-	chunk := open.Reply(proto.MsgActionStatus)
-	chunk.Status, chunk.Output = proto.ActionRunning, proto.StringValue("Sunny")
-	done := open.Reply(proto.MsgActionStatus)
-	done.Status = proto.ActionCompleted
+	chunk := status(proto.ActionRunning, proto.StringValue("Sunny"))
+	done := status(proto.ActionCompleted, proto.Value{})
 
-	for _, m := range []*proto.Message{open, more, chunk, end, done} {
-		fmt.Println(m.Type, m.Correlation() == open.MessageID, m.Input, m.Output, m.EndsAction(), m.Validate())
+	for _, m := range []*proto.Message{open, accepted, more, chunk, end, done} {
+		fmt.Printf("%-12s session=%v in=%s out=%s ends=%v valid=%v\n",
+			m.Type, m.Correlation() == open.MessageID, m.Input, m.Output, m.EndsAction(), m.Validate() == nil)
 	}
 	// Output:
-	// invokeAction true "Weather in"  false <nil>
-	// streamInput true " New York?"  false <nil>
-	// actionStatus true  "Sunny" false <nil>
-	// streamEnd true   false <nil>
-	// actionStatus true   true <nil>
+	// invokeAction session=true in="Weather in" out= ends=false valid=true
+	// actionStatus session=true in= out= ends=false valid=true
+	// streamInput  session=true in=" New York?" out= ends=false valid=true
+	// actionStatus session=true in= out="Sunny" ends=false valid=true
+	// streamEnd    session=true in= out= ends=false valid=true
+	// actionStatus session=true in= out= ends=true valid=true
 }
 
 func TestLogValue(t *testing.T) {
