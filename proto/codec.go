@@ -214,13 +214,13 @@ func (cborCodec) Unmarshal(data []byte, m *Message) error {
 	if !ok {
 		return fmt.Errorf("lmos message: want a CBOR map, got %s", cborKind(raw))
 	}
+	keys, err := cborKeys(top)
+	if err != nil {
+		return fmt.Errorf("lmos message: %w", err)
+	}
 	obj := make(jsonObject, len(top))
-	for k, v := range top {
-		key, ok := k.(string)
-		if !ok {
-			return fmt.Errorf("lmos message: CBOR map key %v is %s, not a text string", k, cborKind(k))
-		}
-		tree, err := fromCBOR(v, 0)
+	for _, key := range keys {
+		tree, err := fromCBOR(top[key], 0)
 		if err != nil {
 			return newMemberError(key, err)
 		}
@@ -260,8 +260,9 @@ func msgCBORModes() (cbor.EncMode, cbor.DecMode) {
 	}
 	dec, err := cbor.DecOptions{
 		DupMapKey: cbor.DupMapKeyEnforcedAPF,
-		// +2: the envelope map, and a bignum tag around the deepest integer.
-		MaxNestedLevels:  MaxDepth + 2,
+		// +3: a self-described CBOR tag, the envelope map, and a bignum
+		// tag around the deepest integer; fromCBOR enforces MaxDepth.
+		MaxNestedLevels:  MaxDepth + 3,
 		MaxArrayElements: MaxMessageSize,
 		MaxMapPairs:      MaxMessageSize,
 		IndefLength:      cbor.IndefLengthAllowed,
@@ -1058,13 +1059,13 @@ func fromCBOR(v any, depth int) (any, error) {
 		if depth+1 > MaxDepth {
 			return nil, fmt.Errorf("nested deeper than %d levels", MaxDepth)
 		}
+		keys, err := cborKeys(v)
+		if err != nil {
+			return nil, err
+		}
 		obj := make(jsonObject, len(v))
-		for k, e := range v {
-			key, ok := k.(string)
-			if !ok {
-				return nil, fmt.Errorf("map key %v is %s, not a text string", k, cborKind(k))
-			}
-			t, err := fromCBOR(e, depth+1)
+		for _, key := range keys {
+			t, err := fromCBOR(v[key], depth+1)
 			if err != nil {
 				return nil, underPath(key, err)
 			}
@@ -1073,6 +1074,21 @@ func fromCBOR(v any, depth int) (any, error) {
 		return obj, nil
 	}
 	return nil, fmt.Errorf("%s has no JSON form", cborKind(v))
+}
+
+// cborKeys returns the keys of a decoded CBOR map, which must all be text
+// strings, sorted so that errors about the members come in a fixed order.
+func cborKeys(m map[any]any) ([]string, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		key, ok := k.(string)
+		if !ok {
+			return nil, fmt.Errorf("CBOR map key %v is %s, not a text string", k, cborKind(k))
+		}
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	return keys, nil
 }
 
 // cborKind names a decoded CBOR data item for error messages.

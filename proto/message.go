@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"strconv"
 	"strings"
@@ -247,12 +248,7 @@ func (m *Message) Correlation() string {
 // are immutable and shared).
 func (m *Message) Clone() *Message {
 	c := *m
-	if m.Extensions != nil {
-		c.Extensions = make(map[string]Value, len(m.Extensions))
-		for k, v := range m.Extensions {
-			c.Extensions[k] = v
-		}
-	}
+	c.Extensions = maps.Clone(m.Extensions)
 	return &c
 }
 
