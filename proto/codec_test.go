@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"math/big"
@@ -20,8 +19,6 @@ import (
 	"github.com/fxamacker/cbor/v2"
 	"github.com/lmosnode/lmosnode/proto"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 const goldenDir = "testdata/golden/envelope"
 
@@ -43,7 +40,7 @@ func TestGoldenEnvelope(t *testing.T) {
 			}
 			got := goldenReport(t, data)
 			golden := strings.TrimSuffix(in, ".json") + ".golden"
-			if *update {
+			if *proto.UpdateGolden {
 				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}

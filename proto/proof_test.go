@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
@@ -25,8 +24,6 @@ import (
 	"github.com/gowebpki/jcs"
 	"github.com/multiformats/go-multibase"
 )
-
-var updateProofGolden = flag.Bool("update-proof-golden", false, "rewrite testdata/golden/proof/* from the current code")
 
 const proofGoldenDir = "testdata/golden/proof"
 
@@ -88,11 +85,11 @@ func proofReadGolden(t testing.TB, name string) []byte {
 }
 
 // proofCheckGolden compares got with a golden file, or rewrites the file under
-// -update-proof-golden.
+// -update.
 func proofCheckGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join(proofGoldenDir, name)
-	if *updateProofGolden {
+	if *UpdateGolden {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +97,7 @@ func proofCheckGolden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test -run %s -update-proof-golden to create it)", err, t.Name())
+		t.Fatalf("%v (run go test -run %s -update to create it)", err, t.Name())
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file\n got: %s\nwant: %s", name, got, want)

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // jsonEqual reports whether two JSON documents have the same data: the
 // same members (in any order), the same items, numbers equal as numbers.
@@ -138,7 +135,7 @@ func TestGoldenTD(t *testing.T) {
 			}
 			pretty.WriteByte('\n')
 			golden := filepath.Join("testdata", "golden", "td", name+".golden.json")
-			if *update {
+			if *UpdateGolden {
 				if err := os.WriteFile(golden, pretty.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}
