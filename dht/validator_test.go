@@ -232,3 +232,44 @@ func TestThingValidatorSelect(t *testing.T) {
 		t.Errorf("Select of an expired record: %v, want it to wrap ErrExpired", err)
 	}
 }
+
+// FuzzThingValidator feeds arbitrary keys and values to the validator: it
+// must never panic, and what it accepts must be a record of the key's Thing
+// by the key's publisher.
+func FuzzThingValidator(f *testing.F) {
+	alice := newPublisher(f)
+	rec := alice.sign(f, "urn:x", 1, t0)
+	tomb := alice.tombstone(f, "urn:x", 2, t0)
+	key := ThingKey(alice.id, "urn:x")
+	f.Add(key, rec.Raw)
+	f.Add(key, tomb.Raw)
+	f.Add(ThingKey(alice.id, "urn:y"), rec.Raw)
+	f.Add(key, []byte(`{"lmos:tombstone":true}`))
+	v := ThingValidator{Now: fixedClock(t0)}
+	f.Fuzz(func(t *testing.T, key string, value []byte) {
+		got, err := v.Check(key, value)
+		if err != nil {
+			return
+		}
+		p, id, err := ParseThingKey(key)
+		if err != nil || got.Publisher() != p || got.ThingID != id {
+			t.Fatalf("accepted %q under %q (%v)", value, key, err)
+		}
+		if i, err := v.Select(key, [][]byte{[]byte("x"), value}); err != nil || i != 1 {
+			t.Fatalf("Select of an accepted value = %d, %v", i, err)
+		}
+	})
+}
+
+func BenchmarkThingValidatorValidate(b *testing.B) {
+	alice := newPublisher(b)
+	rec := alice.sign(b, "urn:x", 1, t0)
+	key := ThingKey(alice.id, "urn:x")
+	v := ThingValidator{Now: fixedClock(t0)}
+	b.SetBytes(int64(len(rec.Raw)))
+	for b.Loop() {
+		if err := v.Validate(key, rec.Raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
