@@ -104,7 +104,9 @@
 //     and so do "Straße AG" and "STRASSE AG" (see NormalizeVendor).
 //
 // Empty names are never announced. ProviderKeys lists the keys a TD is
-// announced under.
+// announced under. A provider record lives 48 h on the peers that store it
+// (kad-dht's records.ProvideValidity), so a node announces its keys again
+// every RepublishInterval, when it republishes its records.
 //
 // # Local storage
 //

@@ -128,6 +128,17 @@ func TestOptionsDHT(t *testing.T) {
 		t.Error("client answers DHT queries")
 	}
 
+	// kad-dht's Amino checks guard the public DHT: options that would join
+	// it with the LMOS validator are refused.
+	opts, err := Options(Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := kaddht.New(ctx, newHost(t, gater), append(opts, kaddht.ProtocolPrefix("/ipfs"))...); err == nil {
+		d.Close()
+		t.Error("kad-dht accepted the LMOS validator under the /ipfs prefix")
+	}
+
 	// The validator knows the LMOS namespaces only.
 	alice := newPublisher(t)
 	rec := alice.sign(t, "urn:x", 1, time.Now())
