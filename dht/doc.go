@@ -65,10 +65,10 @@
 //
 // Of several valid records under one key, every node keeps and returns the
 // one that proto.Record.Newer ranks first (ThingValidator.Select): the
-// highest sequence number; at equal sequence numbers the later proof
-// "created", then a tombstone before a TD, then the greater bytes. A replayed
-// older version therefore never replaces a newer one, and a tombstone removes
-// every version with a lower sequence number.
+// highest sequence number; at equal sequence numbers a tombstone before a TD,
+// then the later proof "created", then the greater bytes. A replayed older
+// version therefore never replaces a newer one, and a tombstone removes every
+// version with the same or a lower sequence number.
 //
 // # Provider records
 //

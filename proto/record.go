@@ -42,9 +42,10 @@ func (r *Record) Tombstone() bool { return r.TD == nil }
 func (r *Record) Publisher() peer.ID { return r.Signer.PeerID }
 
 // Newer reports whether r supersedes o, a record of the same Thing: a higher
-// sequence number wins; at equal sequence numbers (a republication) the later
-// proof wins, and at equal times a tombstone wins, so every node picks the
-// same record whatever order they arrive in.
+// sequence number wins; at equal sequence numbers a tombstone wins (a delete
+// is final for its sequence number), then the later proof (a republication),
+// then the greater bytes, so every node picks the same record whatever order
+// they arrive in.
 func (r *Record) Newer(o *Record) bool {
 	if o == nil {
 		return true
@@ -52,11 +53,11 @@ func (r *Record) Newer(o *Record) bool {
 	if r.Seq != o.Seq {
 		return r.Seq > o.Seq
 	}
-	if !r.Signer.Created.Equal(o.Signer.Created) {
-		return r.Signer.Created.After(o.Signer.Created)
-	}
 	if r.Tombstone() != o.Tombstone() {
 		return r.Tombstone()
+	}
+	if !r.Signer.Created.Equal(o.Signer.Created) {
+		return r.Signer.Created.After(o.Signer.Created)
 	}
 	return bytes.Compare(r.Raw, o.Raw) > 0
 }

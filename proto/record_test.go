@@ -147,3 +147,23 @@ func TestParseRecordRejects(t *testing.T) {
 		t.Error("tombstone with unknown members accepted")
 	}
 }
+
+// A delete is final for its sequence number: a TD re-signed later at the
+// same seq (a republish timer racing the delete) does not resurrect it.
+func TestRecordTombstoneFinalForSeq(t *testing.T) {
+	key := testKey(t)
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	td := weatherAgent(t)
+	td.Seq = 5
+	ts, err := SignTombstone(td.ID, 5, key, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := SignThing(td, key, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later.Newer(ts) || !ts.Newer(later) {
+		t.Fatal("a TD at the tombstone's seq must not supersede it")
+	}
+}
