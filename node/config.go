@@ -131,7 +131,7 @@ func DefaultConfig() Config {
 		API: "127.0.0.1:5080",
 		// No public bootstrap peers are built in: an organisation chooses
 		// which federation it joins; a LAN needs none (mDNS).
-		Bootstrap: nil,
+		Bootstrap: []string{},
 		// Two nodes on one LAN must find each other with no configuration.
 		MDNS: true,
 		// Serve the DHT only when others can reach us, so that nodes behind
