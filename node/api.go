@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -80,7 +82,27 @@ func apiHandler(n *Node) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusNotFound, "no such API route")
 	})
-	return recoverProblem(n.log, mux)
+	return recoverProblem(n.log, loopbackHostOnly(mux))
+}
+
+// loopbackHostOnly refuses requests whose Host header is not a loopback
+// address or localhost. The API listens on loopback only, but a web page
+// could still reach it through DNS rebinding (evil.example resolving to
+// 127.0.0.1); such requests carry the page's host name and are refused.
+func loopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		ip, err := netip.ParseAddr(host)
+		if host != "localhost" && (err != nil || !ip.IsLoopback()) {
+			writeProblem(w, r, http.StatusForbidden, fmt.Sprintf("host %q is not a loopback address", r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (n *Node) handleNode(w http.ResponseWriter, r *http.Request) {

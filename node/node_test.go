@@ -253,6 +253,27 @@ func TestAPIProblems(t *testing.T) {
 		})
 	}
 
+	t.Run("rebinding host", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/node", nil)
+		req.Host = "evil.example:80"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("Host evil.example: %s %s, want a 403 problem", resp.Status, resp.Header.Get("Content-Type"))
+		}
+		req.Host = "localhost"
+		if resp, err = http.DefaultClient.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("Host localhost: %s, want 200", resp.Status)
+		}
+	})
+
 	_, err := FetchNodeInfo(context.Background(), http.DefaultClient, base+"/nope")
 	var p *Problem
 	if !errors.As(err, &p) || p.Status != http.StatusNotFound {
