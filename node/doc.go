@@ -2,7 +2,40 @@
 // directory (identity key, config file, datastore), the libp2p host and the
 // local HTTP API.
 //
-// A Node is built by New, started by Start and stopped by Close. Close is
-// idempotent and safe to call from any goroutine; every goroutine the node
-// starts is owned by it and stopped by Close.
+// # Lifecycle
+//
+// A Node is built by New, started by Start and stopped by Close. New
+// validates the Config, loads or creates the identity key, opens the
+// datastore and builds the libp2p host, binding no socket; Start makes the
+// host listen, serves the API and writes the api file. Close is idempotent
+// and safe to call from any goroutine; every goroutine the node starts is
+// owned by it and stopped by Close.
+//
+// # Home directory
+//
+//	config.json   Config (merged over DefaultConfig), mode 0600
+//	identity.key  Ed25519 libp2p private key, mode 0600; the node refuses
+//	              to start if group or others may read it
+//	datastore/    pebble database (go-datastore interface); every write
+//	              is synced before it is acknowledged
+//	api           URL of the running daemon's HTTP API (ReadAPIFile);
+//	              removed on clean shutdown
+//
+// # Logging
+//
+// The node logs through the *slog.Logger given with WithLogger. go-libp2p
+// (gologshim) and go-log/v2 users (kad-dht, go-ds-pebble) log process-wide;
+// their records are routed to the logger of the most recently opened Node
+// that is still open, from WithLibp2pLogLevel (default warn) up.
+//
+// # HTTP API
+//
+// GET /api/v1/node returns NodeInfo. Errors are RFC 7807 problem details
+// (application/problem+json, type Problem). The API listens on a loopback
+// address only: it has no authentication yet.
+//
+// # Not yet wired
+//
+// Config.MDNS, Config.Bootstrap and Config.DHTMode are validated and stored;
+// the mDNS service and the DHT that use them are built by later releases.
 package node

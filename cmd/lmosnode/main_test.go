@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lmosnode/lmosnode/node"
+)
+
+// binDir holds the binary built once for all tests.
+var binDir string
+
+// TestMain removes the built binary after the tests and fails them if a
+// goroutine leaked.
+func TestMain(m *testing.M) {
+	var err error
+	if binDir, err = os.MkdirTemp("", "lmosnode-bin"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(binDir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+const testVersion = "v0.0.0-binarytest"
+
+var buildOnce = sync.OnceValues(func() (string, error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(binDir, "lmosnode")
+	build := exec.Command(goTool, "build", "-o", bin,
+		"-ldflags", "-X github.com/lmosnode/lmosnode/node.Version="+testVersion, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// buildBinary builds lmosnode once per test run, with Version set through
+// -ldflags as a release build does.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := buildOnce()
+	if errors.Is(err, exec.ErrNotFound) {
+		t.Skip("no go tool on PATH")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// command runs the binary with a clean environment: no LMOS_HOME, HOME in a
+// temporary directory, so nothing outside the test's directories is used.
+func command(t *testing.T, bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	return cmd
+}
+
+func runOK(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := command(t, bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lmosnode %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, &stdout, &stderr)
+	}
+	return stdout.String()
+}
+
+// TestBinary runs the real binary: init, up on loopback, the API, id
+// against the daemon, SIGINT, clean exit.
+func TestBinary(t *testing.T) {
+	bin := buildBinary(t)
+	home := filepath.Join(t.TempDir(), "home")
+
+	if out := runOK(t, bin, "version"); !strings.Contains(out, testVersion) {
+		t.Errorf("version printed %q, want %s", out, testVersion)
+	}
+
+	out := runOK(t, bin, "init", "--home", home)
+	for _, f := range []string{node.ConfigFile, node.IdentityFile} {
+		if !strings.Contains(out, filepath.Join(home, f)) {
+			t.Errorf("init output lacks %s:\n%s", f, out)
+		}
+	}
+	idOut := runOK(t, bin, "id", "--home", home)
+	peerLine := firstLine(idOut, "peer ID: ")
+	if peerLine == "" || !strings.Contains(idOut, "did:key: did:key:z6Mk") {
+		t.Fatalf("id output:\n%s", idOut)
+	}
+	if out := runOK(t, bin, "init", "--home", home); !strings.Contains(out, "already initialised") {
+		t.Errorf("second init output:\n%s", out)
+	}
+
+	// Keep all traffic on this machine: the mDNS flag is off and so are
+	// AutoNAT, hole punching and the relay client (config file).
+	cfg, err := node.LoadConfig(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AutoNAT, cfg.HolePunching, cfg.RelayClient = false, false, false
+	if err := node.WriteConfig(home, cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	up := command(t, bin, "up", "--home", home,
+		"--listen", "/ip4/127.0.0.1/tcp/0", "--listen", "/ip4/127.0.0.1/udp/0/quic-v1",
+		"--api", "127.0.0.1:0", "--mdns=false", "--log-level", "debug")
+	stdout, err := up.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	up.Stderr = &stderr
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var upOut bytes.Buffer
+	readDone := make(chan struct{})
+	exited := make(chan struct{}) // closed once waitErr is set
+	var waitErr error
+	go func() {
+		_, _ = io.Copy(&upOut, stdout)
+		close(readDone)
+	}()
+	go func() {
+		<-readDone // Wait must follow the pipe's last read
+		waitErr = up.Wait()
+		close(exited)
+	}()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			_ = up.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("daemon stderr:\n%s", &stderr)
+		}
+	}()
+
+	apiURL := waitForAPIFile(t, home, exited, &waitErr)
+	resp, err := http.Get(apiURL + "/api/v1/node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info node.NodeInfo
+	err = json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if "peer ID: "+info.PeerID != peerLine || info.Version != testVersion || info.APIURL != apiURL || len(info.Addrs) != 2 {
+		t.Errorf("GET /api/v1/node = %+v (id said %q)", info, peerLine)
+	}
+	for _, a := range info.Addrs {
+		if !strings.HasPrefix(a, "/ip4/127.0.0.1/") || !strings.HasSuffix(a, "/p2p/"+info.PeerID) {
+			t.Errorf("address %s: not loopback with /p2p/ suffix", a)
+		}
+	}
+	if out := runOK(t, bin, "id", "--home", home); !strings.Contains(out, "API:     "+apiURL) {
+		t.Errorf("id with the daemon running did not ask it:\n%s", out)
+	}
+
+	if err := up.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Fatalf("up after SIGINT: %v, want exit 0", waitErr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("up did not exit within 30s of SIGINT")
+	}
+	if _, err := os.Stat(filepath.Join(home, node.APIFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("api file after shutdown: %v, want it removed", err)
+	}
+	for _, want := range []string{"is up", peerLine, "did:key: did:key:z6Mk", "API:     " + apiURL, "address: /ip4/127.0.0.1/udp/"} {
+		if !strings.Contains(upOut.String(), want) {
+			t.Errorf("up output lacks %q:\n%s", want, &upOut)
+		}
+	}
+}
+
+// TestUpRejectsBadFlag checks that a bad flag value fails with a message
+// naming the field, before anything listens.
+func TestUpRejectsBadFlag(t *testing.T) {
+	bin := buildBinary(t)
+	home := filepath.Join(t.TempDir(), "home")
+	var stderr bytes.Buffer
+	cmd := command(t, bin, "up", "--home", home, "--api", "0.0.0.0:5080", "--mdns=false")
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("up with a public API address: %v, want exit 1", err)
+	}
+	if !strings.Contains(stderr.String(), "config: api:") {
+		t.Errorf("stderr does not name the field:\n%s", &stderr)
+	}
+}
+
+func waitForAPIFile(t *testing.T, home string, exited <-chan struct{}, waitErr *error) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if u, err := node.ReadAPIFile(home); err == nil {
+			return u
+		}
+		select {
+		case <-exited:
+			t.Fatalf("up exited before writing the api file: %v", *waitErr)
+		case <-ctx.Done():
+			t.Fatal("no api file after 60s")
+		case <-tick.C:
+		}
+	}
+}
+
+func firstLine(s, prefix string) string {
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), prefix) {
+			return sc.Text()
+		}
+	}
+	return ""
+}

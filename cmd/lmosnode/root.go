@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lmosnode/lmosnode/node"
+)
+
+// newRootCmd builds the command tree. Each command lives in its own file
+// as a newXxxCmd constructor (no init() registration); to add a command,
+// write its file and add its constructor to the list below.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lmosnode",
+		Short: "Run a node of the LMOS federated Internet of Agents",
+		Long: `lmosnode is the daemon an organisation runs to put its AI agents and tools
+on a federated peer-to-peer network following the Eclipse LMOS protocol.
+
+A node keeps its identity key, configuration and data in a home directory:
+--home if given, else $LMOS_HOME, else ~/.lmosnode. 'lmosnode up' creates it
+on first run, so nothing needs to be set up beforehand.`,
+		Example: `  # Run a node with everything in ~/.lmosnode
+  lmosnode up
+
+  # Show this node's peer ID and did:key
+  lmosnode id`,
+		SilenceUsage:  true, // a failed run is not a usage error
+		SilenceErrors: true, // run prints the error once
+	}
+	root.PersistentFlags().String("home", "", "node home directory (default $"+node.HomeEnv+" or ~/"+node.DefaultHomeName+")")
+	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn or error")
+	_ = root.MarkPersistentFlagDirname("home")
+	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(
+		[]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+
+	root.AddCommand(
+		newInitCmd(),
+		newUpCmd(),
+		newIDCmd(),
+		newVersionCmd(),
+	)
+	return root
+}
+
+// homeDir resolves the --home flag, $LMOS_HOME and the default.
+func homeDir(cmd *cobra.Command) (string, error) {
+	flag, err := cmd.Flags().GetString("home")
+	if err != nil {
+		return "", err
+	}
+	return node.ResolveHome(flag)
+}
+
+// logger builds the logger of this invocation from --log-level; logs go to
+// stderr, output meant for the user to stdout.
+func logger(cmd *cobra.Command) (*slog.Logger, error) {
+	s, err := cmd.Flags().GetString("log-level")
+	if err != nil {
+		return nil, err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return nil, fmt.Errorf("--log-level: %q: want debug, info, warn or error", s)
+	}
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lmosnode/lmosnode/node"
+)
+
+// startTimeout bounds how long binding the listeners may take.
+const startTimeout = 30 * time.Second
+
+func newUpCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run the node in the foreground",
+		Long: `up runs the node in the foreground until SIGINT (Ctrl-C) or SIGTERM, then
+shuts it down cleanly and exits 0. It initialises the home directory first
+if needed (see 'lmosnode init').
+
+The configuration is home/config.json merged over the defaults; the flags
+below override it for this run only (config.json is not changed).
+
+While it runs, the node writes the URL of its HTTP API to home/api, where
+other lmosnode commands find it.
+
+In this release --mdns and --bootstrap are stored in the node's
+configuration only: local discovery and the DHT that uses bootstrap peers
+arrive with the next release.`,
+		Example: `  # Run with the defaults (listen on all interfaces, TCP/QUIC 4001, WebSocket 4002)
+  lmosnode up
+
+  # Loopback only, any free ports, no local discovery
+  lmosnode up --listen /ip4/127.0.0.1/tcp/0 --listen /ip4/127.0.0.1/udp/0/quic-v1 \
+    --api 127.0.0.1:0 --mdns=false
+
+  # Join a federation through a known peer
+  lmosnode up --bootstrap /dns4/node.example.org/tcp/4001/p2p/12D3KooW...`,
+		Args: cobra.NoArgs,
+		RunE: runUp,
+	}
+	f := cmd.Flags()
+	f.StringArray("listen", nil, "libp2p listen multiaddr; repeat for several (replaces config listen)")
+	f.String("api", "", "HTTP API host:port on a loopback address; port 0 picks a free port")
+	f.Bool("mdns", true, "discover LMOS nodes on the local network (stored; wired in the next release)")
+	f.StringArray("bootstrap", nil, "bootstrap peer multiaddr ending in /p2p/<peer ID>; repeat for several (replaces config bootstrap; stored, wired in the next release)")
+	return cmd
+}
+
+func runUp(cmd *cobra.Command, _ []string) (err error) {
+	log, err := logger(cmd)
+	if err != nil {
+		return err
+	}
+	home, err := homeDir(cmd)
+	if err != nil {
+		return err
+	}
+	created, err := node.Init(home)
+	if err != nil {
+		return err
+	}
+	for _, p := range created {
+		log.Info("created", "path", p)
+	}
+	cfg, err := node.LoadConfig(home)
+	if err != nil {
+		return err
+	}
+	if err := applyUpFlags(cmd, &cfg); err != nil {
+		return err
+	}
+
+	// Signals are caught before the node starts, so one arriving during
+	// start-up still shuts it down cleanly.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	n, err := node.New(cfg, node.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := n.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
+	err = n.Start(startCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "lmosnode %s is up\n", node.Version)
+	printInfo(out, n.Info())
+
+	<-ctx.Done()
+	stop() // a second signal now ends the process at once
+	log.Info("shutting down")
+	return nil
+}
+
+// applyUpFlags overrides cfg with the flags given on the command line.
+func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
+	f := cmd.Flags()
+	var err error
+	if f.Changed("listen") {
+		if cfg.Listen, err = f.GetStringArray("listen"); err != nil {
+			return err
+		}
+	}
+	if f.Changed("api") {
+		if cfg.API, err = f.GetString("api"); err != nil {
+			return err
+		}
+	}
+	if f.Changed("mdns") {
+		if cfg.MDNS, err = f.GetBool("mdns"); err != nil {
+			return err
+		}
+	}
+	if f.Changed("bootstrap") {
+		if cfg.Bootstrap, err = f.GetStringArray("bootstrap"); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The api file tells CLI commands where the running daemon's API is, like
+// kubo's: the daemon writes its base URL there once the API listens and
+// removes the file on clean shutdown. A file left by a killed daemon is
+// overwritten by the next one.
+
+// writeAPIFile records apiURL in home/api.
+func writeAPIFile(home, apiURL string) error {
+	path := filepath.Join(home, APIFile)
+	if err := writeFileAtomic(path, []byte(apiURL+"\n"), 0o600); err != nil {
+		return fmt.Errorf("api file %s: %w", path, err)
+	}
+	return nil
+}
+
+// removeAPIFile removes home/api; a missing file is not an error.
+func removeAPIFile(home string) error {
+	path := filepath.Join(home, APIFile)
+	if err := ignoreNotExist(os.Remove(path)); err != nil {
+		return fmt.Errorf("api file %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadAPIFile returns the base URL of the daemon's API recorded in
+// home/api, e.g. "http://127.0.0.1:5080". The error wraps fs.ErrNotExist
+// when no daemon has written one, i.e. none is running. The file may be
+// stale if the daemon was killed: a request to the URL then fails.
+func ReadAPIFile(home string) (string, error) {
+	path := filepath.Join(home, APIFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("api file %s: %w", path, err)
+	}
+	s := strings.TrimSpace(string(data))
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("api file %s: %q is not an http URL", path, s)
+	}
+	return s, nil
+}
+
+// FetchNodeInfo asks the API at apiURL for GET /api/v1/node. An error
+// response is returned as a *Problem.
+func FetchNodeInfo(ctx context.Context, client *http.Client, apiURL string) (NodeInfo, error) {
+	var info NodeInfo
+	if err := getJSON(ctx, client, strings.TrimSuffix(apiURL, "/")+"/api/v1/node", &info); err != nil {
+		return NodeInfo{}, err
+	}
+	return info, nil
+}
+
+// getJSON GETs url and decodes a JSON body into v, or a problem body into a
+// *Problem error.
+func getJSON(ctx context.Context, client *http.Client, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	req.Header.Set("Accept", contentTypeJSON+", "+contentTypeProblem)
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, 1<<20)
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode >= 300 {
+		p := &Problem{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
+		if ct == contentTypeProblem {
+			if err := json.NewDecoder(body).Decode(p); err != nil {
+				return fmt.Errorf("GET %s: %s, undecodable problem body: %w", url, resp.Status, err)
+			}
+		}
+		return fmt.Errorf("GET %s: %w", url, p)
+	}
+	if ct != contentTypeJSON {
+		return fmt.Errorf("GET %s: content type %q, want %s", url, ct, contentTypeJSON)
+	}
+	if err := json.NewDecoder(body).Decode(v); err != nil {
+		return fmt.Errorf("GET %s: decode body: %w", url, err)
+	}
+	return nil
+}

@@ -1,0 +1,372 @@
+package node
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// Config is the serialisable configuration of a node, kept as config.json in
+// the node's home directory. Start from DefaultConfig: a config file is
+// merged over it (fields absent from the file keep their defaults), and
+// command-line flags override both.
+//
+// The zero value is not usable; New fills only the fields whose zero value
+// has no meaning (DHTMode, ConnMgr, Datastore.CacheMB) and rejects the rest
+// through Validate.
+type Config struct {
+	// Home is the node's home directory: identity key, config file,
+	// datastore and api file live there. It is where the config was loaded
+	// from, so it is not itself stored in config.json.
+	Home string `json:"-"`
+
+	// Listen are the libp2p multiaddrs the host listens on (TCP, QUIC v1
+	// and WebSocket are supported).
+	Listen []string `json:"listen"`
+	// API is the host:port of the local HTTP API. Port 0 picks a free port;
+	// the address actually bound is written to the home dir's api file.
+	API string `json:"api"`
+	// Bootstrap are multiaddrs, each ending in /p2p/<peer ID>, of peers the
+	// node connects to on start to join the DHT. Stored in this release;
+	// the DHT that uses them arrives with the next one.
+	Bootstrap []string `json:"bootstrap"`
+	// MDNS turns on discovery of LMOS nodes on the local network. Stored
+	// in this release; the mDNS service arrives with the next one.
+	MDNS bool `json:"mdns"`
+	// DHTMode is "auto", "server" or "client" (see the DHTMode* constants).
+	DHTMode string `json:"dhtMode"`
+	// ConnMgr bounds the number of connections the host keeps open.
+	ConnMgr ConnMgrConfig `json:"connMgr"`
+	// Resources caps what the libp2p stack may use (libp2p resource
+	// manager, system scope).
+	Resources ResourcesConfig `json:"resources"`
+	// AutoNAT turns on AutoNAT v2: peers probe which of our addresses are
+	// reachable and we answer their probes. (libp2p's AutoNAT v1 client
+	// always runs; it only ever probes public addresses.)
+	AutoNAT bool `json:"autoNAT"`
+	// HolePunching turns on DCUtR hole punching through NATs. It needs
+	// RelayClient, over whose relayed connection it coordinates.
+	HolePunching bool `json:"holePunching"`
+	// RelayClient lets the host dial and accept connections through
+	// circuit-relay v2 relays.
+	RelayClient bool `json:"relayClient"`
+	// Datastore tunes the embedded pebble datastore.
+	Datastore DatastoreConfig `json:"datastore"`
+}
+
+// ConnMgrConfig configures libp2p's basic connection manager: when the
+// number of connections exceeds High, it trims down to Low, sparing
+// connections younger than Grace.
+type ConnMgrConfig struct {
+	// Low is the connection count the manager trims down to.
+	Low int `json:"low"`
+	// High is the connection count above which trimming starts.
+	High int `json:"high"`
+	// Grace is how long a new connection is exempt from trimming.
+	Grace Duration `json:"grace"`
+}
+
+// ResourcesConfig caps the libp2p resource manager's system scope. Zero
+// means "scale from the machine" exactly as libp2p's AutoScale does (1/8 of
+// physical memory, half of the process's file descriptor limit, and the
+// connection and stream counts libp2p derives from those).
+type ResourcesConfig struct {
+	// MaxMemoryMB caps the memory libp2p may reserve, in MiB.
+	MaxMemoryMB int `json:"maxMemoryMB"`
+	// MaxFDs caps the file descriptors libp2p may use.
+	MaxFDs int `json:"maxFDs"`
+	// MaxConns caps open connections (inbound plus outbound). When set,
+	// it must be at least ConnMgr.High.
+	MaxConns int `json:"maxConns"`
+	// MaxStreams caps open streams across all connections.
+	MaxStreams int `json:"maxStreams"`
+}
+
+// DatastoreConfig tunes the embedded pebble datastore. Durability is not a
+// knob: every write the node acknowledges is synced to disk.
+type DatastoreConfig struct {
+	// CacheMB is pebble's block cache size in MiB.
+	CacheMB int `json:"cacheMB"`
+}
+
+// DHT modes accepted in Config.DHTMode.
+const (
+	// DHTModeAuto serves the DHT while the node is publicly reachable and
+	// acts as a client otherwise.
+	DHTModeAuto = "auto"
+	// DHTModeServer always serves the DHT.
+	DHTModeServer = "server"
+	// DHTModeClient only queries the DHT and never stores records for
+	// others.
+	DHTModeClient = "client"
+)
+
+// DefaultConfig returns the configuration a node runs with when config.json
+// says nothing else. Home is left empty: the caller sets it.
+func DefaultConfig() Config {
+	return Config{
+		// Users expect a node to be reachable from their LAN out of the
+		// box, over every transport we speak: TCP and QUIC share the
+		// well-known port 4001 (as IPFS nodes do, so firewall rules carry
+		// over), WebSocket needs its own TCP port for browsers and proxies.
+		Listen: []string{
+			"/ip4/0.0.0.0/tcp/4001",
+			"/ip4/0.0.0.0/udp/4001/quic-v1",
+			"/ip4/0.0.0.0/tcp/4002/ws",
+		},
+		// The API is unauthenticated in this release, so only this machine
+		// may reach it.
+		API: "127.0.0.1:5080",
+		// No public bootstrap peers are built in: an organisation chooses
+		// which federation it joins; a LAN needs none (mDNS).
+		Bootstrap: []string{},
+		// Two nodes on one LAN must find each other with no configuration.
+		MDNS: true,
+		// Serve the DHT only when others can reach us, so that nodes behind
+		// NAT do not poison routing tables with unreachable entries.
+		DHTMode: DHTModeAuto,
+		ConnMgr: ConnMgrConfig{
+			// Enough to keep a healthy Kademlia routing table (k=20 in
+			// several buckets) plus gossipsub meshes (D≈6 per topic) and
+			// the peers we are calling.
+			Low: 64,
+			// Three times Low leaves room for bursts of discovery and
+			// invocation without constant trimming.
+			High: 192,
+			// Long enough for identify, the DHT handshake and a first
+			// request to complete before a new connection can be trimmed.
+			Grace: Duration(30 * time.Second),
+		},
+		// Scale from the machine, like libp2p's defaults: a node shares its
+		// machine with the agents it hosts, and 1/8 of memory leaves them
+		// the rest.
+		Resources: ResourcesConfig{},
+		// Knowing our reachability decides the DHT mode and whether relays
+		// are needed; on by default as in libp2p deployments.
+		AutoNAT: true,
+		// Organisations run nodes behind NAT; hole punching lets two of them
+		// talk directly instead of through a relay.
+		HolePunching: true,
+		// Without a relay a node behind a strict NAT is unreachable.
+		RelayClient: true,
+		Datastore: DatastoreConfig{
+			// pebble's own default; the directory of Things and groups is
+			// small and mostly read from memory structures above it.
+			CacheMB: 8,
+		},
+	}
+}
+
+// withFallbacks fills the fields whose zero value is not meaningful from
+// DefaultConfig.
+func (c Config) withFallbacks() Config {
+	def := DefaultConfig()
+	if c.DHTMode == "" {
+		c.DHTMode = def.DHTMode
+	}
+	if c.ConnMgr == (ConnMgrConfig{}) {
+		c.ConnMgr = def.ConnMgr
+	}
+	if c.Datastore.CacheMB == 0 {
+		c.Datastore.CacheMB = def.Datastore.CacheMB
+	}
+	return c
+}
+
+// Validate checks the configuration and returns an error naming the first
+// bad field, e.g. `config: listen[1]: "/ip4/x": …`.
+func (c Config) Validate() error {
+	if err := c.validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+func (c Config) validate() error {
+	if c.Home == "" {
+		return errors.New("home: must be set")
+	}
+	if len(c.Listen) == 0 {
+		return errors.New("listen: at least one multiaddr is required")
+	}
+	for i, s := range c.Listen {
+		if err := validateListenAddr(s); err != nil {
+			return fmt.Errorf("listen[%d]: %q: %w", i, s, err)
+		}
+	}
+	if err := validateAPIAddr(c.API); err != nil {
+		return fmt.Errorf("api: %q: %w", c.API, err)
+	}
+	for i, s := range c.Bootstrap {
+		if _, err := peer.AddrInfoFromString(s); err != nil {
+			return fmt.Errorf("bootstrap[%d]: %q: must be a multiaddr ending in /p2p/<peer ID>: %w", i, s, err)
+		}
+	}
+	if !slices.Contains([]string{DHTModeAuto, DHTModeServer, DHTModeClient}, c.DHTMode) {
+		return fmt.Errorf("dhtMode: %q: must be %q, %q or %q", c.DHTMode, DHTModeAuto, DHTModeServer, DHTModeClient)
+	}
+	if c.ConnMgr.Low < 0 {
+		return fmt.Errorf("connMgr.low: %d: must not be negative", c.ConnMgr.Low)
+	}
+	if c.ConnMgr.High <= 0 {
+		return fmt.Errorf("connMgr.high: %d: must be positive", c.ConnMgr.High)
+	}
+	if c.ConnMgr.Low > c.ConnMgr.High {
+		return fmt.Errorf("connMgr.low: %d: must not exceed connMgr.high (%d)", c.ConnMgr.Low, c.ConnMgr.High)
+	}
+	if c.ConnMgr.Grace < 0 {
+		return fmt.Errorf("connMgr.grace: %s: must not be negative", c.ConnMgr.Grace)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"resources.maxMemoryMB", c.Resources.MaxMemoryMB},
+		{"resources.maxFDs", c.Resources.MaxFDs},
+		{"resources.maxConns", c.Resources.MaxConns},
+		{"resources.maxStreams", c.Resources.MaxStreams},
+		{"datastore.cacheMB", c.Datastore.CacheMB},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%s: %d: must not be negative (0 means the default)", f.name, f.v)
+		}
+	}
+	if c.Resources.MaxConns > 0 && c.Resources.MaxConns < c.ConnMgr.High {
+		return fmt.Errorf("resources.maxConns: %d: must be at least connMgr.high (%d), or the resource manager refuses connections the connection manager still wants", c.Resources.MaxConns, c.ConnMgr.High)
+	}
+	if c.HolePunching && !c.RelayClient {
+		return errors.New("holePunching: needs relayClient, over whose relayed connection hole punching is coordinated")
+	}
+	return nil
+}
+
+// validateListenAddr accepts the multiaddrs our transports can listen on:
+// TCP, QUIC v1 and TCP+WebSocket, on an IP address.
+func validateListenAddr(s string) error {
+	m, err := ma.NewMultiaddr(s)
+	if err != nil {
+		return err
+	}
+	var codes []int
+	for _, c := range m {
+		codes = append(codes, c.Code())
+	}
+	if len(codes) == 0 || (codes[0] != ma.P_IP4 && codes[0] != ma.P_IP6) {
+		return errors.New("must start with /ip4 or /ip6")
+	}
+	switch rest := codes[1:]; {
+	case slices.Equal(rest, []int{ma.P_TCP}),
+		slices.Equal(rest, []int{ma.P_TCP, ma.P_WS}),
+		slices.Equal(rest, []int{ma.P_UDP, ma.P_QUIC_V1}):
+		return nil
+	}
+	return errors.New("unsupported transport: want /tcp/<port>, /tcp/<port>/ws or /udp/<port>/quic-v1")
+}
+
+// validateAPIAddr requires a loopback host:port. The API has no
+// authentication yet, so it must not be reachable from other machines.
+func validateAPIAddr(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("must be host:port: %w", err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("bad port: %w", err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return errors.New("host must be an IP address or localhost")
+	}
+	if !ip.IsLoopback() {
+		return errors.New("host must be a loopback address: the API has no authentication yet")
+	}
+	return nil
+}
+
+// ConfigFile is the name of the config file in a node's home directory.
+const ConfigFile = "config.json"
+
+// LoadConfig reads home/config.json merged over DefaultConfig and sets Home.
+// Unknown fields are errors (a misspelt field would otherwise silently keep
+// its default). It does not validate; New does.
+func LoadConfig(home string) (Config, error) {
+	path := filepath.Join(home, ConfigFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	cfg := DefaultConfig()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	if dec.More() {
+		return Config{}, fmt.Errorf("config %s: trailing data after the JSON object", path)
+	}
+	cfg.Home = home
+	return cfg, nil
+}
+
+// WriteConfig writes cfg to home/config.json (mode 0600, atomically).
+func WriteConfig(home string, cfg Config) error {
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	path := filepath.Join(home, ConfigFile)
+	if err := writeFileAtomic(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// Duration is a time.Duration that reads and writes JSON as a Go duration
+// string ("30s", "1m30s").
+type Duration time.Duration
+
+// String returns the duration in Go syntax, e.g. "30s".
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON encodes the duration as a string such as "30s".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(d.String())
+}
+
+// UnmarshalJSON decodes a duration string such as "30s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string such as \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// configExists reports whether home holds a config file.
+func configExists(home string) (bool, error) {
+	_, err := os.Stat(filepath.Join(home, ConfigFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,195 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultConfigValidates(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Home = t.TempDir()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Bootstrap) != 0 {
+		t.Errorf("default bootstrap peers %v: none may be built in", cfg.Bootstrap)
+	}
+}
+
+func TestConfigValidateNamesField(t *testing.T) {
+	const peerAddr = "/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWQkq67sSjdEMzqEJgYX9s7791PkDj6gPZKDbH6d8xeGmQ"
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Config)
+		field  string // must appear in the error
+	}{
+		{"no home", func(c *Config) { c.Home = "" }, "home"},
+		{"no listen", func(c *Config) { c.Listen = nil }, "listen"},
+		{"listen garbage", func(c *Config) { c.Listen = []string{"/ip4/127.0.0.1/tcp/0", "tcp://x"} }, "listen[1]"},
+		{"listen udp without quic", func(c *Config) { c.Listen = []string{"/ip4/127.0.0.1/udp/4001"} }, "listen[0]"},
+		{"listen dns", func(c *Config) { c.Listen = []string{"/dns4/example.com/tcp/1"} }, "listen[0]"},
+		{"listen with peer id", func(c *Config) { c.Listen = []string{peerAddr} }, "listen[0]"},
+		{"api no port", func(c *Config) { c.API = "127.0.0.1" }, "api"},
+		{"api public", func(c *Config) { c.API = "0.0.0.0:5080" }, "api"},
+		{"api hostname", func(c *Config) { c.API = "example.com:5080" }, "api"},
+		{"api bad port", func(c *Config) { c.API = "127.0.0.1:99999" }, "api"},
+		{"bootstrap without peer id", func(c *Config) { c.Bootstrap = []string{"/ip4/127.0.0.1/tcp/4001"} }, "bootstrap[0]"},
+		{"dht mode", func(c *Config) { c.DHTMode = "both" }, "dhtMode"},
+		{"connmgr low negative", func(c *Config) { c.ConnMgr.Low = -1 }, "connMgr.low"},
+		{"connmgr high zero", func(c *Config) { c.ConnMgr.High = 0 }, "connMgr.high"},
+		{"connmgr low above high", func(c *Config) { c.ConnMgr.Low = 500 }, "connMgr.low"},
+		{"connmgr grace negative", func(c *Config) { c.ConnMgr.Grace = Duration(-time.Second) }, "connMgr.grace"},
+		{"memory negative", func(c *Config) { c.Resources.MaxMemoryMB = -1 }, "resources.maxMemoryMB"},
+		{"fds negative", func(c *Config) { c.Resources.MaxFDs = -1 }, "resources.maxFDs"},
+		{"conns below connmgr", func(c *Config) { c.Resources.MaxConns = 10 }, "resources.maxConns"},
+		{"streams negative", func(c *Config) { c.Resources.MaxStreams = -5 }, "resources.maxStreams"},
+		{"cache negative", func(c *Config) { c.Datastore.CacheMB = -1 }, "datastore.cacheMB"},
+		{"hole punching without relay", func(c *Config) { c.RelayClient = false }, "holePunching"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Home = "/tmp/x"
+			tc.mutate(&cfg)
+			err := cfg.Validate()
+			if err == nil {
+				t.Fatal("Validate succeeded, want an error")
+			}
+			if !strings.HasPrefix(err.Error(), "config: "+tc.field+":") {
+				t.Errorf("error %q does not start with %q", err, "config: "+tc.field+":")
+			}
+		})
+	}
+}
+
+func TestConfigValidateAccepts(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Home = "/tmp/x"
+	cfg.Listen = []string{"/ip6/::1/tcp/0", "/ip6/::1/udp/0/quic-v1", "/ip4/127.0.0.1/tcp/0/ws"}
+	cfg.API = "[::1]:0"
+	cfg.Bootstrap = []string{"/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWQkq67sSjdEMzqEJgYX9s7791PkDj6gPZKDbH6d8xeGmQ"}
+	cfg.Resources = ResourcesConfig{MaxMemoryMB: 256, MaxFDs: 512, MaxConns: 192, MaxStreams: 1000}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.API = "localhost:5080"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadConfigMergesOverDefaults(t *testing.T) {
+	home := t.TempDir()
+	file := `{"mdns": false, "connMgr": {"high": 300}, "listen": ["/ip4/127.0.0.1/tcp/0"]}`
+	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadConfig(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.Home = home
+	want.MDNS = false
+	want.ConnMgr.High = 300
+	want.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LoadConfig =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"unknown field", `{"mdsn": false}`, `unknown field "mdsn"`},
+		{"wrong type", `{"mdns": "no"}`, "mdns"},
+		{"bad duration", `{"connMgr": {"grace": "soon"}}`, "duration"},
+		{"numeric duration", `{"connMgr": {"grace": 30}}`, "duration"},
+		{"trailing", `{} {}`, "trailing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadConfig(home)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := LoadConfig(t.TempDir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestConfigRoundTrip(t *testing.T) {
+	home := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.ConnMgr.Grace = Duration(90 * time.Second)
+	if err := WriteConfig(home, cfg); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(home, ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("config mode %#o, want 0600", fi.Mode().Perm())
+	}
+	raw, _ := os.ReadFile(filepath.Join(home, ConfigFile))
+	if !strings.Contains(string(raw), `"grace": "1m30s"`) {
+		t.Errorf("grace not written as a duration string:\n%s", raw)
+	}
+	got, err := LoadConfig(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Home = home
+	if !reflect.DeepEqual(got, cfg) {
+		t.Errorf("round trip =\n%+v\nwant\n%+v", got, cfg)
+	}
+}
+
+func TestNewFillsFallbacks(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.DHTMode = ""
+	cfg.ConnMgr = ConnMgrConfig{}
+	cfg.Datastore = DatastoreConfig{}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	def := DefaultConfig()
+	got := n.Config()
+	if got.DHTMode != def.DHTMode || got.ConnMgr != def.ConnMgr || got.Datastore != def.Datastore {
+		t.Errorf("fallbacks not filled: %+v", got)
+	}
+}
+
+func TestDefaultConfigJSONKeys(t *testing.T) {
+	raw, err := json.Marshal(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["Home"]; ok {
+		t.Error("Home is serialised; it must not be (config.json lives in it)")
+	}
+	for _, k := range []string{"listen", "api", "bootstrap", "mdns", "dhtMode", "connMgr", "resources", "autoNAT", "holePunching", "relayClient", "datastore"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("config JSON lacks %q", k)
+		}
+	}
+}

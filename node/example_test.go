@@ -1,0 +1,48 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+
+	"github.com/lmosnode/lmosnode/node"
+)
+
+// A node on loopback only, started, asked for its info over its own API,
+// and closed.
+func Example() {
+	home, err := os.MkdirTemp("", "lmosnode-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(home)
+
+	cfg := node.DefaultConfig()
+	cfg.Home = home
+	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.API = "127.0.0.1:0"
+	cfg.MDNS = false
+	cfg.AutoNAT, cfg.HolePunching, cfg.RelayClient = false, false, false
+
+	n, err := node.New(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Start(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+
+	apiURL, err := node.ReadAPIFile(home)
+	if err != nil {
+		log.Fatal(err)
+	}
+	info, err := node.FetchNodeInfo(context.Background(), http.DefaultClient, apiURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(info.PeerID == n.PeerID().String(), info.DIDKey == n.DIDKey(), len(info.Addrs))
+	// Output: true true 1
+}

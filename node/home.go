@@ -1,0 +1,143 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Files and directories in a node's home directory.
+const (
+	// HomeEnv is the environment variable that names the home directory
+	// when no --home flag is given.
+	HomeEnv = "LMOS_HOME"
+	// DefaultHomeName is the home directory's name under the user's home
+	// directory when neither --home nor LMOS_HOME is given.
+	DefaultHomeName = ".lmosnode"
+	// IdentityFile holds the node's Ed25519 libp2p private key (mode 0600).
+	IdentityFile = "identity.key"
+	// DatastoreDir holds the pebble datastore.
+	DatastoreDir = "datastore"
+	// APIFile holds the URL of the running daemon's HTTP API; it exists
+	// only while the daemon runs.
+	APIFile = "api"
+)
+
+// ResolveHome returns the absolute home directory: flagValue if set, else
+// $LMOS_HOME if set, else ~/.lmosnode.
+func ResolveHome(flagValue string) (string, error) {
+	home := flagValue
+	if home == "" {
+		home = os.Getenv(HomeEnv)
+	}
+	if home == "" {
+		userHome, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("home: no --home, no $%s and no user home directory: %w", HomeEnv, err)
+		}
+		home = filepath.Join(userHome, DefaultHomeName)
+	}
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		return "", fmt.Errorf("home %s: %w", home, err)
+	}
+	return abs, nil
+}
+
+// Init prepares home as a node's home directory: it creates the directory
+// (mode 0700), config.json with DefaultConfig, the identity key (mode 0600)
+// and the datastore directory, each only if missing, and returns the paths
+// it created. An existing file is never overwritten, so Init is safe to run
+// on every start.
+func Init(home string) (created []string, err error) {
+	if home == "" {
+		return nil, errors.New("init: home must be set")
+	}
+	mkdir := func(dir string) error {
+		if _, err := os.Stat(dir); err == nil {
+			return nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		created = append(created, dir)
+		return nil
+	}
+	if err := mkdir(home); err != nil {
+		return created, fmt.Errorf("init %s: %w", home, err)
+	}
+	ok, err := configExists(home)
+	if err != nil {
+		return created, fmt.Errorf("init %s: %w", home, err)
+	}
+	if !ok {
+		if err := WriteConfig(home, DefaultConfig()); err != nil {
+			return created, fmt.Errorf("init: %w", err)
+		}
+		created = append(created, filepath.Join(home, ConfigFile))
+	}
+	_, made, err := loadOrCreateIdentity(home)
+	if err != nil {
+		return created, fmt.Errorf("init: %w", err)
+	}
+	if made {
+		created = append(created, filepath.Join(home, IdentityFile))
+	}
+	if err := mkdir(filepath.Join(home, DatastoreDir)); err != nil {
+		return created, fmt.Errorf("init: datastore: %w", err)
+	}
+	return created, nil
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, synced and renamed into place, so a crash leaves either the old
+// file or the new one, never a torn one.
+func writeFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, ignoreNotExist(os.Remove(tmp)))
+		}
+	}()
+	if err := f.Chmod(perm); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	if _, err := f.Write(data); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	if err := f.Sync(); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a rename or link in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+func ignoreNotExist(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}

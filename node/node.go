@@ -1,0 +1,264 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	ds "github.com/ipfs/go-datastore"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// shutdownTimeout bounds how long Close waits for in-flight API requests.
+const shutdownTimeout = 5 * time.Second
+
+// Node is one running lmosnode: identity, datastore, libp2p host and local
+// HTTP API. Its methods are safe for concurrent use.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	key    crypto.PrivKey
+	peerID peer.ID
+	didKey string
+
+	unrouteLogs func()
+	store       *datastore
+	host        host.Host
+
+	// ctx is cancelled by Close; it scopes the node's own goroutines.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	api     *http.Server
+	apiAddr string
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds a node from cfg: it fills fallbacks, validates cfg, loads (or
+// creates) the identity key, opens the datastore and builds the libp2p host.
+// It binds no socket; Start does. If a step fails, what was built is torn
+// down and the errors are joined.
+func New(cfg Config, opts ...Option) (_ *Node, err error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
+	cfg = cfg.withFallbacks()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &Node{cfg: cfg, log: o.logger, ctx: ctx, cancel: cancel}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, n.teardown())
+		}
+	}()
+
+	installLogRouter()
+	n.unrouteLogs = router.register(o.logger.Handler(), o.libp2pLevel)
+
+	if _, err := Init(cfg.Home); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	key, _, err := loadOrCreateIdentity(cfg.Home)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.key = key
+	if n.peerID, err = peer.IDFromPrivateKey(key); err != nil {
+		return nil, fmt.Errorf("node: identity: %w", err)
+	}
+	if n.didKey, err = DIDKeyOf(key.GetPublic()); err != nil {
+		return nil, fmt.Errorf("node: identity: %w", err)
+	}
+
+	n.store, err = openDatastore(filepath.Join(cfg.Home, DatastoreDir), cfg.Datastore.CacheMB, o.logger.With("component", "datastore"))
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.host, err = newHost(cfg, key)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.log.Debug("node built", "peer", n.peerID, "home", cfg.Home)
+	return n, nil
+}
+
+// Start makes the host listen on Config.Listen, serves the HTTP API on
+// Config.API and writes the api file. ctx bounds the start itself, not the
+// node's lifetime: the node runs until Close. If Start fails, the caller
+// still calls Close.
+func (n *Node) Start(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.closed:
+		return errors.New("node: start: node is closed")
+	case n.started:
+		return errors.New("node: start: already started")
+	}
+	n.started = true
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
+
+	if err := listenHost(n.host, n.cfg); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", n.cfg.API)
+	if err != nil {
+		return fmt.Errorf("node: start: api: %s: %w", n.cfg.API, err)
+	}
+	n.apiAddr = ln.Addr().String()
+	n.api = newAPIServer(n)
+	srv := n.api
+	n.wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("api server stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	})
+	if err := writeAPIFile(n.cfg.Home, n.apiURL()); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
+	n.log.Info("node started", "peer", n.peerID, "addrs", n.Addrs(), "api", n.apiURL())
+	return nil
+}
+
+// Close stops the node: it stops the API (waiting up to 5 s for requests in
+// flight), removes the api file, closes the host and the datastore, and
+// returns their errors joined. It is idempotent and safe to call
+// concurrently; every call returns the first call's result once the node is
+// fully closed.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.mu.Lock()
+		n.closed = true
+		n.mu.Unlock()
+		n.closeErr = n.teardown()
+		if n.closeErr == nil {
+			n.log.Info("node stopped", "peer", n.peerID)
+		}
+	})
+	return n.closeErr
+}
+
+// teardown closes, in reverse order of construction, whatever New and Start
+// built.
+func (n *Node) teardown() error {
+	n.cancel()
+	var errs []error
+	n.mu.Lock()
+	srv := n.api
+	n.mu.Unlock()
+	if srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("api: shutdown: %w", err), srv.Close())
+		}
+		cancel()
+		errs = append(errs, removeAPIFile(n.cfg.Home))
+	}
+	n.wg.Wait()
+	if n.host != nil {
+		if err := n.host.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("host: %w", err))
+		}
+	}
+	if n.store != nil {
+		if err := n.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("datastore: %w", err))
+		}
+	}
+	if n.unrouteLogs != nil {
+		n.unrouteLogs()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("node: close: %w", err)
+	}
+	return nil
+}
+
+// Config returns the configuration the node runs with (fallbacks filled).
+func (n *Node) Config() Config { return n.cfg }
+
+// PeerID returns the node's libp2p peer ID.
+func (n *Node) PeerID() peer.ID { return n.peerID }
+
+// DIDKey returns the did:key of the node's identity key; it names the same
+// publisher as PeerID.
+func (n *Node) DIDKey() string { return n.didKey }
+
+// Host returns the node's libp2p host.
+func (n *Node) Host() host.Host { return n.host }
+
+// Datastore returns the node's persistent datastore. Writes are durable
+// when they return. It is closed by Close.
+func (n *Node) Datastore() ds.Batching { return n.store }
+
+// Addrs returns the host's addresses as full multiaddrs ending in
+// /p2p/<peer ID>; empty before Start.
+func (n *Node) Addrs() []ma.Multiaddr {
+	addrs, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: n.peerID, Addrs: n.host.Addrs()})
+	if err != nil { // impossible: the peer ID is valid
+		n.log.Error("encode p2p addrs", "peer", n.peerID, "err", err)
+		return nil
+	}
+	return addrs
+}
+
+// APIAddr returns the host:port the API listens on, with the real port when
+// Config.API asked for port 0; empty before Start.
+func (n *Node) APIAddr() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.apiAddr
+}
+
+func (n *Node) apiURL() string {
+	if n.apiAddr == "" {
+		return ""
+	}
+	return "http://" + n.apiAddr
+}
+
+// Info returns what GET /api/v1/node reports.
+func (n *Node) Info() NodeInfo {
+	addrs := n.Addrs()
+	info := NodeInfo{
+		PeerID:  n.peerID.String(),
+		DIDKey:  n.didKey,
+		Addrs:   make([]string, len(addrs)),
+		Version: Version,
+	}
+	for i, a := range addrs {
+		info.Addrs[i] = a.String()
+	}
+	n.mu.Lock()
+	info.APIURL = n.apiURL()
+	n.mu.Unlock()
+	return info
+}
