@@ -25,7 +25,7 @@ func LoadIdentity(home string) (crypto.PrivKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("identity %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: a failed close loses nothing
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("identity %s: %w", path, err)
