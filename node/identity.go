@@ -130,3 +130,19 @@ func DIDKeyOf(pub crypto.PubKey) (string, error) {
 	}
 	return lmosproto.DIDKey(ed25519.PublicKey(raw)), nil
 }
+
+// SigningKey returns the Ed25519 private key of a node identity, the key
+// that signs the node's TDs (proto.SignThing, proto.SignDocument).
+func SigningKey(priv crypto.PrivKey) (ed25519.PrivateKey, error) {
+	if priv.Type() != crypto.Ed25519 {
+		return nil, fmt.Errorf("signing key: key type %s, want Ed25519", priv.Type())
+	}
+	raw, err := priv.Raw()
+	if err != nil {
+		return nil, fmt.Errorf("signing key: %w", err)
+	}
+	if len(raw) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("signing key: %d bytes, want %d", len(raw), ed25519.PrivateKeySize)
+	}
+	return ed25519.PrivateKey(raw), nil
+}

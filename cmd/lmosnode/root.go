@@ -42,6 +42,7 @@ on first run, so nothing needs to be set up beforehand.`,
 		newUpCmd(),
 		newIDCmd(),
 		newVersionCmd(),
+		newTDCmd(),
 	)
 	return root
 }
