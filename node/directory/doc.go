@@ -1,0 +1,56 @@
+// Package directory is a node's persistent directory of Things: the Things
+// the node publishes itself (authoritative, never expiring) and the Things it
+// learned from other publishers (cached until they expire), with the
+// queries, indexes and change events that the node's discovery API is built
+// on.
+//
+// # Identity and order
+//
+// A Thing is keyed by (publisher, thing id). Records of different publishers
+// are never merged: a peer can neither overwrite, shadow nor delete another
+// peer's Thing, even when both use the same id. For one key the directory
+// holds the newest record by proto.Record.Newer; an older record never
+// replaces a newer one. A tombstone is kept (hidden from queries) until it
+// expires, so that an older version arriving late is still refused.
+//
+// Put trusts its caller to have verified the record (proto.ParseRecord);
+// the directory stores the signed bytes as they are and does not verify them
+// again when it loads them.
+//
+// # Storage layout
+//
+// The directory keeps its state in a go-datastore under "/directory":
+//
+//	/directory/version                          "1", the layout version
+//	/directory/things/<peer ID>/<base32(id)>    one envelope per (publisher, id)
+//
+// <peer ID> is the publisher's base58 peer ID; the thing id is encoded in
+// lowercase RFC 4648 base32 without padding, so that any id (URNs, URLs with
+// slashes, dots) is one key segment. An envelope (codec.go) is a small
+// binary record: a format byte, flags (own, tombstone), the sequence number
+// and proof time, the registration times (created, modified, expires, TTL),
+// the thing id, the node-local metadata as JSON, a summary of the fields the
+// indexes need (title, description, types, vendor, capabilities, groups) and
+// finally the signed record exactly as published. The summary lets Open
+// rebuild the indexes without parsing every TD.
+//
+// Every write is committed in one batch and followed by Sync before Put
+// returns, so a node killed with -9 still has every Thing it acknowledged.
+//
+// # Memory
+//
+// Only what queries need lives in memory: per Thing its key, version, title,
+// types, vendor, capabilities, groups, registration times and its postings
+// in the inverted indexes (type, capability, vendor, publisher, group, text
+// tokens). Signed TDs are read from the datastore when served
+// (Entry.Raw, Entry.Record, Entry.TD).
+//
+// # Concurrency
+//
+// A Directory is safe for concurrent use. Writers (Put, PutMany, Purge) are
+// serialised; queries run concurrently with each other and with a writer's
+// durable write, and wait only while a writer swaps its result into memory.
+// Entries are snapshots: they stay valid after the Thing changes. The
+// directory owns one goroutine, the purge loop started by Open and stopped
+// by Close.
+package directory

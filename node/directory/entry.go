@@ -1,0 +1,191 @@
+package directory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// Local is node-local metadata of one of the node's own Things. It is stored
+// with the Thing but never published.
+type Local struct {
+	// Backend is the URL of the HTTP service that implements the Thing; the
+	// node forwards calls to it.
+	Backend string `json:"backend,omitempty"`
+}
+
+// Capability is the part of an lmos:capabilities element that the
+// directory indexes.
+type Capability struct {
+	// ID is lmos:id.
+	ID string
+	// Version is lmos:version as published; empty if absent.
+	Version string
+}
+
+// Entry is a snapshot of one (publisher, id) entry of the directory: the
+// fields queries work on, its registration information and access to the
+// signed record. Slices are shared with the directory and must not be
+// modified.
+type Entry struct {
+	Publisher peer.ID
+	ThingID   string
+	// Seq is the record's lmos:seq.
+	Seq uint64
+	// Signed is the creation time of the record's proof; zero if it has none.
+	Signed time.Time
+	// Tombstone is set for a removed Thing (only Latest and OwnRecords
+	// return tombstones).
+	Tombstone bool
+	// Own is set for the node's own Things.
+	Own bool
+	// Local is the node-local metadata of an own Thing; zero otherwise.
+	Local Local
+
+	Title        string
+	Types        []string
+	Vendor       string
+	Capabilities []Capability
+	// Groups are the groups the Thing is restricted to; nil if public.
+	Groups []string
+
+	// Created is when this node first registered the Thing, Modified when
+	// its record last changed here, Expires when it will be dropped unless
+	// seen again (zero: never, for own Things) and TTL the lifetime that
+	// Expires was computed with.
+	Created  time.Time
+	Modified time.Time
+	Expires  time.Time
+	TTL      time.Duration
+
+	// Score is the free-text relevance of the Thing to a Search; 0 without
+	// text.
+	Score float64
+
+	dir *Directory
+	rec *lmosproto.Record
+}
+
+// entry snapshots t. Callers hold d.mu (read or write) or own t.
+func (d *Directory) entry(t *thing, score float64) Entry {
+	return Entry{
+		Publisher:    t.publisher,
+		ThingID:      t.id,
+		Seq:          t.seq,
+		Signed:       fromUnixNano(t.signed),
+		Tombstone:    t.tombstone,
+		Own:          t.own,
+		Local:        t.local,
+		Title:        t.title,
+		Types:        t.types,
+		Vendor:       t.vendor,
+		Capabilities: t.caps,
+		Groups:       t.groups,
+		Created:      fromUnixNano(t.created),
+		Modified:     fromUnixNano(t.modified),
+		Expires:      fromUnixNano(t.expires),
+		TTL:          time.Duration(t.ttl),
+		Score:        score,
+		dir:          d,
+	}
+}
+
+// errNoRecord is returned by the record accessors of a zero Entry.
+var errNoRecord = errors.New("directory: entry has no directory to read its record from")
+
+// Raw returns the signed record exactly as published, for serving. It
+// reads the record the directory holds now, which may be newer than the
+// entry (an entry of an event carries its own record).
+func (e Entry) Raw() ([]byte, error) {
+	if e.rec != nil {
+		return e.rec.Raw, nil
+	}
+	env, err := e.load()
+	if err != nil {
+		return nil, err
+	}
+	return env.Raw, nil
+}
+
+// Record returns the signed record with its parsed TD (nil for a
+// tombstone). Like Raw it reads the record held now. The record is not
+// verified again: it was when it was put.
+func (e Entry) Record() (*lmosproto.Record, error) {
+	if e.rec != nil {
+		return e.rec, nil
+	}
+	env, err := e.load()
+	if err != nil {
+		return nil, err
+	}
+	return recordFromEnvelope(e.Publisher, &env)
+}
+
+// TD returns the parsed Thing Description of the entry's record; an error
+// for a tombstone.
+func (e Entry) TD() (*lmosproto.TD, error) {
+	rec, err := e.Record()
+	if err != nil {
+		return nil, err
+	}
+	if rec.Tombstone() {
+		return nil, fmt.Errorf("directory: thing %q of %s: removed at seq %d", rec.ThingID, e.Publisher, rec.Seq)
+	}
+	return rec.TD, nil
+}
+
+func (e Entry) load() (envelope, error) {
+	if e.dir == nil {
+		return envelope{}, errNoRecord
+	}
+	return e.dir.loadEnvelope(e.Publisher, e.ThingID)
+}
+
+// loadEnvelope reads the stored envelope of (publisher, id).
+func (d *Directory) loadEnvelope(publisher peer.ID, id string) (envelope, error) {
+	data, err := d.ds.Get(context.Background(), thingKey(publisher, id))
+	if err != nil {
+		return envelope{}, fmt.Errorf("directory: thing %q of %s: %w", id, publisher, err)
+	}
+	env, err := unmarshalEnvelope(data)
+	if err != nil {
+		return envelope{}, fmt.Errorf("directory: thing %q of %s: %w", id, publisher, err)
+	}
+	return env, nil
+}
+
+// recordFromEnvelope rebuilds the record that was verified when it was put,
+// without verifying it again.
+func recordFromEnvelope(publisher peer.ID, env *envelope) (*lmosproto.Record, error) {
+	rec := &lmosproto.Record{Raw: env.Raw, ThingID: env.ThingID, Seq: env.Seq}
+	var doc struct {
+		Proof lmosproto.Proof `json:"proof"`
+	}
+	if err := json.Unmarshal(env.Raw, &doc); err != nil {
+		return nil, fmt.Errorf("directory: thing %q of %s: stored record: %w", env.ThingID, publisher, err)
+	}
+	pub, err := lmosproto.Ed25519FromPeerID(publisher)
+	if err != nil {
+		return nil, fmt.Errorf("directory: thing %q of %s: %w", env.ThingID, publisher, err)
+	}
+	rec.Signer = lmosproto.Signer{
+		DID:                lmosproto.DIDKey(pub),
+		VerificationMethod: doc.Proof.VerificationMethod,
+		PublicKey:          pub,
+		PeerID:             publisher,
+		Created:            env.Signed,
+		Proof:              doc.Proof,
+	}
+	if !env.Tombstone {
+		if rec.TD, err = lmosproto.ParseTD(env.Raw); err != nil {
+			return nil, fmt.Errorf("directory: thing %q of %s: stored record: %w", env.ThingID, publisher, err)
+		}
+	}
+	return rec, nil
+}

@@ -1,0 +1,240 @@
+package directory
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// queryFixture is a small federation: the node itself (p0) and two peers.
+type queryFixture struct {
+	d          *Directory
+	p0, p1, p2 publisher
+}
+
+func capv(id, version string) lmosproto.Capability {
+	return lmosproto.Capability{ID: id, Version: version}
+}
+
+func newQueryFixture(t *testing.T) queryFixture {
+	t.Helper()
+	f := queryFixture{p0: newPublisher(t, 1), p1: newPublisher(t, 2), p2: newPublisher(t, 3)}
+	f.d = open(t, memStore(), f.p0.id, newClock(), Options{})
+	things := []struct {
+		p    publisher
+		spec thingSpec
+	}{
+		{f.p0, thingSpec{id: "urn:weather", title: "WeatherAgent", vendor: "Example Weather GmbH",
+			description: "Answers questions about the weather, in text or voice.",
+			caps: []lmosproto.Capability{
+				{ID: "weather-forecast", Version: "1.2.0", Examples: []string{"Is it sunny in Bonn tomorrow?"}},
+				capv("weather-alerts", "0.3.1")}}},
+		{f.p1, thingSpec{id: "urn:forecast", title: "Forecast Tool", typ: lmosproto.TypeTool, vendor: "example weather gmbh",
+			description: "Numerical forecast data for a grid point.",
+			caps:        []lmosproto.Capability{capv("weather-forecast", "2.0.0")}}},
+		{f.p1, thingSpec{id: "urn:translate", title: "Translator", vendor: "LinguaCorp",
+			description: "Translates text between languages, including weather reports.",
+			caps:        []lmosproto.Capability{capv("translate", "1.0.0")}, groups: []string{"g1"}}},
+		{f.p2, thingSpec{id: "urn:radar", title: "Rain Radar", typ: lmosproto.TypeTool, vendor: "Radar AG",
+			description: "Radar images of rain and snow.",
+			caps:        []lmosproto.Capability{{ID: "weather-forecast", Description: "Nowcast of rain for the next two hours."}}}},
+		{f.p2, thingSpec{id: "urn:billing", title: "Billing Agent", vendor: "Telco",
+			description: "Explains invoices and tariffs.",
+			caps:        []lmosproto.Capability{capv("billing", "3.1.4")}, groups: []string{"g1", "g2"}}},
+		{f.p2, thingSpec{id: "urn:weather", title: "WeatherAgent", vendor: "Telco",
+			description: "A telco's own weather chatbot.",
+			caps:        []lmosproto.Capability{capv("weather-forecast", "1.0.0-beta.1")}}},
+	}
+	for _, th := range things {
+		th.spec.seq = 1
+		mustPut(t, f.d, th.p.sign(t, th.spec, t0), nil, Created)
+	}
+	return f
+}
+
+// ids names the results "id/publisher index".
+func (f queryFixture) ids(es []Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		n := map[string]int{string(f.p0.id): 0, string(f.p1.id): 1, string(f.p2.id): 2}[string(e.Publisher)]
+		out[i] = fmt.Sprintf("%s/%d", strings.TrimPrefix(e.ThingID, "urn:"), n)
+	}
+	return out
+}
+
+func TestSearchFilters(t *testing.T) {
+	f := newQueryFixture(t)
+	tests := []struct {
+		name string
+		q    Query
+		want []string // in order
+	}{
+		{"all", Query{}, []string{"billing/2", "forecast/1", "radar/2", "translate/1", "weather/0", "weather/2"}},
+		{"type agent", Query{Type: "agent"}, []string{"billing/2", "translate/1", "weather/0", "weather/2"}},
+		{"type lmos:Tool", Query{Type: "lmos:Tool"}, []string{"forecast/1", "radar/2"}},
+		{"type Tool", Query{Type: "Tool"}, []string{"forecast/1", "radar/2"}},
+		{"unknown type", Query{Type: "saref:Lamp"}, nil},
+		{"capability", Query{Capability: "weather-forecast"}, []string{"forecast/1", "radar/2", "weather/0", "weather/2"}},
+		{"capability ^1.2", Query{Capability: "weather-forecast@^1.2"}, []string{"weather/0"}},
+		{"capability >=1.0", Query{Capability: "weather-forecast@>=1.0"}, []string{"forecast/1", "weather/0"}},
+		{"capability prerelease range", Query{Capability: "weather-forecast", Version: ">=1.0.0-0 <1.1"}, []string{"weather/2"}},
+		{"capability version field", Query{Capability: "weather-forecast", Version: "^2"}, []string{"forecast/1"}},
+		{"capability and type", Query{Capability: "weather-forecast", Type: "tool"}, []string{"forecast/1", "radar/2"}},
+		{"unknown capability", Query{Capability: "teleport"}, nil},
+		{"vendor any case", Query{Vendor: "EXAMPLE weather GmbH"}, []string{"forecast/1", "weather/0"}},
+		{"publisher", Query{Publisher: f.p1.id}, []string{"forecast/1", "translate/1"}},
+		{"group", Query{Group: "g1"}, []string{"billing/2", "translate/1"}},
+		{"group g2 and vendor", Query{Group: "g2", Vendor: "telco"}, []string{"billing/2"}},
+		{"all filters", Query{Type: "agent", Capability: "weather-forecast@1.x", Vendor: "telco", Publisher: f.p2.id}, nil},
+		{"visible: public only", Query{Visible: func(e Entry) bool { return len(e.Groups) == 0 }},
+			[]string{"forecast/1", "radar/2", "weather/0", "weather/2"}},
+		{"visible: member of g2", Query{Visible: func(e Entry) bool { return len(e.Groups) == 0 || slices.Contains(e.Groups, "g2") }, Type: "agent"},
+			[]string{"billing/2", "weather/0", "weather/2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := f.d.Search(tt.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := f.ids(r.Entries)
+			if !slices.Equal(got, tt.want) || r.Total != len(tt.want) {
+				t.Fatalf("got %v (total %d), want %v", got, r.Total, tt.want)
+			}
+		})
+	}
+}
+
+func TestSearchBadQuery(t *testing.T) {
+	f := newQueryFixture(t)
+	for _, q := range []Query{
+		{Capability: "weather-forecast@^1", Version: "^2"},
+		{Capability: "weather-forecast@not a range"},
+		{Version: "^1"},
+		{Limit: -1},
+		{Offset: -1},
+	} {
+		if _, err := f.d.Search(q); err == nil {
+			t.Errorf("%+v: no error", q)
+		}
+	}
+}
+
+func TestSearchText(t *testing.T) {
+	f := newQueryFixture(t)
+	tests := []struct {
+		text string
+		want []string
+	}{
+		// Title matches ("WeatherAgent" splits into weather, agent) rank
+		// first, then capability ids, then a mention in a description.
+		{"weather", []string{"weather/0", "weather/2", "forecast/1", "radar/2", "translate/1"}},
+		{"weatheragent", []string{"weather/2", "weather/0"}}, // same title, shorter text first
+		{"rain", []string{"radar/2"}},
+		{"RAIN radar", []string{"radar/2"}},
+		{"invoices", []string{"billing/2"}},
+		// Capability ids and examples are searched.
+		{"alerts", []string{"weather/0"}},
+		{"Bonn", []string{"weather/0"}},
+		{"the of and", nil},
+		{"teleportation", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			r, err := f.d.Search(Query{Text: tt.text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := f.ids(r.Entries)
+			if !slices.Equal(got, tt.want) {
+				var scores []string
+				for _, e := range r.Entries {
+					scores = append(scores, fmt.Sprintf("%.3f", e.Score))
+				}
+				t.Fatalf("got %v scores %v, want %v", got, scores, tt.want)
+			}
+			for i := 1; i < len(r.Entries); i++ {
+				if r.Entries[i].Score > r.Entries[i-1].Score {
+					t.Fatalf("not ranked by score: %v", r.Entries)
+				}
+			}
+		})
+	}
+	// Text combines with filters.
+	r, err := f.d.Search(Query{Text: "weather", Type: "tool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.ids(r.Entries); !slices.Equal(got, []string{"forecast/1", "radar/2"}) {
+		t.Fatalf("weather tools: %v", got)
+	}
+}
+
+func TestSearchTextTitleWeighsMore(t *testing.T) {
+	p := newPublisher(t, 1)
+	d := open(t, memStore(), p.id, newClock(), Options{})
+	desc := "A general assistant."
+	mustPut(t, d, p.sign(t, thingSpec{id: "urn:a", title: "Assistant", description: "Helps with geology questions.", seq: 1}, t0), nil, Created)
+	mustPut(t, d, p.sign(t, thingSpec{id: "urn:b", title: "Geology Assistant", description: desc, seq: 1}, t0), nil, Created)
+	r, err := d.Search(Query{Text: "geology"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Total != 2 || r.Entries[0].ThingID != "urn:b" {
+		t.Fatalf("title match not first: %+v", r.Entries)
+	}
+}
+
+func TestSearchPagination(t *testing.T) {
+	f := newQueryFixture(t)
+	for _, q := range []Query{{}, {Text: "weather forecast rain"}} {
+		all, err := f.d.Search(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for limit := 1; limit <= 4; limit++ {
+			var paged []string
+			for off := 0; off < all.Total+2; off += limit {
+				q.Offset, q.Limit = off, limit
+				r, err := f.d.Search(q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Total != all.Total || len(r.Entries) > limit {
+					t.Fatalf("offset %d limit %d: total %d, %d entries", off, limit, r.Total, len(r.Entries))
+				}
+				paged = append(paged, f.ids(r.Entries)...)
+			}
+			if want := f.ids(all.Entries); !slices.Equal(paged, want) {
+				t.Fatalf("text %q limit %d: pages %v, want %v", q.Text, limit, paged, want)
+			}
+		}
+	}
+}
+
+func TestSearchFollowsChanges(t *testing.T) {
+	f := newQueryFixture(t)
+	// The forecast tool drops its capability and is renamed.
+	mustPut(t, f.d, f.p1.sign(t, thingSpec{id: "urn:forecast", title: "Grid Tool", typ: lmosproto.TypeTool, seq: 2,
+		caps: []lmosproto.Capability{capv("grid", "1.0.0")}}, t0), nil, Updated)
+	r, _ := f.d.Search(Query{Capability: "weather-forecast"})
+	if got := f.ids(r.Entries); !slices.Equal(got, []string{"radar/2", "weather/0", "weather/2"}) {
+		t.Fatalf("after update: %v", got)
+	}
+	r, _ = f.d.Search(Query{Text: "grid"})
+	if got := f.ids(r.Entries); !slices.Equal(got, []string{"forecast/1"}) {
+		t.Fatalf("text after update: %v", got)
+	}
+	mustPut(t, f.d, f.p2.tombstone(t, "urn:radar", 2, t0), nil, Deleted)
+	r, _ = f.d.Search(Query{Text: "rain"})
+	if r.Total != 0 {
+		t.Fatalf("tombstoned thing found: %v", f.ids(r.Entries))
+	}
+	r, _ = f.d.Search(Query{Type: "tool"})
+	if got := f.ids(r.Entries); !slices.Equal(got, []string{"forecast/1"}) {
+		t.Fatalf("tools after delete: %v", got)
+	}
+}

@@ -1,0 +1,747 @@
+package directory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	datastore "github.com/ipfs/go-datastore"
+	"github.com/ipfs/go-datastore/query"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// Change is what a Put did.
+type Change int
+
+const (
+	// Unchanged: the record held was seen again; only its expiry (and an own
+	// Thing's Local, if given) was refreshed.
+	Unchanged Change = iota
+	// Created: the Thing was not held, or held as a tombstone.
+	Created
+	// Updated: a newer version replaced the Thing.
+	Updated
+	// Deleted: a tombstone was stored (replacing the Thing if it was held).
+	Deleted
+	// Stale: the record is older than the one held and was refused.
+	Stale
+)
+
+func (c Change) String() string {
+	switch c {
+	case Unchanged:
+		return "unchanged"
+	case Created:
+		return "created"
+	case Updated:
+		return "updated"
+	case Deleted:
+		return "deleted"
+	case Stale:
+		return "stale"
+	}
+	return fmt.Sprintf("Change(%d)", int(c))
+}
+
+var (
+	// ErrStale is returned by Put for a record that is not newer than the
+	// one held for its (publisher, id).
+	ErrStale = errors.New("not newer than the record held")
+	// ErrClosed is returned by a Directory after Close.
+	ErrClosed = errors.New("directory: closed")
+)
+
+// liveMarker stands in for the TD of a held record when comparing versions:
+// proto.Record.Newer only asks whether a record is a tombstone.
+var liveMarker = &lmosproto.TD{}
+
+// maxVersionCache bounds the cache of parsed capability versions.
+const maxVersionCache = 4096
+
+// A Directory is a node's persistent directory of Things. See the package
+// documentation for its rules, storage layout and concurrency.
+type Directory struct {
+	ds   datastore.Batching
+	self peer.ID
+	opts Options
+	log  *slog.Logger
+	seed maphash.Seed
+
+	// wmu serialises writers and guards closed and versions. A writer holding
+	// wmu may read the state below without mu: only writers change it.
+	wmu      sync.Mutex
+	closed   bool
+	versions map[string]*semver.Version
+
+	// mu guards the in-memory state.
+	mu   sync.RWMutex
+	byID map[string][]*thing // every entry, by thing id
+	own  map[string]*thing   // the node's own entries, by thing id
+	idx  index
+
+	events *events
+
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// Open loads the directory kept in ds and starts its purge loop. self is the
+// node's peer ID: records it signed are the node's own Things. The caller
+// keeps ownership of ds and closes it after Close.
+func Open(ds datastore.Batching, self peer.ID, opts Options) (*Directory, error) {
+	if ds == nil {
+		return nil, errors.New("directory: no datastore")
+	}
+	if err := self.Validate(); err != nil {
+		return nil, fmt.Errorf("directory: self: %w", err)
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	d := &Directory{
+		ds:       ds,
+		self:     self,
+		opts:     opts,
+		log:      opts.Logger,
+		seed:     maphash.MakeSeed(),
+		versions: make(map[string]*semver.Version),
+		byID:     make(map[string][]*thing),
+		own:      make(map[string]*thing),
+		idx:      newIndex(),
+		events:   newEvents(opts.EventHistory, opts.SubscriberBuffer),
+		done:     make(chan struct{}),
+	}
+	if err := d.checkLayout(); err != nil {
+		return nil, err
+	}
+	if err := d.load(); err != nil {
+		return nil, err
+	}
+	d.wg.Go(d.purgeLoop)
+	return d, nil
+}
+
+// Close stops the purge loop and ends every event subscription. It does not
+// close the datastore. Close is idempotent.
+func (d *Directory) Close() error {
+	d.closeOnce.Do(func() {
+		close(d.done)
+		d.wg.Wait()
+		d.wmu.Lock()
+		d.closed = true
+		d.wmu.Unlock()
+		d.events.close()
+	})
+	return nil
+}
+
+// checkLayout refuses a datastore written in another layout and marks a new
+// one.
+func (d *Directory) checkLayout() error {
+	ctx := context.Background()
+	v, err := d.ds.Get(ctx, keyVersion)
+	switch {
+	case errors.Is(err, datastore.ErrNotFound):
+		if err := d.ds.Put(ctx, keyVersion, []byte(layoutVersion)); err != nil {
+			return fmt.Errorf("directory: %s: %w", keyVersion, err)
+		}
+		if err := d.ds.Sync(ctx, keyVersion); err != nil {
+			return fmt.Errorf("directory: %s: %w", keyVersion, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("directory: %s: %w", keyVersion, err)
+	case string(v) != layoutVersion:
+		return fmt.Errorf("directory: %s: layout %q, this node reads %q", keyVersion, v, layoutVersion)
+	}
+	return nil
+}
+
+// load reads every stored entry into memory. An entry that cannot be
+// decoded is logged and left in the datastore: never lose data.
+func (d *Directory) load() (err error) {
+	ctx := context.Background()
+	res, err := d.ds.Query(ctx, query.Query{Prefix: keyThings.String()})
+	if err != nil {
+		return fmt.Errorf("directory: load: %w", err)
+	}
+	defer func() {
+		if cerr := res.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("directory: load: %w", cerr))
+		}
+	}()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for r := range res.Next() {
+		if r.Error != nil {
+			return fmt.Errorf("directory: load: %w", r.Error)
+		}
+		k := datastore.RawKey(r.Key)
+		pub, id, err := parseThingKey(k)
+		if err != nil {
+			d.log.Warn("directory: skipping stored entry", "key", r.Key, "error", err)
+			continue
+		}
+		env, err := unmarshalEnvelope(r.Value)
+		if err == nil && env.ThingID != id {
+			err = fmt.Errorf("envelope names thing %q", env.ThingID)
+		}
+		if err != nil {
+			d.log.Warn("directory: skipping stored entry", "key", r.Key, "publisher", pub, "thing", id, "error", err)
+			continue
+		}
+		t, tf := d.makeThing(pub, &env, maphash.Bytes(d.seed, env.Raw))
+		d.insert(t, tf)
+	}
+	return nil
+}
+
+// makeThing builds the in-memory form of an envelope, and the term
+// frequencies to index it with (nil for a tombstone).
+func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, map[string]uint32) {
+	t := &thing{
+		publisher: peer.ID(intern(string(pub))),
+		id:        env.ThingID,
+		seq:       env.Seq,
+		signed:    unixNano(env.Signed),
+		hash:      hash,
+		created:   unixNano(env.Created),
+		modified:  unixNano(env.Modified),
+		expires:   unixNano(env.Expires),
+		ttl:       int64(env.TTL),
+		local:     env.Local,
+		tombstone: env.Tombstone,
+		own:       pub == d.self,
+	}
+	if t.tombstone {
+		return t, nil
+	}
+	s := &env.Summary
+	t.title = s.Title
+	t.types = internAll(s.Types)
+	t.vendor = intern(s.Vendor)
+	t.groups = internAll(s.Groups)
+	if len(s.Capabilities) > 0 {
+		t.caps = make([]Capability, len(s.Capabilities))
+		t.versions = make([]*semver.Version, len(s.Capabilities))
+		for i, c := range s.Capabilities {
+			t.caps[i] = Capability{ID: intern(c.ID), Version: intern(c.Version)}
+			t.versions[i] = d.version(c.Version)
+		}
+	}
+	tf, dl := termFreqs(s)
+	t.dl = dl
+	return t, tf
+}
+
+// version parses a capability version, caching the result; nil if empty or
+// not a semantic version. Callers hold wmu (or are Open).
+func (d *Directory) version(v string) *semver.Version {
+	if v == "" {
+		return nil
+	}
+	if sv, ok := d.versions[v]; ok {
+		return sv
+	}
+	sv, err := semver.NewVersion(v)
+	if err != nil {
+		sv = nil
+	}
+	if len(d.versions) >= maxVersionCache {
+		clear(d.versions)
+	}
+	d.versions[v] = sv
+	return sv
+}
+
+// find returns the entry of (pub, id), tombstones and expired ones
+// included. Callers hold mu, or wmu.
+func (d *Directory) find(pub peer.ID, id string) *thing {
+	for _, t := range d.byID[id] {
+		if t.publisher == pub {
+			return t
+		}
+	}
+	return nil
+}
+
+// insert adds a new entry to memory. Callers hold mu for writing.
+func (d *Directory) insert(t *thing, tf map[string]uint32) {
+	d.byID[t.id] = append(d.byID[t.id], t)
+	if t.own {
+		d.own[t.id] = t
+	}
+	if !t.tombstone {
+		d.idx.add(t, tf)
+	}
+}
+
+// swap replaces old by t in memory. refresh says that t has old's indexed
+// content. Callers hold mu for writing.
+func (d *Directory) swap(old, t *thing, tf map[string]uint32, refresh bool) {
+	list := d.byID[t.id]
+	i := slices.Index(list, old)
+	list[i] = t
+	if t.own {
+		d.own[t.id] = t
+	}
+	switch {
+	case refresh && !old.tombstone:
+		d.idx.replace(old, t)
+	default:
+		if !old.tombstone {
+			d.idx.remove(old)
+		}
+		if !t.tombstone {
+			d.idx.add(t, tf)
+		}
+	}
+}
+
+// drop removes an entry from memory. Callers hold mu for writing.
+func (d *Directory) drop(t *thing) {
+	list := d.byID[t.id]
+	i := slices.Index(list, t)
+	list = slices.Delete(list, i, i+1)
+	if len(list) == 0 {
+		delete(d.byID, t.id)
+	} else {
+		d.byID[t.id] = list
+	}
+	if t.own && d.own[t.id] == t {
+		delete(d.own, t.id)
+	}
+	if !t.tombstone {
+		d.idx.remove(t)
+	}
+}
+
+// Put stores rec if it is newer than the record held for its (publisher,
+// thing id) and returns what changed; for an older record it returns Stale
+// and an error wrapping ErrStale. The record must have been verified
+// (proto.ParseRecord). local is the node-local metadata of an own Thing
+// (nil keeps what is held) and must be nil for another publisher's Thing.
+// The change is durable when Put returns.
+func (d *Directory) Put(rec *lmosproto.Record, local *Local) (Change, error) {
+	changes, err := d.put([]putItem{{rec: rec, local: local}})
+	if err != nil {
+		return 0, err
+	}
+	if changes[0] == Stale {
+		return Stale, fmt.Errorf("directory: thing %q of %s: seq %d: %w", rec.ThingID, rec.Publisher(), rec.Seq, ErrStale)
+	}
+	return changes[0], nil
+}
+
+// PutMany stores records learned together (a sync reply, a burst of
+// gossip) in one durable write, as if each were given to Put in order. The
+// i-th change is that of recs[i]; stale records get Stale and no error.
+func (d *Directory) PutMany(recs []*lmosproto.Record) ([]Change, error) {
+	items := make([]putItem, len(recs))
+	for i, r := range recs {
+		items[i] = putItem{rec: r}
+	}
+	return d.put(items)
+}
+
+type putItem struct {
+	rec   *lmosproto.Record
+	local *Local
+}
+
+// putOp is one change a put applies to memory after its write is durable.
+type putOp struct {
+	old, t  *thing
+	tf      map[string]uint32
+	rec     *lmosproto.Record
+	change  Change
+	refresh bool
+}
+
+func checkRecord(rec *lmosproto.Record) error {
+	switch {
+	case rec == nil:
+		return errors.New("directory: put: nil record")
+	case rec.ThingID == "":
+		return fmt.Errorf("directory: put: record of %s: empty thing id", rec.Publisher())
+	case rec.Publisher().Validate() != nil:
+		return fmt.Errorf("directory: put: thing %q: record without a valid publisher", rec.ThingID)
+	case len(rec.Raw) == 0:
+		return fmt.Errorf("directory: put: thing %q of %s: record without its signed bytes", rec.ThingID, rec.Publisher())
+	case len(rec.Raw) > lmosproto.MaxRecordSize:
+		return fmt.Errorf("directory: put: thing %q of %s: %d bytes exceeds the limit of %d", rec.ThingID, rec.Publisher(), len(rec.Raw), lmosproto.MaxRecordSize)
+	case !rec.Tombstone() && rec.TD.ID != rec.ThingID:
+		return fmt.Errorf("directory: put: thing %q of %s: TD has id %q", rec.ThingID, rec.Publisher(), rec.TD.ID)
+	}
+	return nil
+}
+
+type thingRef struct {
+	publisher peer.ID
+	id        string
+}
+
+// staged is an entry written by the put in progress.
+type staged struct {
+	t   *thing
+	raw []byte
+}
+
+func (d *Directory) put(items []putItem) ([]Change, error) {
+	for _, it := range items {
+		if err := checkRecord(it.rec); err != nil {
+			return nil, err
+		}
+		if it.local != nil && it.rec.Publisher() != d.self {
+			return nil, fmt.Errorf("directory: put: thing %q of %s: local metadata is for own Things only", it.rec.ThingID, it.rec.Publisher())
+		}
+	}
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	ctx := context.Background()
+	now := d.opts.Now()
+	changes := make([]Change, len(items))
+	ops := make([]putOp, 0, len(items))
+	var pending map[thingRef]staged
+	if len(items) > 1 {
+		pending = make(map[thingRef]staged)
+	}
+	batch, err := d.ds.Batch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("directory: put: %w", err)
+	}
+	for i, it := range items {
+		rec := it.rec
+		pub, id := rec.Publisher(), rec.ThingID
+		old, oldRaw := d.find(pub, id), []byte(nil)
+		if st, ok := pending[thingRef{pub, id}]; ok {
+			old, oldRaw = st.t, st.raw
+		}
+		op, err := d.prepare(rec, it.local, old, oldRaw, now)
+		if err != nil {
+			return nil, err
+		}
+		changes[i] = op.change
+		if op.t == nil {
+			continue
+		}
+		val, err := d.envelopeOf(rec, op.t).marshal()
+		if err != nil {
+			return nil, fmt.Errorf("directory: put: %w", err)
+		}
+		if err := batch.Put(ctx, thingKey(pub, id), val); err != nil {
+			return nil, fmt.Errorf("directory: put: thing %q of %s: %w", id, pub, err)
+		}
+		ops = append(ops, op)
+		if pending != nil {
+			pending[thingRef{pub, id}] = staged{t: op.t, raw: rec.Raw}
+		}
+	}
+	if len(ops) == 0 {
+		return changes, nil
+	}
+	if err := batch.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("directory: put: %w", err)
+	}
+	if err := d.ds.Sync(ctx, keyThings); err != nil {
+		return nil, fmt.Errorf("directory: put: sync: %w", err)
+	}
+
+	d.mu.Lock()
+	for _, op := range ops {
+		if op.old == nil {
+			d.insert(op.t, op.tf)
+		} else {
+			d.swap(op.old, op.t, op.tf, op.refresh)
+		}
+	}
+	d.mu.Unlock()
+	for _, op := range ops {
+		d.notify(op)
+	}
+	return changes, nil
+}
+
+// prepare decides what rec does to old and builds the new entry; a nil
+// op.t means nothing is written.
+func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, oldRaw []byte, now time.Time) (putOp, error) {
+	pub, id := rec.Publisher(), rec.ThingID
+	hash := maphash.Bytes(d.seed, rec.Raw)
+	signed := unixNano(rec.Signer.Created)
+	op := putOp{old: old, rec: rec}
+	if old != nil && old.seq == rec.Seq && old.signed == signed && old.tombstone == rec.Tombstone() && old.hash == hash {
+		// The same record again: refresh a learned entry's expiry, store new
+		// local metadata of an own one.
+		u := *old
+		switch {
+		case !old.own:
+			u.expires = now.Add(time.Duration(old.ttl)).UnixNano()
+		case local != nil && *local != old.local:
+			u.local = *local
+		default:
+			return op, nil
+		}
+		op.t, op.refresh, op.change = &u, true, Unchanged
+		return op, nil
+	}
+	if old != nil {
+		newer, err := d.newer(rec, old, oldRaw)
+		if err != nil {
+			return op, err
+		}
+		if !newer {
+			op.change = Stale
+			return op, nil
+		}
+	}
+
+	env := envelope{
+		Tombstone: rec.Tombstone(),
+		Own:       pub == d.self,
+		Seq:       rec.Seq,
+		Signed:    rec.Signer.Created,
+		Created:   now,
+		Modified:  now,
+		ThingID:   id,
+		Summary:   summarize(rec.TD),
+		Raw:       rec.Raw,
+	}
+	switch {
+	case env.Own && env.Tombstone:
+		env.TTL = d.opts.TombstoneTTL
+	case !env.Own:
+		env.TTL = d.opts.TTL
+	}
+	if env.TTL > 0 {
+		env.Expires = now.Add(env.TTL)
+	}
+	if old != nil && (!old.tombstone || env.Tombstone) {
+		// A new version keeps its registration; a Thing created again after
+		// its tombstone is registered anew.
+		env.Created = fromUnixNano(old.created)
+	}
+	if env.Own {
+		switch {
+		case local != nil:
+			env.Local = *local
+		case old != nil:
+			env.Local = old.local
+		}
+	}
+	op.t, op.tf = d.makeThing(pub, &env, hash)
+	switch {
+	case env.Tombstone:
+		op.change = Deleted
+	case old == nil || old.tombstone:
+		op.change = Created
+	default:
+		op.change = Updated
+	}
+	return op, nil
+}
+
+// newer reports whether rec supersedes the held entry old, by
+// proto.Record.Newer. The held record's bytes are read only when Newer
+// needs them: same sequence number and proof time.
+func (d *Directory) newer(rec *lmosproto.Record, old *thing, oldRaw []byte) (bool, error) {
+	held := &lmosproto.Record{ThingID: old.id, Seq: old.seq, Signer: lmosproto.Signer{PeerID: old.publisher, Created: fromUnixNano(old.signed)}}
+	if !old.tombstone {
+		held.TD = liveMarker
+	}
+	if rec.Seq == old.seq && unixNano(rec.Signer.Created) == old.signed {
+		if oldRaw == nil {
+			env, err := d.loadEnvelope(old.publisher, old.id)
+			if err != nil {
+				return false, fmt.Errorf("directory: put: %w", err)
+			}
+			oldRaw = env.Raw
+		}
+		held.Raw = oldRaw
+	}
+	return rec.Newer(held), nil
+}
+
+// envelopeOf is the stored form of t, whose record is rec.
+func (d *Directory) envelopeOf(rec *lmosproto.Record, t *thing) *envelope {
+	return &envelope{
+		Tombstone: t.tombstone,
+		Own:       t.own,
+		Seq:       t.seq,
+		Signed:    fromUnixNano(t.signed),
+		Created:   fromUnixNano(t.created),
+		Modified:  fromUnixNano(t.modified),
+		Expires:   fromUnixNano(t.expires),
+		TTL:       time.Duration(t.ttl),
+		ThingID:   t.id,
+		Local:     t.local,
+		Summary:   summarize(rec.TD),
+		Raw:       rec.Raw,
+	}
+}
+
+// Purge drops every entry expired at now and returns how many it dropped.
+// The purge loop calls it every Options.PurgeInterval; a failed write is
+// logged and retried on the next call.
+func (d *Directory) Purge(now time.Time) int {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.closed {
+		return 0
+	}
+	n := now.UnixNano()
+	var expired []*thing
+	for _, list := range d.byID {
+		for _, t := range list {
+			if t.expired(n) {
+				expired = append(expired, t)
+			}
+		}
+	}
+	if len(expired) == 0 {
+		return 0
+	}
+	ctx := context.Background()
+	batch, err := d.ds.Batch(ctx)
+	if err == nil {
+		for _, t := range expired {
+			if err = batch.Delete(ctx, thingKey(t.publisher, t.id)); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		err = batch.Commit(ctx)
+	}
+	if err == nil {
+		err = d.ds.Sync(ctx, keyThings)
+	}
+	if err != nil {
+		d.log.Warn("directory: purge failed", "expired", len(expired), "error", err)
+		return 0
+	}
+	d.mu.Lock()
+	for _, t := range expired {
+		d.drop(t)
+	}
+	d.mu.Unlock()
+	for _, t := range expired {
+		if !t.tombstone {
+			e := d.entry(t, 0)
+			e.Tombstone = true
+			d.events.emit(EventDeleted, e)
+		}
+	}
+	d.log.Debug("directory: purged", "expired", len(expired))
+	return len(expired)
+}
+
+func (d *Directory) purgeLoop() {
+	tick := time.NewTicker(d.opts.PurgeInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-d.done:
+			return
+		case <-tick.C:
+			d.Purge(d.opts.Now())
+		}
+	}
+}
+
+// Get returns the live Thing of (publisher, id).
+func (d *Directory) Get(publisher peer.ID, id string) (Entry, bool) {
+	e, ok := d.Latest(publisher, id)
+	if !ok || e.Tombstone {
+		return Entry{}, false
+	}
+	return e, true
+}
+
+// Latest returns the newest record held for (publisher, id), a tombstone
+// included: what a node answers a fetch with, and what the sequence number
+// of a new version must exceed.
+func (d *Directory) Latest(publisher peer.ID, id string) (Entry, bool) {
+	now := d.opts.Now().UnixNano()
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	t := d.find(publisher, id)
+	if t == nil || t.expired(now) {
+		return Entry{}, false
+	}
+	return d.entry(t, 0), true
+}
+
+// Lookup returns the live Things of every publisher that has one with this
+// id: the node's own first, then by publisher.
+func (d *Directory) Lookup(id string) []Entry {
+	now := d.opts.Now().UnixNano()
+	d.mu.RLock()
+	var out []Entry
+	for _, t := range d.byID[id] {
+		if !t.tombstone && !t.expired(now) {
+			out = append(out, d.entry(t, 0))
+		}
+	}
+	d.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Entry) int {
+		if a.Own != b.Own {
+			if a.Own {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(string(a.Publisher), string(b.Publisher))
+	})
+	return out
+}
+
+// Own returns the node's own live Things, by title and id.
+func (d *Directory) Own() []Entry {
+	return d.ownEntries(false)
+}
+
+// OwnRecords returns every own record held, tombstones included, by title
+// and id: what the node republishes.
+func (d *Directory) OwnRecords() []Entry {
+	return d.ownEntries(true)
+}
+
+func (d *Directory) ownEntries(tombstones bool) []Entry {
+	d.mu.RLock()
+	out := make([]Entry, 0, len(d.own))
+	for _, t := range d.own {
+		if tombstones || !t.tombstone {
+			out = append(out, d.entry(t, 0))
+		}
+	}
+	d.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Entry) int {
+		if c := strings.Compare(a.Title, b.Title); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ThingID, b.ThingID)
+	})
+	return out
+}
+
+// Len returns the number of live Things held, own and learned (expired ones
+// count until they are purged).
+func (d *Directory) Len() int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.idx.live
+}

@@ -1,0 +1,160 @@
+package directory
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Free-text search: a small tokenizer and BM25 ranking.
+//
+// A token is a maximal run of Unicode letters and digits, lowercased;
+// English and German stopwords are dropped, and so are tokens longer than
+// maxTokenLen bytes (hashes, base64 blobs). The text of a Thing is its
+// title, description and, per capability, the id, description and
+// examples. Fields are weighted by repeating their tokens (BM25F-style term
+// frequencies): a word in the title counts titleWeight times, a word of a
+// capability id capabilityWeight times.
+
+const (
+	titleWeight      = 3
+	capabilityWeight = 2
+	textWeight       = 1
+
+	// maxTokenLen bounds one token, in bytes.
+	maxTokenLen = 64
+	// maxDocTerms bounds the distinct terms indexed per Thing, so a
+	// publisher cannot blow up the index with one huge description.
+	maxDocTerms = 1024
+	// maxQueryTerms bounds the distinct terms of one query.
+	maxQueryTerms = 16
+
+	// BM25 parameters, the common defaults.
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// stopwords are dropped from documents and queries.
+var stopwords = func() map[string]struct{} {
+	words := strings.Fields(`
+		a about an and are as at be by can do does for from has have how i if
+		in into is it its me my not of on or our so than that the their them
+		then there these this to up us was we what when where which who will
+		with you your
+		am auf aus bei das dem den der des die ein eine einen einer es für im
+		ist mit nach oder sich sie und von was wie zu zum zur`)
+	m := make(map[string]struct{}, len(words))
+	for _, w := range words {
+		m[w] = struct{}{}
+	}
+	return m
+}()
+
+// tokenize calls fn with every indexable token of s, in order. A word
+// written in camel case ("WeatherAgent", "HTTPServer") gives its parts
+// ("weather", "agent") after the whole word ("weatheragent").
+func tokenize(s string, fn func(tok string)) {
+	var buf [64]rune
+	word := buf[:0]
+	var lower []byte
+	emit := func(w []rune) {
+		lower = lower[:0]
+		for _, r := range w {
+			lower = utf8.AppendRune(lower, unicode.ToLower(r))
+			if len(lower) > maxTokenLen {
+				return
+			}
+		}
+		if _, stop := stopwords[string(lower)]; !stop {
+			fn(string(lower))
+		}
+	}
+	flush := func() {
+		if len(word) == 0 {
+			return
+		}
+		emit(word)
+		start := 0
+		for i := 1; i < len(word); i++ {
+			if camelBoundary(word, i) {
+				emit(word[start:i])
+				start = i
+			}
+		}
+		if start > 0 {
+			emit(word[start:])
+		}
+		word = word[:0]
+	}
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			word = append(word, r)
+			continue
+		}
+		flush()
+	}
+	flush()
+}
+
+// camelBoundary reports whether a camel-case word part starts at w[i]: an
+// upper-case letter after a lower-case one ("weatherAgent"), or the last
+// capital of an acronym before a lower-case letter ("HTTPServer").
+func camelBoundary(w []rune, i int) bool {
+	if !unicode.IsUpper(w[i]) {
+		return false
+	}
+	prev := w[i-1]
+	return unicode.IsLower(prev) ||
+		unicode.IsUpper(prev) && i+1 < len(w) && unicode.IsLower(w[i+1])
+}
+
+// termFreqs returns the weighted term frequencies of a Thing's text and its
+// weighted length.
+func termFreqs(s *summary) (map[string]uint32, uint32) {
+	tf := make(map[string]uint32)
+	var dl uint32
+	add := func(text string, w uint32) {
+		tokenize(text, func(tok string) {
+			if _, ok := tf[tok]; !ok && len(tf) >= maxDocTerms {
+				return
+			}
+			tf[tok] += w
+			dl += w
+		})
+	}
+	add(s.Title, titleWeight)
+	add(s.Description, textWeight)
+	for _, c := range s.Capabilities {
+		add(c.ID, capabilityWeight)
+		add(c.Description, textWeight)
+		for _, x := range c.Examples {
+			add(x, textWeight)
+		}
+	}
+	return tf, dl
+}
+
+// queryTerms returns the distinct tokens of a query, at most maxQueryTerms.
+func queryTerms(text string) []string {
+	var terms []string
+	tokenize(text, func(tok string) {
+		if len(terms) < maxQueryTerms && !slices.Contains(terms, tok) {
+			terms = append(terms, tok)
+		}
+	})
+	return terms
+}
+
+// bm25IDF is the inverse document frequency of a term found in df of n
+// documents (the Lucene form, never negative).
+func bm25IDF(n, df int) float64 {
+	return math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// bm25Term is one term's contribution to a document's score.
+func bm25Term(idf float64, tf, dl uint32, avgdl float64) float64 {
+	f := float64(tf)
+	return idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(dl)/avgdl))
+}
