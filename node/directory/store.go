@@ -88,7 +88,8 @@ type Directory struct {
 	own  map[string]*thing   // the node's own entries, by thing id
 	idx  index
 
-	events *events
+	events      *events
+	constraints constraintCache
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -209,7 +210,7 @@ func (d *Directory) load() (err error) {
 
 // makeThing builds the in-memory form of an envelope, and the term
 // frequencies to index it with (nil for a tombstone).
-func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, map[string]uint32) {
+func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, []termFreq) {
 	t := &thing{
 		publisher: peer.ID(intern(string(pub))),
 		id:        env.ThingID,
@@ -277,7 +278,7 @@ func (d *Directory) find(pub peer.ID, id string) *thing {
 }
 
 // insert adds a new entry to memory. Callers hold mu for writing.
-func (d *Directory) insert(t *thing, tf map[string]uint32) {
+func (d *Directory) insert(t *thing, tf []termFreq) {
 	d.byID[t.id] = append(d.byID[t.id], t)
 	if t.own {
 		d.own[t.id] = t
@@ -289,7 +290,7 @@ func (d *Directory) insert(t *thing, tf map[string]uint32) {
 
 // swap replaces old by t in memory. refresh says that t has old's indexed
 // content. Callers hold mu for writing.
-func (d *Directory) swap(old, t *thing, tf map[string]uint32, refresh bool) {
+func (d *Directory) swap(old, t *thing, tf []termFreq, refresh bool) {
 	list := d.byID[t.id]
 	i := slices.Index(list, old)
 	list[i] = t
@@ -363,7 +364,7 @@ type putItem struct {
 // putOp is one change a put applies to memory after its write is durable.
 type putOp struct {
 	old, t  *thing
-	tf      map[string]uint32
+	tf      []termFreq
 	rec     *lmosproto.Record
 	change  Change
 	refresh bool
