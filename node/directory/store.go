@@ -182,6 +182,7 @@ func (d *Directory) load() (err error) {
 			err = errors.Join(err, fmt.Errorf("directory: load: %w", cerr))
 		}
 	}()
+	now := d.opts.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for r := range res.Next() {
@@ -203,6 +204,13 @@ func (d *Directory) load() (err error) {
 			continue
 		}
 		t, tf := d.makeThing(pub, &env, maphash.Bytes(d.seed, env.Raw))
+		if !t.own && t.expires == 0 {
+			// Stored as own under another node identity: now it is a learned
+			// Thing like any other, and expires unless seen again.
+			t.ttl = int64(d.opts.TTL)
+			t.expires = now.Add(d.opts.TTL).UnixNano()
+			t.local = Local{}
+		}
 		d.insert(t, tf)
 	}
 	return nil
@@ -722,10 +730,11 @@ func (d *Directory) OwnRecords() []Entry {
 }
 
 func (d *Directory) ownEntries(tombstones bool) []Entry {
+	now := d.opts.Now().UnixNano()
 	d.mu.RLock()
 	out := make([]Entry, 0, len(d.own))
 	for _, t := range d.own {
-		if tombstones || !t.tombstone {
+		if (tombstones || !t.tombstone) && !t.expired(now) {
 			out = append(out, d.entry(t, 0))
 		}
 	}
