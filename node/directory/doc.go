@@ -51,6 +51,7 @@
 // serialised; queries run concurrently with each other and with a writer's
 // durable write, and wait only while a writer swaps its result into memory.
 // Entries are snapshots: they stay valid after the Thing changes. The
-// directory owns one goroutine, the purge loop started by Open and stopped
-// by Close.
+// directory owns one long-lived goroutine, the purge loop started by Open
+// and stopped by Close; the workers Open decodes stored entries with end
+// before Open returns.
 package directory

@@ -1,6 +1,8 @@
 package directory
 
 import (
+	"encoding/binary"
+	"math"
 	"slices"
 	"strings"
 	"unique"
@@ -81,22 +83,69 @@ func (p postings) remove(s uint32) postings {
 	return slices.Delete(p, i, i+1)
 }
 
-// posting is one document of a term's list, with the term's weighted
-// frequency in it.
-type posting struct {
-	slot, tf uint32
+// capList is the postings of a capability with, per Thing, the version it
+// has, so a version range is checked without visiting the Thing.
+type capList struct {
+	slots    postings
+	versions []*semver.Version // nil: none or unparsable; multiVersion
 }
 
-// term is one entry of the text index.
+// multiVersion marks a Thing that lists a capability more than once: its
+// versions are checked on the Thing.
+var multiVersion = new(semver.Version)
+
+func (l *capList) insert(s uint32, v *semver.Version) {
+	i, found := slices.BinarySearch(l.slots, s)
+	if found {
+		l.versions[i] = multiVersion
+		return
+	}
+	l.slots = slices.Insert(l.slots, i, s)
+	l.versions = slices.Insert(l.versions, i, v)
+}
+
+// remove drops s and reports whether the list is now empty.
+func (l *capList) remove(s uint32) bool {
+	if i, found := slices.BinarySearch(l.slots, s); found {
+		l.slots = slices.Delete(l.slots, i, i+1)
+		l.versions = slices.Delete(l.versions, i, i+1)
+	}
+	return len(l.slots) == 0
+}
+
+// maxTF is the largest weighted term frequency kept per posting; BM25
+// saturates long before.
+const maxTF = math.MaxUint8
+
+// term is one entry of the text index: the documents that have it, sorted
+// by slot, and its weighted frequency in each.
 type term struct {
-	text string
-	list []posting // sorted by slot
+	text  string
+	slots []uint32
+	tfs   []uint8
+}
+
+// slotMeta is what a query reads for every candidate, kept by slot in one
+// array so that a scan over many candidates does not visit each thing.
+type slotMeta struct {
+	expires int64 // as thing.expires
+	// titleKey is the title's first 8 bytes, big-endian: ordering by it
+	// agrees with ordering by title wherever the keys differ.
+	titleKey uint64
+	dl       uint32
+}
+
+func titleKey(title string) uint64 {
+	var b [8]byte
+	copy(b[:], title)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // index holds the inverted indexes over the live Things. It is guarded by
 // Directory.mu.
 type index struct {
 	slots []*thing // by slot; nil for a free slot
+	meta  []slotMeta
 	free  []uint32
 	live  int
 	// totalDL is the sum of the live Things' text lengths, for BM25's
@@ -104,7 +153,7 @@ type index struct {
 	totalDL uint64
 
 	types      map[string]postings // by exact @type
-	caps       map[string]postings // by capability id
+	caps       map[string]*capList // by capability id
 	vendors    map[string]postings // by vendorKey
 	groups     map[string]postings // by group id
 	publishers map[peer.ID]postings
@@ -117,7 +166,7 @@ type index struct {
 func newIndex() index {
 	return index{
 		types:      make(map[string]postings),
-		caps:       make(map[string]postings),
+		caps:       make(map[string]*capList),
 		vendors:    make(map[string]postings),
 		groups:     make(map[string]postings),
 		publishers: make(map[peer.ID]postings),
@@ -127,7 +176,7 @@ func newIndex() index {
 
 // add indexes a live thing, assigning its slot and terms. t must not be
 // visible to readers yet.
-func (x *index) add(t *thing, tf map[string]uint32) {
+func (x *index) add(t *thing, tf []termFreq) {
 	if n := len(x.free); n > 0 {
 		t.slot = x.free[n-1]
 		x.free = x.free[:n-1]
@@ -135,14 +184,21 @@ func (x *index) add(t *thing, tf map[string]uint32) {
 	} else {
 		t.slot = uint32(len(x.slots))
 		x.slots = append(x.slots, t)
+		x.meta = append(x.meta, slotMeta{})
 	}
+	x.meta[t.slot] = slotMeta{expires: t.expires, titleKey: titleKey(t.title), dl: t.dl}
 	x.live++
 	x.totalDL += uint64(t.dl)
 	for _, ty := range t.types {
 		x.types[ty] = x.types[ty].insert(t.slot)
 	}
-	for _, c := range t.caps {
-		x.caps[c.ID] = x.caps[c.ID].insert(t.slot)
+	for i, c := range t.caps {
+		l := x.caps[c.ID]
+		if l == nil {
+			l = new(capList)
+			x.caps[c.ID] = l
+		}
+		l.insert(t.slot, t.versions[i])
 	}
 	if t.vendor != "" {
 		k := vendorKey(t.vendor)
@@ -154,7 +210,8 @@ func (x *index) add(t *thing, tf map[string]uint32) {
 	x.publishers[t.publisher] = x.publishers[t.publisher].insert(t.slot)
 
 	t.terms = make([]uint32, 0, len(tf))
-	for text, f := range tf {
+	for _, f := range tf {
+		text := f.term
 		id, ok := x.termIDs[text]
 		if !ok {
 			if n := len(x.freeTerms); n > 0 {
@@ -168,20 +225,11 @@ func (x *index) add(t *thing, tf map[string]uint32) {
 			x.termIDs[text] = id
 		}
 		tm := &x.terms[id]
-		i, _ := slices.BinarySearchFunc(tm.list, t.slot, cmpPostingSlot)
-		tm.list = slices.Insert(tm.list, i, posting{slot: t.slot, tf: f})
+		i, _ := slices.BinarySearch(tm.slots, t.slot)
+		tm.slots = slices.Insert(tm.slots, i, t.slot)
+		tm.tfs = slices.Insert(tm.tfs, i, uint8(min(f.tf, maxTF)))
 		t.terms = append(t.terms, id)
 	}
-}
-
-func cmpPostingSlot(p posting, slot uint32) int {
-	switch {
-	case p.slot < slot:
-		return -1
-	case p.slot > slot:
-		return 1
-	}
-	return 0
 }
 
 // replace puts u in t's place without reindexing: u has t's indexed
@@ -189,6 +237,7 @@ func cmpPostingSlot(p posting, slot uint32) int {
 func (x *index) replace(t, u *thing) {
 	u.slot, u.terms = t.slot, t.terms
 	x.slots[t.slot] = u
+	x.meta[t.slot].expires = u.expires
 }
 
 // remove drops a live thing from every index and frees its slot.
@@ -198,7 +247,9 @@ func (x *index) remove(t *thing) {
 		removeFrom(x.types, ty, s)
 	}
 	for _, c := range t.caps {
-		removeFrom(x.caps, c.ID, s)
+		if l := x.caps[c.ID]; l != nil && l.remove(s) {
+			delete(x.caps, c.ID)
+		}
 	}
 	if t.vendor != "" {
 		removeFrom(x.vendors, vendorKey(t.vendor), s)
@@ -209,16 +260,18 @@ func (x *index) remove(t *thing) {
 	removeFrom(x.publishers, t.publisher, s)
 	for _, id := range t.terms {
 		tm := &x.terms[id]
-		if i, found := slices.BinarySearchFunc(tm.list, s, cmpPostingSlot); found {
-			tm.list = slices.Delete(tm.list, i, i+1)
+		if i, found := slices.BinarySearch(tm.slots, s); found {
+			tm.slots = slices.Delete(tm.slots, i, i+1)
+			tm.tfs = slices.Delete(tm.tfs, i, i+1)
 		}
-		if len(tm.list) == 0 {
+		if len(tm.slots) == 0 {
 			delete(x.termIDs, tm.text)
 			*tm = term{}
 			x.freeTerms = append(x.freeTerms, id)
 		}
 	}
 	x.slots[s] = nil
+	x.meta[s] = slotMeta{}
 	x.free = append(x.free, s)
 	x.live--
 	x.totalDL -= uint64(t.dl)
@@ -231,4 +284,12 @@ func removeFrom[K comparable](m map[K]postings, k K, s uint32) {
 		return
 	}
 	m[k] = p
+}
+
+// capSlots returns the postings of a capability.
+func (x *index) capSlots(id string) postings {
+	if l := x.caps[id]; l != nil {
+		return l.slots
+	}
+	return nil
 }

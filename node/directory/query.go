@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -63,12 +65,12 @@ type Result struct {
 type filters struct {
 	typ, capability, vendor, group string
 	publisher                      peer.ID
-	constraint                     *semver.Constraints
+	constraint                     *versionRange
 	terms                          []string
 	text                           bool
 }
 
-func (q *Query) resolve() (filters, error) {
+func (d *Directory) resolve(q *Query) (filters, error) {
 	var f filters
 	if q.Offset < 0 {
 		return f, fmt.Errorf("query: offset: %d is negative", q.Offset)
@@ -96,7 +98,7 @@ func (q *Query) resolve() (filters, error) {
 		if f.capability == "" {
 			return f, fmt.Errorf("query: version %q: a version constraint needs a capability", constraint)
 		}
-		c, err := semver.NewConstraint(constraint)
+		c, err := d.constraints.get(constraint)
 		if err != nil {
 			return f, fmt.Errorf("query: capability %q: version constraint %q: %w", f.capability, constraint, err)
 		}
@@ -119,16 +121,74 @@ func (q *Query) resolve() (filters, error) {
 	return f, nil
 }
 
+// Bounds of the caches of version ranges.
+const (
+	maxConstraintCache = 128
+	maxRangeMemo       = 1024
+)
+
+// versionRange is a parsed version constraint with the results of its
+// checks: semver's Check formats an error for every version it rejects,
+// which costs more than the rest of a capability query. The versions held
+// by Things are shared (Directory.version), so the memo stays small.
+type versionRange struct {
+	cs   *semver.Constraints
+	memo sync.Map // *semver.Version → bool
+	n    atomic.Int32
+}
+
+func (r *versionRange) check(v *semver.Version) bool {
+	if ok, found := r.memo.Load(v); found {
+		return ok.(bool)
+	}
+	ok := r.cs.Check(v)
+	if r.n.Add(1) <= maxRangeMemo {
+		r.memo.Store(v, ok)
+	}
+	return ok
+}
+
+// constraintCache keeps the version ranges of recent queries.
+type constraintCache struct {
+	mu sync.Mutex
+	m  map[string]*versionRange
+}
+
+func (c *constraintCache) get(s string) (*versionRange, error) {
+	c.mu.Lock()
+	r, ok := c.m[s]
+	c.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	cs, err := semver.NewConstraint(s)
+	if err != nil {
+		return nil, err
+	}
+	r = &versionRange{cs: cs}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxConstraintCache {
+		c.m = make(map[string]*versionRange)
+	}
+	c.m[s] = r
+	return r, nil
+}
+
 // hit is a matching Thing and its relevance.
 type hit struct {
 	t     *thing
 	score float64
+	key   uint64 // titleKey(t.title)
 }
 
 // better orders hits: score descending, then title, publisher, id.
 func better(a, b hit) bool {
 	if a.score != b.score {
 		return a.score > b.score
+	}
+	if a.key != b.key {
+		return a.key < b.key
 	}
 	if a.t.title != b.t.title {
 		return a.t.title < b.t.title
@@ -171,7 +231,7 @@ func (c *cursor) has(s uint32) bool {
 
 // Search returns the page of Things that q selects, and their total.
 func (d *Directory) Search(q Query) (Result, error) {
-	f, err := q.resolve()
+	f, err := d.resolve(&q)
 	if err != nil {
 		return Result{}, err
 	}
@@ -188,14 +248,16 @@ func (d *Directory) Search(q Query) (Result, error) {
 	defer d.mu.RUnlock()
 	x := &d.idx
 
-	// The posting lists of the filters; any empty one means no match.
-	var lists []postings
+	// The posting lists of the filters; any empty one means no match. A
+	// cursor per list tests membership as candidates come in slot order.
+	var cursors []cursor
+	capCursor := -1
 	for _, l := range []struct {
 		on   bool
 		list postings
 	}{
 		{f.typ != "", x.types[f.typ]},
-		{f.capability != "", x.caps[f.capability]},
+		{f.capability != "", x.capSlots(f.capability)},
 		{f.vendor != "", x.vendors[f.vendor]},
 		{f.group != "", x.groups[f.group]},
 		{f.publisher != "", x.publishers[f.publisher]},
@@ -206,64 +268,70 @@ func (d *Directory) Search(q Query) (Result, error) {
 		if len(l.list) == 0 {
 			return Result{}, nil
 		}
-		lists = append(lists, l.list)
+		cursors = append(cursors, cursor{list: l.list})
+	}
+	// The shortest list drives a query without text.
+	slices.SortFunc(cursors, func(a, b cursor) int { return len(a.list) - len(b.list) })
+	var versions []*semver.Version
+	if f.constraint != nil {
+		l := x.caps[f.capability]
+		versions = l.versions
+		for i := range cursors {
+			if &cursors[i].list[0] == &l.slots[0] {
+				capCursor = i
+			}
+		}
 	}
 
 	top := topK{keep: keep}
-	match := func(s uint32) (*thing, bool) {
+	// consider adds slot s if it is in the lists of cursors[from:] and
+	// passes the checks that postings cannot do.
+	consider := func(s uint32, score float64, from int) {
+		for i := from; i < len(cursors); i++ {
+			if !cursors[i].has(s) {
+				return
+			}
+		}
+		m := &x.meta[s]
+		if m.expires != 0 && m.expires <= now {
+			return
+		}
 		t := x.slots[s]
-		if t == nil || t.expired(now) {
-			return nil, false
+		if t == nil {
+			return
 		}
-		if f.constraint != nil && !t.hasVersion(f.capability, f.constraint) {
-			return nil, false
-		}
-		if q.Visible != nil && !q.Visible(d.entry(t, 0)) {
-			return nil, false
-		}
-		return t, true
-	}
-
-	if f.text {
-		cursors := make([]cursor, len(lists))
-		for i, l := range lists {
-			cursors[i] = cursor{list: l}
-		}
-		d.scoreText(f.terms, func(s uint32, score float64) {
-			for i := range cursors {
-				if !cursors[i].has(s) {
+		if capCursor >= 0 {
+			switch v := versions[cursors[capCursor].pos]; v {
+			case nil:
+				return
+			case multiVersion:
+				if !t.hasVersion(f.capability, f.constraint) {
+					return
+				}
+			default:
+				if !f.constraint.check(v) {
 					return
 				}
 			}
-			if t, ok := match(s); ok {
-				top.add(hit{t: t, score: score})
-			}
-		})
-	} else {
-		// Drive by the shortest list, test membership in the others.
-		slices.SortFunc(lists, func(a, b postings) int { return len(a) - len(b) })
-		if len(lists) == 0 {
-			for s := range x.slots {
-				if t, ok := match(uint32(s)); ok {
-					top.add(hit{t: t})
-				}
-			}
-		} else {
-			cursors := make([]cursor, len(lists)-1)
-			for i, l := range lists[1:] {
-				cursors[i] = cursor{list: l}
-			}
-		next:
-			for _, s := range lists[0] {
-				for i := range cursors {
-					if !cursors[i].has(s) {
-						continue next
-					}
-				}
-				if t, ok := match(s); ok {
-					top.add(hit{t: t})
-				}
-			}
+		}
+		if q.Visible != nil && !q.Visible(d.entry(t, 0)) {
+			return
+		}
+		top.add(hit{t: t, score: score, key: m.titleKey})
+	}
+
+	switch {
+	case f.text:
+		d.scoreText(f.terms, func(s uint32, score float64) { consider(s, score, 0) })
+	case len(cursors) > 0:
+		driver := &cursors[0]
+		for i, s := range driver.list {
+			driver.pos = i
+			consider(s, 0, 1)
+		}
+	default:
+		for s := range x.slots {
+			consider(uint32(s), 0, 0)
 		}
 	}
 
@@ -280,9 +348,9 @@ func (d *Directory) Search(q Query) (Result, error) {
 }
 
 // hasVersion reports whether t has capability id at a version in c.
-func (t *thing) hasVersion(id string, c *semver.Constraints) bool {
+func (t *thing) hasVersion(id string, r *versionRange) bool {
 	for i, cp := range t.caps {
-		if cp.ID == id && t.versions[i] != nil && c.Check(t.versions[i]) {
+		if cp.ID == id && t.versions[i] != nil && r.check(t.versions[i]) {
 			return true
 		}
 	}
@@ -301,35 +369,36 @@ func (d *Directory) scoreText(terms []string, fn func(slot uint32, score float64
 		avgdl = 1
 	}
 	type termCursor struct {
-		list []posting
-		idf  float64
+		slots []uint32
+		tfs   []uint8
+		idf   float64
 	}
 	cs := make([]termCursor, 0, len(terms))
 	for _, term := range terms {
 		if id, ok := x.termIDs[term]; ok {
-			list := x.terms[id].list
-			cs = append(cs, termCursor{list: list, idf: bm25IDF(x.live, len(list))})
+			tm := &x.terms[id]
+			cs = append(cs, termCursor{slots: tm.slots, tfs: tm.tfs, idf: bm25IDF(x.live, len(tm.slots))})
 		}
 	}
 	// Merge the lists by slot; queries have few terms, so a linear scan of
 	// the heads beats a heap.
 	for {
-		slot, any := uint32(math.MaxUint32), false
+		slot, found := uint32(math.MaxUint32), false
 		for _, c := range cs {
-			if len(c.list) > 0 && c.list[0].slot <= slot {
-				slot, any = c.list[0].slot, true
+			if len(c.slots) > 0 && c.slots[0] <= slot {
+				slot, found = c.slots[0], true
 			}
 		}
-		if !any {
+		if !found {
 			return
 		}
-		dl := x.slots[slot].dl
+		dl := x.meta[slot].dl
 		var score float64
 		for i := range cs {
 			c := &cs[i]
-			if len(c.list) > 0 && c.list[0].slot == slot {
-				score += bm25Term(c.idf, c.list[0].tf, dl, avgdl)
-				c.list = c.list[1:]
+			if len(c.slots) > 0 && c.slots[0] == slot {
+				score += bm25Term(c.idf, uint32(c.tfs[0]), dl, avgdl)
+				c.slots, c.tfs = c.slots[1:], c.tfs[1:]
 			}
 		}
 		fn(slot, score)

@@ -238,3 +238,70 @@ func TestSearchFollowsChanges(t *testing.T) {
 		t.Fatalf("tools after delete: %v", got)
 	}
 }
+
+func TestSearchCapabilityListedTwice(t *testing.T) {
+	p := newPublisher(t, 1)
+	d := open(t, memStore(), p.id, newClock(), Options{})
+	mustPut(t, d, p.sign(t, thingSpec{id: "urn:two", seq: 1,
+		caps: []lmosproto.Capability{capv("convert", "1.4.0"), capv("convert", "2.1.0")}}, t0), nil, Created)
+	mustPut(t, d, p.sign(t, thingSpec{id: "urn:one", seq: 1,
+		caps: []lmosproto.Capability{capv("convert", "2.0.0")}}, t0), nil, Created)
+	for constraint, want := range map[string]int{"^1": 1, "^2": 2, "^3": 0, "": 2} {
+		q := Query{Capability: "convert", Version: constraint}
+		r, err := d.Search(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Total != want {
+			t.Errorf("convert@%s: %d matches, want %d", constraint, r.Total, want)
+		}
+	}
+	// Removing the Thing that lists it twice leaves a consistent index.
+	mustPut(t, d, p.tombstone(t, "urn:two", 2, t0), nil, Deleted)
+	if r, _ := d.Search(Query{Capability: "convert@^2"}); r.Total != 1 || r.Entries[0].ThingID != "urn:one" {
+		t.Fatalf("after removal: %+v", r)
+	}
+}
+
+// TestConcurrentSearchAndPut runs queries while Things are put, updated
+// and purged (run with -race).
+func TestConcurrentSearchAndPut(t *testing.T) {
+	p := newPublisher(t, 1)
+	clock := newClock()
+	d := open(t, memStore(), p.id, clock, Options{})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, q := range []Query{{Text: "weather"}, {Capability: "weather-forecast@^1", Limit: 5}, {Type: "agent", Offset: 3, Limit: 3}} {
+				if _, err := d.Search(q); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			d.Lookup("urn:c:3")
+			d.Own()
+		}
+	}()
+	td := thingSpec{seq: 1}.td(t)
+	for i := range 300 {
+		td := td.Clone()
+		td.ID = fmt.Sprintf("urn:c:%d", i%40)
+		td.Seq = uint64(i + 1)
+		td.Title = fmt.Sprintf("Weather %d", i)
+		if _, err := d.Put(p.unsigned(t, td, t0), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	if d.Len() != 40 {
+		t.Fatalf("Len = %d, want 40", d.Len())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -76,11 +77,13 @@ type Directory struct {
 	log  *slog.Logger
 	seed maphash.Seed
 
-	// wmu serialises writers and guards closed and versions. A writer holding
-	// wmu may read the state below without mu: only writers change it.
-	wmu      sync.Mutex
-	closed   bool
-	versions map[string]*semver.Version
+	// wmu serialises writers and guards closed. A writer holding wmu may
+	// read the state below without mu: only writers change it.
+	wmu    sync.Mutex
+	closed bool
+
+	versionsMu sync.Mutex
+	versions   map[string]*semver.Version
 
 	// mu guards the in-memory state.
 	mu   sync.RWMutex
@@ -88,7 +91,8 @@ type Directory struct {
 	own  map[string]*thing   // the node's own entries, by thing id
 	idx  index
 
-	events *events
+	events      *events
+	constraints constraintCache
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -168,8 +172,10 @@ func (d *Directory) checkLayout() error {
 	return nil
 }
 
-// load reads every stored entry into memory. An entry that cannot be
-// decoded is logged and left in the datastore: never lose data.
+// load reads every stored entry into memory. Entries are decoded by one
+// worker per CPU and indexed in the calling goroutine; every goroutine
+// ends before load returns. An entry that cannot be decoded is logged and
+// left in the datastore: never lose data.
 func (d *Directory) load() (err error) {
 	ctx := context.Background()
 	res, err := d.ds.Query(ctx, query.Query{Prefix: keyThings.String()})
@@ -181,35 +187,81 @@ func (d *Directory) load() (err error) {
 			err = errors.Join(err, fmt.Errorf("directory: load: %w", cerr))
 		}
 	}()
+	now := d.opts.Now()
+
+	type decoded struct {
+		t  *thing
+		tf []termFreq
+	}
+	in := make(chan query.Result, 256)
+	out := make(chan decoded, 256)
+	var feedErr error
+	var feeder, workers sync.WaitGroup
+	feeder.Go(func() {
+		defer close(in)
+		for r := range res.Next() {
+			if r.Error != nil {
+				feedErr = r.Error
+				return
+			}
+			in <- r
+		}
+	})
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		workers.Go(func() {
+			for r := range in {
+				if t, tf, ok := d.decodeStored(r, now); ok {
+					out <- decoded{t, tf}
+				}
+			}
+		})
+	}
+	feeder.Go(func() {
+		workers.Wait()
+		close(out)
+	})
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	for r := range res.Next() {
-		if r.Error != nil {
-			return fmt.Errorf("directory: load: %w", r.Error)
-		}
-		k := datastore.RawKey(r.Key)
-		pub, id, err := parseThingKey(k)
-		if err != nil {
-			d.log.Warn("directory: skipping stored entry", "key", r.Key, "error", err)
-			continue
-		}
-		env, err := unmarshalEnvelope(r.Value)
-		if err == nil && env.ThingID != id {
-			err = fmt.Errorf("envelope names thing %q", env.ThingID)
-		}
-		if err != nil {
-			d.log.Warn("directory: skipping stored entry", "key", r.Key, "publisher", pub, "thing", id, "error", err)
-			continue
-		}
-		t, tf := d.makeThing(pub, &env, maphash.Bytes(d.seed, env.Raw))
-		d.insert(t, tf)
+	for x := range out {
+		d.insert(x.t, x.tf)
+	}
+	d.mu.Unlock()
+	feeder.Wait()
+	if feedErr != nil {
+		return fmt.Errorf("directory: load: %w", feedErr)
 	}
 	return nil
 }
 
+// decodeStored builds the entry of one stored envelope; false (logged) for
+// one that cannot be decoded.
+func (d *Directory) decodeStored(r query.Result, now time.Time) (*thing, []termFreq, bool) {
+	pub, id, err := parseThingKey(datastore.RawKey(r.Key))
+	if err != nil {
+		d.log.Warn("directory: skipping stored entry", "key", r.Key, "error", err)
+		return nil, nil, false
+	}
+	env, err := unmarshalEnvelope(r.Value)
+	if err == nil && env.ThingID != id {
+		err = fmt.Errorf("envelope names thing %q", env.ThingID)
+	}
+	if err != nil {
+		d.log.Warn("directory: skipping stored entry", "key", r.Key, "publisher", pub, "thing", id, "error", err)
+		return nil, nil, false
+	}
+	t, tf := d.makeThing(pub, &env, maphash.Bytes(d.seed, env.Raw))
+	if !t.own && t.expires == 0 {
+		// Stored as own under another node identity: now it is a learned
+		// Thing like any other, and expires unless seen again.
+		t.ttl = int64(d.opts.TTL)
+		t.expires = now.Add(d.opts.TTL).UnixNano()
+		t.local = Local{}
+	}
+	return t, tf, true
+}
+
 // makeThing builds the in-memory form of an envelope, and the term
 // frequencies to index it with (nil for a tombstone).
-func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, map[string]uint32) {
+func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, []termFreq) {
 	t := &thing{
 		publisher: peer.ID(intern(string(pub))),
 		id:        env.ThingID,
@@ -246,11 +298,13 @@ func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, 
 }
 
 // version parses a capability version, caching the result; nil if empty or
-// not a semantic version. Callers hold wmu (or are Open).
+// not a semantic version.
 func (d *Directory) version(v string) *semver.Version {
 	if v == "" {
 		return nil
 	}
+	d.versionsMu.Lock()
+	defer d.versionsMu.Unlock()
 	if sv, ok := d.versions[v]; ok {
 		return sv
 	}
@@ -277,7 +331,7 @@ func (d *Directory) find(pub peer.ID, id string) *thing {
 }
 
 // insert adds a new entry to memory. Callers hold mu for writing.
-func (d *Directory) insert(t *thing, tf map[string]uint32) {
+func (d *Directory) insert(t *thing, tf []termFreq) {
 	d.byID[t.id] = append(d.byID[t.id], t)
 	if t.own {
 		d.own[t.id] = t
@@ -289,7 +343,7 @@ func (d *Directory) insert(t *thing, tf map[string]uint32) {
 
 // swap replaces old by t in memory. refresh says that t has old's indexed
 // content. Callers hold mu for writing.
-func (d *Directory) swap(old, t *thing, tf map[string]uint32, refresh bool) {
+func (d *Directory) swap(old, t *thing, tf []termFreq, refresh bool) {
 	list := d.byID[t.id]
 	i := slices.Index(list, old)
 	list[i] = t
@@ -363,7 +417,7 @@ type putItem struct {
 // putOp is one change a put applies to memory after its write is durable.
 type putOp struct {
 	old, t  *thing
-	tf      map[string]uint32
+	tf      []termFreq
 	rec     *lmosproto.Record
 	change  Change
 	refresh bool
@@ -721,10 +775,11 @@ func (d *Directory) OwnRecords() []Entry {
 }
 
 func (d *Directory) ownEntries(tombstones bool) []Entry {
+	now := d.opts.Now().UnixNano()
 	d.mu.RLock()
 	out := make([]Entry, 0, len(d.own))
 	for _, t := range d.own {
-		if tombstones || !t.tombstone {
+		if (tombstones || !t.tombstone) && !t.expired(now) {
 			out = append(out, d.entry(t, 0))
 		}
 	}

@@ -455,3 +455,19 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 var _ datastore.Batching = memStore()
+
+// TestOpenWithAnotherIdentity: Things stored as own by a node that now runs
+// under another key become learned ones, which expire.
+func TestOpenWithAnotherIdentity(t *testing.T) {
+	ds := memStore()
+	before, after := newPublisher(t, 1), newPublisher(t, 2)
+	clock := newClock()
+	d := open(t, ds, before.id, clock, Options{})
+	mustPut(t, d, before.sign(t, thingSpec{id: thingID, seq: 1}, t0), &Local{Backend: "http://127.0.0.1:1"}, Created)
+	d.Close()
+	d = open(t, ds, after.id, clock, Options{TTL: time.Hour})
+	e, ok := d.Get(before.id, thingID)
+	if !ok || e.Own || e.Local != (Local{}) || !e.Expires.Equal(t0.Add(time.Hour)) || len(d.Own()) != 0 {
+		t.Fatalf("after the identity change: %+v", e)
+	}
+}

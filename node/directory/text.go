@@ -48,27 +48,48 @@ var stopwords = func() map[string]struct{} {
 	m := make(map[string]struct{}, len(words))
 	for _, w := range words {
 		m[w] = struct{}{}
+		maxStopword = max(maxStopword, len(w))
 	}
 	return m
 }()
 
+// maxStopword is the length in bytes of the longest stopword (set by the
+// initializer of stopwords).
+var maxStopword int
+
+func isStopword(tok []byte) bool {
+	if len(tok) > maxStopword {
+		return false
+	}
+	_, stop := stopwords[string(tok)]
+	return stop
+}
+
 // tokenize calls fn with every indexable token of s, in order. A word
 // written in camel case ("WeatherAgent", "HTTPServer") gives its parts
-// ("weather", "agent") after the whole word ("weatheragent").
-func tokenize(s string, fn func(tok string)) {
-	var buf [64]rune
-	word := buf[:0]
-	var lower []byte
+// ("weather", "agent") after the whole word ("weatheragent"). tok is only
+// valid during the call.
+func tokenize(s string, fn func(tok []byte)) {
+	var wordBuf [64]rune
+	var lowerBuf [maxTokenLen + utf8.UTFMax]byte
+	word := wordBuf[:0]
 	emit := func(w []rune) {
-		lower = lower[:0]
+		lower := lowerBuf[:0]
 		for _, r := range w {
-			lower = utf8.AppendRune(lower, unicode.ToLower(r))
+			switch {
+			case 'A' <= r && r <= 'Z':
+				lower = append(lower, byte(r)+'a'-'A')
+			case r < utf8.RuneSelf:
+				lower = append(lower, byte(r))
+			default:
+				lower = utf8.AppendRune(lower, unicode.ToLower(r))
+			}
 			if len(lower) > maxTokenLen {
 				return
 			}
 		}
-		if _, stop := stopwords[string(lower)]; !stop {
-			fn(string(lower))
+		if !isStopword(lower) {
+			fn(lower)
 		}
 	}
 	flush := func() {
@@ -89,13 +110,20 @@ func tokenize(s string, fn func(tok string)) {
 		word = word[:0]
 	}
 	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+		if isWordRune(r) {
 			word = append(word, r)
 			continue
 		}
 		flush()
 	}
 	flush()
+}
+
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // camelBoundary reports whether a camel-case word part starts at w[i]: an
@@ -110,17 +138,32 @@ func camelBoundary(w []rune, i int) bool {
 		unicode.IsUpper(prev) && i+1 < len(w) && unicode.IsLower(w[i+1])
 }
 
-// termFreqs returns the weighted term frequencies of a Thing's text and its
-// weighted length.
-func termFreqs(s *summary) (map[string]uint32, uint32) {
-	tf := make(map[string]uint32)
-	var dl uint32
+// termFreq is a term of a Thing's text and its weighted frequency.
+type termFreq struct {
+	term string
+	tf   uint32
+}
+
+// termFreqs returns the distinct terms of a Thing's text with their
+// weighted frequencies, and the text's weighted length.
+func termFreqs(s *summary) ([]termFreq, uint32) {
+	// Sized for a typical TD (tens of distinct terms) to spare regrowth.
+	var (
+		tfs = make([]termFreq, 0, 64)
+		at  = make(map[string]int, 64)
+		dl  uint32
+	)
 	add := func(text string, w uint32) {
-		tokenize(text, func(tok string) {
-			if _, ok := tf[tok]; !ok && len(tf) >= maxDocTerms {
+		tokenize(text, func(tok []byte) {
+			if i, ok := at[string(tok)]; ok {
+				tfs[i].tf += w
+			} else if len(tfs) < maxDocTerms {
+				term := string(tok)
+				at[term] = len(tfs)
+				tfs = append(tfs, termFreq{term: term, tf: w})
+			} else {
 				return
 			}
-			tf[tok] += w
 			dl += w
 		})
 	}
@@ -133,15 +176,15 @@ func termFreqs(s *summary) (map[string]uint32, uint32) {
 			add(x, textWeight)
 		}
 	}
-	return tf, dl
+	return tfs, dl
 }
 
 // queryTerms returns the distinct tokens of a query, at most maxQueryTerms.
 func queryTerms(text string) []string {
 	var terms []string
-	tokenize(text, func(tok string) {
-		if len(terms) < maxQueryTerms && !slices.Contains(terms, tok) {
-			terms = append(terms, tok)
+	tokenize(text, func(tok []byte) {
+		if len(terms) < maxQueryTerms && !slices.Contains(terms, string(tok)) {
+			terms = append(terms, string(tok))
 		}
 	})
 	return terms
