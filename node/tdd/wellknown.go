@@ -50,7 +50,7 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 
 	event := func(typ, desc string) obj {
 		return obj{
-			"description": desc,
+			"description":  desc,
 			"uriVariables": obj{"diff": obj{"description": "Send the complete TD as event data (thing_created, thing_updated)", "type": "boolean"}},
 			"data": obj{"type": "object", "properties": obj{
 				"id":        obj{"type": "string", "format": "iri-reference"},
