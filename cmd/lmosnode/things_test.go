@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,13 +19,25 @@ import (
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
-// daemonEnv serves a tdd API over a real directory and writes its URL into
-// a temporary home's api file, as a running node does.
+// daemonEnv serves a tdd API over a real directory, mounted at "/" of a mux
+// that also answers GET /api/v1/node as the node's API does, and writes its
+// URL into a temporary home's api file, as a running node does.
 func daemonEnv(t *testing.T) (*tddtest.Env, string) {
 	t.Helper()
 	env := tddtest.NewEnv(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/node", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(node.NodeInfo{PeerID: env.Self.ID.String(), DIDKey: env.Self.DID()})
+	})
+	mux.Handle("/", env.Handler)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		_ = env.Handler.Close()
+		srv.Close()
+	})
 	home := t.TempDir()
-	if err := os.WriteFile(filepath.Join(home, node.APIFile), []byte(env.URL+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, node.APIFile), []byte(srv.URL+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return env, home
@@ -166,10 +180,8 @@ func TestFindCommand(t *testing.T) {
 	if row := strings.Join(strings.Fields(lines[1]), " "); row != "Geocoder tool geocode@2.0.0 Example Maps AG "+short+" "+geocoderID {
 		t.Errorf("row %q", row)
 	}
-	// This test server has no /api/v1/node, so the own Thing shows its
-	// publisher's short ID.
-	if !strings.Contains(lines[2], "WeatherAgent") || !strings.Contains(lines[2], "Example Weather GmbH") {
-		t.Errorf("row %q", lines[2])
+	if row := strings.Join(strings.Fields(lines[2]), " "); row != "WeatherAgent agent weather-forecast@1.2.0,weather-alerts@0.3.1 Example Weather GmbH self "+weatherID {
+		t.Errorf("row %q", row)
 	}
 
 	for _, tc := range []struct {
