@@ -63,7 +63,7 @@ func (h *Handler) adminPublish(w http.ResponseWriter, r *http.Request) {
 	defer h.wmu.Unlock()
 	e, change, err := h.publish(r.Context(), td, local)
 	if err != nil {
-		h.writePublishError(w, r, td.ID, err)
+		h.writePublishErrorAt(w, r, td.ID, "/td", err)
 		return
 	}
 	info, err := thingInfo(e)

@@ -111,14 +111,21 @@ const (
 )
 
 // Config configures a Handler. The zero value of every field selects its
-// default.
+// default (the Default* constants). It has no JSON form of its own: a node
+// that makes these settable maps its configuration file onto it.
 type Config struct {
-	DefaultLimit   int           `json:"defaultLimit,omitempty"`
-	MaxLimit       int           `json:"maxLimit,omitempty"`
-	FindTimeout    time.Duration `json:"findTimeout,omitempty"`
-	WriteTimeout   time.Duration `json:"writeTimeout,omitempty"`
-	ConnectTimeout time.Duration `json:"connectTimeout,omitempty"`
-	Heartbeat      time.Duration `json:"heartbeat,omitempty"`
+	// DefaultLimit is the page size of a listing without limit.
+	DefaultLimit int
+	// MaxLimit caps the limit of a listing.
+	MaxLimit int
+	// FindTimeout bounds the Finder's lookup on a capability miss.
+	FindTimeout time.Duration
+	// WriteTimeout bounds a Publish or Remove.
+	WriteTimeout time.Duration
+	// ConnectTimeout bounds a Peers.Connect.
+	ConnectTimeout time.Duration
+	// Heartbeat is the period of comment lines on an event stream.
+	Heartbeat time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -248,12 +255,14 @@ func (h *Handler) startStream() bool {
 	return true
 }
 
-// Patterns are the path patterns the handler answers; a mux that mounts
-// it registers each (or mounts it at "/", where it answers 404 problems for
-// unknown paths).
-var Patterns = []string{
-	"/.well-known/wot", "/things", "/things/", "/events", "/events/",
-	"/api/v1/things", "/api/v1/things/", "/api/v1/peers", "/api/v1/connect",
+// Patterns returns the path patterns the handler answers, for a mux that
+// mounts it path by path rather than at "/" (where it also answers 404
+// problems for unknown paths).
+func Patterns() []string {
+	return []string{
+		"/.well-known/wot", "/things", "/things/", "/events", "/events/",
+		"/api/v1/things", "/api/v1/things/", "/api/v1/peers", "/api/v1/connect",
+	}
 }
 
 // routes builds the mux: each path with its methods, a 405 problem with

@@ -358,11 +358,17 @@ func (h *Handler) remove(ctx context.Context, id string) error {
 
 // writePublishError answers a failed Publish or Remove of thing id.
 func (h *Handler) writePublishError(w http.ResponseWriter, r *http.Request, id string, err error) {
+	h.writePublishErrorAt(w, r, id, "", err)
+}
+
+// writePublishErrorAt is writePublishError for a TD at JSON pointer prefix
+// of the request body.
+func (h *Handler) writePublishErrorAt(w http.ResponseWriter, r *http.Request, id, prefix string, err error) {
 	var verrs lmosproto.ValidationErrors
 	var verr lmosproto.ValidationError
 	switch {
 	case errors.As(err, &verrs), errors.As(err, &verr):
-		writeProblem(w, r, invalidTD(fmt.Sprintf("thing %q", id), "", err))
+		writeProblem(w, r, invalidTD(fmt.Sprintf("thing %q", id), prefix, err))
 	case errors.Is(err, directory.ErrStale):
 		writeProblem(w, r, &Problem{Status: http.StatusConflict, Detail: fmt.Sprintf("thing %q: a newer version is already held: %v", id, err)})
 	case errors.Is(err, directory.ErrClosed):
