@@ -162,7 +162,7 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request) {
 
 // decodeBody decodes a JSON request body into v, refusing unknown members.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *Problem {
-	if p := checkContentType(r, true, ContentTypeJSON); p != nil {
+	if p := checkContentType(r, ContentTypeJSON); p != nil {
 		return p
 	}
 	body, p := readBody(w, r, limit)

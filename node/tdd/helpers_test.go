@@ -97,7 +97,9 @@ func (r response) contentType() string {
 	return mt
 }
 
-// do sends a request; hdr are header name/value pairs.
+// do sends a request; hdr are header name/value pairs (an empty value
+// removes the header). A body is sent as application/json unless hdr says
+// otherwise.
 func do(t testing.TB, method, url string, body []byte, hdr ...string) response {
 	t.Helper()
 	var rd io.Reader
@@ -108,7 +110,14 @@ func do(t testing.TB, method, url string, body []byte, hdr ...string) response {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i])
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)

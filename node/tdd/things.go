@@ -206,7 +206,7 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	if p := checkContentType(r, false, ContentTypeMergePatch); p != nil {
+	if p := checkContentType(r, ContentTypeMergePatch); p != nil {
 		writeProblem(w, r, p)
 		return
 	}
@@ -387,7 +387,7 @@ func (h *Handler) writeInternal(w http.ResponseWriter, r *http.Request, op, id s
 
 // readTD reads, validates and parses a TD request body.
 func readTD(w http.ResponseWriter, r *http.Request) (*lmosproto.TD, *Problem) {
-	if p := checkContentType(r, true, ContentTypeTD, ContentTypeJSON, ContentTypeLDJSON); p != nil {
+	if p := checkContentType(r, ContentTypeTD, ContentTypeJSON, ContentTypeLDJSON); p != nil {
 		return nil, p
 	}
 	body, p := readBody(w, r, lmosproto.MaxTDSize)
@@ -410,13 +410,12 @@ func parseTD(what, prefix string, doc []byte) (*lmosproto.TD, *Problem) {
 	return td, nil
 }
 
-// checkContentType refuses a body of another media type with 415; an
-// absent Content-Type is accepted when orAbsent is set.
-func checkContentType(r *http.Request, orAbsent bool, allowed ...string) *Problem {
+// checkContentType refuses a body of another media type, or none, with
+// 415. Requiring a JSON media type also keeps web pages out: a browser sends
+// a cross-origin POST without asking the server first (CORS preflight) only
+// with a form or text/plain body, or with no Content-Type at all.
+func checkContentType(r *http.Request, allowed ...string) *Problem {
 	ct := r.Header.Get("Content-Type")
-	if ct == "" && orAbsent {
-		return nil
-	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err == nil {
 		for _, a := range allowed {
