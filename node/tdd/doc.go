@@ -29,8 +29,12 @@
 //
 // Errors are RFC 9457 (RFC 7807) problem details (application/problem+json);
 // an invalid TD gives 400 with "validationErrors": [{"field": JSON pointer,
-// "description": …}], as the WoT Discovery spec asks. docs/api.md is the
-// user-facing description of all of this.
+// "description": …}], as the WoT Discovery spec asks. Request bodies are
+// bounded (proto.MaxTDSize: 413 beyond) and must carry a JSON media type
+// (415 otherwise; this also keeps cross-origin browser POSTs out, which a
+// browser sends unasked only as forms, text/plain or untyped). A failing
+// Publisher maps to 409 (stale), 503 (directory closed), 504 (timeout) or
+// 500. docs/api.md is the user-facing description of all of this.
 //
 // # Identity: (publisher, id)
 //
