@@ -43,6 +43,10 @@ on first run, so nothing needs to be set up beforehand.`,
 		newIDCmd(),
 		newVersionCmd(),
 		newTDCmd(),
+		newThingsCmd(),
+		newFindCmd(),
+		newPeersCmd(),
+		newConnectCmd(),
 	)
 	return root
 }

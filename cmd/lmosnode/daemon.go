@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/tdd"
+)
+
+// requestTimeout bounds one API call of a command; a capability search may
+// wait for a DHT lookup, which the node bounds to a few seconds.
+const requestTimeout = 30 * time.Second
+
+// daemon is the running node a command talks to.
+type daemon struct {
+	home   string
+	apiURL string
+	client *tdd.Client
+}
+
+// connectDaemon finds the running node of the command's home through its
+// api file.
+func connectDaemon(cmd *cobra.Command) (*daemon, error) {
+	home, err := homeDir(cmd)
+	if err != nil {
+		return nil, err
+	}
+	apiURL, err := node.ReadAPIFile(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no running node in %s: start it with 'lmosnode up'", home)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &daemon{home: home, apiURL: apiURL, client: tdd.NewClient(apiURL, http.DefaultClient)}, nil
+}
+
+// ctx scopes one API call.
+func (d *daemon) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	parent := cmd.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	return context.WithTimeout(parent, requestTimeout)
+}
+
+// explain turns a refused connection into the message of a node that is
+// not running (its api file is left from a killed daemon).
+func (d *daemon) explain(err error) error {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("no running node in %s (its api file names %s, which does not answer): start it with 'lmosnode up'", d.home, d.apiURL)
+	}
+	return err
+}

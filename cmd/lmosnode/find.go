@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/spf13/cobra"
+
+	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/tdd"
+)
+
+func newFindCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "find [TEXT...]",
+		Short: "Find agents and tools in the federation",
+		Long: `find searches the running node's directory: its own Things and the Things
+it learned from the federation. Filters combine; TEXT is free text over
+titles, descriptions and capabilities, and ranks the results. A capability
+that no known Thing offers is looked up in the DHT.
+
+Each result's signature is verified here; the PUBLISHER column is the peer
+that signed it ("self" for this node, "UNVERIFIED" if the proof does not
+verify). --json prints the signed TDs as served.`,
+		Example: `  lmosnode find weather
+  lmosnode find --type agent --capability weather-forecast@^1.2
+  lmosnode find --vendor "Example Maps AG" --type tool
+  lmosnode find --publisher 12D3KooW... --json`,
+		RunE: runFind,
+	}
+	f := cmd.Flags()
+	f.String("type", "", "agent, tool, or any @type")
+	f.String("capability", "", "capability id, optionally @ a semantic version range (weather-forecast@^1.2)")
+	f.String("vendor", "", "vendor name (lmos:vendor), case-insensitive")
+	f.String("publisher", "", "publisher peer ID or did:key")
+	f.String("group", "", "group id (lmos:groups)")
+	f.Int("limit", 50, "at most this many results")
+	f.Int("offset", 0, "skip this many results")
+	f.Bool("json", false, "print the signed TDs as a JSON array")
+	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"agent", "tool"}, cobra.ShellCompDirectiveNoFileComp))
+	for _, name := range []string{"capability", "vendor", "publisher", "group", "limit", "offset"} {
+		_ = cmd.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
+	}
+	return cmd
+}
+
+func runFind(cmd *cobra.Command, args []string) error {
+	f := cmd.Flags()
+	var q tdd.FindQuery
+	q.Type, _ = f.GetString("type")
+	q.Capability, _ = f.GetString("capability")
+	q.Vendor, _ = f.GetString("vendor")
+	q.Publisher, _ = f.GetString("publisher")
+	q.Group, _ = f.GetString("group")
+	q.Limit, _ = f.GetInt("limit")
+	q.Offset, _ = f.GetInt("offset")
+	q.Text = strings.Join(args, " ")
+	if q.Limit < 1 {
+		return fmt.Errorf("--limit: %d: want at least 1", q.Limit)
+	}
+	if q.Offset < 0 {
+		return fmt.Errorf("--offset: %d is negative", q.Offset)
+	}
+	d, err := connectDaemon(cmd)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := d.ctx(cmd)
+	defer cancel()
+	res, err := d.client.Find(ctx, q)
+	if err != nil {
+		return d.explain(err)
+	}
+	out := cmd.OutOrStdout()
+	if asJSON, _ := f.GetBool("json"); asJSON {
+		raws := make([]json.RawMessage, len(res.Things))
+		for i, t := range res.Things {
+			raws[i] = t.Raw
+		}
+		return printJSON(out, raws)
+	}
+	if len(res.Things) == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "no matching Things")
+		return nil
+	}
+	// Mark the node's own Things; without node info every publisher is
+	// shown by its peer ID.
+	var self peer.ID
+	if info, err := node.FetchNodeInfo(ctx, http.DefaultClient, d.apiURL); err == nil {
+		self, _ = peer.Decode(info.PeerID)
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tPUBLISHER\tID")
+	for _, t := range res.Things {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
+			cell(t.TD.Vendor()), publisherName(t, self), t.TD.ID)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if res.More {
+		fmt.Fprintf(cmd.ErrOrStderr(), "more results: --offset %d\n", q.Offset+len(res.Things))
+	}
+	return nil
+}
+
+// publisherName is the short name of a result's verified signer.
+func publisherName(t tdd.Found, self peer.ID) string {
+	switch t.Publisher {
+	case "":
+		return "UNVERIFIED"
+	case self:
+		return "self"
+	}
+	return shortPeerID(t.Publisher.String())
+}
+
+// shortPeerID abbreviates a peer ID to its last characters: Ed25519 peer
+// IDs all start with 12D3KooW, so the end tells them apart.
+func shortPeerID(id string) string {
+	const keep = 8
+	if len(id) <= keep+1 {
+		return id
+	}
+	return "…" + id[len(id)-keep:]
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func newPeersCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "peers",
+		Short: "List the peers this node knows",
+		Long: `peers lists the peers of the running node with their addresses and how the
+node learned of them (mdns, dht, bootstrap, connect).`,
+		Example: `  lmosnode peers
+  lmosnode peers --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := connectDaemon(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := d.ctx(cmd)
+			defer cancel()
+			peers, err := d.client.Peers(ctx)
+			if err != nil {
+				return d.explain(err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(out, peers)
+			}
+			if len(peers) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no peers yet: see 'lmosnode connect'")
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "PEER ID\tSOURCE\tADDRESSES")
+			for _, p := range peers {
+				addrs := strings.Join(p.Addrs, ",")
+				if addrs == "" {
+					addrs = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", p.PeerID, cell(p.Source), addrs)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().Bool("json", false, "print JSON")
+	return cmd
+}
+
+func newConnectCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "connect MULTIADDR",
+		Short: "Connect this node to a peer",
+		Long: `connect asks the running node to dial the peer at MULTIADDR, which ends in
+/p2p/<peer ID> (the addresses 'lmosnode id' prints on the other node).`,
+		Example: `  lmosnode connect /ip4/192.0.2.7/tcp/4001/p2p/12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA`,
+		Args:    cobra.ExactArgs(1),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := connectDaemon(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := d.ctx(cmd)
+			defer cancel()
+			p, err := d.client.Connect(ctx, args[0])
+			if err != nil {
+				return d.explain(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "connected to %s\n", p.PeerID)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,101 @@
+// Package tdd serves a node's directory over HTTP: the W3C WoT Discovery
+// Thing Description Directory (TDD) API, with the LMOS filters, and the
+// node-admin endpoints the lmosnode CLI uses. It also holds the client of
+// those endpoints (Client).
+//
+// # Endpoints
+//
+// The directory API (W3C WoT Discovery §7.3.2, "Directory Service API"):
+//
+//	GET  /.well-known/wot          the directory's own TD (@type ThingDirectory)
+//	GET  /things                   listing: JSON array of TDs (application/ld+json),
+//	                               limit/offset, Link rel="next"; LMOS filters
+//	                               type, capability (id[@semver-range]), vendor,
+//	                               publisher, group, q (free text, ranked)
+//	GET  /things/{id}              one TD (application/td+json); HEAD likewise
+//	PUT  /things/{id}              create (201) or update (204) an own Thing
+//	POST /things                   create an anonymous Thing (201, Location)
+//	PATCH /things/{id}             JSON merge patch (RFC 7396) of an own Thing (204)
+//	DELETE /things/{id}            remove an own Thing: signed tombstone (204)
+//	GET  /events[/{type}]          SSE: thing_created, thing_updated, thing_deleted
+//
+// The node-admin API:
+//
+//	POST   /api/v1/things          {"td": {...}, "backend": URL}: publish an own Thing
+//	GET    /api/v1/things          the node's own Things with registration and backend
+//	DELETE /api/v1/things/{id}     remove an own Thing
+//	GET    /api/v1/peers           the peers the node knows
+//	POST   /api/v1/connect         {"addr": MULTIADDR}: connect to a peer
+//
+// Errors are RFC 9457 (RFC 7807) problem details (application/problem+json);
+// an invalid TD gives 400 with "validationErrors": [{"field": JSON pointer,
+// "description": …}], as the WoT Discovery spec asks. Request bodies are
+// bounded (proto.MaxTDSize: 413 beyond) and must carry a JSON media type
+// (415 otherwise; this also keeps cross-origin browser POSTs out, which a
+// browser sends unasked only as forms, text/plain or untyped). A failing
+// Publisher maps to 409 (stale), 503 (directory closed), 504 (timeout) or
+// 500. docs/api.md is the user-facing description of all of this.
+//
+// # Identity: (publisher, id)
+//
+// A Thing is keyed by its publisher and its id; two publishers may use the
+// same id and are never merged. GET /things/{id} resolves an id this way:
+// ?publisher=PEER (a peer ID or did:key) selects that publisher's Thing;
+// otherwise the node's own Thing wins; otherwise, if exactly one publisher
+// has the id, its Thing is served; if several have, the answer is 300
+// Multiple Choices, a problem body whose "candidates" member lists each
+// publisher with the URL that selects it. A learned Thing never shadows an
+// own one.
+//
+// Writes (PUT, POST, PATCH, DELETE) always address the node's own Things and
+// go through the Publisher, which signs them with the node's key, bumps
+// lmos:seq, stores them in the directory and announces them to the
+// federation. Other publishers' Things are read-only: a write naming one
+// (?publisher=OTHER), or a PATCH or DELETE of an id only others publish, is
+// 403 Forbidden. A PUT of an id that only others publish creates the node's
+// own Thing of that id, which is legitimate: the two stay apart.
+//
+// # Signed documents and registration information
+//
+// TDs are served exactly as their publisher signed them (W3C Data Integrity,
+// eddsa-jcs-2022), so any third party can verify them. The spec's enriched
+// TD adds a "registration" member, which would break the signature; this
+// package puts the registration information in response headers instead:
+//
+//	LMOS-Registration: created="2026-11-21T10:00:00Z", modified="…", expires="…", ttl=172800
+//	LMOS-Publisher: 12D3KooW…
+//	Last-Modified, Expires (HTTP dates)
+//
+// LMOS-Registration is an RFC 8941 dictionary; expires and ttl (seconds) are
+// absent for own Things, which do not expire. The admin listing
+// (GET /api/v1/things) carries the same information as a "registration"
+// member next to each TD.
+//
+// # Events
+//
+// GET /events streams the directory's changes as server-sent events: the
+// event field is the type, the id field the directory's event ID, the data
+// {"id": thing id, "publisher": peer ID}; with ?diff=true thing_created and
+// thing_updated carry the complete signed TD instead (for thing_updated the
+// spec asks for a merge patch of the changes; the directory keeps no old
+// version to compute it from, so the whole new TD is sent, which a client
+// applies by replacing). A Last-Event-ID header resumes after that event;
+// an ID whose successors are no longer held gives 410 Gone (re-read the
+// directory, then subscribe afresh). A stream that falls too far behind is
+// ended, and the client resumes with Last-Event-ID. Comment lines keep idle
+// streams alive. Handler.Close ends every stream.
+//
+// # Visibility
+//
+// Deps.Visibility, if set, returns per request the predicate that decides
+// which Things the caller may see (the group layer: lmos:groups). Every
+// read path (listing, retrieval, events, the federation fallback) applies
+// it; an invisible Thing is answered as absent.
+//
+// # Concurrency
+//
+// A Handler is safe for concurrent use. Writes are serialised, so a PATCH's
+// read-modify-write cannot lose a concurrent update. It owns no goroutine:
+// event streams run on the HTTP server's request goroutines and end when
+// the client leaves or Close is called.
+package tdd

@@ -1,0 +1,236 @@
+package tdd_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/tdd"
+	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
+)
+
+// fleet publishes a few own Things and learns a few.
+func fleet(t *testing.T, env *tddtest.Env) (other tddtest.Identity) {
+	t.Helper()
+	other = tddtest.NewIdentity(2)
+	for _, s := range []thing{
+		{id: "urn:a1", title: "Weather agent", desc: "Forecasts rain and sun", vendor: "Sky GmbH", caps: []string{"weather-forecast@1.2.0"}},
+		{id: "urn:a2", title: "Billing agent", desc: "Explains invoices", vendor: "Telco AG", caps: []string{"billing@2.0.0"}},
+		{id: "urn:t1", title: "Geocoder", typ: "lmos:Tool", vendor: "Maps AG", caps: []string{"geocode@2.0.0"}},
+	} {
+		if r := do(t, http.MethodPut, env.URL+"/things/"+s.id, s.json(t)); r.status != http.StatusCreated {
+			t.Fatalf("PUT %s: %d %s", s.id, r.status, r.body)
+		}
+	}
+	for _, s := range []thing{
+		{id: "urn:b1", title: "Storm warner", desc: "Warns of storms and rain", vendor: "sky gmbh", caps: []string{"weather-forecast@2.1.0", "alerts"}},
+		{id: "urn:b2", title: "Router tool", typ: "lmos:Tool", vendor: "Net Inc", caps: []string{"diagnostics@0.9.0"}, groups: []string{"g-ops"}},
+	} {
+		env.Learn(t, other, s.td(t), 1)
+	}
+	return other
+}
+
+func TestListingFilters(t *testing.T) {
+	env := tddtest.NewEnv(t)
+	other := fleet(t, env)
+	tests := []struct {
+		query string
+		want  []string // ids in order
+	}{
+		{"", []string{"urn:a2", "urn:t1", "urn:b2", "urn:b1", "urn:a1"}}, // by title
+		{"type=agent", []string{"urn:a2", "urn:b1", "urn:a1"}},
+		{"type=TOOL", []string{"urn:t1", "urn:b2"}},
+		{"type=lmos:Tool", []string{"urn:t1", "urn:b2"}},
+		{"capability=weather-forecast", []string{"urn:b1", "urn:a1"}},
+		{"capability=" + url.QueryEscape("weather-forecast@^1.0"), []string{"urn:a1"}},
+		{"capability=" + url.QueryEscape("weather-forecast@>=2"), []string{"urn:b1"}},
+		{"capability=alerts", []string{"urn:b1"}},
+		{"vendor=SKY+GMBH", []string{"urn:b1", "urn:a1"}},
+		{"publisher=" + other.ID.String(), []string{"urn:b2", "urn:b1"}},
+		{"publisher=" + url.QueryEscape(env.Self.DID()), []string{"urn:a2", "urn:t1", "urn:a1"}},
+		{"group=g-ops", []string{"urn:b2"}},
+		{"q=rain", []string{"urn:a1", "urn:b1"}}, // ranked; ties by title
+		{"q=storm", []string{"urn:b1"}},
+		{"q=weather&type=agent&vendor=sky+gmbh", []string{"urn:a1", "urn:b1"}},
+		{"type=agent&capability=geocode", nil},
+		{"q=the", nil},
+		{"capability=nothing", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			got := ids(tdList(t, do(t, http.MethodGet, env.URL+"/things?"+tc.query, nil)))
+			if tc.query == "q=rain" {
+				slices.Sort(got) // both mention rain once; the order is the ranker's
+				want := slices.Clone(tc.want)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Errorf("ids %v, want %v", got, tc.want)
+				}
+				return
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("ids %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestListingPagination(t *testing.T) {
+	env := tddtest.NewEnv(t, func(_ *tdd.Deps, c *tdd.Config) { c.DefaultLimit, c.MaxLimit = 2, 3 })
+	fleet(t, env)
+
+	var all []string
+	next := env.URL + "/things?type=agent&limit=1"
+	pages := 0
+	for next != "" {
+		r := do(t, http.MethodGet, next, nil)
+		all = append(all, ids(tdList(t, r))...)
+		next = ""
+		if link := r.header.Get("Link"); link != "" {
+			u, rel, ok := strings.Cut(link, ">; ")
+			if !ok || rel != `rel="next"` || !strings.HasPrefix(u, "<"+env.URL+"/things?") {
+				t.Fatalf("Link %q", link)
+			}
+			next = strings.TrimPrefix(u, "<")
+			if q, _ := url.Parse(next); q.Query().Get("type") != "agent" {
+				t.Errorf("next link %q dropped the filter", next)
+			}
+		}
+		if pages++; pages > 10 {
+			t.Fatal("pagination does not end")
+		}
+	}
+	if want := []string{"urn:a2", "urn:b1", "urn:a1"}; !slices.Equal(all, want) || pages != 3 {
+		t.Errorf("pages %d, ids %v, want 3 pages of %v", pages, all, want)
+	}
+
+	// Default page size and the cap.
+	r := do(t, http.MethodGet, env.URL+"/things", nil)
+	if n := len(tdList(t, r)); n != 2 || !strings.Contains(r.header.Get("Link"), "limit=2&offset=2") {
+		t.Errorf("default page: %d TDs, Link %q", n, r.header.Get("Link"))
+	}
+	r = do(t, http.MethodGet, env.URL+"/things?limit=100", nil)
+	if n := len(tdList(t, r)); n != 3 || !strings.Contains(r.header.Get("Link"), "limit=3") {
+		t.Errorf("capped page: %d TDs, Link %q", n, r.header.Get("Link"))
+	}
+	r = do(t, http.MethodGet, env.URL+"/things?offset=4", nil)
+	if n := len(tdList(t, r)); n != 1 || r.header.Get("Link") != "" {
+		t.Errorf("last page: %d TDs, Link %q", n, r.header.Get("Link"))
+	}
+	if n := len(tdList(t, do(t, http.MethodGet, env.URL+"/things?offset=50", nil))); n != 0 {
+		t.Errorf("beyond the end: %d TDs", n)
+	}
+}
+
+func TestListingBadQueries(t *testing.T) {
+	env := tddtest.NewEnv(t)
+	for _, tc := range []struct {
+		query  string
+		status int
+		detail string
+	}{
+		{"limit=0", 400, "limit"},
+		{"limit=x", 400, "limit"},
+		{"offset=-1", 400, "offset"},
+		{"offset=1&offset=2", 400, "offset"},
+		{"capability=" + url.QueryEscape("c@not a range"), 400, "capability"},
+		{"capability=" + url.QueryEscape("@1.0"), 400, "capability"},
+		{"publisher=12D3Koo", 400, "publisher"},
+		{"publisher=did:key:zzz", 400, "publisher"},
+		{"format=xml", 400, "format"},
+		{"format=collection", 501, "format"},
+		{"sort_by=id", 501, "sort_by"},
+	} {
+		p := problem(t, do(t, http.MethodGet, env.URL+"/things?"+tc.query, nil), tc.status)
+		if !strings.Contains(p.Detail, tc.detail) {
+			t.Errorf("%s: detail %q lacks %q", tc.query, p.Detail, tc.detail)
+		}
+	}
+	// format=array is the default and accepted.
+	tdList(t, do(t, http.MethodGet, env.URL+"/things?format=array", nil))
+}
+
+func TestListingAsksFinderOnCapabilityMiss(t *testing.T) {
+	remote := tddtest.NewIdentity(7)
+	var calls atomic.Int32
+	var env *tddtest.Env
+	env = tddtest.NewEnv(t, func(d *tdd.Deps, c *tdd.Config) {
+		c.FindTimeout = 200 * time.Millisecond
+		d.Finder = tddtest.FindFunc(func(ctx context.Context, id string) ([]directory.Entry, error) {
+			calls.Add(1)
+			switch id {
+			case "translate":
+				// As the federation does: store what was found, return it.
+				return []directory.Entry{
+					env.Learn(t, remote, thing{id: "urn:r1", title: "Translator", caps: []string{"translate@1.0.0"}}.td(t), 1),
+					env.Learn(t, remote, thing{id: "urn:r2", title: "Old translator", typ: "lmos:Tool", caps: []string{"translate@0.1.0"}}.td(t), 1),
+				}, nil
+			case "slow":
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return nil, errors.New("dht: no providers")
+		})
+	})
+	fleet(t, env)
+
+	// A local hit does not ask.
+	if got := ids(tdList(t, do(t, http.MethodGet, env.URL+"/things?capability=geocode", nil))); !slices.Equal(got, []string{"urn:t1"}) || calls.Load() != 0 {
+		t.Fatalf("local hit: %v, %d finder calls", got, calls.Load())
+	}
+	// A miss asks, and the request's other filters apply to the answer.
+	if got := ids(tdList(t, do(t, http.MethodGet, env.URL+"/things?capability=translate@^1", nil))); !slices.Equal(got, []string{"urn:r1"}) {
+		t.Errorf("miss with range: %v", got)
+	}
+	if got := ids(tdList(t, do(t, http.MethodGet, env.URL+"/things?capability=translate&type=tool", nil))); !slices.Equal(got, []string{"urn:r2"}) {
+		t.Errorf("miss with type: %v", got)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("%d finder calls, want 1: the second query hit the stored results", calls.Load())
+	}
+	// A failed lookup is an empty answer, not an error.
+	if got := tdList(t, do(t, http.MethodGet, env.URL+"/things?capability=nothing", nil)); len(got) != 0 {
+		t.Errorf("failed lookup: %v", ids(got))
+	}
+	start := time.Now()
+	if got := tdList(t, do(t, http.MethodGet, env.URL+"/things?capability=slow", nil)); len(got) != 0 {
+		t.Errorf("slow lookup: %v", ids(got))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("slow lookup took %s; FindTimeout is 200ms", d)
+	}
+}
+
+func TestVisibility(t *testing.T) {
+	// The group layer plugs in here: hide Things that name groups.
+	env := tddtest.NewEnv(t, func(d *tdd.Deps, _ *tdd.Config) {
+		d.Visibility = func(r *http.Request) func(directory.Entry) bool {
+			if r.Header.Get("X-Test-Member") == "g-ops" {
+				return nil
+			}
+			return func(e directory.Entry) bool { return len(e.Groups) == 0 }
+		}
+	})
+	other := fleet(t, env)
+	member := []string{"X-Test-Member", "g-ops"}
+
+	if got := ids(tdList(t, do(t, http.MethodGet, env.URL+"/things?type=tool", nil))); !slices.Equal(got, []string{"urn:t1"}) {
+		t.Errorf("outsider lists %v", got)
+	}
+	if got := ids(tdList(t, do(t, http.MethodGet, env.URL+"/things?type=tool", nil, member...))); !slices.Equal(got, []string{"urn:t1", "urn:b2"}) {
+		t.Errorf("member lists %v", got)
+	}
+	problem(t, do(t, http.MethodGet, env.URL+"/things/urn:b2", nil), http.StatusNotFound)
+	problem(t, do(t, http.MethodGet, env.URL+"/things/urn:b2?publisher="+other.ID.String(), nil), http.StatusNotFound)
+	if r := do(t, http.MethodGet, env.URL+"/things/urn:b2", nil, member...); r.status != http.StatusOK {
+		t.Errorf("member GET: %d", r.status)
+	}
+}

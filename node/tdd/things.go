@@ -1,0 +1,470 @@
+package tdd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// listThings serves GET /things.
+func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
+	lq, p := h.parseListQuery(r)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	lq.q.Visible = h.visible(r)
+	res, err := h.deps.Directory.Search(lq.q)
+	if err != nil {
+		writeProblem(w, r, badRequest("%v", err))
+		return
+	}
+	entries, total := res.Entries, res.Total
+	if total == 0 && lq.q.Capability != "" && h.deps.Finder != nil {
+		entries, total = h.findRemote(r.Context(), lq)
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	n := 0
+	for _, e := range entries {
+		rec, err := e.Record()
+		if err != nil || rec.Tombstone() {
+			continue // removed since the search
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(rec.Raw)
+		n++
+	}
+	buf.WriteString("]\n")
+	if next := lq.offset + len(entries); next < total {
+		v := r.URL.Query()
+		v.Set("offset", strconv.Itoa(next))
+		v.Set("limit", strconv.Itoa(lq.limit))
+		w.Header().Set("Link", "<"+h.base(r)+"/things?"+v.Encode()+`>; rel="next"`)
+	}
+	w.Header().Set("Content-Type", ContentTypeLDJSON)
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// getThing serves GET and HEAD /things/{id}.
+func (h *Handler) getThing(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	e, p := h.resolve(r, id)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	rec, err := e.Record()
+	if err != nil || rec.Tombstone() {
+		writeProblem(w, r, &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("thing %q of %s was removed", id, e.Publisher)})
+		return
+	}
+	setRegistrationHeaders(w.Header(), e)
+	w.Header().Set("Content-Type", ContentTypeTD)
+	w.Header().Set("Content-Length", strconv.Itoa(len(rec.Raw)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(rec.Raw)
+}
+
+// resolve finds the Thing a read of /things/{id} means (see the package
+// documentation, "Identity").
+func (h *Handler) resolve(r *http.Request, id string) (directory.Entry, *Problem) {
+	if id == "" {
+		return directory.Entry{}, &Problem{Status: http.StatusNotFound, Detail: "no thing id in the path: GET /things/{id}"}
+	}
+	vis := h.visible(r)
+	ok := func(e directory.Entry) bool { return vis == nil || vis(e) }
+	if s := r.URL.Query().Get("publisher"); s != "" {
+		pub, err := parsePublisher(s)
+		if err != nil {
+			return directory.Entry{}, badRequest("query parameter publisher: %v", err)
+		}
+		e, found := h.deps.Directory.Get(pub, id)
+		if !found || !ok(e) {
+			return directory.Entry{}, &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing %q published by %s", id, pub)}
+		}
+		return e, nil
+	}
+	var all []directory.Entry
+	for _, e := range h.deps.Directory.Lookup(id) {
+		if ok(e) {
+			all = append(all, e)
+		}
+	}
+	switch {
+	case len(all) == 0:
+		return directory.Entry{}, &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing %q", id)}
+	case len(all) == 1 || all[0].Own: // Lookup puts the own Thing first
+		return all[0], nil
+	}
+	p := &Problem{
+		Status: http.StatusMultipleChoices,
+		Detail: fmt.Sprintf("thing %q is published by %d peers and none is this node; choose one with ?publisher=", id, len(all)),
+	}
+	for _, e := range all {
+		p.Candidates = append(p.Candidates, Candidate{
+			Publisher: e.Publisher.String(),
+			Title:     e.Title,
+			Href:      h.thingURL(r, id, e.Publisher),
+			Modified:  e.Modified.UTC().Format(timeLayout),
+		})
+	}
+	return directory.Entry{}, p
+}
+
+// timeLayout is how the API writes times.
+const timeLayout = "2006-01-02T15:04:05Z07:00"
+
+// putThing serves PUT /things/{id}: create (201) or update (204) an own
+// Thing.
+func (h *Handler) putThing(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if p := h.checkWrite(r, id); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	td, p := readTD(w, r)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	switch td.ID {
+	case "":
+		td.ID = id
+	case id:
+	default:
+		writeProblem(w, r, &Problem{Status: http.StatusBadRequest,
+			Detail:           fmt.Sprintf("the TD's id %q differs from the id %q in the path", td.ID, id),
+			ValidationErrors: []FieldError{{Field: "/id", Description: fmt.Sprintf("must be %q, the id in the path", id)}}})
+		return
+	}
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	e, change, err := h.publish(r.Context(), td, nil)
+	if err != nil {
+		h.writePublishError(w, r, td.ID, err)
+		return
+	}
+	if change == directory.Created {
+		w.Header().Set("Location", h.thingURL(r, e.ThingID, ""))
+		w.WriteHeader(http.StatusCreated)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// createAnonymous serves POST /things: a TD without id gets a urn:uuid id.
+func (h *Handler) createAnonymous(w http.ResponseWriter, r *http.Request) {
+	if p := h.checkWrite(r, ""); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	td, p := readTD(w, r)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	if td.ID != "" {
+		writeProblem(w, r, &Problem{Status: http.StatusBadRequest,
+			Detail:           fmt.Sprintf("POST /things creates an anonymous TD, but this one has id %q: use PUT /things/{id}", td.ID),
+			ValidationErrors: []FieldError{{Field: "/id", Description: "must be absent: the directory assigns the id of an anonymous TD"}}})
+		return
+	}
+	td.ID = "urn:uuid:" + uuid.NewString()
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	e, _, err := h.publish(r.Context(), td, nil)
+	if err != nil {
+		h.writePublishError(w, r, td.ID, err)
+		return
+	}
+	w.Header().Set("Location", h.thingURL(r, e.ThingID, ""))
+	w.WriteHeader(http.StatusCreated)
+}
+
+// patchThing serves PATCH /things/{id}: an RFC 7396 merge patch of an own
+// Thing, re-validated and republished.
+func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if p := h.checkWrite(r, id); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	if p := checkContentType(r, ContentTypeMergePatch); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	body, p := readBody(w, r, lmosproto.MaxTDSize)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	patch, err := decodeJSON(body)
+	if err != nil {
+		writeProblem(w, r, badRequest("request body: not JSON: %v", err))
+		return
+	}
+	if _, ok := patch.(map[string]any); !ok {
+		writeProblem(w, r, badRequest("request body: a merge patch of a TD must be a JSON object"))
+		return
+	}
+
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	e, p := h.ownThing(r, id)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	raw, err := e.Raw()
+	if err != nil {
+		h.writeInternal(w, r, "read thing", id, err)
+		return
+	}
+	current, err := decodeJSON(raw)
+	if err != nil {
+		h.writeInternal(w, r, "decode thing", id, err)
+		return
+	}
+	if obj, ok := current.(map[string]any); ok {
+		delete(obj, "proof") // the Publisher signs anew
+	}
+	merged := mergePatch(current, patch)
+	if got, _ := merged.(map[string]any)["id"].(string); got != id {
+		writeProblem(w, r, &Problem{Status: http.StatusBadRequest,
+			Detail:           fmt.Sprintf("the patch changes the id of thing %q; the id names the Thing and cannot change", id),
+			ValidationErrors: []FieldError{{Field: "/id", Description: fmt.Sprintf("must stay %q", id)}}})
+		return
+	}
+	doc, err := encodeJSON(merged)
+	if err != nil {
+		writeProblem(w, r, badRequest("patched thing %q: %v", id, err))
+		return
+	}
+	if err := lmosproto.ValidateTD(doc); err != nil {
+		writeProblem(w, r, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err))
+		return
+	}
+	td, err := lmosproto.ParseTD(doc)
+	if err != nil {
+		writeProblem(w, r, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err))
+		return
+	}
+	if _, _, err := h.publish(r.Context(), td, nil); err != nil {
+		h.writePublishError(w, r, id, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// deleteThing serves DELETE /things/{id}.
+func (h *Handler) deleteThing(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if p := h.checkWrite(r, id); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	if _, p := h.ownThing(r, id); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	if err := h.remove(r.Context(), id); err != nil {
+		h.writePublishError(w, r, id, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// checkWrite refuses a write when the node cannot publish, when the path
+// has no id (id "" is allowed only for POST /things), or when the request
+// names another publisher.
+func (h *Handler) checkWrite(r *http.Request, id string) *Problem {
+	if h.deps.Publisher == nil {
+		return &Problem{Status: http.StatusNotImplemented, Detail: "this node has no publisher: its directory is read-only"}
+	}
+	if r.Method != http.MethodPost && id == "" {
+		return &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing id in the path: %s /things/{id}", r.Method)}
+	}
+	if s := r.URL.Query().Get("publisher"); s != "" {
+		pub, err := parsePublisher(s)
+		if err != nil {
+			return badRequest("query parameter publisher: %v", err)
+		}
+		if pub != h.deps.PeerID {
+			return &Problem{Status: http.StatusForbidden,
+				Detail: fmt.Sprintf("thing %q of %s is read-only: this node (%s) changes only its own Things", id, pub, h.deps.PeerID)}
+		}
+	}
+	return nil
+}
+
+// ownThing returns the node's own Thing id for a PATCH or DELETE: 404 if
+// there is none, 403 if only other publishers have one.
+func (h *Handler) ownThing(r *http.Request, id string) (directory.Entry, *Problem) {
+	if e, ok := h.deps.Directory.Get(h.deps.PeerID, id); ok {
+		return e, nil
+	}
+	vis := h.visible(r)
+	var others []string
+	for _, e := range h.deps.Directory.Lookup(id) {
+		if vis == nil || vis(e) {
+			others = append(others, e.Publisher.String())
+		}
+	}
+	if len(others) > 0 {
+		return directory.Entry{}, &Problem{Status: http.StatusForbidden,
+			Detail: fmt.Sprintf("thing %q is published by %s, not by this node; other publishers' Things are read-only", id, strings.Join(others, ", "))}
+	}
+	return directory.Entry{}, &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing %q published by this node", id)}
+}
+
+func (h *Handler) publish(ctx context.Context, td *lmosproto.TD, local *directory.Local) (directory.Entry, directory.Change, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.WriteTimeout)
+	defer cancel()
+	e, change, err := h.deps.Publisher.Publish(ctx, td, local)
+	if err == nil {
+		h.log.Info("thing published", "thing", td.ID, "change", change.String())
+	}
+	return e, change, err
+}
+
+func (h *Handler) remove(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.WriteTimeout)
+	defer cancel()
+	err := h.deps.Publisher.Remove(ctx, id)
+	if err == nil {
+		h.log.Info("thing removed", "thing", id)
+	}
+	return err
+}
+
+// writePublishError answers a failed Publish or Remove of thing id.
+func (h *Handler) writePublishError(w http.ResponseWriter, r *http.Request, id string, err error) {
+	h.writePublishErrorAt(w, r, id, "", err)
+}
+
+// writePublishErrorAt is writePublishError for a TD at JSON pointer prefix
+// of the request body.
+func (h *Handler) writePublishErrorAt(w http.ResponseWriter, r *http.Request, id, prefix string, err error) {
+	var verrs lmosproto.ValidationErrors
+	var verr lmosproto.ValidationError
+	switch {
+	case errors.As(err, &verrs), errors.As(err, &verr):
+		writeProblem(w, r, invalidTD(fmt.Sprintf("thing %q", id), prefix, err))
+	case errors.Is(err, directory.ErrStale):
+		writeProblem(w, r, &Problem{Status: http.StatusConflict, Detail: fmt.Sprintf("thing %q: a newer version is already held: %v", id, err)})
+	case errors.Is(err, directory.ErrClosed):
+		writeProblem(w, r, &Problem{Status: http.StatusServiceUnavailable, Detail: fmt.Sprintf("thing %q: the directory is closed (the node is stopping)", id)})
+	case errors.Is(err, context.DeadlineExceeded):
+		writeProblem(w, r, &Problem{Status: http.StatusGatewayTimeout, Detail: fmt.Sprintf("thing %q: publishing did not finish within %s: %v", id, h.cfg.WriteTimeout, err)})
+	default:
+		h.writeInternal(w, r, "publish", id, err)
+	}
+}
+
+func (h *Handler) writeInternal(w http.ResponseWriter, r *http.Request, op, id string, err error) {
+	h.log.Error("tdd request failed", "op", op, "thing", id, "path", r.URL.Path, "err", err)
+	writeProblem(w, r, &Problem{Status: http.StatusInternalServerError, Detail: fmt.Sprintf("%s thing %q: %v", op, id, err)})
+}
+
+// readTD reads, validates and parses a TD request body.
+func readTD(w http.ResponseWriter, r *http.Request) (*lmosproto.TD, *Problem) {
+	if p := checkContentType(r, ContentTypeTD, ContentTypeJSON, ContentTypeLDJSON); p != nil {
+		return nil, p
+	}
+	body, p := readBody(w, r, lmosproto.MaxTDSize)
+	if p != nil {
+		return nil, p
+	}
+	return parseTD("request body", "", body)
+}
+
+// parseTD validates and parses a TD document; problems name their fields
+// with prefix before the pointer.
+func parseTD(what, prefix string, doc []byte) (*lmosproto.TD, *Problem) {
+	if err := lmosproto.ValidateTD(doc); err != nil {
+		return nil, invalidTD(what, prefix, err)
+	}
+	td, err := lmosproto.ParseTD(doc)
+	if err != nil {
+		return nil, invalidTD(what, prefix, err)
+	}
+	return td, nil
+}
+
+// checkContentType refuses a body of another media type, or none, with
+// 415. Requiring a JSON media type also keeps web pages out: a browser sends
+// a cross-origin POST without asking the server first (CORS preflight) only
+// with a form or text/plain body, or with no Content-Type at all.
+func checkContentType(r *http.Request, allowed ...string) *Problem {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil {
+		for _, a := range allowed {
+			if mt == a {
+				return nil
+			}
+		}
+	}
+	return &Problem{Status: http.StatusUnsupportedMediaType,
+		Detail: fmt.Sprintf("header Content-Type: %q: want %s", ct, strings.Join(allowed, " or "))}
+}
+
+// readBody reads a request body of at most limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Problem) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, &Problem{Status: http.StatusRequestEntityTooLarge, Detail: fmt.Sprintf("request body: more than the %d bytes allowed", limit)}
+		}
+		return nil, badRequest("request body: %v", err)
+	}
+	return body, nil
+}
+
+// decodeJSON decodes one JSON value, keeping numbers as written.
+func decodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("data after the JSON value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON value")
+	}
+	return v, nil
+}
+
+// encodeJSON encodes v compactly without HTML escaping.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

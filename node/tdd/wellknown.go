@@ -1,0 +1,191 @@
+package tdd
+
+import (
+	"net/http"
+	"strconv"
+
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// ContextDiscovery is the JSON-LD context of the WoT Discovery vocabulary
+// (ThingDirectory, ThingID).
+const ContextDiscovery = "https://www.w3.org/2022/wot/discovery"
+
+// wellKnown serves GET /.well-known/wot: the directory's own TD.
+func (h *Handler) wellKnown(w http.ResponseWriter, r *http.Request) {
+	doc, err := encodeJSON(h.DirectoryTD(h.base(r)))
+	if err != nil { // impossible: the TD is built of plain values
+		h.writeInternal(w, r, "describe directory", "", err)
+		return
+	}
+	doc = append(doc, '\n')
+	w.Header().Set("Content-Type", ContentTypeTD)
+	w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(doc)
+}
+
+// obj is a JSON object under construction.
+type obj = map[string]any
+
+// DirectoryTD returns the Thing Description of the directory served at
+// base (an http(s) URL without a trailing slash): a ThingDirectory TD
+// following the one in the WoT Discovery spec, with the LMOS filters as
+// URI variables of the listing. It is a valid TD by proto.ValidateTD and
+// is not signed: it describes this node's API, not a published Thing.
+func (h *Handler) DirectoryTD(base string) map[string]any {
+	str := func(desc string) obj { return obj{"type": "string", "description": desc} }
+	problem := func(status int, desc string) obj {
+		return obj{"description": desc, "contentType": ContentTypeProblem, "htv:statusCodeValue": status, "success": false}
+	}
+	noContent := func(status int, desc string) obj {
+		// TD 1.1 requires a contentType in a response; there is no body.
+		return obj{"description": desc, "contentType": "text/plain", "htv:statusCodeValue": status}
+	}
+	idVar := obj{"id": obj{"@type": "ThingID", "title": "Thing Description ID", "type": "string", "format": "iri-reference"}}
+	publisherVar := str("Publisher of the Thing: a libp2p peer ID or did:key. Without it the node's own Thing wins; several other publishers give 300 Multiple Choices.")
+	tdInput := obj{"description": "A Thing Description (TD 1.1 with the LMOS vocabulary). The node signs it and sets lmos:seq.", "type": "object"}
+	forbidden := problem(http.StatusForbidden, "The Thing is another publisher's and read-only")
+	invalid := problem(http.StatusBadRequest, "Invalid serialization or TD; validationErrors name the fields by JSON pointer")
+
+	event := func(typ, desc string) obj {
+		return obj{
+			"description":  desc,
+			"uriVariables": obj{"diff": obj{"description": "Send the complete TD as event data (thing_created, thing_updated)", "type": "boolean"}},
+			"data": obj{"type": "object", "properties": obj{
+				"id":        obj{"type": "string", "format": "iri-reference"},
+				"publisher": obj{"type": "string", "description": "Peer ID of the Thing's publisher"},
+			}},
+			"forms": []any{obj{
+				"op": "subscribeevent", "href": "/events/" + typ + "{?diff}",
+				"subprotocol": "sse", "contentType": ContentTypeEventStream,
+				"htv:headers": []any{obj{"description": "ID of the last event received, to resume after it (SSE)", "htv:fieldName": "Last-Event-ID"}},
+			}},
+		}
+	}
+
+	return obj{
+		"@context":    []any{lmosproto.ContextTD10, lmosproto.ContextTD11, ContextDiscovery, obj{lmosproto.PrefixLMOS: lmosproto.ContextLMOS}},
+		"@type":       "ThingDirectory",
+		"id":          "urn:lmos:directory:" + h.deps.PeerID.String(),
+		"title":       "lmosnode Thing Description Directory",
+		"description": "The W3C WoT Thing Description Directory of LMOS node " + h.deps.PeerID.String() + ": its own Things and the Things it learned from the federation, as signed TDs.",
+		"version":     obj{"instance": "1.0.0"},
+		"base":        base,
+		"securityDefinitions": obj{"nosec_sc": obj{"scheme": "nosec",
+			"description": "The API listens on loopback only and refuses non-loopback Host headers."}},
+		"security": "nosec_sc",
+		"properties": obj{
+			"things": obj{
+				"description": "Retrieve Thing Descriptions, filtered by the LMOS filters; ranked by relevance with q, else ordered by title.",
+				"readOnly":    true,
+				"type":        "array",
+				"items":       obj{"type": "object"},
+				"uriVariables": obj{
+					"offset":     obj{"title": "Number of TDs to skip before the page", "type": "integer", "minimum": 0},
+					"limit":      obj{"title": "Number of TDs in the page", "type": "integer", "minimum": 1},
+					"format":     obj{"title": "Payload format", "type": "string", "enum": []any{"array"}},
+					"type":       str("agent, tool, or any @type of the Thing"),
+					"capability": str("An lmos:capabilities id, optionally followed by @ and a semantic version range (weather-forecast@^1.2)"),
+					"vendor":     str("lmos:vendor name, case-insensitive"),
+					"publisher":  str("Publisher peer ID or did:key"),
+					"group":      str("An lmos:groups id"),
+					"q":          str("Free text over title, description and capabilities, ranked"),
+				},
+				"forms": []any{obj{
+					"op":             "readproperty",
+					"href":           "/things{?offset,limit,format,type,capability,vendor,publisher,group,q}",
+					"htv:methodName": "GET",
+					"contentType":    ContentTypeLDJSON,
+					"response": obj{
+						"description": "Success response: a JSON array of signed TDs; a Link header with rel=next leads to the next page",
+						"contentType": ContentTypeLDJSON,
+						"htv:headers": []any{obj{"htv:fieldName": "Link"}},
+					},
+					"additionalResponses": []any{problem(http.StatusBadRequest, "Invalid query arguments")},
+				}},
+			},
+		},
+		"actions": obj{
+			"createThing": obj{
+				"description":  "Create a Thing Description of this node with the given id",
+				"uriVariables": idVar,
+				"input":        tdInput,
+				"forms": []any{obj{
+					"href": "/things/{id}", "htv:methodName": "PUT", "contentType": ContentTypeTD,
+					"response":            noContent(http.StatusCreated, "Created"),
+					"additionalResponses": []any{invalid, forbidden},
+				}},
+			},
+			"createAnonymousThing": obj{
+				"description": "Create a Thing Description without id; the directory assigns a urn:uuid id",
+				"input":       tdInput,
+				"forms": []any{obj{
+					"href": "/things", "htv:methodName": "POST", "contentType": ContentTypeTD,
+					"response": obj{
+						"description": "Created; the Location header has the URL of the TD and its system-generated id",
+						"contentType": "text/plain", "htv:statusCodeValue": http.StatusCreated,
+						"htv:headers": []any{obj{"description": "URL of the created TD", "htv:fieldName": "Location"}},
+					},
+					"additionalResponses": []any{invalid},
+				}},
+			},
+			"retrieveThing": obj{
+				"description":  "Retrieve a Thing Description, signed as published; registration information in the LMOS-Registration header",
+				"uriVariables": obj{"id": idVar["id"], "publisher": publisherVar},
+				"safe":         true,
+				"idempotent":   true,
+				"output":       obj{"description": "The schema is implied by the content type", "type": "object"},
+				"forms": []any{obj{
+					"href": "/things/{id}{?publisher}", "htv:methodName": "GET",
+					"response": obj{"description": "Success response", "contentType": ContentTypeTD,
+						"htv:headers": []any{obj{"htv:fieldName": HeaderRegistration}, obj{"htv:fieldName": HeaderPublisher}}},
+					"additionalResponses": []any{
+						problem(http.StatusNotFound, "TD with the given id not found"),
+						problem(http.StatusMultipleChoices, "Several publishers have a TD with the id; candidates lists them"),
+					},
+				}},
+			},
+			"updateThing": obj{
+				"description":  "Update a Thing Description of this node",
+				"uriVariables": idVar,
+				"input":        tdInput,
+				"forms": []any{obj{
+					"href": "/things/{id}", "htv:methodName": "PUT", "contentType": ContentTypeTD,
+					"response":            noContent(http.StatusNoContent, "Updated"),
+					"additionalResponses": []any{invalid, forbidden},
+				}},
+			},
+			"partiallyUpdateThing": obj{
+				"description":  "Partially update a Thing Description of this node with a JSON merge patch (RFC 7396)",
+				"uriVariables": idVar,
+				"input":        obj{"description": "A JSON merge patch of the TD", "type": "object"},
+				"forms": []any{obj{
+					"href": "/things/{id}", "htv:methodName": "PATCH", "contentType": ContentTypeMergePatch,
+					"response": noContent(http.StatusNoContent, "Updated"),
+					"additionalResponses": []any{
+						invalid, forbidden,
+						problem(http.StatusNotFound, "TD with the given id not found"),
+					},
+				}},
+			},
+			"deleteThing": obj{
+				"description":  "Remove a Thing Description of this node (a signed tombstone)",
+				"uriVariables": idVar,
+				"forms": []any{obj{
+					"href": "/things/{id}", "htv:methodName": "DELETE",
+					"response": noContent(http.StatusNoContent, "Deleted"),
+					"additionalResponses": []any{
+						forbidden,
+						problem(http.StatusNotFound, "TD with the given id not found"),
+					},
+				}},
+			},
+		},
+		"events": obj{
+			"thingCreated": event("thing_created", "Registration of Thing Descriptions inside the directory"),
+			"thingUpdated": event("thing_updated", "Updates to Thing Descriptions within the directory"),
+			"thingDeleted": event("thing_deleted", "Deletion of Thing Descriptions from the directory"),
+		},
+	}
+}

@@ -1,0 +1,163 @@
+package tdd
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+)
+
+// Media types of the API.
+const (
+	// ContentTypeTD is a single Thing Description.
+	ContentTypeTD = "application/td+json"
+	// ContentTypeLDJSON is the listing of /things (a JSON array of TDs).
+	ContentTypeLDJSON = "application/ld+json"
+	// ContentTypeJSON is every other body.
+	ContentTypeJSON = "application/json"
+	// ContentTypeMergePatch is the body of PATCH /things/{id}.
+	ContentTypeMergePatch = "application/merge-patch+json"
+	// ContentTypeEventStream is the body of /events.
+	ContentTypeEventStream = "text/event-stream"
+)
+
+// Response headers carrying registration information (see the package
+// documentation).
+const (
+	HeaderRegistration = "LMOS-Registration"
+	HeaderPublisher    = "LMOS-Publisher"
+)
+
+// Registration is the registration information of a Thing in this
+// directory (WoT Discovery §7.3.2.1.3).
+type Registration struct {
+	// Created is when the directory first registered the Thing.
+	Created time.Time `json:"created"`
+	// Modified is when its record last changed here.
+	Modified time.Time `json:"modified"`
+	// Expires is when a learned Thing is dropped unless seen again; nil
+	// for own Things.
+	Expires *time.Time `json:"expires,omitempty"`
+	// TTL is the lifetime Expires was computed with, in seconds; 0 for own
+	// Things.
+	TTL int64 `json:"ttl,omitempty"`
+}
+
+func registrationOf(e directory.Entry) Registration {
+	reg := Registration{Created: e.Created.UTC(), Modified: e.Modified.UTC()}
+	if !e.Expires.IsZero() {
+		exp := e.Expires.UTC()
+		reg.Expires = &exp
+		reg.TTL = int64(e.TTL / time.Second)
+	}
+	return reg
+}
+
+// header is the RFC 8941 dictionary form of reg.
+func (reg Registration) header() string {
+	const layout = time.RFC3339
+	parts := []string{
+		`created="` + reg.Created.Format(layout) + `"`,
+		`modified="` + reg.Modified.Format(layout) + `"`,
+	}
+	if reg.Expires != nil {
+		parts = append(parts, `expires="`+reg.Expires.Format(layout)+`"`, "ttl="+strconv.FormatInt(reg.TTL, 10))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// setRegistrationHeaders describes e's registration in h.
+func setRegistrationHeaders(h http.Header, e directory.Entry) {
+	reg := registrationOf(e)
+	h.Set(HeaderRegistration, reg.header())
+	h.Set(HeaderPublisher, e.Publisher.String())
+	if !reg.Modified.IsZero() {
+		h.Set("Last-Modified", reg.Modified.Format(http.TimeFormat))
+	}
+	if reg.Expires != nil {
+		h.Set("Expires", reg.Expires.Format(http.TimeFormat))
+	}
+}
+
+// ThingInfo is one Thing in the admin API: the signed TD with what the
+// directory knows about it.
+type ThingInfo struct {
+	// ID is the Thing's id.
+	ID string `json:"id"`
+	// Publisher is the publisher's peer ID.
+	Publisher string `json:"publisher"`
+	// Own is set for the node's own Things.
+	Own bool `json:"own"`
+	// Seq is the record's lmos:seq.
+	Seq uint64 `json:"seq"`
+	// Backend is the node-local backend URL of an own Thing.
+	Backend string `json:"backend,omitempty"`
+	// Registration is the registration information.
+	Registration Registration `json:"registration"`
+	// TD is the signed TD exactly as published.
+	TD json.RawMessage `json:"td"`
+}
+
+func thingInfo(e directory.Entry) (ThingInfo, error) {
+	rec, err := e.Record()
+	if err != nil {
+		return ThingInfo{}, err
+	}
+	if rec.Tombstone() {
+		return ThingInfo{}, fmt.Errorf("thing %q of %s: removed", e.ThingID, e.Publisher)
+	}
+	return ThingInfo{
+		ID:           e.ThingID,
+		Publisher:    e.Publisher.String(),
+		Own:          e.Own,
+		Seq:          rec.Seq,
+		Backend:      e.Local.Backend,
+		Registration: registrationOf(e),
+		TD:           rec.Raw,
+	}, nil
+}
+
+// PublishRequest is the body of POST /api/v1/things.
+type PublishRequest struct {
+	// TD is the Thing Description to publish (unsigned, or signed: its
+	// proof and lmos:seq are replaced). Without an id it gets a urn:uuid.
+	TD json.RawMessage `json:"td"`
+	// Backend is the URL of the HTTP service implementing the Thing; the
+	// node forwards calls to it. It is node-local, never published. Nil
+	// keeps the backend stored for the Thing; "" clears it.
+	Backend *string `json:"backend,omitempty"`
+}
+
+// PublishResult is the body of a successful POST /api/v1/things.
+type PublishResult struct {
+	ThingInfo
+	// Change is "created", "updated" or "unchanged".
+	Change string `json:"change"`
+}
+
+// ConnectRequest is the body of POST /api/v1/connect.
+type ConnectRequest struct {
+	// Addr is the peer's multiaddr, ending in /p2p/<peer ID>.
+	Addr string `json:"addr"`
+}
+
+// Peer is a peer in the admin API.
+type Peer struct {
+	PeerID string   `json:"peerID"`
+	Addrs  []string `json:"addrs"`
+	Source string   `json:"source,omitempty"`
+}
+
+func toWirePeer(p PeerInfo) Peer {
+	w := Peer{PeerID: p.ID.String(), Addrs: make([]string, 0, len(p.Addrs)), Source: p.Source}
+	for _, a := range p.Addrs {
+		if a != nil {
+			w.Addrs = append(w.Addrs, a.String())
+		}
+	}
+	return w
+}
