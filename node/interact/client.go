@@ -110,6 +110,9 @@ func (c *Client) Do(ctx context.Context, owner peer.ID, req *proto.Message) (Ses
 		if !expectsReply(req) {
 			return newClosedSession(req, nil), nil
 		}
+		if errors.Is(err, network.ErrResourceLimitExceeded) {
+			return newClosedSession(req, newErrorMessage(req, http.StatusServiceUnavailable, TitleUnavailable, "too many interactions in flight with node %s: %v", owner, err)), nil
+		}
 		return newClosedSession(req, newErrorMessage(req, http.StatusBadGateway, TitleBadGateway, "the Thing's node %s cannot be reached: %v", owner, err)), nil
 	}
 	dialCtx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
