@@ -94,3 +94,43 @@ func manyStreams(t testing.TB) libp2p.Option {
 	}
 	return libp2p.ResourceManager(rm)
 }
+
+type ownersFunc func(ctx context.Context, thingID string) (peer.ID, error)
+
+func (f ownersFunc) Owner(ctx context.Context, thingID string) (peer.ID, error) {
+	return f(ctx, thingID)
+}
+
+// A consumer talks to its own node only: the router sends what the node
+// owns to its engine and the rest to the owner node.
+func TestRouter(t *testing.T) {
+	f := engineFixture(t, Options{})
+	remote, cl, owner := overP2P(t, f.inv.(*Engine), TransportOptions{})
+	_ = remote
+	ownEngine, err := NewEngine(ThingsFunc(func(string) (*proto.TD, bool) { return nil, false }), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ownEngine.Close()
+	self := cl.h.ID()
+	r := NewRouter(self, ownEngine, cl, ownersFunc(func(_ context.Context, id string) (peer.ID, error) {
+		switch id {
+		case testThingID:
+			return owner.ID(), nil
+		case "urn:example:mine":
+			return self, nil
+		}
+		return "", ErrUnknownThing
+	}))
+	got := collect(t, invoke(t, r, request(proto.MsgReadProperty, "temperature")))
+	if len(got) != 1 || got[0].Value.String() != "21.5" {
+		t.Fatalf("remote Thing: %+v", got)
+	}
+	m := request(proto.MsgReadProperty, "x")
+	m.ThingID = "urn:example:mine"
+	got = collect(t, invoke(t, r, m))
+	wantError(t, got[0], "404", "this node has no Thing") // the local engine answered
+	m.ThingID = "urn:example:nowhere"
+	got = collect(t, invoke(t, r, m))
+	wantError(t, got[0], "404", "no node publishes")
+}

@@ -66,9 +66,10 @@ type Invoker interface {
 	// Invoke opens the interaction that req starts. The session lasts
 	// until its terminal message, until the consumer closes it, or until
 	// ctx is done, whichever comes first: ctx scopes the whole interaction,
-	// not only its start. Invoke fails only when no session can be opened
-	// at all (the invoker is closed, the owner cannot be reached); every
-	// other failure is an error message on the session.
+	// not only its start. Invoke fails only when the invoker is closed or
+	// the request cannot be encoded; every other failure (including an
+	// owner node that cannot be reached: 502) is an error message on the
+	// session.
 	Invoke(ctx context.Context, req *proto.Message) (Session, error)
 }
 
