@@ -1,0 +1,178 @@
+// Package interact is the interaction engine of a node: it carries every
+// LMOS interaction pattern between a consumer and a Thing, whichever node
+// each of them is on, with one message model (proto.Message) and thin
+// transports around it.
+//
+// # One dispatch model
+//
+// A consumer opens an interaction with Invoker.Invoke(ctx, request) and
+// gets a Session: the Thing's replies in order on a channel, closed after
+// the terminal message (see Ends), and Send for the consumer's further
+// messages (streamInput, streamEnd, cancelAction, queryAction,
+// unsubscribe…). The Engine is the Invoker of the node's own Things; the
+// Client is the Invoker of Things owned by another node, reached over a
+// libp2p stream served by that node's Server, which feeds its Engine. A
+// gateway (HTTP, WebSocket, MQTT) adapts a Session to its protocol and
+// nothing more.
+//
+// # Engine
+//
+// The Engine checks a request against the Thing's TD (Things) before the
+// Thing's Backend sees it: the Thing and the affordance exist, the
+// operation is allowed (readOnly, writeOnly, observable), and action input,
+// written property values and streamed input chunks match the TD's data
+// schemas (JSON Schema draft 7, compiled once per distinct schema). It
+// keeps invocations for queryAction and cancelAction (by correlationID,
+// only for the caller that started them, retained a while after they end),
+// shares one backend call per event or observed property between all its
+// subscribers, and turns failures into error messages:
+//
+//	400 Bad request           the envelope breaks the spec
+//	400 Invalid input         input/data does not match the schema; detail names the JSON pointer
+//	404 Thing not found       unknown thingID
+//	404 Affordance not found  unknown property, action or event
+//	404 Action not found      query/cancel/stream of an unknown correlationID
+//	405 Operation not allowed write of a readOnly property, read of a writeOnly one, observe of a non-observable one
+//	409 Conflict              a running invocation or open subscription has this correlationID
+//	499 Cancelled             the interaction was abandoned
+//	500 Internal error        the backend failed or panicked
+//	501 Not implemented       the backend has no handler for the operation
+//	502 Bad gateway           the backend (or the owner node) is unreachable or broke off
+//	503 Service unavailable   no backend, node shutting down, slow subscriber dropped
+//	504 Timeout               no final answer within RequestTimeout or ActionTimeout
+//
+// A cancelled invocation ends with actionStatus "cancelled", not an error.
+//
+// # libp2p wire format
+//
+// Protocol proto.ProtocolInteract, "/lmos/interact/1.0.0". The consumer's
+// node opens one stream per interaction (one request and its replies, one
+// subscription or observation, one streaming session) and the owner serves
+// it:
+//
+//   - Framing: every message is one frame, an unsigned varint length
+//     (LEB128, minimal, at most 9 bytes) followed by that many bytes of one
+//     encoded message (proto.FrameCodec). A frame above
+//     proto.MaxMessageSize (4 MiB) is refused and the stream reset.
+//   - Codec: JSON or CBOR, chosen by the consumer and recognised by the
+//     owner from the first byte of the first frame (proto.SniffCodec: '{'
+//     is JSON, a CBOR map head 0xa0–0xbf is CBOR). Every later frame of the
+//     stream, both ways, uses the same codec. No negotiation round trip, no
+//     second protocol ID.
+//   - Consumer → owner: the request first; then, while the interaction
+//     runs, streamInput, streamEnd, cancelAction and queryAction of an
+//     invocation, or the unsubscribe/unobserve that ends a subscription.
+//     A consumer that will send nothing more closes its write side.
+//   - Owner → consumer: the replies in order, ending with the terminal
+//     message (see Ends); then the owner closes its write side. A
+//     subscription ended by the consumer ends with the owner's close and
+//     no message. A one-way request gets no frame back; the consumer closes
+//     the stream right after writing it.
+//   - Ending early: the consumer cancels an invocation with cancelAction
+//     and (Session.Close, ctx cancelled) resets the stream; the owner
+//     treats a reset or a read error as the consumer gone and cancels the
+//     interaction. A stream that ends (EOF or reset) before the terminal
+//     message of an interaction that has one is reported to the consumer
+//     as a 502 error message.
+//   - Deadlines: the owner waits FirstFrameTimeout (10 s) for the request
+//     and WriteTimeout (30 s) for each frame it writes; the consumer bounds
+//     opening the stream and writing the request by DialTimeout (15 s).
+//     Long interactions have no read deadline: ActionTimeout bounds them
+//     at the owner, and libp2p keep-alives notice dead connections.
+//   - Identity: the owner's Engine sees the remote peer ID as the caller
+//     (WithCaller): only that peer can query, cancel, stream into or
+//     unsubscribe what it opened.
+//
+// Many interactions share one connection (yamux streams). go-libp2p's
+// resource manager limits streams per peer and protocol; a node expecting
+// many concurrent interactions raises the limits of /lmos/interact/1.0.0
+// (a stream refused by the local limits is a 503 for the consumer).
+//
+// # HTTP backend contract
+//
+// NewHTTPBackend(base) forwards a Thing's interactions to an HTTP service
+// (the --backend URL given at publish). Names are path-escaped; every
+// request carries X-LMOS-Thing-ID and, when the consumer sent them, the
+// W3C traceparent and tracestate headers. JSON bodies are
+// application/json. Any non-2xx answer is an error for the consumer with
+// the answer's status: an RFC 7807 body (application/problem+json) keeps
+// its title and detail, any other body becomes the detail. A backend that
+// cannot be reached is a 502.
+//
+//	readProperty     GET  {base}/properties/{name}
+//	                 → 200, body: the value (JSON)
+//	writeProperty    PUT  {base}/properties/{name}, body: the value
+//	                 → 204 (the written value is reported back), or 200 with
+//	                   the value now held
+//	observeProperty  GET  {base}/properties/{name}/observe, Accept: text/event-stream
+//	                 → 200 text/event-stream; each event's data is the new
+//	                   value (JSON). One request per property however many
+//	                   observers; it is closed when the last one leaves.
+//	subscribeEvent   GET  {base}/events/{name}, Accept: text/event-stream
+//	                 → 200 text/event-stream; each event's data is the event
+//	                   data (JSON). One request per event however many
+//	                   subscribers. If the stream ends, the subscribers get a
+//	                   502 and may subscribe again.
+//	invokeAction     POST {base}/actions/{name}, body: the input (none if
+//	                 absent), X-LMOS-Correlation-ID: the invocation's id
+//	                 → 200 (or 204): done; the body is the output
+//	                 → 201 or 202 with Location: a long-running action. The
+//	                   consumer gets actionStatus pending; the node polls
+//	                   GET {Location} (every 500 ms, or Retry-After seconds)
+//	                   for {"status": "pending"|"running"|"completed"|"failed"|"cancelled",
+//	                   "output": …} and reports every change as an
+//	                   actionStatus until a final status. cancelAction, a
+//	                   timeout or the consumer leaving → DELETE {Location}.
+//	streaming session (invokeAction with "stream": true)
+//	                 POST {base}/actions/{name}, Content-Type: application/x-ndjson,
+//	                 Accept: text/event-stream; the request body is one JSON
+//	                 value per line (the invocation's input, then every
+//	                 streamInput chunk) and ends at streamEnd.
+//	                 → 200 text/event-stream, sent before the body ends (a Go
+//	                   server calls http.ResponseController.EnableFullDuplex):
+//	                   the session is accepted. Events without a type (or
+//	                   type "output") carry one output chunk each; event
+//	                   "completed" (data optional: the final output) ends it;
+//	                   event "failed" with an RFC 7807 object ends it with
+//	                   that error. The end of the stream completes it.
+//	                 → 415: the backend takes no sessions for this action;
+//	                   the node invokes it the ordinary way with the input
+//	                   alone (the consumer sees a non-streaming invocation).
+//
+// Timeouts are the engine's (RequestTimeout, ActionTimeout): a backend that
+// does not answer in time is a 504 for the consumer.
+//
+// # Back-pressure
+//
+// Every session has a bounded reply queue (Options.QueueSize; on the
+// consumer's node TransportOptions.QueueSize); nothing buffers without
+// bound. What happens when a consumer does not read depends on the
+// pattern:
+//
+//   - one-way: nothing goes back; the action runs to its end at the owner.
+//   - request-reply and one request-multiple responses (invokeAction with
+//     progress reports): the producer is the consumer's own backend call,
+//     so it is slowed to the consumer's pace: the Client stops reading
+//     when its queue is full, libp2p flow control stops the owner's
+//     writes, the owner's queue fills and Exchange.Reply blocks the
+//     backend. A consumer that reads nothing for WriteTimeout is dropped
+//     (stream reset, action cancelled); ActionTimeout bounds the rest.
+//   - streaming sessions: output as above; input the other way round:
+//     Session.Send blocks while the Thing has InputQueueSize chunks
+//     unread, so a consumer cannot outrun the Thing either.
+//   - event notifications and observations: one backend call feeds every
+//     subscriber, so a slow subscriber must not hold the others up: when
+//     its queue is full it is dropped. It receives the notifications
+//     already queued and then a 503 error ("subscriber too slow"), and its
+//     session ends; it may subscribe again. Notifications are never
+//     silently skipped. Over libp2p the owner's queue fills only once the
+//     consumer's queue and the stream's flow-control window are full.
+//
+// # Events across nodes
+//
+// subscribeEvent from a remote consumer is a libp2p stream per
+// subscription to the owner node. A gossipsub fan-out of a Thing's events
+// (publish-subscribe to many nodes) needs no hook in the engine: the
+// publisher is one more subscriber (subscribeAllEvents via Invoke) whose
+// events it signs and publishes on the Thing's topic.
+package interact

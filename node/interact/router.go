@@ -1,0 +1,65 @@
+package interact
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/proto"
+)
+
+// Owners tells a Router which node owns a Thing. The node implements it
+// with its directory: the publisher of the Thing's TD (its own peer ID for
+// its own Things), asking the DHT on a miss.
+type Owners interface {
+	// Owner returns the peer ID of the node that publishes the Thing
+	// thingID. An error wrapping ErrUnknownThing means no node is known to
+	// publish it. When several publishers use the same thing id, Owner
+	// picks one (the node's own first); a gateway that knows the
+	// publisher (from the TD it served) calls Client.Do directly instead.
+	Owner(ctx context.Context, thingID string) (peer.ID, error)
+}
+
+// ErrUnknownThing is what Owners returns for a Thing no node publishes.
+var ErrUnknownThing = errors.New("interact: unknown Thing")
+
+// Router is the Invoker a consumer talking to its own node uses: it sends
+// a request to the local Engine when the node owns the Thing and to the
+// owner node over libp2p otherwise. Gateways serve a Router. It is safe
+// for concurrent use.
+type Router struct {
+	self   peer.ID
+	local  Invoker
+	client *Client
+	owners Owners
+}
+
+// NewRouter returns a Router for the node self whose own Things local
+// serves.
+func NewRouter(self peer.ID, local Invoker, client *Client, owners Owners) *Router {
+	return &Router{self: self, local: local, client: client, owners: owners}
+}
+
+// Invoke implements Invoker.
+func (r *Router) Invoke(ctx context.Context, req *proto.Message) (Session, error) {
+	owner, err := r.owners.Owner(ctx, req.ThingID)
+	switch {
+	case errors.Is(err, ErrUnknownThing):
+		return reject(req, problem(http.StatusNotFound, TitleThingNotFound, "no node publishes Thing %q", req.ThingID)), nil
+	case err != nil:
+		return reject(req, problem(http.StatusBadGateway, TitleBadGateway, "finding the node of Thing %q: %v", req.ThingID, err)), nil
+	case owner == r.self:
+		return r.local.Invoke(ctx, req)
+	}
+	return r.client.Do(ctx, owner, req)
+}
+
+// reject is Engine.reject without an engine.
+func reject(req *proto.Message, err error) Session {
+	if !expectsReply(req) {
+		return newClosedSession(req, nil)
+	}
+	return newClosedSession(req, errorMessage(req, err))
+}
