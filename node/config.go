@@ -16,6 +16,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/lmosnode/lmosnode/node/directory"
 )
 
 // Config is the serialisable configuration of a node, kept as config.json in
@@ -24,8 +26,10 @@ import (
 // command-line flags override both.
 //
 // The zero value is not usable; New fills only the fields whose zero value
-// has no meaning (DHTMode, ConnMgr, Datastore.CacheMB) and rejects the rest
-// through Validate.
+// has no meaning (DHTMode, ConnMgr, Datastore.CacheMB, ThingTTL) and
+// rejects the rest through Validate. Booleans keep their zero value: a
+// Config built by hand without DefaultConfig runs without gossip and
+// without sync on connect.
 type Config struct {
 	// Home is the node's home directory: identity key, config file,
 	// datastore and api file live there. It is where the config was loaded
@@ -39,8 +43,9 @@ type Config struct {
 	// the address actually bound is written to the home dir's api file.
 	API string `json:"api"`
 	// Bootstrap are multiaddrs, each ending in /p2p/<peer ID>, of peers the
-	// node connects to on start to join the DHT. Stored in this release;
-	// the DHT that uses them arrives with the next one.
+	// node connects to on start to join the DHT (and, through them, the
+	// federation's gossip). The DHT also falls back to them whenever its
+	// routing table runs empty.
 	Bootstrap []string `json:"bootstrap"`
 	// MDNS turns on discovery of LMOS nodes on the local network. Stored
 	// in this release; the mDNS service arrives with the next one.
@@ -64,6 +69,20 @@ type Config struct {
 	RelayClient bool `json:"relayClient"`
 	// Datastore tunes the embedded pebble datastore.
 	Datastore DatastoreConfig `json:"datastore"`
+
+	// Gossip announces the node's Things on the gossipsub topic
+	// /lmos/1/announce and learns other nodes' Things from it. Off, the
+	// node learns only by sync with the peers it connects to and by DHT
+	// lookups, and announces nothing (its Things are still in the DHT).
+	Gossip bool `json:"gossip"`
+	// SyncOnConnect asks every peer the node connects to for the Things it
+	// publishes (protocol /lmos/sync/1.0.0), so that a node that missed
+	// gossip converges. The node answers such requests either way.
+	SyncOnConnect bool `json:"syncOnConnect"`
+	// ThingTTL is how long a Thing learned from another node is kept after
+	// its record was last seen (announced, synced, fetched). 0 means the
+	// default.
+	ThingTTL Duration `json:"thingTTL"`
 }
 
 // ConnMgrConfig configures libp2p's basic connection manager: when the
@@ -112,6 +131,11 @@ const (
 	// others.
 	DHTModeClient = "client"
 )
+
+// minThingTTL is the shortest Config.ThingTTL: a learned Thing must
+// outlive the time it takes to be announced again (a republication, a
+// sync).
+const minThingTTL = time.Minute
 
 // DefaultConfig returns the configuration a node runs with when config.json
 // says nothing else. Home is left empty: the caller sets it.
@@ -166,6 +190,15 @@ func DefaultConfig() Config {
 			// small and mostly read from memory structures above it.
 			CacheMB: 8,
 		},
+		// Gossip is how a publication reaches every node within seconds.
+		Gossip: true,
+		// Without it a node that was down misses what was announced
+		// meanwhile until each publisher republishes (12 h).
+		SyncOnConnect: true,
+		// The longest a DHT record lives (dht.MaxRecordAge): a publisher
+		// that is alive republishes well within it (every 12 h), so a
+		// Thing unseen for that long is gone.
+		ThingTTL: Duration(directory.DefaultTTL),
 	}
 }
 
@@ -181,6 +214,9 @@ func (c Config) withFallbacks() Config {
 	}
 	if c.Datastore.CacheMB == 0 {
 		c.Datastore.CacheMB = def.Datastore.CacheMB
+	}
+	if c.ThingTTL == 0 {
+		c.ThingTTL = def.ThingTTL
 	}
 	return c
 }
@@ -245,6 +281,9 @@ func (c Config) validate() error {
 	}
 	if c.Resources.MaxConns > 0 && c.Resources.MaxConns < c.ConnMgr.High {
 		return fmt.Errorf("resources.maxConns: %d: must be at least connMgr.high (%d), or the resource manager refuses connections the connection manager still wants", c.Resources.MaxConns, c.ConnMgr.High)
+	}
+	if c.ThingTTL < Duration(minThingTTL) {
+		return fmt.Errorf("thingTTL: %s: must be at least %s (0 means the default, %s)", c.ThingTTL, minThingTTL, directory.DefaultTTL)
 	}
 	if c.HolePunching && !c.RelayClient {
 		return errors.New("holePunching: needs relayClient, over whose relayed connection hole punching is coordinated")

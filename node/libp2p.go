@@ -1,14 +1,22 @@
 package node
 
 import (
+	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
+	ds "github.com/ipfs/go-datastore"
 	"github.com/libp2p/go-libp2p"
+	kaddht "github.com/libp2p/go-libp2p-kad-dht"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
@@ -19,6 +27,9 @@ import (
 
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+
+	lmosdht "github.com/lmosnode/lmosnode/dht"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // This file is the only place where Config becomes libp2p options.
@@ -124,4 +135,162 @@ func listenHost(h host.Host, cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// bootstrapPeers parses cfg.Bootstrap (already validated), merging the
+// addresses of entries that name the same peer.
+func bootstrapPeers(cfg Config) ([]peer.AddrInfo, error) {
+	addrs := make([]ma.Multiaddr, 0, len(cfg.Bootstrap))
+	for i, s := range cfg.Bootstrap {
+		m, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap[%d]: %q: %w", i, s, err)
+		}
+		addrs = append(addrs, m)
+	}
+	infos, err := peer.AddrInfosFromP2pAddrs(addrs...)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	return infos, nil
+}
+
+// newDHT builds the node's kad-dht on h: the private LMOS DHT of
+// dht.Options, in cfg.DHTMode, keeping what it stores for others in store,
+// falling back to cfg.Bootstrap when its routing table runs empty.
+func newDHT(ctx context.Context, cfg Config, h host.Host, store ds.Batching, things lmosdht.ThingValidator) (*kaddht.IpfsDHT, error) {
+	mode, err := lmosdht.ParseMode(cfg.DHTMode)
+	if err != nil {
+		return nil, fmt.Errorf("dhtMode: %w", err)
+	}
+	peers, err := bootstrapPeers(cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := lmosdht.Options(lmosdht.Params{
+		Mode:           mode,
+		Datastore:      store,
+		BootstrapPeers: peers,
+		Things:         things,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dht: %w", err)
+	}
+	d, err := kaddht.New(ctx, h, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("dht: %w", err)
+	}
+	return d, nil
+}
+
+// Gossipsub settings of the announce topic.
+const (
+	// pubsubMaxMessageSize admits the largest record (proto.MaxRecordSize)
+	// with room for the pubsub envelope (author, sequence number, topic,
+	// signature, public key) and the RPC around it. Gossipsub's default
+	// (1 MiB) is below the largest record.
+	pubsubMaxMessageSize = lmosproto.MaxRecordSize + 64<<10
+)
+
+// messageID is the gossipsub message ID of an LMOS message: the SHA-256
+// digest of its data, as raw bytes. It does not depend on the author's
+// sequence number, so every implementation derives the same ID, and a
+// record announced twice is one message.
+func messageID(m *pubsubpb.Message) string {
+	sum := sha256.Sum256(m.GetData())
+	return string(sum[:])
+}
+
+// newPubSub builds the node's gossipsub router on h. It runs until ctx is
+// cancelled (go-libp2p-pubsub has no Close); the node cancels it after the
+// federation has left its topics.
+func newPubSub(ctx context.Context, h host.Host, o options) (*pubsub.PubSub, error) {
+	params, thresholds := peerScore()
+	gs := pubsub.DefaultGossipSubParams()
+	if o.heartbeat > 0 {
+		gs.HeartbeatInterval = o.heartbeat
+		gs.HeartbeatInitialDelay = min(gs.HeartbeatInitialDelay, o.heartbeat)
+	}
+	opts := []pubsub.Option{
+		pubsub.WithGossipSubParams(gs),
+		// DESIGN.md: content-derived IDs; go and js libp2p default IDs
+		// differ and break IHAVE/IWANT recovery between them.
+		pubsub.WithMessageIdFn(messageID),
+		// StrictSign: every message is signed by its author and the
+		// signature verified, so the announce validator can trust
+		// Message.GetFrom() as the author.
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
+		pubsub.WithPeerScore(params, thresholds),
+		pubsub.WithMaxMessageSize(pubsubMaxMessageSize),
+	}
+	for _, t := range o.tracers {
+		opts = append(opts, pubsub.WithRawTracer(t))
+	}
+	ps, err := pubsub.NewGossipSub(ctx, h, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("pubsub: %w", err)
+	}
+	return ps, nil
+}
+
+// peerScore returns gossipsub's peer score parameters and thresholds.
+//
+// The score exists to stop peers that send invalid messages: every message
+// the announce validator rejects counts against the peer that forwarded it
+// (P4), squared, decaying over ten minutes. One rejected message costs -10
+// (an honest peer can forward one replay in a race: its score dips and
+// recovers), two cost -40 (below GossipThreshold: no more gossip to or
+// from it), three -90 (below GraylistThreshold: everything it sends is
+// dropped). Honest peers earn a little from time in the mesh (P1) and
+// first deliveries (P2).
+//
+// Mesh delivery deficits (P3, P3b) are off: announcements are rare and
+// bursty, so a silent mesh peer is normal, and penalising it would prune
+// honest peers. IP colocation (P6) counts peers behind one address beyond
+// ten, except on loopback, where every peer of a multi-node test lives.
+func peerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
+	announce := &pubsub.TopicScoreParams{
+		TopicWeight: 1,
+
+		TimeInMeshWeight:  0.01,
+		TimeInMeshQuantum: time.Second,
+		TimeInMeshCap:     600, // +6 after ten minutes in the mesh
+
+		FirstMessageDeliveriesWeight: 1,
+		FirstMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(time.Hour),
+		FirstMessageDeliveriesCap:    20,
+
+		InvalidMessageDeliveriesWeight: -10,
+		InvalidMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(10 * time.Minute),
+	}
+	params := &pubsub.PeerScoreParams{
+		Topics:        map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: announce},
+		TopicScoreCap: 50,
+
+		AppSpecificScore:  func(peer.ID) float64 { return 0 },
+		AppSpecificWeight: 0,
+
+		IPColocationFactorWeight:    -10,
+		IPColocationFactorThreshold: 10,
+		IPColocationFactorWhitelist: []*net.IPNet{
+			{IP: net.IPv4(127, 0, 0, 0), Mask: net.CIDRMask(8, 32)},
+			{IP: net.IPv6loopback, Mask: net.CIDRMask(128, 128)},
+		},
+
+		BehaviourPenaltyWeight:    -10,
+		BehaviourPenaltyThreshold: 6,
+		BehaviourPenaltyDecay:     pubsub.ScoreParameterDecay(10 * time.Minute),
+
+		DecayInterval: pubsub.DefaultDecayInterval,
+		DecayToZero:   pubsub.DefaultDecayToZero,
+		RetainScore:   10 * time.Minute,
+	}
+	thresholds := &pubsub.PeerScoreThresholds{
+		GossipThreshold:             -20,
+		PublishThreshold:            -50,
+		GraylistThreshold:           -80,
+		AcceptPXThreshold:           10,
+		OpportunisticGraftThreshold: 2,
+	}
+	return params, thresholds
 }

@@ -12,17 +12,28 @@ import (
 	"time"
 
 	ds "github.com/ipfs/go-datastore"
+	kaddht "github.com/libp2p/go-libp2p-kad-dht"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+
+	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/federation"
 )
 
 // shutdownTimeout bounds how long Close waits for in-flight API requests.
 const shutdownTimeout = 5 * time.Second
 
-// Node is one running lmosnode: identity, datastore, libp2p host and local
-// HTTP API. Its methods are safe for concurrent use.
+// bootstrapTimeout bounds the dial of one bootstrap peer.
+const bootstrapTimeout = 15 * time.Second
+
+// Node is one running lmosnode: identity, datastore, libp2p host, directory
+// of Things, DHT, gossipsub, the federation that keeps the directory in
+// step with other nodes, and the local HTTP API. Its methods are safe for
+// concurrent use.
 type Node struct {
 	cfg    Config
 	log    *slog.Logger
@@ -33,6 +44,11 @@ type Node struct {
 	unrouteLogs func()
 	store       *datastore
 	host        host.Host
+	dir         *directory.Directory
+	dht         *kaddht.IpfsDHT
+	ps          *pubsub.PubSub // nil without Config.Gossip
+	psCancel    context.CancelFunc
+	fed         *federation.Federation
 
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
 	ctx    context.Context
@@ -50,8 +66,9 @@ type Node struct {
 }
 
 // New builds a node from cfg: it fills fallbacks, validates cfg, loads (or
-// creates) the identity key, opens the datastore and builds the libp2p host.
-// It binds no socket; Start does. If a step fails, what was built is torn
+// creates) the identity key, opens the datastore and the directory, and
+// builds the libp2p host, the DHT, gossipsub (with Config.Gossip) and the
+// federation. It binds no socket; Start does. If a step fails, what was built is torn
 // down and the errors are joined.
 func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	o := defaultOptions()
@@ -102,12 +119,51 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.log.Debug("node built", "peer", n.peerID, "home", cfg.Home)
+	n.dir, err = directory.Open(n.store, n.peerID, directory.Options{
+		TTL:    time.Duration(cfg.ThingTTL),
+		Logger: o.logger.With("component", "directory"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	var things lmosdht.ThingValidator
+	if n.dht, err = newDHT(n.ctx, cfg, n.host, n.store, things); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if cfg.Gossip {
+		// Gossipsub lives until its context ends; teardown ends it once
+		// the federation has left its topic.
+		psCtx, psCancel := context.WithCancel(context.Background())
+		n.psCancel = psCancel
+		if n.ps, err = newPubSub(psCtx, n.host, o); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
+	signing, err := SigningKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.fed, err = federation.New(federation.Params{
+		Host:          n.host,
+		Key:           signing,
+		Directory:     n.dir,
+		DHT:           n.dht,
+		PubSub:        n.ps,
+		SyncOnConnect: cfg.SyncOnConnect,
+		Validator:     things,
+		Logger:        o.logger.With("component", "federation"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.log.Debug("node built", "peer", n.peerID, "home", cfg.Home, "gossip", cfg.Gossip, "dhtMode", cfg.DHTMode)
 	return n, nil
 }
 
-// Start makes the host listen on Config.Listen, serves the HTTP API on
-// Config.API and writes the api file. ctx bounds the start itself, not the
+// Start makes the host listen on Config.Listen, starts the federation
+// (sync protocol, announce topic, republication of the node's own Things),
+// dials the bootstrap peers and bootstraps the DHT in the background,
+// serves the HTTP API on Config.API and writes the api file. ctx bounds the start itself, not the
 // node's lifetime: the node runs until Close. If Start fails, the caller
 // still calls Close.
 func (n *Node) Start(ctx context.Context) error {
@@ -127,6 +183,10 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := listenHost(n.host, n.cfg); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
+	if err := n.fed.Start(ctx); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
+	n.wg.Go(n.bootstrap)
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", n.cfg.API)
@@ -149,8 +209,9 @@ func (n *Node) Start(ctx context.Context) error {
 }
 
 // Close stops the node: it stops the API (waiting up to 5 s for requests in
-// flight), removes the api file, closes the host and the datastore, and
-// returns their errors joined. It is idempotent and safe to call
+// flight), removes the api file, closes the federation, gossipsub, the DHT,
+// the host, the directory and the datastore, and returns their errors
+// joined. It is idempotent and safe to call
 // concurrently; every call returns the first call's result once the node is
 // fully closed.
 func (n *Node) Close() error {
@@ -183,9 +244,27 @@ func (n *Node) teardown() error {
 		errs = append(errs, removeAPIFile(n.cfg.Home))
 	}
 	n.wg.Wait()
+	if n.fed != nil {
+		if err := n.fed.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n.psCancel != nil {
+		n.psCancel()
+	}
+	if n.dht != nil {
+		if err := n.dht.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("dht: %w", err))
+		}
+	}
 	if n.host != nil {
 		if err := n.host.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("host: %w", err))
+		}
+	}
+	if n.dir != nil {
+		if err := n.dir.Close(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if n.store != nil {
@@ -201,6 +280,55 @@ func (n *Node) teardown() error {
 	}
 	return nil
 }
+
+// bootstrap dials the bootstrap peers, in parallel, and then bootstraps
+// the DHT (a refresh of its routing table). A peer that cannot be reached
+// is logged; the DHT retries its bootstrap peers whenever its routing
+// table runs empty.
+func (n *Node) bootstrap() {
+	peers, err := bootstrapPeers(n.cfg)
+	if err != nil { // impossible: Validate parsed them
+		n.log.Error("bootstrap peers", "err", err)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, ai := range peers {
+		if ai.ID == n.peerID {
+			continue
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(n.ctx, bootstrapTimeout)
+			defer cancel()
+			if err := n.host.Connect(ctx, ai); err != nil {
+				n.log.Warn("bootstrap peer unreachable", "peer", ai.ID, "addrs", ai.Addrs, "err", err)
+				return
+			}
+			n.log.Debug("connected to bootstrap peer", "peer", ai.ID)
+		})
+	}
+	wg.Wait()
+	if n.ctx.Err() != nil {
+		return
+	}
+	if err := n.dht.Bootstrap(n.ctx); err != nil {
+		n.log.Warn("dht bootstrap", "err", err)
+	}
+}
+
+// Directory returns the node's directory of Things: its own and those it
+// learned. It is closed by Close.
+func (n *Node) Directory() *directory.Directory { return n.dir }
+
+// Federation returns the component that publishes the node's Things and
+// learns those of other nodes (Publish, Remove, FindCapability, …).
+func (n *Node) Federation() *federation.Federation { return n.fed }
+
+// DHT returns the node's Kademlia DHT (the private LMOS DHT, /lmos/kad/1.0.0).
+func (n *Node) DHT() *kaddht.IpfsDHT { return n.dht }
+
+// PubSub returns the node's gossipsub router; nil when Config.Gossip is
+// off.
+func (n *Node) PubSub() *pubsub.PubSub { return n.ps }
 
 // Config returns the configuration the node runs with (fallbacks filled).
 func (n *Node) Config() Config { return n.cfg }

@@ -2,7 +2,11 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
 )
 
 // Option configures what a serialisable Config cannot hold. Options check
@@ -12,6 +16,11 @@ type Option func(*options) error
 type options struct {
 	logger      *slog.Logger
 	libp2pLevel slog.Leveler
+
+	// heartbeat overrides gossipsub's heartbeat interval when positive.
+	heartbeat time.Duration
+	// tracers observe the node's gossipsub router.
+	tracers []pubsub.RawTracer
 }
 
 func defaultOptions() options {
@@ -44,6 +53,34 @@ func WithLibp2pLogLevel(level slog.Leveler) Option {
 			return errors.New("WithLibp2pLogLevel: level is nil")
 		}
 		o.libp2pLevel = level
+		return nil
+	}
+}
+
+// WithGossipHeartbeat sets the gossipsub heartbeat interval (default
+// gossipsub's, 1 s): how often meshes are repaired and gossip about recent
+// messages is sent. Multi-node tests shorten it so that meshes form quickly;
+// a production node has no reason to change it.
+func WithGossipHeartbeat(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 10*time.Millisecond {
+			return fmt.Errorf("WithGossipHeartbeat: %s: must be at least 10ms", d)
+		}
+		o.heartbeat = d
+		return nil
+	}
+}
+
+// WithPubSubTracer adds a tracer that gossipsub reports its events to
+// (messages delivered, rejected with a reason, duplicates, grafts,
+// prunes). The tracer's methods are called from gossipsub's event loop and
+// must not block. It has no effect without Config.Gossip.
+func WithPubSubTracer(t pubsub.RawTracer) Option {
+	return func(o *options) error {
+		if t == nil {
+			return errors.New("WithPubSubTracer: tracer is nil")
+		}
+		o.tracers = append(o.tracers, t)
 		return nil
 	}
 }

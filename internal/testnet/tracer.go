@@ -1,0 +1,92 @@
+package testnet
+
+import (
+	"sync"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+)
+
+// Verdict is one message that a node's gossipsub validation pipeline
+// refused.
+type Verdict struct {
+	// From is the peer that forwarded the message (the one penalised).
+	From peer.ID
+	// Author is the message's author.
+	Author peer.ID
+	// Reason is gossipsub's reason, e.g. pubsub.RejectValidationFailed
+	// (the validator said Reject) or pubsub.RejectValidationIgnored (it
+	// said Ignore).
+	Reason string
+	// Size is the length of the message's data.
+	Size int
+}
+
+// Tracer is a pubsub.RawTracer that records the messages a node refused
+// and counts those it delivered. Give it to a node with
+// node.WithPubSubTracer. It is safe for concurrent use.
+type Tracer struct {
+	mu        sync.Mutex
+	refused   []Verdict
+	delivered int
+}
+
+var _ pubsub.RawTracer = (*Tracer)(nil)
+
+// Refused returns the refusals recorded so far.
+func (tr *Tracer) Refused() []Verdict {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return append([]Verdict(nil), tr.refused...)
+}
+
+// RefusedFrom returns the refusals of messages forwarded by p.
+func (tr *Tracer) RefusedFrom(p peer.ID) []Verdict {
+	var out []Verdict
+	for _, v := range tr.Refused() {
+		if v.From == p {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Delivered returns how many messages passed validation.
+func (tr *Tracer) Delivered() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.delivered
+}
+
+// RejectMessage records a refused message.
+func (tr *Tracer) RejectMessage(msg *pubsub.Message, reason string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.refused = append(tr.refused, Verdict{From: msg.ReceivedFrom, Author: msg.GetFrom(), Reason: reason, Size: len(msg.GetData())})
+}
+
+// DeliverMessage counts a delivered message.
+func (tr *Tracer) DeliverMessage(*pubsub.Message) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.delivered++
+}
+
+// The remaining events are not recorded.
+
+func (*Tracer) AddPeer(peer.ID, protocol.ID)             {}
+func (*Tracer) RemovePeer(peer.ID)                       {}
+func (*Tracer) OnNewOutboundStream(peer.ID, protocol.ID) {}
+func (*Tracer) OnClosedOutboundStream(peer.ID)           {}
+func (*Tracer) Join(string)                              {}
+func (*Tracer) Leave(string)                             {}
+func (*Tracer) Graft(peer.ID, string)                    {}
+func (*Tracer) Prune(peer.ID, string)                    {}
+func (*Tracer) ValidateMessage(*pubsub.Message)          {}
+func (*Tracer) DuplicateMessage(*pubsub.Message)         {}
+func (*Tracer) ThrottlePeer(peer.ID)                     {}
+func (*Tracer) RecvRPC(*pubsub.RPC)                      {}
+func (*Tracer) SendRPC(*pubsub.RPC, peer.ID)             {}
+func (*Tracer) DropRPC(*pubsub.RPC, peer.ID)             {}
+func (*Tracer) UndeliverableMessage(*pubsub.Message)     {}

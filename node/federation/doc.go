@@ -1,0 +1,113 @@
+// Package federation publishes a node's Things to the federation and learns
+// the Things of other nodes: it is the part of a node that keeps its
+// directory (node/directory) in step with the rest of the Internet of
+// Agents.
+//
+// Three paths carry records (signed TDs and tombstones, proto.Record):
+//
+//   - Gossip. A node announces each record it publishes on the gossipsub
+//     topic proto.TopicAnnounce ("/lmos/1/announce"); every node that
+//     accepts it stores it and gossipsub relays it on.
+//   - Sync. When two nodes connect, each asks the other for the records it
+//     publishes, over the stream protocol proto.ProtocolSync
+//     ("/lmos/sync/1.0.0"). A node that missed gossip (it was down, or it
+//     joined late) converges this way.
+//   - DHT. Each record is put under its value key (dht.ThingKey) and the
+//     node announces itself as a provider of its Things' capabilities,
+//     types and vendor (dht.ProviderKeys). A node that knows nothing about
+//     a capability finds its providers in the DHT and asks them over sync
+//     (FindCapability); a node that knows a Thing's publisher and id reads
+//     the record from the DHT (FetchThing).
+//
+// # Trust
+//
+// Nothing a peer sends is stored unchecked. Every record is parsed and its
+// proof verified (proto.ParseRecord), checked for size and freshness
+// (dht.ThingValidator: not older than dht.MaxRecordAge, not more than
+// dht.MaxClockSkew in the future), and its publisher must be the peer that
+// vouches for it: the author of the gossipsub message (signed, StrictSign),
+// or the peer that answered a sync request. A peer therefore announces only
+// its own Things; relaying is gossipsub's job. The directory then keeps, per
+// (publisher, id), the newest record only.
+//
+// The announce topic's validator answers gossipsub with
+//
+//   - Reject, which counts against the peer that forwarded the message
+//     (peer score P4) and stops it, for a message that is larger than
+//     proto.MaxRecordSize, not a valid signed record, authored by another
+//     peer than the record's publisher, expired or dated in the future, or
+//     a replay: a lower lmos:seq than the directory holds for the Thing;
+//   - Ignore, which stops the message without penalty, for a record equal
+//     to or older by proof time only than the one held (a duplicate, or a
+//     republication that crossed a newer one), and when the directory cannot
+//     store it;
+//   - Accept once the record is stored in the directory.
+//
+// An honest peer can forward a replay: it relayed version 1 while version 2
+// was on its way to us by another path. The penalty of one such message is
+// small and decays (see node's gossipsub score parameters); a peer that
+// keeps sending replays is pruned and graylisted.
+//
+// # Sync protocol
+//
+// One request and one response per stream, each a frame as written by
+// proto.WriteFrame (an unsigned varint length, then that many bytes):
+//
+//	request   {"want":"own"}                                JSON, at most 4 KiB
+//	          {"want":"own","capability":"weather-forecast"}
+//	          {"want":"own","type":"lmos:Agent"}
+//	          {"want":"own","vendor":"Example Weather GmbH"}
+//	response  {"count":2}                                   JSON header, at most 4 KiB
+//	          <record 1>                                    the signed record, as published
+//	          <record 2>
+//
+// "want" must be "own": the answering peer sends the records it publishes
+// itself, never what it learned from others (the requester could not tell
+// a forgery by the answering peer from a record it merely relayed, and the
+// answer stays small). Without a filter it sends all of them: its live TDs
+// and the tombstones of the Things it removed (so a peer that cached such a
+// Thing drops it). With "capability", "type" or "vendor" it sends only the
+// live TDs with that capability id (exactly as written), @type (exactly as
+// written) or vendor (compared as dht.NormalizeVendor forms). Unknown
+// members are ignored, so a later version can add filters.
+//
+// The header says how many records follow ("count", at most
+// MaxSyncRecords) and whether the answering peer left some out to stay
+// within the limits ("truncated": true). A peer that refuses the request
+// answers {"error":"…"} and nothing else, e.g. when the requester asks too
+// often (each peer may ask a burst of SyncBurst requests, then one every
+// SyncEvery). Each record frame is at most proto.MaxRecordSize bytes and
+// all of them together at most MaxSyncBytes; the answering peer then closes
+// the stream. A requester gives up on an exchange after SyncTimeout and
+// resets the stream; it checks every record as above (publisher = the
+// answering peer; matching the filter it asked for) and drops those that
+// fail.
+//
+// A node asks a peer for its records when the identify protocol reports
+// that the peer speaks proto.ProtocolSync on a new connection, at most once
+// per peer every SyncEvery; both sides do, so each learns the other's
+// Things.
+//
+// # Publishing
+//
+// Publish and Remove sign the new version (the next lmos:seq of the Thing)
+// with the node's key and store it in the directory, durably, before
+// anything goes out. Then they announce it on gossip (in order of seq) and
+// hand it to a background worker that puts it into the DHT and provides its
+// keys; a put that fails is retried with backoff. Every
+// dht.RepublishInterval, and when the node starts, the node republishes
+// its records: re-signed with a fresh proof "created" and the same seq, so
+// that they never expire while the node lives, put and provided again and
+// announced again. A record announced while the topic had no peers is
+// republished when the first peer joins the topic.
+//
+// Things that name lmos:groups are visible to their groups' members only.
+// Until group topics exist, such Things are stored and signed but neither
+// announced, put into the DHT nor served by sync.
+//
+// # Concurrency
+//
+// A Federation is safe for concurrent use. It owns its goroutines (the
+// DHT worker, the republish loop, the identify watcher and the syncs it
+// starts, the topic peer watcher); Close stops them and waits for them.
+package federation

@@ -1,0 +1,276 @@
+package federation
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/routing"
+
+	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/directory"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// DHT is what a Federation needs of a DHT; *kaddht.IpfsDHT has it.
+type DHT interface {
+	PutValue(ctx context.Context, key string, value []byte, opts ...routing.Option) error
+	GetValue(ctx context.Context, key string, opts ...routing.Option) ([]byte, error)
+	Provide(ctx context.Context, key cid.Cid, broadcast bool) error
+	FindProvidersAsync(ctx context.Context, key cid.Cid, count int) <-chan peer.AddrInfo
+}
+
+// Params are the parts a Federation works with and its settings. Host, Key
+// and Directory are required; the caller keeps ownership of all of them
+// and closes them after the Federation.
+type Params struct {
+	// Host is the node's libp2p host; the sync protocol runs on it.
+	Host host.Host
+	// Key is the node's identity key, the one Host's peer ID is derived
+	// from; it signs the node's records.
+	Key ed25519.PrivateKey
+	// Directory holds the node's own Things and those it learns.
+	Directory *directory.Directory
+	// DHT stores records and provider records; nil runs without (records
+	// travel by gossip and sync only, and lookups stay local).
+	DHT DHT
+	// PubSub carries announcements on proto.TopicAnnounce; nil runs
+	// without gossip. It must use content-derived message IDs and strict
+	// signing, as the node configures it.
+	PubSub *pubsub.PubSub
+	// SyncOnConnect asks every newly connected peer that speaks the sync
+	// protocol for its records. The node always answers such requests.
+	SyncOnConnect bool
+
+	// RepublishInterval is how often own records are re-signed and
+	// published again; 0 means dht.RepublishInterval.
+	RepublishInterval time.Duration
+	// Validator checks records from peers and the DHT; the zero value uses
+	// the protocol's limits and the system clock.
+	Validator lmosdht.ThingValidator
+	// Now is the clock that dates signatures; nil means time.Now.
+	Now func() time.Time
+	// Logger receives the federation's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Federation publishes the node's Things and learns those of its peers; see
+// the package documentation. Build it with New, start it with Start, stop
+// it with Close. It is safe for concurrent use.
+type Federation struct {
+	p    Params
+	self peer.ID
+	log  *slog.Logger
+	dir  *directory.Directory
+
+	topic      *pubsub.Topic // nil without gossip
+	validating bool          // the topic validator is registered
+
+	// ctx is cancelled by Close; it scopes the federation's goroutines and
+	// the network calls they make.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// pubMu serialises Publish, Remove and republication: the seq of a new
+	// version is read and written under it, and announcements leave in seq
+	// order.
+	pubMu sync.Mutex
+	// unheard is set when a record was announced while the topic had no
+	// peers; the topic watcher republishes when one joins. Guarded by pubMu.
+	unheard bool
+
+	dhtq *dhtQueue
+
+	serveLimit *peerLimiter // requests this node answers, per peer
+	syncLimit  *peerLimiter // on-connect syncs this node starts, per peer
+	syncSem    chan struct{}
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	relay   pubsub.RelayCancelFunc
+	idSub   event.Subscription
+	topicEH *pubsub.TopicEventHandler
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New checks p and builds a Federation: it joins the announce topic and
+// registers its validator, so that no announcement is accepted unchecked.
+// It starts nothing; Start does.
+func New(p Params) (_ *Federation, err error) {
+	switch {
+	case p.Host == nil:
+		return nil, errors.New("federation: Params.Host is nil")
+	case len(p.Key) != ed25519.PrivateKeySize:
+		return nil, fmt.Errorf("federation: Params.Key: %d bytes, want an Ed25519 private key (%d)", len(p.Key), ed25519.PrivateKeySize)
+	case p.Directory == nil:
+		return nil, errors.New("federation: Params.Directory is nil")
+	case p.RepublishInterval < 0:
+		return nil, fmt.Errorf("federation: Params.RepublishInterval: %s is negative", p.RepublishInterval)
+	}
+	self, err := lmosproto.PeerIDFromEd25519(p.Key.Public().(ed25519.PublicKey))
+	if err != nil {
+		return nil, fmt.Errorf("federation: Params.Key: %w", err)
+	}
+	if self != p.Host.ID() {
+		return nil, fmt.Errorf("federation: Params.Key is the key of %s, the host is %s", self, p.Host.ID())
+	}
+	if p.RepublishInterval == 0 {
+		p.RepublishInterval = lmosdht.RepublishInterval
+	}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	if p.Validator.Now == nil {
+		p.Validator.Now = p.Now
+	}
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &Federation{
+		p:          p,
+		self:       self,
+		log:        p.Logger,
+		dir:        p.Directory,
+		ctx:        ctx,
+		cancel:     cancel,
+		serveLimit: newPeerLimiter(SyncEvery, SyncBurst),
+		syncLimit:  newPeerLimiter(SyncEvery, 1),
+		syncSem:    make(chan struct{}, maxConcurrentSyncs),
+	}
+	f.dhtq = newDHTQueue(f)
+	defer func() {
+		if err != nil {
+			cancel()
+			err = errors.Join(err, f.leaveTopic())
+		}
+	}()
+	if p.PubSub != nil {
+		if err := p.PubSub.RegisterTopicValidator(lmosproto.TopicAnnounce, f.validateAnnounce); err != nil {
+			return nil, fmt.Errorf("federation: topic %s: validator: %w", lmosproto.TopicAnnounce, err)
+		}
+		f.validating = true
+		if f.topic, err = p.PubSub.Join(lmosproto.TopicAnnounce); err != nil {
+			return nil, fmt.Errorf("federation: topic %s: %w", lmosproto.TopicAnnounce, err)
+		}
+	}
+	return f, nil
+}
+
+// Start serves the sync protocol, relays the announce topic, and starts the
+// background work: the DHT worker, the republish loop (which first
+// republishes what the directory holds as own) and, with SyncOnConnect, the
+// syncs with newly identified peers. ctx bounds the start itself.
+func (f *Federation) Start(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.closed:
+		return errors.New("federation: start: closed")
+	case f.started:
+		return errors.New("federation: start: already started")
+	}
+	f.started = true
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("federation: start: %w", err)
+	}
+	f.p.Host.SetStreamHandler(lmosproto.ProtocolSync, f.handleSync)
+	if f.topic != nil {
+		relay, err := f.topic.Relay()
+		if err != nil {
+			return fmt.Errorf("federation: start: topic %s: %w", lmosproto.TopicAnnounce, err)
+		}
+		f.relay = relay
+		eh, err := f.topic.EventHandler()
+		if err != nil {
+			return fmt.Errorf("federation: start: topic %s: %w", lmosproto.TopicAnnounce, err)
+		}
+		f.topicEH = eh
+		f.wg.Go(func() { f.watchTopic(eh) })
+	}
+	if f.p.SyncOnConnect {
+		sub, err := f.p.Host.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
+		if err != nil {
+			return fmt.Errorf("federation: start: identify events: %w", err)
+		}
+		f.idSub = sub
+		f.wg.Go(func() { f.watchIdentify(sub) })
+		// Peers identified before Start raised their event already.
+		for _, pid := range f.p.Host.Network().Peers() {
+			f.maybeSync(pid)
+		}
+	}
+	if f.p.DHT != nil {
+		f.wg.Go(f.dhtq.run)
+	}
+	f.wg.Go(f.republishLoop)
+	return nil
+}
+
+// Close stops the federation's goroutines, waits for them, stops serving
+// sync, and leaves the announce topic. It is idempotent.
+func (f *Federation) Close() error {
+	f.closeOnce.Do(func() {
+		f.mu.Lock()
+		f.closed = true
+		relay, idSub, eh := f.relay, f.idSub, f.topicEH
+		f.mu.Unlock()
+
+		f.cancel()
+		f.p.Host.RemoveStreamHandler(lmosproto.ProtocolSync)
+		var errs []error
+		if idSub != nil {
+			errs = append(errs, idSub.Close())
+		}
+		if eh != nil {
+			eh.Cancel()
+		}
+		f.wg.Wait()
+		if relay != nil {
+			relay()
+		}
+		errs = append(errs, f.leaveTopic())
+		if err := errors.Join(errs...); err != nil {
+			f.closeErr = fmt.Errorf("federation: close: %w", err)
+		}
+	})
+	return f.closeErr
+}
+
+// leaveTopic closes the announce topic and unregisters its validator.
+func (f *Federation) leaveTopic() error {
+	if f.p.PubSub == nil {
+		return nil
+	}
+	var errs []error
+	if f.topic != nil {
+		if err := f.topic.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("topic %s: %w", lmosproto.TopicAnnounce, err))
+		}
+	}
+	if f.validating {
+		if err := f.p.PubSub.UnregisterTopicValidator(lmosproto.TopicAnnounce); err != nil {
+			errs = append(errs, fmt.Errorf("topic %s: validator: %w", lmosproto.TopicAnnounce, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Directory returns the directory the federation keeps in step.
+func (f *Federation) Directory() *directory.Directory { return f.dir }
+
+// now is the federation's clock.
+func (f *Federation) now() time.Time { return f.p.Now() }

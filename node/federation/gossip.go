@@ -1,0 +1,159 @@
+package federation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/directory"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// Reasons the announce validator refuses a message. They are wrapped with
+// the details, so errors.Is tells them apart (tests and logs).
+var (
+	// errReplay: the record has a lower lmos:seq than the one held.
+	errReplay = errors.New("replay of an older version")
+	// errNotAuthor: the message's author is not the record's publisher.
+	errNotAuthor = errors.New("announced by another peer than its publisher")
+	// errDuplicate: the record is not newer than the one held, and not a
+	// replay either.
+	errDuplicate = errors.New("not newer than the record held")
+)
+
+// validateAnnounce is the topic validator of proto.TopicAnnounce; see the
+// package documentation for its answers. An accepted record is stored in
+// the directory before the validator returns, so a record gossipsub
+// forwards is one this node holds.
+func (f *Federation) validateAnnounce(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	res, err := f.checkAnnounce(msg)
+	if err != nil {
+		f.log.Debug("announcement refused", "from", msg.ReceivedFrom, "result", resultName(res), "err", err)
+	}
+	return res
+}
+
+// checkAnnounce decides what validateAnnounce answers and stores an
+// accepted record.
+func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult, error) {
+	data := msg.GetData()
+	if len(data) > lmosproto.MaxRecordSize {
+		return pubsub.ValidationReject, fmt.Errorf("%w: %d bytes, the limit is %d", lmosdht.ErrTooLarge, len(data), lmosproto.MaxRecordSize)
+	}
+	author := msg.GetFrom()
+	if err := author.Validate(); err != nil {
+		return pubsub.ValidationReject, fmt.Errorf("author: %w", err)
+	}
+	rec, err := f.checkRecord(author, data)
+	if err != nil {
+		if errors.Is(err, lmosdht.ErrWrongPublisher) {
+			err = fmt.Errorf("%w: %w", errNotAuthor, err)
+		}
+		return pubsub.ValidationReject, fmt.Errorf("from %s: %w", author, err)
+	}
+	if msg.ReceivedFrom == f.self {
+		// Our own announcement: Publish stored it already.
+		return pubsub.ValidationAccept, nil
+	}
+	if author == f.self {
+		// Our own record can only come from us; gossipsub drops such
+		// messages itself, this keeps the directory safe if it did not.
+		return pubsub.ValidationIgnore, fmt.Errorf("thing %q: own record received from %s", rec.ThingID, msg.ReceivedFrom)
+	}
+	change, err := f.dir.Put(rec, nil)
+	switch {
+	case errors.Is(err, directory.ErrStale):
+		if held, ok := f.dir.Latest(author, rec.ThingID); ok && rec.Seq < held.Seq {
+			return pubsub.ValidationReject, fmt.Errorf("thing %q of %s: seq %d, held %d: %w", rec.ThingID, author, rec.Seq, held.Seq, errReplay)
+		}
+		return pubsub.ValidationIgnore, fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, author, rec.Seq, errDuplicate)
+	case err != nil:
+		f.log.Warn("store announced record", "thing", rec.ThingID, "publisher", author, "err", err)
+		return pubsub.ValidationIgnore, err
+	case change == directory.Unchanged:
+		return pubsub.ValidationIgnore, fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, author, rec.Seq, errDuplicate)
+	}
+	f.log.Debug("learned thing", "via", "gossip", "thing", rec.ThingID, "publisher", author, "seq", rec.Seq, "change", change.String())
+	return pubsub.ValidationAccept, nil
+}
+
+// checkRecord checks raw as a record published by publisher: size, proof,
+// TD or tombstone, freshness, and that publisher signed it
+// (dht.ThingValidator under the record's own key).
+func (f *Federation) checkRecord(publisher peer.ID, raw []byte) (*lmosproto.Record, error) {
+	if len(raw) > lmosproto.MaxRecordSize {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", lmosdht.ErrTooLarge, len(raw), lmosproto.MaxRecordSize)
+	}
+	// The validator checks a record under its key, which names the thing
+	// id; read the id first (cheap next to verifying the proof), and let
+	// the validator check that the proof covers this id.
+	var probe struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("%w: %w", lmosdht.ErrBadRecord, err)
+	}
+	if probe.ID == "" {
+		return nil, fmt.Errorf("%w: no thing id", lmosdht.ErrBadRecord)
+	}
+	return f.p.Validator.Check(lmosdht.ThingKey(publisher, probe.ID), raw)
+}
+
+// announce publishes rec on the announce topic. The caller holds pubMu, so
+// announcements leave in seq order.
+func (f *Federation) announce(ctx context.Context, rec *lmosproto.Record) {
+	if f.topic == nil || !public(rec) {
+		return
+	}
+	if len(f.topic.ListPeers()) == 0 {
+		f.unheard = true
+	}
+	if err := f.topic.Publish(ctx, rec.Raw); err != nil {
+		f.log.Warn("announce thing", "thing", rec.ThingID, "seq", rec.Seq, "err", err)
+	}
+}
+
+// watchTopic republishes the own records when a peer joins the announce
+// topic after announcements went out to nobody.
+func (f *Federation) watchTopic(eh *pubsub.TopicEventHandler) {
+	for {
+		ev, err := eh.NextPeerEvent(f.ctx)
+		if err != nil {
+			return
+		}
+		if ev.Type != pubsub.PeerJoin {
+			continue
+		}
+		f.pubMu.Lock()
+		unheard := f.unheard
+		f.unheard = false
+		f.pubMu.Unlock()
+		if unheard {
+			f.log.Debug("first peer on the announce topic; republishing", "peer", ev.Peer)
+			f.republish(true)
+		}
+	}
+}
+
+// public reports whether rec may travel on the public paths (gossip, DHT,
+// sync): not a Thing restricted to groups.
+func public(rec *lmosproto.Record) bool {
+	return rec.TD == nil || len(rec.TD.Groups) == 0
+}
+
+func resultName(r pubsub.ValidationResult) string {
+	switch r {
+	case pubsub.ValidationAccept:
+		return "accept"
+	case pubsub.ValidationReject:
+		return "reject"
+	case pubsub.ValidationIgnore:
+		return "ignore"
+	}
+	return fmt.Sprintf("ValidationResult(%d)", int(r))
+}

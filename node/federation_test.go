@@ -1,0 +1,460 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	kaddht "github.com/libp2p/go-libp2p-kad-dht"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
+	record "github.com/libp2p/go-libp2p-record"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/routing"
+
+	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/internal/testnet"
+	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/federation"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+const (
+	netSize = 20
+	// waitLong is the deadline of a wait for the network to converge: a
+	// bound for a hung test, not a speed requirement.
+	waitLong = 45 * time.Second
+)
+
+// has reports whether n's directory holds (publisher, id) at seq exactly,
+// live or (tombstone) removed.
+func has(publisher peer.ID, id string, seq uint64, tombstone bool) func(*node.Node) bool {
+	return func(n *node.Node) bool {
+		e, ok := n.Directory().Latest(publisher, id)
+		return ok && e.Seq == seq && e.Tombstone == tombstone
+	}
+}
+
+// TestFederation runs one network of netSize nodes (a ring with a few
+// chords) through the life of a Thing, and attacks it.
+func TestFederation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	tracers := make([]*testnet.Tracer, netSize)
+	for i := range tracers {
+		tracers[i] = &testnet.Tracer{}
+	}
+	start := time.Now()
+	net := testnet.New(t, netSize, testnet.Options{
+		NodeOptions: func(i int) []node.Option {
+			opts := []node.Option{node.WithGossipHeartbeat(200 * time.Millisecond)}
+			if i < len(tracers) {
+				opts = append(opts, node.WithPubSubTracer(tracers[i]))
+			}
+			return opts
+		},
+	})
+	net.Ring()
+	chords := net.Chords(5, 1)
+	nodes := net.Nodes
+	t.Logf("%d nodes up and linked (ring + chords %v) in %s", netSize, chords, time.Since(start).Round(time.Millisecond))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	// Meshes need a moment to form; publishing before they have is fine
+	// (the publisher floods to its topic peers) but the topic peers must
+	// at least know each other's subscriptions.
+	testnet.WaitFor(t, "every node sees a topic peer", waitLong, testnet.All(nodes, func(n *node.Node) bool {
+		return len(n.PubSub().ListPeers(lmosproto.TopicAnnounce)) > 0
+	}))
+
+	alice := nodes[3]
+	id := testnet.UniqueID(t)
+	capability := "weather-forecast-" + id[len(id)-6:]
+	var firstRaw []byte
+
+	t.Run("publish reaches every node", func(t *testing.T) {
+		begin := time.Now()
+		e, change, err := alice.Federation().Publish(ctx, testnet.TD(t, id, "Weather", capability), &directory.Local{Backend: "http://127.0.0.1:1/weather"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if change != directory.Created || e.Seq != 1 || !e.Own {
+			t.Fatalf("Publish: change %s, seq %d, own %v; want created, 1, own", change, e.Seq, e.Own)
+		}
+		d := testnet.WaitFor(t, "seq 1 on every node", waitLong, testnet.All(nodes, has(alice.PeerID(), id, 1, false)))
+		t.Logf("publish → visible on all %d nodes: %s (Publish itself: %s)", netSize, d.Round(time.Millisecond), time.Since(begin)-d)
+		if firstRaw, err = e.Raw(); err != nil {
+			t.Fatal(err)
+		}
+		// A learned copy is the signed record, verified, with its TD.
+		got, _ := nodes[13].Directory().Get(alice.PeerID(), id)
+		td, err := got.TD()
+		if err != nil || td.Title != "Weather" || got.Own {
+			t.Fatalf("node 13: TD %v, err %v, own %v", td, err, got.Own)
+		}
+	})
+
+	t.Run("update reaches every node", func(t *testing.T) {
+		td := testnet.TD(t, id, "Weather v2", capability)
+		e, change, err := alice.Federation().Publish(ctx, td, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if change != directory.Updated || e.Seq != 2 {
+			t.Fatalf("Publish: change %s, seq %d; want updated, 2", change, e.Seq)
+		}
+		d := testnet.WaitFor(t, "seq 2 on every node", waitLong, testnet.All(nodes, has(alice.PeerID(), id, 2, false)))
+		t.Logf("update → visible on all %d nodes: %s", netSize, d.Round(time.Millisecond))
+		if own, _ := alice.Directory().Get(alice.PeerID(), id); own.Local.Backend == "" {
+			t.Error("an update without Local dropped the Thing's backend")
+		}
+	})
+
+	t.Run("late joiner converges by sync", func(t *testing.T) {
+		// Gossip off: the only way it can learn the Thing is sync.
+		late := lateNode(t, func(cfg *node.Config) { cfg.Gossip = false })
+		if late.Directory().Len() != 0 {
+			t.Fatal("a new node's directory is not empty")
+		}
+		testnet.Connect(t, late, nodes[10])
+		d := testnet.WaitFor(t, "late joiner has seq 2", waitLong, testnet.All([]*node.Node{late}, has(alice.PeerID(), id, 2, false)))
+		// Sync carries a peer's own records only, so the Thing came from
+		// Alice herself: the late joiner met her through the DHT (its
+		// routing table refresh dials the peers closest to it).
+		t.Logf("late joiner converged in %s, connected to %d peers", d.Round(time.Millisecond), len(late.Host().Network().Peers()))
+	})
+
+	t.Run("cold node finds a capability through the DHT alone", func(t *testing.T) {
+		cold := lateNode(t, func(cfg *node.Config) {
+			cfg.Gossip = false
+			cfg.SyncOnConnect = false
+		})
+		testnet.Connect(t, cold, nodes[15])
+		var entries []directory.Entry
+		d := testnet.WaitFor(t, "FindCapability on the cold node", waitLong, func() (bool, string) {
+			var err error
+			lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+			defer lcancel()
+			entries, err = cold.Federation().FindCapability(lctx, capability)
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(entries) == 1, "no provider found yet"
+		})
+		t.Logf("cold lookup found the capability after %s", d.Round(time.Millisecond))
+		e := entries[0]
+		if e.Publisher != alice.PeerID() || e.ThingID != id || e.Seq != 2 || e.Own {
+			t.Fatalf("found %s/%s seq %d own %v", e.Publisher, e.ThingID, e.Seq, e.Own)
+		}
+		rec, err := e.Record()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lmosproto.ParseRecord(rec.Raw); err != nil {
+			t.Fatalf("the record found does not verify: %v", err)
+		}
+		if e.Expires.IsZero() {
+			t.Error("a Thing learned by a cold lookup never expires")
+		}
+
+		// By key: a second Thing, published by another node, read from the
+		// DHT value record.
+		bob := nodes[7]
+		bid := testnet.UniqueID(t)
+		if _, _, err := bob.Federation().Publish(ctx, testnet.TD(t, bid, "Geocoder", "geocode"), nil); err != nil {
+			t.Fatal(err)
+		}
+		testnet.WaitFor(t, "FetchThing on the cold node", waitLong, func() (bool, string) {
+			lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+			defer lcancel()
+			e, err := cold.Federation().FetchThing(lctx, bob.PeerID(), bid)
+			if err != nil {
+				return false, err.Error()
+			}
+			return e.Seq == 1, "wrong seq"
+		})
+		if _, err := cold.Federation().FetchThing(ctx, bob.PeerID(), testnet.UniqueID(t)); !errors.Is(err, federation.ErrNotFound) {
+			t.Errorf("FetchThing of an unknown Thing: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("hostile announcements are rejected", func(t *testing.T) {
+		// The hostile peer dials one node; its DHT then connects it to
+		// most others, so any node may be the one that refuses first.
+		victim := nodes[0]
+		held, _ := victim.Directory().Latest(alice.PeerID(), id)
+		heldRaw, err := held.Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged := bytes.Replace(heldRaw, []byte(`"Weather v2"`), []byte(`"Evil v2"`), 1)
+		if bytes.Equal(forged, heldRaw) {
+			t.Fatal("test did not forge anything")
+		}
+		big := bytes.Repeat([]byte("x"), lmosproto.MaxRecordSize+1)
+		// A valid record of Alice's that she never announced (an announced
+		// one would be a duplicate message, dropped before validation).
+		aliceKey, err := node.LoadIdentity(alice.Config().Home)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aliceSigning, err := node.SigningKey(aliceKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		td := testnet.TD(t, id, "Weather v3", capability)
+		td.Seq = 3
+		unannounced, err := lmosproto.SignThing(td, aliceSigning, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for _, c := range []struct {
+			name string
+			data []byte
+		}{
+			{"bad signature", forged},
+			{"another publisher's record", unannounced.Raw},
+			{"oversized", big},
+			{"not a record", []byte(`{"hello":"world"}`)},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				h := newHostile(t, victim)
+				h.publish(t, c.data)
+				waitRefusal(t, tracers, h.id, pubsub.RejectValidationFailed)
+			})
+		}
+
+		t.Run("replay of an older version", func(t *testing.T) {
+			h := newHostile(t, victim)
+			hid := testnet.UniqueID(t)
+			v1 := h.sign(t, hid, 1, time.Now())
+			v2 := h.sign(t, hid, 2, time.Now())
+			h.publish(t, v2.Raw)
+			testnet.WaitFor(t, "hostile's own v2 accepted", waitLong, testnet.All(nodes, has(h.id, hid, 2, false)))
+			h.publish(t, v1.Raw)
+			waitRefusal(t, tracers, h.id, pubsub.RejectValidationFailed)
+			// The same seq again, signed earlier: not newer, but no replay.
+			h.publish(t, h.sign(t, hid, 2, time.Now().Add(-time.Minute)).Raw)
+			waitRefusal(t, tracers, h.id, pubsub.RejectValidationIgnored)
+		})
+
+		// Nothing changed anywhere.
+		for i, n := range nodes {
+			e, ok := n.Directory().Latest(alice.PeerID(), id)
+			raw, _ := e.Raw()
+			if !ok || e.Seq != 2 || !bytes.Equal(raw, heldRaw) {
+				t.Errorf("node %d: Alice's Thing is now seq %d (ok %v, same bytes %v)", i, e.Seq, ok, bytes.Equal(raw, heldRaw))
+			}
+		}
+		// Honest nodes rejected nothing from each other.
+		for i, tr := range tracers {
+			for _, v := range tr.Refused() {
+				if v.Reason == pubsub.RejectValidationFailed && isNode(nodes, v.From) {
+					t.Errorf("node %d rejected a message from honest node %s (author %s)", i, v.From, v.Author)
+				}
+			}
+		}
+	})
+
+	t.Run("hostile DHT puts are refused", func(t *testing.T) {
+		h := newHostile(t, nodes[5], nodes[12])
+		key := lmosdht.ThingKey(alice.PeerID(), id)
+		held, _ := alice.Directory().Latest(alice.PeerID(), id)
+		heldRaw, _ := held.Raw()
+		forged := bytes.Replace(heldRaw, []byte(`"Weather v2"`), []byte(`"Evil v2"`), 1)
+		for name, v := range map[string][]byte{"forged": forged, "replayed seq 1": firstRaw} {
+			pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+			err := h.dht.PutValue(pctx, key, v)
+			pcancel()
+			t.Logf("hostile put of %s: %v", name, err)
+		}
+		holders := 0
+		for i, n := range nodes {
+			got, err := n.DHT().GetValue(ctx, key, routing.Offline)
+			if errors.Is(err, routing.ErrNotFound) {
+				continue // not one of the key's closest peers
+			}
+			holders++
+			if err != nil {
+				t.Errorf("node %d: local get: %v", i, err)
+				continue
+			}
+			if !bytes.Equal(got, heldRaw) {
+				t.Errorf("node %d stores another record than Alice's seq 2 under her key", i)
+			}
+		}
+		if holders == 0 {
+			t.Fatal("no node stores Alice's record: the test checked nothing")
+		}
+		t.Logf("%d nodes hold Alice's record, all of them her seq 2", holders)
+		e, err := nodes[18].Federation().FetchThing(ctx, alice.PeerID(), id)
+		if err != nil || e.Seq != 2 {
+			t.Fatalf("FetchThing after the attack: seq %d, %v", e.Seq, err)
+		}
+	})
+
+	t.Run("tombstone reaches every node", func(t *testing.T) {
+		if err := alice.Federation().Remove(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		d := testnet.WaitFor(t, "tombstone on every node", waitLong, testnet.All(nodes, has(alice.PeerID(), id, 3, true)))
+		t.Logf("tombstone → visible on all %d nodes: %s", netSize, d.Round(time.Millisecond))
+		if _, ok := nodes[9].Directory().Get(alice.PeerID(), id); ok {
+			t.Error("a removed Thing is still live")
+		}
+		if err := alice.Federation().Remove(ctx, id); !errors.Is(err, federation.ErrNotFound) {
+			t.Errorf("second Remove: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func isNode(nodes []*node.Node, p peer.ID) bool {
+	for _, n := range nodes {
+		if n.PeerID() == p {
+			return true
+		}
+	}
+	return false
+}
+
+// lateNode starts one more test node, unlinked, configured by configure.
+func lateNode(t *testing.T, configure func(*node.Config)) *node.Node {
+	t.Helper()
+	return testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) { configure(cfg) }}).Nodes[0]
+}
+
+// waitRefusal waits until one of trs recorded a refusal of a message
+// forwarded by from, with reason.
+func waitRefusal(t *testing.T, trs []*testnet.Tracer, from peer.ID, reason string) {
+	t.Helper()
+	testnet.WaitFor(t, "refusal "+reason, waitLong, func() (bool, string) {
+		var seen []testnet.Verdict
+		for _, tr := range trs {
+			for _, v := range tr.RefusedFrom(from) {
+				if v.Reason == reason {
+					return true, ""
+				}
+				seen = append(seen, v)
+			}
+		}
+		return false, "refusals so far: " + reasons(seen)
+	})
+}
+
+func reasons(vs []testnet.Verdict) string {
+	var b bytes.Buffer
+	for _, v := range vs {
+		b.WriteString(v.Reason)
+		b.WriteString("; ")
+	}
+	return b.String()
+}
+
+// hostile is a peer that follows no rule: a bare libp2p host on loopback
+// with a gossipsub that validates nothing (so it publishes whatever it is
+// told) and a DHT server that accepts any record.
+type hostile struct {
+	id    peer.ID
+	key   ed25519.PrivateKey
+	host  host.Host
+	topic *pubsub.Topic
+	dht   *kaddht.IpfsDHT
+}
+
+type permissive struct{}
+
+func (permissive) Validate(string, []byte) error        { return nil }
+func (permissive) Select(string, [][]byte) (int, error) { return 0, nil }
+
+func newHostile(t *testing.T, peers ...*node.Node) *hostile {
+	t.Helper()
+	priv, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := libp2p.New(libp2p.Identity(priv), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"),
+		libp2p.DisableRelay(), libp2p.DisableMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	key, err := node.SigningKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ps, err := pubsub.NewGossipSub(ctx, h,
+		pubsub.WithMessageIdFn(func(m *pubsubpb.Message) string { s := sha256.Sum256(m.GetData()); return string(s[:]) }),
+		pubsub.WithMaxMessageSize(2*lmosproto.MaxRecordSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := ps.Join(lmosproto.TopicAnnounce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay, err := topic.Relay()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(relay)
+	d, err := kaddht.New(ctx, h, kaddht.ProtocolPrefix(lmosproto.ProtocolPrefix), kaddht.Mode(kaddht.ModeServer),
+		kaddht.Validator(record.NamespacedValidator{lmosproto.NamespaceThing: permissive{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	for _, n := range peers {
+		if err := h.Connect(ctx, peer.AddrInfo{ID: n.PeerID(), Addrs: n.Host().Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Until the hostile peer knows a victim's subscription, gossipsub
+	// would not send it the message.
+	testnet.WaitFor(t, "hostile's topic peers", waitLong, func() (bool, string) {
+		known := topic.ListPeers()
+		for _, n := range peers {
+			if !slices.Contains(known, n.PeerID()) {
+				return false, "victim's subscription not known yet"
+			}
+		}
+		return true, ""
+	})
+	return &hostile{id: h.ID(), key: key, host: h, topic: topic, dht: d}
+}
+
+func (h *hostile) publish(t *testing.T, data []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.topic.Publish(ctx, data); err != nil {
+		t.Fatalf("hostile publish: %v", err)
+	}
+}
+
+// sign signs a test TD of the hostile peer's own.
+func (h *hostile) sign(t *testing.T, id string, seq uint64, at time.Time) *lmosproto.Record {
+	t.Helper()
+	td := testnet.TD(t, id, "Hostile", "hostile")
+	td.Seq = seq
+	rec, err := lmosproto.SignThing(td, h.key, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
