@@ -79,9 +79,9 @@ func apiHandler(n *Node) http.Handler {
 			writeProblem(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; allowed: %s", r.Method, allow))
 		})
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, http.StatusNotFound, "no such API route")
-	})
+	// Everything else is the WoT Thing Description Directory API and the
+	// node-admin routes of package tdd (/things, /events, /api/v1/things…).
+	mux.Handle("/", n.tdd)
 	return recoverProblem(n.log, loopbackHostOnly(mux))
 }
 

@@ -22,6 +22,7 @@ import (
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/federation"
+	"github.com/lmosnode/lmosnode/node/tdd"
 )
 
 // shutdownTimeout bounds how long Close waits for in-flight API requests.
@@ -49,6 +50,8 @@ type Node struct {
 	ps          *pubsub.PubSub // nil without Config.Gossip
 	psCancel    context.CancelFunc
 	fed         *federation.Federation
+	peers       *peerBook
+	tdd         *tdd.Handler
 
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
 	ctx    context.Context
@@ -156,6 +159,18 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.peers = newPeerBook(n.host)
+	n.tdd, err = tdd.New(tdd.Deps{
+		Directory: n.dir,
+		PeerID:    n.peerID,
+		Publisher: n.fed,
+		Finder:    n.fed,
+		Peers:     n.peers,
+		Logger:    o.logger.With("component", "tdd"),
+	}, tdd.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.log.Debug("node built", "peer", n.peerID, "home", cfg.Home, "gossip", cfg.Gossip, "dhtMode", cfg.DHTMode)
 	return n, nil
 }
@@ -235,6 +250,10 @@ func (n *Node) teardown() error {
 	n.mu.Lock()
 	srv := n.api
 	n.mu.Unlock()
+	if n.tdd != nil {
+		// Ends open /events streams, which would otherwise hold Shutdown.
+		errs = append(errs, n.tdd.Close())
+	}
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		if err := srv.Shutdown(ctx); err != nil {
