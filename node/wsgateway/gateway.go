@@ -1,0 +1,328 @@
+package wsgateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/proto"
+)
+
+// Gateway serves consumers over WebSocket: every socket carries any number
+// of concurrent interactions with the Things an Invoker reaches (see the
+// package documentation for the wire protocol). Mount it at the node's
+// consumer endpoint (e.g. /ws). It is safe for concurrent use.
+type Gateway struct {
+	inv   interact.Invoker
+	opts  Options
+	log   *slog.Logger
+	conns conns
+}
+
+// NewGateway returns a consumer gateway that opens interactions with inv
+// (the node's router).
+func NewGateway(inv interact.Invoker, opts Options) (*Gateway, error) {
+	if inv == nil {
+		return nil, errors.New("wsgateway: NewGateway: invoker is nil")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	return &Gateway{inv: inv, opts: opts, log: opts.Logger.With("gateway", "ws-consumer")}, nil
+}
+
+// Close closes every socket (which ends all their interactions) and waits
+// for their handlers. Later connections are refused with 503.
+func (g *Gateway) Close() error {
+	g.conns.closeAll()
+	return nil
+}
+
+// ServeHTTP upgrades the request to a WebSocket speaking lmosprotocol and
+// serves it until it closes.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ws := accept(w, r, g.opts)
+	if ws == nil {
+		return
+	}
+	caller := g.opts.Caller(r)
+	log := g.log.With("caller", caller, "remote", r.RemoteAddr)
+	s := newSocket(context.Background(), ws, g.opts, log)
+	if !g.conns.add(s) {
+		s.close(websocket.StatusGoingAway, "node shutting down")
+		return
+	}
+	defer g.conns.remove(s)
+	c := &consumerConn{
+		g:        g,
+		sock:     s,
+		ctx:      interact.WithCaller(s.ctx, caller),
+		log:      log,
+		sessions: map[string]*wsSession{},
+	}
+	c.serve()
+}
+
+// consumerConn is one consumer socket.
+type consumerConn struct {
+	g    *Gateway
+	sock *socket
+	ctx  context.Context // the socket's lifetime, carrying the caller
+	log  *slog.Logger
+	wg   sync.WaitGroup // pumps and senders
+
+	mu       sync.Mutex
+	sessions map[string]*wsSession // open interactions by correlation
+}
+
+// wsSession is one open interaction of a socket.
+type wsSession struct {
+	req  *proto.Message
+	s    interact.Session
+	typ  websocket.MessageType // frame type (codec) of the request, used for its replies
+	in   chan inbound          // follow-ups for Send
+	done chan struct{}         // closed when the interaction is over
+}
+
+type inbound struct {
+	m   *proto.Message
+	typ websocket.MessageType
+}
+
+func (c *consumerConn) serve() {
+	defer func() {
+		c.sock.cancel()
+		c.mu.Lock()
+		for _, ws := range c.sessions {
+			if ws.s != nil {
+				_ = ws.s.Close()
+			}
+		}
+		c.mu.Unlock()
+		c.wg.Wait()
+		c.sock.close(websocket.StatusNormalClosure, "")
+	}()
+	for {
+		typ, data, err := c.sock.read()
+		if err != nil {
+			c.log.Debug("websocket read ended", "err", err)
+			return
+		}
+		m, bad := decode(typ, data)
+		if bad != nil {
+			c.reply(bad, typ)
+			continue
+		}
+		c.handle(m, typ)
+	}
+}
+
+// reply sends m from the reader goroutine (bad envelopes, conflicts): it
+// waits for room, so a consumer that floods errors and reads nothing is
+// slowed down.
+func (c *consumerConn) reply(m *proto.Message, typ websocket.MessageType) {
+	if err := c.sock.send(c.ctx, m, typ); err != nil && !errors.Is(err, errSocketClosed) && c.ctx.Err() == nil {
+		c.log.Warn("cannot send reply", "message", m, "err", err)
+	}
+}
+
+// isFollowUp reports whether a consumer message acts on an interaction
+// already open.
+func isFollowUp(t proto.MessageType) bool {
+	switch t {
+	case proto.MsgCancelAction, proto.MsgQueryAction, proto.MsgStreamInput, proto.MsgStreamEnd,
+		proto.MsgUnsubscribeEvent, proto.MsgUnsubscribeAllEvents, proto.MsgUnobserveProperty:
+		return true
+	}
+	return false
+}
+
+// isSubscription reports whether req opens a subscription or observation,
+// whose notifications are dropped rather than waited for.
+func isSubscription(req *proto.Message) bool {
+	switch req.Type {
+	case proto.MsgSubscribeEvent, proto.MsgSubscribeAllEvents, proto.MsgObserveProperty:
+		return true
+	}
+	return false
+}
+
+func (c *consumerConn) handle(m *proto.Message, typ websocket.MessageType) {
+	if isFollowUp(m.Type) {
+		if ws := c.target(m); ws != nil {
+			select {
+			case ws.in <- inbound{m, typ}:
+				return
+			case <-ws.done: // ended meanwhile: the invoker answers it on its own
+			case <-c.ctx.Done():
+				return
+			}
+		}
+		c.standalone(m, typ)
+		return
+	}
+	corr := m.Correlation()
+	if corr == "" || m.OneWay {
+		c.standalone(m, typ)
+		return
+	}
+	c.mu.Lock()
+	if _, busy := c.sessions[corr]; busy {
+		c.mu.Unlock()
+		c.reply(proto.NewError(m, http.StatusConflict, interact.TitleConflict,
+			fmt.Sprintf("correlationID %q already names an open interaction on this socket (Thing %q)", corr, m.ThingID)), typ)
+		return
+	}
+	ws := &wsSession{req: m, typ: typ, in: make(chan inbound, c.g.opts.InputQueueSize), done: make(chan struct{})}
+	c.sessions[corr] = ws
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go c.run(corr, ws)
+}
+
+// target finds the open interaction a follow-up belongs to: by
+// correlationID, or, for an unsubscribe/unobserve without one (as in the
+// spec's examples), the subscriptions of the same Thing and affordance.
+func (c *consumerConn) target(m *proto.Message) *wsSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m.CorrelationID != "" {
+		return c.sessions[m.CorrelationID]
+	}
+	for _, ws := range c.sessions {
+		r := ws.req
+		if r.ThingID != m.ThingID {
+			continue
+		}
+		switch {
+		case m.Type == proto.MsgUnsubscribeEvent && r.Type == proto.MsgSubscribeEvent && r.Name == m.Name,
+			m.Type == proto.MsgUnobserveProperty && r.Type == proto.MsgObserveProperty && r.Name == m.Name,
+			m.Type == proto.MsgUnsubscribeAllEvents && r.Type == proto.MsgSubscribeAllEvents:
+			return ws
+		}
+	}
+	return nil
+}
+
+// standalone opens an interaction that is not tracked by correlation: a
+// one-way request, a follow-up for no interaction of this socket (the
+// invoker may know it: queryAction of a finished action), a request
+// without any id (the invoker refuses it).
+func (c *consumerConn) standalone(m *proto.Message, typ websocket.MessageType) {
+	ws := &wsSession{req: m, typ: typ, done: make(chan struct{})}
+	c.wg.Add(1)
+	go c.run("", ws)
+}
+
+// run opens the interaction of ws (in its own goroutine: the invoker may
+// have to find the owner node first, which must not hold up the socket's
+// other interactions), then relays its follow-ups and replies. corr is
+// the key of ws in the socket's sessions, "" for an untracked one.
+func (c *consumerConn) run(corr string, ws *wsSession) {
+	defer c.wg.Done()
+	defer func() {
+		close(ws.done)
+		if ws.s != nil {
+			_ = ws.s.Close()
+		}
+		if corr != "" {
+			c.mu.Lock()
+			if c.sessions[corr] == ws {
+				delete(c.sessions, corr)
+			}
+			c.mu.Unlock()
+		}
+	}()
+	m := ws.req
+	s, err := c.g.inv.Invoke(c.ctx, m)
+	if err != nil {
+		if !m.OneWay && c.ctx.Err() == nil {
+			c.reply(proto.NewError(m, http.StatusServiceUnavailable, interact.TitleUnavailable,
+				fmt.Sprintf("cannot open %s on Thing %q (correlationID %q): %v", m.Type, m.ThingID, m.Correlation(), err)), ws.typ)
+		}
+		return
+	}
+	c.mu.Lock()
+	ws.s = s
+	c.mu.Unlock()
+	if ws.in != nil {
+		c.wg.Add(1)
+		go c.sender(ws)
+	}
+	c.pump(ws)
+}
+
+// pump relays an interaction's replies to the socket. Replies of
+// invocations and reads wait for room in the write queue (back-pressure
+// reaches the Thing); notifications of a subscription never wait: when
+// the queue is full the subscription is dropped with a 503 error.
+func (c *consumerConn) pump(ws *wsSession) {
+	sub := isSubscription(ws.req)
+	for m := range ws.s.Replies() {
+		if sub {
+			ok, err := c.sock.trySend(m, ws.typ)
+			if err != nil {
+				c.log.Warn("cannot encode notification", "message", m, "err", err)
+				continue
+			}
+			if !ok {
+				c.log.Info("slow consumer: subscription dropped", "request", ws.req)
+				_ = ws.s.Close()
+				e := proto.NewError(ws.req, http.StatusServiceUnavailable, interact.TitleUnavailable,
+					fmt.Sprintf("subscriber too slow: the socket's write queue is full; %s on Thing %q (correlationID %q) ended, subscribe again",
+						ws.req.Type, ws.req.ThingID, ws.req.Correlation()))
+				_ = c.sock.send(c.ctx, e, ws.typ)
+				return
+			}
+			continue
+		}
+		if err := c.sock.send(c.ctx, m, ws.typ); err != nil {
+			if errors.Is(err, errSocketClosed) || c.ctx.Err() != nil {
+				return
+			}
+			c.log.Warn("cannot send reply", "message", m, "err", err)
+		}
+	}
+}
+
+// sender passes the consumer's follow-ups to the session in order. A
+// follow-up the session refuses is answered with an error; one that
+// arrives after the interaction ended goes to the invoker on its own.
+func (c *consumerConn) sender(ws *wsSession) {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-ws.done:
+			return
+		case <-c.ctx.Done():
+			return
+		case f := <-ws.in:
+			err := ws.s.Send(c.ctx, f.m)
+			switch {
+			case err == nil:
+			case errors.Is(err, interact.ErrSessionClosed):
+				c.standalone(f.m, f.typ)
+			case c.ctx.Err() != nil:
+				return
+			default:
+				status, title := http.StatusBadRequest, interact.TitleBadRequest
+				if errors.Is(err, interact.ErrNotAccepted) {
+					status, title = http.StatusConflict, interact.TitleConflict
+				}
+				e := proto.NewError(f.m, status, title,
+					fmt.Sprintf("%s for %s on Thing %q (correlationID %q): %v", f.m.Type, ws.req.Type, ws.req.ThingID, ws.req.Correlation(), err))
+				if e.CorrelationID == "" {
+					e.CorrelationID = ws.req.Correlation()
+				}
+				_ = c.sock.send(c.ctx, e, f.typ)
+			}
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package wsgateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/proto"
+)
+
+// offersSubprotocol reports whether the handshake request offers the LMOS
+// sub-protocol.
+func offersSubprotocol(r *http.Request) bool {
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(p) == proto.WebSocketSubprotocol {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writeProblem answers a plain HTTP request with an RFC 7807 body.
+func writeProblem(w http.ResponseWriter, status int, title, detail string) {
+	w.Header().Set("Content-Type", proto.ContentTypeProblemJSON)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(&proto.Problem{Type: proto.ProblemTypeBlank, Status: status, Title: title, Detail: detail})
+}
+
+// accept upgrades r to a WebSocket speaking lmosprotocol, or answers it
+// with an HTTP error and returns nil.
+func accept(w http.ResponseWriter, r *http.Request, opts Options) *websocket.Conn {
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && !offersSubprotocol(r) {
+		writeProblem(w, http.StatusBadRequest, interact.TitleBadRequest,
+			fmt.Sprintf("this endpoint speaks only the WebSocket sub-protocol %q; offer it in Sec-WebSocket-Protocol", proto.WebSocketSubprotocol))
+		return nil
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:   []string{proto.WebSocketSubprotocol},
+		OriginPatterns: opts.OriginPatterns,
+	})
+	if err != nil { // Accept has answered already (426, 403, …)
+		opts.Logger.Debug("websocket handshake refused", "remote", r.RemoteAddr, "err", err)
+		return nil
+	}
+	if ws.Subprotocol() != proto.WebSocketSubprotocol { // impossible: checked above
+		_ = ws.Close(websocket.StatusPolicyViolation, "sub-protocol lmosprotocol required")
+		return nil
+	}
+	ws.SetReadLimit(proto.MaxMessageSize)
+	return ws
+}
+
+// frame is one encoded message waiting for the writer.
+type frame struct {
+	typ  websocket.MessageType
+	data []byte
+}
+
+// socket is the plumbing shared by both gateways: one WebSocket, its
+// bounded write queue and the goroutine that drains it. Its context ends
+// when the socket does (read or write failure, close, gateway closed).
+type socket struct {
+	ws     *websocket.Conn
+	out    chan frame
+	ctx    context.Context
+	cancel context.CancelFunc
+	opts   Options
+	log    *slog.Logger
+	wrote  chan struct{} // closed when the writer has returned
+}
+
+func newSocket(parent context.Context, ws *websocket.Conn, opts Options, log *slog.Logger) *socket {
+	ctx, cancel := context.WithCancel(parent)
+	s := &socket{ws: ws, out: make(chan frame, opts.QueueSize), ctx: ctx, cancel: cancel, opts: opts, log: log, wrote: make(chan struct{})}
+	go s.writeLoop()
+	return s
+}
+
+func (s *socket) writeLoop() {
+	defer close(s.wrote)
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case f := <-s.out:
+			ctx, cancel := context.WithTimeout(s.ctx, s.opts.WriteTimeout)
+			err := s.ws.Write(ctx, f.typ, f.data)
+			cancel()
+			if err != nil {
+				s.log.Debug("websocket write failed; closing the socket", "err", err)
+				s.cancel()
+				return
+			}
+		}
+	}
+}
+
+// encode encodes m with the codec of the frame type: JSON in text
+// frames, CBOR in binary frames.
+func encode(m *proto.Message, typ websocket.MessageType) (frame, error) {
+	c := proto.JSON
+	if typ == websocket.MessageBinary {
+		c = proto.CBOR
+	}
+	data, err := c.Marshal(m)
+	if err != nil {
+		return frame{}, fmt.Errorf("encode %s of Thing %q (correlationID %q): %w", m.Type, m.ThingID, m.CorrelationID, err)
+	}
+	return frame{typ: typ, data: data}, nil
+}
+
+// errSocketClosed: the socket is gone.
+var errSocketClosed = errors.New("wsgateway: socket closed")
+
+// send queues m, waiting while the queue is full until ctx or the socket
+// ends.
+func (s *socket) send(ctx context.Context, m *proto.Message, typ websocket.MessageType) error {
+	f, err := encode(m, typ)
+	if err != nil {
+		return err
+	}
+	select {
+	case s.out <- f:
+		return nil
+	case <-s.ctx.Done():
+		return errSocketClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// trySend queues m if there is room and reports whether it did.
+func (s *socket) trySend(m *proto.Message, typ websocket.MessageType) (bool, error) {
+	f, err := encode(m, typ)
+	if err != nil {
+		return false, err
+	}
+	select {
+	case s.out <- f:
+		return true, nil
+	default:
+		return false, nil
+	}
+}
+
+// read reads the next frame.
+func (s *socket) read() (websocket.MessageType, []byte, error) {
+	return s.ws.Read(s.ctx)
+}
+
+// close ends the socket and waits for the writer.
+func (s *socket) close(code websocket.StatusCode, reason string) {
+	s.cancel()
+	<-s.wrote
+	_ = s.ws.Close(code, reason)
+}
+
+// decode decodes one frame into a message. On failure it returns an error
+// message that names what it could recover of the envelope (thingID,
+// correlationID), ready to send back.
+func decode(typ websocket.MessageType, data []byte) (*proto.Message, *proto.Message) {
+	c := proto.JSON
+	if typ == websocket.MessageBinary {
+		c = proto.CBOR
+	}
+	m := new(proto.Message)
+	err := c.Unmarshal(data, m)
+	if err == nil {
+		return m, nil
+	}
+	thingID, corr := lenientIDs(typ, data)
+	e := proto.NewError(nil, http.StatusBadRequest, interact.TitleBadRequest,
+		fmt.Sprintf("bad LMOS envelope (thingID %q, correlationID %q): %v", thingID, corr, err))
+	e.ThingID, e.CorrelationID = thingID, corr
+	return nil, e
+}
+
+// lenientIDs recovers thingID and the correlation (correlationID, else
+// messageID) of a JSON envelope that does not decode as a message.
+func lenientIDs(typ websocket.MessageType, data []byte) (thingID, corr string) {
+	if typ != websocket.MessageText {
+		return "", ""
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return "", ""
+	}
+	str := func(keys ...string) string {
+		for _, k := range keys {
+			var s string
+			if json.Unmarshal(obj[k], &s) == nil && s != "" {
+				return s
+			}
+		}
+		return ""
+	}
+	thingID = str("thingID", "thingId")
+	corr = str("correlationID", "correlationId", "messageID", "messageId")
+	return thingID, corr
+}
+
+// conns tracks the live sockets of a gateway so that Close can end them.
+type conns struct {
+	mu     sync.Mutex
+	closed bool
+	live   map[*socket]struct{}
+	wg     sync.WaitGroup
+}
+
+// add registers s; false when the gateway is closed.
+func (c *conns) add(s *socket) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	if c.live == nil {
+		c.live = map[*socket]struct{}{}
+	}
+	c.live[s] = struct{}{}
+	c.wg.Add(1)
+	return true
+}
+
+func (c *conns) remove(s *socket) {
+	c.mu.Lock()
+	delete(c.live, s)
+	c.mu.Unlock()
+	c.wg.Done()
+}
+
+// closeAll cancels every socket and waits for their handlers to return.
+func (c *conns) closeAll() {
+	c.mu.Lock()
+	c.closed = true
+	for s := range c.live {
+		s.cancel()
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
