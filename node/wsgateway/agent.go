@@ -112,7 +112,16 @@ type pendingCall struct {
 
 func (c *agentConn) serve() {
 	defer c.sock.close(websocket.StatusNormalClosure, "")
-	defer c.sock.cancel() // backends see the agent gone
+	defer func() {
+		c.sock.cancel() // backends see the agent gone
+		c.g.mu.Lock()
+		for id, owner := range c.g.owners {
+			if owner == c {
+				delete(c.g.owners, id)
+			}
+		}
+		c.g.mu.Unlock()
+	}()
 	for {
 		typ, data, err := c.sock.read()
 		if err != nil {
