@@ -79,7 +79,7 @@ func (g *AgentGateway) Close() error {
 // ServeHTTP upgrades the request to a WebSocket speaking lmosprotocol and
 // serves the agent until the socket closes.
 func (g *AgentGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ws := accept(w, r, g.opts)
+	ws := accept(w, r, g.opts, &g.conns)
 	if ws == nil {
 		return
 	}

@@ -2,6 +2,7 @@ package wsgateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -276,4 +277,41 @@ func TestAgentRegistrationErrors(t *testing.T) {
 	consumer := dial(t, env.consumer)
 	consumer.send(invoke(t, "getWeather", map[string]string{"city": "X"}))
 	wantError(t, consumer.recv(), "404")
+}
+
+func TestAgentManyConcurrent(t *testing.T) {
+	env := newAgentEnv(t)
+	agent := dial(t, env.agent)
+	register(t, agent)
+	consumer := dial(t, env.consumer)
+	const n = 120
+	want := map[string]string{}
+	for i := range n {
+		req := invoke(t, "getWeather", map[string]string{"city": fmt.Sprint(i)})
+		want[req.MessageID] = fmt.Sprint(i)
+		consumer.send(req)
+	}
+	// the agent collects every request, then answers in reverse order
+	reqs := make([]*proto.Message, 0, n)
+	for range n {
+		reqs = append(reqs, agent.recv())
+	}
+	for i := len(reqs) - 1; i >= 0; i-- {
+		r := reqs[i]
+		var in struct{ City string }
+		if err := r.Input.Decode(&in); err != nil {
+			t.Fatal(err)
+		}
+		agent.reply(r, proto.MsgActionStatus, func(m *proto.Message) {
+			m.Status, m.Output = proto.ActionCompleted, proto.StringValue(in.City)
+		})
+	}
+	for range n {
+		m := consumer.recv()
+		city, ok := want[m.CorrelationID]
+		if !ok || m.Output.String() != `"`+city+`"` {
+			t.Fatalf("consumer got %+v", m)
+		}
+		delete(want, m.CorrelationID)
+	}
 }

@@ -48,7 +48,7 @@ func (g *Gateway) Close() error {
 // ServeHTTP upgrades the request to a WebSocket speaking lmosprotocol and
 // serves it until it closes.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ws := accept(w, r, g.opts)
+	ws := accept(w, r, g.opts, &g.conns)
 	if ws == nil {
 		return
 	}

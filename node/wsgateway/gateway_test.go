@@ -445,3 +445,54 @@ func TestSlowSubscriberDropped(t *testing.T) {
 	for m := c.recv(); m.CorrelationID != req.MessageID; m = c.recv() {
 	}
 }
+
+func TestReadLimit(t *testing.T) {
+	env := newConsumerEnv(t, Options{})
+	c := dial(t, env.url)
+	data := []byte(`{"thingID":"` + testThingID + `","messageID":"m1","messageType":"invokeAction","action":"getWeather","input":{"city":"` +
+		strings.Repeat("x", proto.MaxMessageSize) + `"}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.ws.Write(ctx, websocket.MessageText, data) // may fail once the node closes
+	_, _, err := c.ws.Read(ctx)
+	if websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+		t.Fatalf("read after an oversized message: %v, want close 1009", err)
+	}
+}
+
+func TestGatewayClose(t *testing.T) {
+	env := newConsumerEnv(t, Options{})
+	c := dial(t, env.url)
+	c.send(invoke(t, "block", nil))
+	<-env.blocked
+	if err := env.gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-env.cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("action survived Gateway.Close")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, resp, err := websocket.Dial(ctx, env.url, &websocket.DialOptions{Subprotocols: []string{proto.WebSocketSubprotocol}})
+	if err == nil {
+		t.Fatal("dial after Close succeeded")
+	}
+	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("dial after Close: %v", err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	if err := (Options{QueueSize: -1, WriteTimeout: -1, InputQueueSize: -1}).Validate(); err == nil ||
+		!strings.Contains(err.Error(), "QueueSize") || !strings.Contains(err.Error(), "WriteTimeout") || !strings.Contains(err.Error(), "InputQueueSize") {
+		t.Fatalf("Validate: %v", err)
+	}
+	if _, err := NewGateway(nil, Options{}); err == nil {
+		t.Fatal("NewGateway(nil) succeeded")
+	}
+	if _, err := NewAgentGateway(nil, Options{}); err == nil {
+		t.Fatal("NewAgentGateway(nil) succeeded")
+	}
+}

@@ -38,7 +38,11 @@ func writeProblem(w http.ResponseWriter, status int, title, detail string) {
 
 // accept upgrades r to a WebSocket speaking lmosprotocol, or answers it
 // with an HTTP error and returns nil.
-func accept(w http.ResponseWriter, r *http.Request, opts Options) *websocket.Conn {
+func accept(w http.ResponseWriter, r *http.Request, opts Options, cs *conns) *websocket.Conn {
+	if cs.isClosed() {
+		writeProblem(w, http.StatusServiceUnavailable, interact.TitleUnavailable, "the node is shutting down")
+		return nil
+	}
 	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && !offersSubprotocol(r) {
 		writeProblem(w, http.StatusBadRequest, interact.TitleBadRequest,
 			fmt.Sprintf("this endpoint speaks only the WebSocket sub-protocol %q; offer it in Sec-WebSocket-Protocol", proto.WebSocketSubprotocol))
@@ -215,6 +219,13 @@ type conns struct {
 	closed bool
 	live   map[*socket]struct{}
 	wg     sync.WaitGroup
+}
+
+// isClosed reports whether the gateway is closed.
+func (c *conns) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // add registers s; false when the gateway is closed.
