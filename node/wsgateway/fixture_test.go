@@ -32,6 +32,7 @@ const testTDJSON = `{
     "getWeather": {"input": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}, "output": {"type": "string"}, "forms": [{"href": "actions/getWeather"}]},
     "count": {"input": {"type": "integer", "minimum": 0}, "forms": [{"href": "actions/count"}]},
     "block": {"forms": [{"href": "actions/block"}]},
+    "flood": {"forms": [{"href": "actions/flood"}]},
     "chat": {"input": {"type": "string"}, "forms": [{"href": "actions/chat"}]}
   },
   "events": {
@@ -91,6 +92,7 @@ func (s *tdSet) del(id string) {
 //	getWeather   "Sunny in <city>"
 //	count        n progress reports 1..n, output n
 //	block        reports running, signals blocked and waits for its context; signals cancelled
+//	flood        64 KiB progress reports until cancelled; signals cancelled
 //	chat         stream: every chunk upper-cased
 func newSDKThing(t testing.TB, blocked, cancelled chan string) *interact.Thing {
 	th := interact.NewThing()
@@ -117,6 +119,14 @@ func newSDKThing(t testing.TB, blocked, cancelled chan string) *interact.Thing {
 		blocked <- "block"
 		<-ctx.Done()
 		cancelled <- "block"
+		return proto.Value{}, ctx.Err()
+	})
+	big := proto.StringValue(strings.Repeat("x", 64<<10))
+	th.OnAction("flood", func(ctx context.Context, _ proto.Value, progress func(proto.Value)) (proto.Value, error) {
+		for ctx.Err() == nil {
+			progress(big)
+		}
+		cancelled <- "flood"
 		return proto.Value{}, ctx.Err()
 	})
 	th.OnStream("chat", func(ctx context.Context, in <-chan proto.Value, out func(proto.Value) error) error {

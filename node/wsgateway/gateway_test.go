@@ -496,3 +496,17 @@ func TestOptionsValidate(t *testing.T) {
 		t.Fatal("NewAgentGateway(nil) succeeded")
 	}
 }
+
+func TestStuckReaderDisconnected(t *testing.T) {
+	env := newConsumerEnv(t, Options{QueueSize: 2, WriteTimeout: 200 * time.Millisecond})
+	c := dial(t, env.url)
+	// the Thing produces as fast as it can; the consumer reads nothing.
+	// The node must not buffer: once a write is stuck for WriteTimeout the
+	// socket is dropped and the action cancelled.
+	c.send(invoke(t, "flood", nil))
+	select {
+	case <-env.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a consumer that reads nothing kept its action running")
+	}
+}
