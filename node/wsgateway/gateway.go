@@ -89,6 +89,10 @@ type wsSession struct {
 	typ  websocket.MessageType // frame type (codec) of the request, used for its replies
 	in   chan inbound          // follow-ups for Send
 	done chan struct{}         // closed when the interaction is over
+
+	space      chan struct{} // the sender took a follow-up (capacity 1)
+	senderDone chan struct{} // closed when the sender has returned; nil without one
+	ended      bool          // guarded by consumerConn.mu; set before done is closed
 }
 
 type inbound struct {
@@ -156,15 +160,11 @@ func isSubscription(req *proto.Message) bool {
 
 func (c *consumerConn) handle(m *proto.Message, typ websocket.MessageType) {
 	if isFollowUp(m.Type) {
-		if ws := c.target(m); ws != nil {
-			select {
-			case ws.in <- inbound{m, typ}:
-				return
-			case <-ws.done: // ended meanwhile: the invoker answers it on its own
-			case <-c.ctx.Done():
-				return
-			}
+		if ws := c.target(m); ws != nil && c.forward(ws, inbound{m, typ}) {
+			return
 		}
+		// nothing open on this socket, or it ended meanwhile: the invoker
+		// answers it on its own
 		c.standalone(m, typ)
 		return
 	}
@@ -180,7 +180,7 @@ func (c *consumerConn) handle(m *proto.Message, typ websocket.MessageType) {
 			fmt.Sprintf("correlationID %q already names an open interaction on this socket (Thing %q)", corr, m.ThingID)), typ)
 		return
 	}
-	ws := &wsSession{req: m, typ: typ, in: make(chan inbound, c.g.opts.InputQueueSize), done: make(chan struct{})}
+	ws := &wsSession{req: m, typ: typ, in: make(chan inbound, c.g.opts.InputQueueSize), done: make(chan struct{}), space: make(chan struct{}, 1)}
 	c.sessions[corr] = ws
 	c.mu.Unlock()
 	c.wg.Add(1)
@@ -211,6 +211,33 @@ func (c *consumerConn) target(m *proto.Message) *wsSession {
 	return nil
 }
 
+// forward queues a follow-up for the session ws, waiting while its queue
+// is full. It returns false when ws has ended before taking f. Pushes
+// happen under c.mu and check ws.ended, so that run, which sets ended
+// under c.mu and then drains the queue, loses no follow-up.
+func (c *consumerConn) forward(ws *wsSession, f inbound) bool {
+	for {
+		c.mu.Lock()
+		if ws.ended {
+			c.mu.Unlock()
+			return false
+		}
+		select {
+		case ws.in <- f:
+			c.mu.Unlock()
+			return true
+		default:
+		}
+		c.mu.Unlock()
+		select {
+		case <-ws.space:
+		case <-ws.done:
+		case <-c.ctx.Done():
+			return true // the socket is over: nothing to answer
+		}
+	}
+}
+
 // standalone opens an interaction that is not tracked by correlation: a
 // one-way request, a follow-up for no interaction of this socket (the
 // invoker may know it: queryAction of a finished action), a request
@@ -228,16 +255,30 @@ func (c *consumerConn) standalone(m *proto.Message, typ websocket.MessageType) {
 func (c *consumerConn) run(corr string, ws *wsSession) {
 	defer c.wg.Done()
 	defer func() {
+		c.mu.Lock()
+		ws.ended = true
+		if corr != "" && c.sessions[corr] == ws {
+			delete(c.sessions, corr)
+		}
+		c.mu.Unlock()
 		close(ws.done)
+		if ws.senderDone != nil {
+			<-ws.senderDone
+		}
+		// follow-ups that came too late for the interaction (a
+		// queryAction right after the final status) go to the invoker on
+		// their own
+		for {
+			select {
+			case f := <-ws.in:
+				c.standalone(f.m, f.typ)
+				continue
+			default:
+			}
+			break
+		}
 		if ws.s != nil {
 			_ = ws.s.Close()
-		}
-		if corr != "" {
-			c.mu.Lock()
-			if c.sessions[corr] == ws {
-				delete(c.sessions, corr)
-			}
-			c.mu.Unlock()
 		}
 	}()
 	m := ws.req
@@ -253,7 +294,7 @@ func (c *consumerConn) run(corr string, ws *wsSession) {
 	ws.s = s
 	c.mu.Unlock()
 	if ws.in != nil {
-		c.wg.Add(1)
+		ws.senderDone = make(chan struct{})
 		go c.sender(ws)
 	}
 	c.pump(ws)
@@ -296,7 +337,7 @@ func (c *consumerConn) pump(ws *wsSession) {
 // follow-up the session refuses is answered with an error; one that
 // arrives after the interaction ended goes to the invoker on its own.
 func (c *consumerConn) sender(ws *wsSession) {
-	defer c.wg.Done()
+	defer close(ws.senderDone)
 	for {
 		select {
 		case <-ws.done:
@@ -304,6 +345,10 @@ func (c *consumerConn) sender(ws *wsSession) {
 		case <-c.ctx.Done():
 			return
 		case f := <-ws.in:
+			select {
+			case ws.space <- struct{}{}:
+			default:
+			}
 			err := ws.s.Send(c.ctx, f.m)
 			switch {
 			case err == nil:

@@ -510,3 +510,34 @@ func TestStuckReaderDisconnected(t *testing.T) {
 		t.Fatal("a consumer that reads nothing kept its action running")
 	}
 }
+
+// A follow-up sent right behind its request is answered whether it
+// reaches the interaction before or after the final status.
+func TestFollowUpRacingTheEnd(t *testing.T) {
+	env := newConsumerEnv(t, Options{})
+	c := dial(t, env.url)
+	const n = 50
+	for range n {
+		req := invoke(t, "getWeather", map[string]string{"city": "Q"})
+		q := proto.NewMessage(testThingID, proto.MsgQueryAction)
+		q.Name, q.CorrelationID = "getWeather", req.MessageID
+		c.send(req)
+		c.send(q)
+	}
+	got := map[string]int{}
+	for range 2 * n {
+		m := c.recv()
+		if m.Type != proto.MsgActionStatus {
+			t.Fatalf("got %+v", m)
+		}
+		got[m.CorrelationID]++
+	}
+	for corr, k := range got {
+		if k != 2 {
+			t.Fatalf("correlationID %s: %d replies, want 2", corr, k)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("%d interactions answered, want %d", len(got), n)
+	}
+}
