@@ -315,3 +315,20 @@ func TestAgentManyConcurrent(t *testing.T) {
 		delete(want, m.CorrelationID)
 	}
 }
+
+func TestAgentWrongReply(t *testing.T) {
+	env := newAgentEnv(t)
+	agent := dial(t, env.agent)
+	register(t, agent)
+	consumer := dial(t, env.consumer)
+	read := proto.NewMessage(testThingID, proto.MsgReadProperty)
+	read.Name = "temperature"
+	consumer.send(read)
+	got := agent.recv()
+	agent.reply(got, proto.MsgActionStatus, func(m *proto.Message) { m.Name, m.Status = "temperature", proto.ActionCompleted })
+	m := consumer.recv()
+	wantError(t, m, "502")
+	if !strings.Contains(m.Detail, testThingID) || m.CorrelationID != read.MessageID {
+		t.Fatalf("consumer got %+v", m)
+	}
+}

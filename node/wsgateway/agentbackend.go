@@ -2,6 +2,7 @@ package wsgateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -76,7 +77,11 @@ func (b *agentBackend) Handle(ctx context.Context, x *interact.Exchange) error {
 			}
 			if err := x.Reply(m); err != nil {
 				b.cancelAtAgent(req, corr)
-				return err
+				if errors.Is(err, interact.ErrSessionClosed) {
+					return err
+				}
+				return b.problem(http.StatusBadGateway, interact.TitleBadGateway,
+					"the agent of Thing %q answered %s (correlationID %q) wrongly: %v", b.thingID, req.Type, req.Correlation(), err)
 			}
 			if interact.Ends(req, m) {
 				return nil

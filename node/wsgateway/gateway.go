@@ -324,11 +324,17 @@ func (c *consumerConn) pump(ws *wsSession) {
 			}
 			continue
 		}
-		if err := c.sock.send(c.ctx, m, ws.typ); err != nil {
-			if errors.Is(err, errSocketClosed) || c.ctx.Err() != nil {
-				return
-			}
+		err := c.sock.send(c.ctx, m, ws.typ)
+		if err != nil && (errors.Is(err, errSocketClosed) || c.ctx.Err() != nil) {
+			return
+		}
+		if err != nil { // the reply does not encode: end the interaction with an error the consumer can read
 			c.log.Warn("cannot send reply", "message", m, "err", err)
+			_ = ws.s.Close()
+			e := proto.NewError(ws.req, http.StatusBadGateway, interact.TitleBadGateway,
+				fmt.Sprintf("a reply of Thing %q for %s (correlationID %q) cannot be encoded: %v", ws.req.ThingID, ws.req.Type, ws.req.Correlation(), err))
+			_ = c.sock.send(c.ctx, e, ws.typ)
+			return
 		}
 	}
 }
