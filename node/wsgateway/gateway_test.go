@@ -541,3 +541,54 @@ func TestFollowUpRacingTheEnd(t *testing.T) {
 		t.Fatalf("%d interactions answered, want %d", len(got), n)
 	}
 }
+
+func TestObserveAndSubscribeAll(t *testing.T) {
+	env := newConsumerEnv(t, Options{})
+	c := dial(t, env.url)
+
+	obs := proto.NewMessage(testThingID, proto.MsgObserveProperty)
+	obs.Name = "temperature"
+	c.send(obs)
+	all := proto.NewMessage(testThingID, proto.MsgSubscribeAllEvents)
+	c.send(all)
+	waitFor(t, func() bool { return env.thing.Changed("temperature", mustValue(t, 30)) > 0 })
+	waitFor(t, func() bool { return env.thing.Emit("alert", proto.StringValue("a")) > 0 })
+	sawReading, sawEvent := false, false
+	for !sawReading || !sawEvent {
+		m := c.recv()
+		switch {
+		case m.Type == proto.MsgPropertyReading && m.CorrelationID == obs.MessageID:
+			sawReading = true
+		case m.Type == proto.MsgEvent && m.CorrelationID == all.MessageID:
+			sawEvent = true
+		default:
+			t.Fatalf("got %+v", m)
+		}
+	}
+
+	// both end without correlationID, matched by Thing and affordance
+	unobs := proto.NewMessage(testThingID, proto.MsgUnobserveProperty)
+	unobs.Name = "temperature"
+	c.send(unobs)
+	c.send(proto.NewMessage(testThingID, proto.MsgUnsubscribeAllEvents))
+	waitFor(t, func() bool {
+		return env.thing.Changed("temperature", mustValue(t, 31)) == 0 && env.thing.Emit("alert", proto.StringValue("b")) == 0
+	})
+
+	// a one-way invocation gets nothing back; the next reply is the read's
+	ow := invoke(t, "getWeather", map[string]string{"city": "Nowhere"})
+	ow.OneWay = true
+	c.send(ow)
+	read := proto.NewMessage(testThingID, proto.MsgReadProperty)
+	read.Name = "temperature"
+	c.send(read)
+	for {
+		m := c.recv()
+		if m.CorrelationID == ow.MessageID {
+			t.Fatalf("one-way request answered: %+v", m)
+		}
+		if m.CorrelationID == read.MessageID {
+			break
+		}
+	}
+}
