@@ -33,7 +33,9 @@ const (
 // concurrent use.
 type Registrar interface {
 	// Register publishes td (validating and signing it as the node does
-	// for any Thing it owns) and makes backend serve its interactions. A
+	// for any Thing it owns) and makes backend serve its interactions. ctx
+	// lasts as long as the agent's socket and carries the agent's identity
+	// (interact.CallerFrom, see Options.Caller). A
 	// second Register of the same id replaces the first. An error refuses
 	// the registration; a *proto.Problem keeps its status and title for
 	// the agent.
@@ -83,8 +85,9 @@ func (g *AgentGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ws == nil {
 		return
 	}
-	log := g.log.With("remote", r.RemoteAddr)
-	s := newSocket(context.Background(), ws, g.opts, log)
+	caller := g.opts.Caller(r)
+	log := g.log.With("caller", caller, "remote", r.RemoteAddr)
+	s := newSocket(interact.WithCaller(context.Background(), caller), ws, g.opts, log)
 	if !g.conns.add(s) {
 		s.close(websocket.StatusGoingAway, "node shutting down")
 		return

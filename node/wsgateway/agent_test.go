@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -22,7 +23,10 @@ type engineRegistrar struct {
 	engine *interact.Engine
 }
 
-func (r *engineRegistrar) Register(_ context.Context, td *proto.TD, b interact.Backend) error {
+func (r *engineRegistrar) Register(ctx context.Context, td *proto.TD, b interact.Backend) error {
+	if !strings.HasPrefix(interact.CallerFrom(ctx), "ws:") {
+		return &proto.Problem{Status: http.StatusUnauthorized, Title: "Unauthorized", Detail: "no caller"}
+	}
 	if !strings.HasPrefix(td.ID, "urn:") {
 		return &proto.Problem{Status: http.StatusForbidden, Title: "Forbidden", Detail: "test registrar takes urn ids only"}
 	}
@@ -48,6 +52,11 @@ type agentEnv struct {
 
 func newAgentEnv(t *testing.T) *agentEnv {
 	t.Helper()
+	return newAgentEnvOpts(t, Options{})
+}
+
+func newAgentEnvOpts(t *testing.T, opts Options) *agentEnv {
+	t.Helper()
 	things := &tdSet{}
 	e, err := interact.NewEngine(things, interact.Options{})
 	if err != nil {
@@ -57,7 +66,7 @@ func newAgentEnv(t *testing.T) *agentEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agw, err := NewAgentGateway(&engineRegistrar{things: things, engine: e}, Options{})
+	agw, err := NewAgentGateway(&engineRegistrar{things: things, engine: e}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,4 +340,23 @@ func TestAgentWrongReply(t *testing.T) {
 	if !strings.Contains(m.Detail, testThingID) || m.CorrelationID != read.MessageID {
 		t.Fatalf("consumer got %+v", m)
 	}
+}
+
+// An agent whose connection vanished without a close (it answers no
+// pings) is noticed; its Things answer 502, then 503.
+func TestAgentVanishes(t *testing.T) {
+	env := newAgentEnvOpts(t, Options{PingInterval: 50 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	agent := dial(t, env.agent)
+	register(t, agent)
+	consumer := dial(t, env.consumer)
+	// from now on the agent reads nothing, so it answers no pings
+	req := invoke(t, "getWeather", map[string]string{"city": "X"})
+	consumer.send(req)
+	m := consumer.recv()
+	wantError(t, m, "502")
+	if m.CorrelationID != req.MessageID {
+		t.Fatalf("consumer got %+v", m)
+	}
+	consumer.send(invoke(t, "getWeather", map[string]string{"city": "Y"}))
+	wantError(t, consumer.recv(), "503")
 }

@@ -32,6 +32,12 @@
 // the request they answer. A message larger than proto.MaxMessageSize
 // (4 MiB) closes the socket (status 1009, message too big).
 //
+// The node pings every socket each Options.PingInterval (30 s) and
+// closes one whose peer does not answer within Options.WriteTimeout, so
+// that idle connections survive NATs and proxies and a vanished peer is
+// noticed (clients must keep reading to answer pings, as every WebSocket
+// library does while it reads).
+//
 // # Consumer endpoint
 //
 // A request (invokeAction, readProperty, writeProperty,
@@ -150,7 +156,8 @@
 // dropped. Replies for no pending request are dropped; consumer requests
 // sent on an agent socket are answered with 400.
 //
-// When the agent's socket closes, interactions in flight end with 502
+// When the agent's socket closes (or its agent stops answering pings),
+// interactions in flight end with 502
 // (the agent disconnected) and new ones are answered with 503 (the agent
 // is not connected) until an agent registers the Thing again; the Thing
 // stays published meanwhile (the node may Unregister it on its own

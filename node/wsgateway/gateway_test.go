@@ -485,7 +485,7 @@ func TestGatewayClose(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	if err := (Options{QueueSize: -1, WriteTimeout: -1, InputQueueSize: -1}).Validate(); err == nil ||
+	if err := (Options{QueueSize: -1, WriteTimeout: -1, InputQueueSize: -1, PingInterval: -1}).Validate(); err == nil ||
 		!strings.Contains(err.Error(), "QueueSize") || !strings.Contains(err.Error(), "WriteTimeout") || !strings.Contains(err.Error(), "InputQueueSize") {
 		t.Fatalf("Validate: %v", err)
 	}

@@ -25,6 +25,11 @@ const (
 	// cancelAction, …) of one interaction wait for the Thing before the
 	// socket's reader waits too.
 	DefaultInputQueueSize = 16
+	// DefaultPingInterval is how often a socket is pinged. Idle
+	// connections through NATs and proxies are commonly cut after a few
+	// minutes; 30 s keeps them alive and notices a vanished peer within
+	// PingInterval + WriteTimeout.
+	DefaultPingInterval = 30 * time.Second
 )
 
 // Options configure a Gateway or an AgentGateway. The zero value of every
@@ -39,14 +44,20 @@ type Options struct {
 	// InputQueueSize bounds the follow-up messages queued per interaction.
 	// Default DefaultInputQueueSize.
 	InputQueueSize int
+	// PingInterval is how often the node pings a socket; a peer that does
+	// not answer within WriteTimeout is disconnected. Negative disables
+	// pings. Default DefaultPingInterval.
+	PingInterval time.Duration
 	// OriginPatterns lists the host patterns of browser origins allowed
 	// besides the request's own host (see github.com/coder/websocket
 	// AcceptOptions.OriginPatterns). Clients that send no Origin header
 	// (agents, programs) are always allowed.
 	OriginPatterns []string
-	// Caller names the consumer behind a socket; the Invoker sees it via
-	// interact.WithCaller, so that only the same caller queries, cancels or
-	// streams into what it opened. Default: a fresh "ws:<uuid>" per
+	// Caller names the peer behind a socket: on a consumer socket the
+	// Invoker sees it via interact.WithCaller, so that only the same caller
+	// queries, cancels or streams into what it opened; on an agent socket
+	// the Registrar sees it (interact.CallerFrom on Register's ctx) and may
+	// decide who may register which Thing. Default: a fresh "ws:<uuid>" per
 	// connection (every socket is its own caller). A node with
 	// authentication returns the authenticated identity instead.
 	Caller func(r *http.Request) string
@@ -78,6 +89,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.InputQueueSize == 0 {
 		o.InputQueueSize = DefaultInputQueueSize
+	}
+	if o.PingInterval == 0 {
+		o.PingInterval = DefaultPingInterval
 	}
 	if o.Caller == nil {
 		o.Caller = func(*http.Request) string { return "ws:" + uuid.NewString() }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -80,18 +81,47 @@ type socket struct {
 	cancel context.CancelFunc
 	opts   Options
 	log    *slog.Logger
-	wrote  chan struct{} // closed when the writer has returned
+	wg     sync.WaitGroup // the writer and the pinger
 }
 
 func newSocket(parent context.Context, ws *websocket.Conn, opts Options, log *slog.Logger) *socket {
 	ctx, cancel := context.WithCancel(parent)
-	s := &socket{ws: ws, out: make(chan frame, opts.QueueSize), ctx: ctx, cancel: cancel, opts: opts, log: log, wrote: make(chan struct{})}
-	go s.writeLoop()
+	s := &socket{ws: ws, out: make(chan frame, opts.QueueSize), ctx: ctx, cancel: cancel, opts: opts, log: log}
+	s.wg.Go(s.writeLoop)
+	if opts.PingInterval > 0 {
+		s.wg.Go(s.pingLoop)
+	}
 	return s
 }
 
+// pingLoop pings the peer every PingInterval and closes the socket when no
+// pong comes back within WriteTimeout: a peer that vanished without
+// closing (a NAT or firewall dropped the connection, the host died) is
+// noticed, its interactions end, and the Things of a vanished agent
+// answer 503.
+func (s *socket) pingLoop() {
+	t := time.NewTicker(s.opts.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(s.ctx, s.opts.WriteTimeout)
+			err := s.ws.Ping(ctx)
+			cancel()
+			if err != nil {
+				if s.ctx.Err() == nil {
+					s.log.Info("websocket peer does not answer pings; closing the socket", "err", err)
+				}
+				s.cancel()
+				return
+			}
+		}
+	}
+}
+
 func (s *socket) writeLoop() {
-	defer close(s.wrote)
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -165,7 +195,7 @@ func (s *socket) read() (websocket.MessageType, []byte, error) {
 // close ends the socket and waits for the writer.
 func (s *socket) close(code websocket.StatusCode, reason string) {
 	s.cancel()
-	<-s.wrote
+	s.wg.Wait()
 	_ = s.ws.Close(code, reason)
 }
 
