@@ -20,6 +20,14 @@ func testBroker(t *testing.T) string {
 	if u := os.Getenv("LMOS_TEST_MQTT_URL"); u != "" {
 		return u
 	}
+	url, _ := startBroker(t, freePort(t))
+	return url
+}
+
+// startBroker starts mosquitto on 127.0.0.1:port; stop kills it (also done
+// at the end of the test).
+func startBroker(t *testing.T, port int) (url string, stop func()) {
+	t.Helper()
 	bin, err := exec.LookPath("mosquitto")
 	if err != nil {
 		for _, b := range []string{"/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"} {
@@ -32,7 +40,6 @@ func testBroker(t *testing.T) string {
 	if bin == "" {
 		t.Skip("mosquitto is not installed (apt-get install -y mosquitto, or bash scripts/mosquitto.sh install) and LMOS_TEST_MQTT_URL is not set")
 	}
-	port := freePort(t)
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n", port)
 	if os.Geteuid() == 0 {
@@ -50,10 +57,11 @@ func testBroker(t *testing.T) string {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
+	stop = func() {
 		_ = cmd.Process.Kill()
 		<-exited
-	})
+	}
+	t.Cleanup(stop)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -72,7 +80,7 @@ func testBroker(t *testing.T) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "mqtt://" + addr
+	return "mqtt://" + addr, stop
 }
 
 func freePort(t *testing.T) int {

@@ -132,7 +132,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.ReconnectMax < c.ReconnectMin {
-		return errors.New("mqttgw: reconnectMax must not be below reconnectMin")
+		return fmt.Errorf("mqttgw: reconnectMax %s must not be below reconnectMin %s", c.ReconnectMax, c.ReconnectMin)
 	}
 	return nil
 }

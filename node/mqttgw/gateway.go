@@ -42,7 +42,9 @@ type Gateway struct {
 	ctx    context.Context // the gateway's lifetime; cancelled by Close
 	cancel context.CancelFunc
 	sem    chan struct{} // in-flight requests
-	wg     sync.WaitGroup
+	// rejecting bounds the 503 answers being published.
+	rejecting chan struct{}
+	wg        sync.WaitGroup
 
 	mu      sync.Mutex
 	started bool
@@ -81,16 +83,17 @@ func New(cfg Config, inv interact.Invoker, things ThingLister, opts ...Option) (
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Gateway{
-		cfg:     cfg,
-		log:     o.log.With("component", "mqttgw", "broker", cfg.BrokerURL, "clientID", cfg.ClientID),
-		caller:  o.callerID,
-		inv:     inv,
-		things:  things,
-		topics:  newTopics(cfg.Prefix),
-		ctx:     ctx,
-		cancel:  cancel,
-		sem:     make(chan struct{}, cfg.MaxInFlight),
-		exposed: make(map[string]*exposed),
+		cfg:       cfg,
+		log:       o.log.With("component", "mqttgw", "broker", cfg.BrokerURL, "clientID", cfg.ClientID),
+		caller:    o.callerID,
+		inv:       inv,
+		things:    things,
+		topics:    newTopics(cfg.Prefix),
+		ctx:       ctx,
+		cancel:    cancel,
+		sem:       make(chan struct{}, cfg.MaxInFlight),
+		rejecting: make(chan struct{}, cfg.MaxInFlight),
+		exposed:   make(map[string]*exposed),
 	}, nil
 }
 

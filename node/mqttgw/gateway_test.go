@@ -5,6 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"net/url"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,22 +27,35 @@ const testTD = `{
   "properties": {"level": {"type": "integer", "observable": true, "forms": [{"href": "level"}]}},
   "actions": {
     "echo": {"input": {"type": "string"}, "forms": [{"href": "echo"}]},
-    "long": {"forms": [{"href": "long"}]}
+    "long": {"forms": [{"href": "long"}]},
+    "block": {"forms": [{"href": "block"}]}
   },
   "events": {"tick": {"data": {"type": "integer"}, "forms": [{"href": "tick"}]}}
 }`
 
 // fixture is a Go SDK Thing in an Engine, exposed by a started gateway.
 type fixture struct {
-	url    string
-	thing  *interact.Thing
-	engine *interact.Engine
-	gw     *Gateway
-	topics topics
+	url     string
+	thing   *interact.Thing
+	engine  *interact.Engine
+	gw      *Gateway
+	topics  topics
+	release chan struct{} // ends the "block" action
+
+	mu  sync.Mutex
+	tds []*proto.TD // what the gateway's ThingLister returns
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureAt(t, testBroker(t), nil)
+}
+
+// newFixtureAt is newFixture with a broker and a change to the gateway's
+// Config.
+func newFixtureAt(t *testing.T, broker string, mod func(*Config)) *fixture {
+	t.Helper()
+	release := make(chan struct{})
 	td, err := proto.ParseTD([]byte(testTD))
 	if err != nil {
 		t.Fatal(err)
@@ -64,15 +79,26 @@ func newFixture(t *testing.T) *fixture {
 				}
 			}
 			return proto.StringValue("done"), nil
+		}).
+		OnAction("block", func(ctx context.Context, _ proto.Value, _ func(proto.Value)) (proto.Value, error) {
+			select {
+			case <-release:
+				return proto.Value{}, nil
+			case <-ctx.Done():
+				return proto.Value{}, ctx.Err()
+			}
 		})
 	engine, err := interact.NewEngine(interact.ThingsFunc(func(id string) (*proto.TD, bool) { return td, id == td.ID }), interact.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	engine.SetBackend(td.ID, thing)
-	f := &fixture{url: testBroker(t), thing: thing, engine: engine, topics: newTopics("")}
-	f.gw, err = New(Config{BrokerURL: f.url, ResubscribeDelay: 50 * time.Millisecond}, engine,
-		ThingListerFunc(func() []*proto.TD { return []*proto.TD{td} }), WithLogger(testLogger(t)))
+	f := &fixture{url: broker, thing: thing, engine: engine, topics: newTopics(""), release: release, tds: []*proto.TD{td}}
+	cfg := Config{BrokerURL: f.url, ResubscribeDelay: 50 * time.Millisecond, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond}
+	if mod != nil {
+		mod(&cfg)
+	}
+	f.gw, err = New(cfg, engine, ThingListerFunc(f.exposedThings), WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +118,18 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.awaitServing(t)
 	return f
+}
+
+func (f *fixture) exposedThings() []*proto.TD {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tds
+}
+
+func (f *fixture) setThings(tds ...*proto.TD) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tds = tds
 }
 
 // awaitServing waits until the gateway has subscribed to the Thing's
@@ -403,5 +441,79 @@ func waitFor(t *testing.T, f func() bool) {
 			t.Fatal("condition not met within 5 s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestMaxInFlight(t *testing.T) {
+	f := newFixtureAt(t, testBroker(t), func(c *Config) { c.MaxInFlight = 1 })
+	c := newClient(t, f.url)
+	resp := "test/inflight"
+	c.subscribe(resp)
+	topic := testThingID2Topic(f, "actions/block")
+	c.publish(&paho.Publish{Topic: topic, Properties: &paho.PublishProperties{ResponseTopic: resp, CorrelationData: []byte("1")}})
+	// The first holds the only slot (it reports nothing before it ends);
+	// wait until the engine runs it, then the second is refused.
+	time.Sleep(200 * time.Millisecond)
+	c.publish(&paho.Publish{Topic: topic, Properties: &paho.PublishProperties{ResponseTopic: resp, CorrelationData: []byte("2")}})
+	p, m := c.next()
+	if string(p.Properties.CorrelationData) != "2" || m.Type != proto.MsgError || m.Status != "503" {
+		t.Fatalf("got %s %+v, want a 503 for request 2", p.Properties.CorrelationData, m)
+	}
+	close(f.release)
+	p, m = c.next()
+	if string(p.Properties.CorrelationData) != "1" || m.Status != proto.ActionCompleted {
+		t.Fatalf("got %s %+v, want request 1 completed", p.Properties.CorrelationData, m)
+	}
+}
+
+func TestSyncWithdraws(t *testing.T) {
+	f := newFixture(t)
+	waitFor(t, func() bool { return f.thing.Changed("level", mustValue(t, 3)) > 0 })
+	c := newClient(t, f.url)
+	propTopic := f.topics.property(testThingID, "level")
+	c.subscribe(propTopic)
+	if _, m := c.next(); m.Value.String() != "3" {
+		t.Fatalf("retained %+v", m)
+	}
+	f.setThings()
+	if err := f.gw.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The retained value is cleared: an empty retained message.
+	select {
+	case p := <-c.got:
+		if p.Topic != propTopic || len(p.Payload) != 0 {
+			t.Fatalf("got %q %q, want the retained value cleared", p.Topic, p.Payload)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("retained value not cleared")
+	}
+	// Requests are not served any more.
+	resp := "test/withdrawn"
+	c.subscribe(resp)
+	c.publish(&paho.Publish{Topic: testThingID2Topic(f, "actions/echo"), Payload: []byte(`"x"`),
+		Properties: &paho.PublishProperties{ResponseTopic: resp}})
+	select {
+	case p := <-c.got:
+		t.Fatalf("withdrawn Thing answered on %q: %s", p.Topic, p.Payload)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+func TestReconnect(t *testing.T) {
+	if os.Getenv("LMOS_TEST_MQTT_URL") != "" {
+		t.Skip("restarts its own broker; LMOS_TEST_MQTT_URL is set")
+	}
+	port := freePort(t)
+	url, stop := startBroker(t, port)
+	f := newFixtureAt(t, url, nil)
+	stop()
+	startBroker(t, port)
+	// The gateway reconnects and subscribes again (clean session).
+	f.awaitServing(t)
+	c := newClient(t, f.url)
+	replies := c.request(testThingID2Topic(f, "actions/echo"), []byte(`"again"`))
+	if m := replies[len(replies)-1]; m.Status != proto.ActionCompleted {
+		t.Fatalf("after reconnect: %+v", m)
 	}
 }

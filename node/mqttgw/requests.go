@@ -39,12 +39,24 @@ func (g *Gateway) onPublish(pr paho.PublishReceived) (bool, error) {
 	case g.sem <- struct{}{}:
 	default:
 		g.log.Warn("mqtt request refused: too many in flight", "topic", in.topic, "maxInFlight", g.cfg.MaxInFlight)
-		if in.responseTopic != "" {
-			msg := errorFor(in, http.StatusServiceUnavailable, "Service Unavailable",
-				fmt.Sprintf("gateway %s serves %d requests already (topic %q)", g.cfg.ClientID, g.cfg.MaxInFlight, in.topic))
-			// Answered on a goroutine of its own (paho's callback must not
-			// wait for the broker); not counted, but owned.
-			g.goOwned(func() { g.reply(g.ctx, in, msg) })
+		if in.responseTopic == "" {
+			return true, nil
+		}
+		// Answered on a goroutine of its own (paho's callback must not wait
+		// for the broker), at most MaxInFlight such answers at once; beyond
+		// that the request gets no answer at all.
+		select {
+		case g.rejecting <- struct{}{}:
+		default:
+			return true, nil
+		}
+		msg := errorFor(in, http.StatusServiceUnavailable, "Service Unavailable",
+			fmt.Sprintf("gateway %s serves %d requests already (topic %q)", g.cfg.ClientID, g.cfg.MaxInFlight, in.topic))
+		if !g.goOwned(func() {
+			defer func() { <-g.rejecting }()
+			g.reply(g.ctx, in, msg)
+		}) {
+			<-g.rejecting
 		}
 		return true, nil
 	}
