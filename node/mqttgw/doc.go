@@ -79,10 +79,15 @@
 //
 // For each exposed Thing with events the gateway holds one
 // subscribeAllEvents session and, for each observable property, one
-// observeProperty session. If such a session ends (an error such as a 503
-// for a subscriber too slow, or the backend's stream ending) it is opened
-// again after Config.ResubscribeDelay. While the broker is unreachable
-// notifications are dropped (events are not queued across outages).
+// observeProperty session, opened once the broker is reachable. Right
+// after opening an observation the gateway reads the property (unless it
+// is writeOnly) and publishes that reading, so the retained topic holds the
+// current value from the start. If such a session ends (an error such as a
+// 503 for a subscriber too slow, or the backend's stream ending) it is
+// opened again after Config.ResubscribeDelay. While the broker is
+// unreachable notifications are dropped (events are not queued across
+// outages); a broker that lost its retained values (restarted without
+// persistence) gets them back with the next change.
 //
 // # Connection
 //

@@ -97,9 +97,9 @@ func New(cfg Config, inv interact.Invoker, things ThingLister, opts ...Option) (
 	}, nil
 }
 
-// Start connects to the broker (in the background: autopaho retries until
-// Close) and exposes the Things. It fails if the gateway was started or
-// closed before.
+// Start connects to the broker in the background (autopaho retries until
+// Close) and exposes the Things once connected (see Sync). It fails if the
+// gateway was started or closed before.
 func (g *Gateway) Start() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -196,8 +196,11 @@ func (g *Gateway) goOwned(f func()) bool {
 	return true
 }
 
-// syncLoop calls Sync at start and every SyncInterval.
+// syncLoop calls Sync once connected and then every SyncInterval.
 func (g *Gateway) syncLoop() {
+	if g.AwaitConnection(g.ctx) != nil {
+		return
+	}
 	t := time.NewTicker(g.cfg.SyncInterval)
 	defer t.Stop()
 	for {

@@ -517,3 +517,51 @@ func TestReconnect(t *testing.T) {
 		t.Fatalf("after reconnect: %+v", m)
 	}
 }
+
+func TestCBOREnvelope(t *testing.T) {
+	f := newFixture(t)
+	c := newClient(t, f.url)
+	resp := "test/cbor"
+	c.subscribe(resp)
+	req := proto.NewMessage(testThingID, proto.MsgInvokeAction)
+	req.Name, req.Input = "echo", proto.StringValue("cbor")
+	payload, err := proto.CBOR.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.publish(&paho.Publish{Topic: testThingID2Topic(f, "actions/echo"), Payload: payload,
+		Properties: &paho.PublishProperties{ResponseTopic: resp}})
+	for {
+		select {
+		case p := <-c.got:
+			if p.Properties == nil || p.Properties.ContentType != proto.ContentTypeCBOR {
+				t.Fatalf("reply content type %+v", p.Properties)
+			}
+			var m proto.Message
+			if err := proto.CBOR.Unmarshal(p.Payload, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.CorrelationID != req.MessageID {
+				t.Fatalf("correlationID %q, want %q", m.CorrelationID, req.MessageID)
+			}
+			if m.EndsAction() {
+				if m.Status != proto.ActionCompleted || m.Output.String() != `"cbor"` {
+					t.Fatalf("final %+v", m)
+				}
+				return
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no reply")
+		}
+	}
+}
+
+func TestObservedPropertyInitialValue(t *testing.T) {
+	f := newFixture(t)
+	c := newClient(t, f.url)
+	c.subscribe(f.topics.property(testThingID, "level"))
+	_, m := c.next() // the value read when the gateway started observing
+	if m.Type != proto.MsgPropertyReading || m.Value.String() != "1" {
+		t.Fatalf("initial value: %+v", m)
+	}
+}
