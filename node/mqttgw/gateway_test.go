@@ -12,6 +12,7 @@ import (
 
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
+	"go.uber.org/goleak"
 
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/proto"
@@ -137,6 +138,7 @@ func (f *fixture) setThings(tds ...*proto.TD) {
 func (f *fixture) awaitServing(t *testing.T) {
 	t.Helper()
 	c := newClient(t, f.url)
+	defer c.close()
 	resp := "test/probe/" + proto.NewMessage("", "").MessageID
 	c.subscribe(resp)
 	deadline := time.Now().Add(5 * time.Second)
@@ -191,17 +193,19 @@ func newClient(t *testing.T, broker string) *client {
 		t.Fatal(err)
 	}
 	c.cm = cm
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = cm.Disconnect(ctx)
-	})
+	t.Cleanup(c.close)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := cm.AwaitConnection(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func (c *client) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.cm.Disconnect(ctx)
 }
 
 func (c *client) subscribe(topic string) {
@@ -564,4 +568,30 @@ func TestObservedPropertyInitialValue(t *testing.T) {
 	if m.Type != proto.MsgPropertyReading || m.Value.String() != "1" {
 		t.Fatalf("initial value: %+v", m)
 	}
+}
+
+// Close ends everything the gateway started, a running action included,
+// and disconnects: no goroutine of the gateway or of paho is left.
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	url := testBroker(t)
+	c := newClient(t, url)
+	before := goleak.IgnoreCurrent()
+	f := newFixtureAt(t, url, nil)
+	c.publish(&paho.Publish{Topic: testThingID2Topic(f, "actions/block"),
+		Properties: &paho.PublishProperties{ResponseTopic: "test/close"}})
+	time.Sleep(100 * time.Millisecond) // the action runs
+	done := make(chan error, 1)
+	go func() { done <- f.gw.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close does not return while an action runs")
+	}
+	if err := f.engine.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, before)
 }
