@@ -58,7 +58,8 @@
 // errors (400 invalid input, 404 unknown Thing or affordance, 405, 504…)
 // unchanged, and the gateway's own:
 //
-//	400 Bad request          undecodable envelope, messageType/thingID/name not fitting the topic
+//	400 Bad request          undecodable envelope, messageType/thingID/name not fitting the topic,
+//	                         a streaming session ("stream": true; MQTT carries no session)
 //	503 Service unavailable  more than Config.MaxInFlight requests running
 //
 // All MQTT consumers share one caller identity (CallerID) towards the

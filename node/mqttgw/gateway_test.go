@@ -369,7 +369,8 @@ func TestErrors(t *testing.T) {
 		{"not JSON", "actions/echo", `{nope`, "400"},
 		{"wrong messageType", "actions/echo", `{"messageType":"readProperty","thingID":"urn:x","messageID":"1"}`, "400"},
 		{"other thing", "actions/echo", `{"messageType":"invokeAction","thingID":"urn:other","messageID":"1","action":"echo","input":"x"}`, "400"},
-		{"write read-only type", "properties/level/write", `"not an integer"`, "400"},
+		{"streaming session", "actions/echo", `{"messageType":"invokeAction","thingID":"urn:example:mqtt/thing+1","messageID":"1","action":"echo","input":"x","stream":true}`, "400"},
+		{"write of a wrong type", "properties/level/write", `"not an integer"`, "400"},
 		{"unknown property", "properties/nope/read", ``, "404"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

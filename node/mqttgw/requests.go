@@ -120,6 +120,8 @@ func (g *Gateway) decode(p *paho.Publish) *inbound {
 			in.bad = fmt.Errorf("topic %q is Thing %q, the envelope names %q", p.Topic, rt.thingID, m.ThingID)
 		case m.Name != "" && m.Name != rt.name:
 			in.bad = fmt.Errorf("topic %q is %q, the envelope names %q", p.Topic, rt.name, m.Name)
+		case m.Stream:
+			in.bad = fmt.Errorf("topic %q: streaming sessions are not offered over MQTT (use WebSocket or libp2p)", p.Topic)
 		}
 		m.ThingID, m.Name = rt.thingID, rt.name
 		if m.MessageID == "" {
