@@ -52,6 +52,8 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{"streams negative", func(c *Config) { c.Resources.MaxStreams = -5 }, "resources.maxStreams"},
 		{"cache negative", func(c *Config) { c.Datastore.CacheMB = -1 }, "datastore.cacheMB"},
 		{"hole punching without relay", func(c *Config) { c.RelayClient = false }, "holePunching"},
+		{"thing ttl negative", func(c *Config) { c.ThingTTL = Duration(-time.Hour) }, "thingTTL"},
+		{"thing ttl too short", func(c *Config) { c.ThingTTL = Duration(time.Second) }, "thingTTL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()

@@ -1,13 +1,23 @@
 // Package node assembles and runs an lmosnode: configuration, the home
-// directory (identity key, config file, datastore), the libp2p host and the
-// local HTTP API.
+// directory (identity key, config file, datastore), the libp2p host, the
+// directory of Things (node/directory), the private LMOS DHT (kad-dht,
+// see package dht), gossipsub, the federation that publishes and learns
+// Things through them (node/federation), and the local HTTP API.
 //
 // # Lifecycle
 //
 // A Node is built by New, started by Start and stopped by Close. New
 // validates the Config, loads or creates the identity key, opens the
-// datastore and builds the libp2p host, binding no socket; Start makes the
-// host listen, serves the API and writes the api file. Close is idempotent
+// datastore and the directory, and builds the libp2p host, the DHT,
+// gossipsub (Config.Gossip) and the federation, binding no socket; Start
+// makes the host listen, starts the federation, dials the bootstrap peers
+// and bootstraps the DHT (in the background), serves the API and writes
+// the api file. Close tears down in reverse order.
+//
+// The translation of Config into options of go-libp2p, kad-dht and
+// go-libp2p-pubsub lives in one file, libp2p.go: the gossipsub message ID
+// (SHA-256 of the data), StrictSign, the peer score parameters that
+// penalise invalid announcements, the maximum message size. Close is idempotent
 // and safe to call from any goroutine; every goroutine the node starts is
 // owned by it and stopped by Close.
 //
@@ -36,6 +46,6 @@
 //
 // # Not yet wired
 //
-// Config.MDNS, Config.Bootstrap and Config.DHTMode are validated and stored;
-// the mDNS service and the DHT that use them are built by later releases.
+// Config.MDNS is validated and stored; the mDNS service that uses it is
+// built by a later release.
 package node

@@ -33,7 +33,7 @@ const (
 	netSize = 20
 	// waitLong is the deadline of a wait for the network to converge: a
 	// bound for a hung test, not a speed requirement.
-	waitLong = 45 * time.Second
+	waitLong = 30 * time.Second
 )
 
 // has reports whether n's directory holds (publisher, id) at seq exactly,
@@ -192,9 +192,10 @@ func TestFederation(t *testing.T) {
 	})
 
 	t.Run("hostile announcements are rejected", func(t *testing.T) {
-		// The hostile peer dials one node; its DHT then connects it to
-		// most others, so any node may be the one that refuses first.
-		victim := nodes[0]
+		// The hostile peer dials the victim and floods its messages to it
+		// (its DHT soon connects it to others too, who refuse them as
+		// well); the victim's verdicts are checked.
+		victim, victimTracer := nodes[0], tracers[:1]
 		held, _ := victim.Directory().Latest(alice.PeerID(), id)
 		heldRaw, err := held.Raw()
 		if err != nil {
@@ -234,7 +235,7 @@ func TestFederation(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				h := newHostile(t, victim)
 				h.publish(t, c.data)
-				waitRefusal(t, tracers, h.id, pubsub.RejectValidationFailed)
+				waitRefusal(t, victimTracer, h.id, pubsub.RejectValidationFailed)
 			})
 		}
 
@@ -246,10 +247,10 @@ func TestFederation(t *testing.T) {
 			h.publish(t, v2.Raw)
 			testnet.WaitFor(t, "hostile's own v2 accepted", waitLong, testnet.All(nodes, has(h.id, hid, 2, false)))
 			h.publish(t, v1.Raw)
-			waitRefusal(t, tracers, h.id, pubsub.RejectValidationFailed)
+			waitRefusal(t, victimTracer, h.id, pubsub.RejectValidationFailed)
 			// The same seq again, signed earlier: not newer, but no replay.
 			h.publish(t, h.sign(t, hid, 2, time.Now().Add(-time.Minute)).Raw)
-			waitRefusal(t, tracers, h.id, pubsub.RejectValidationIgnored)
+			waitRefusal(t, victimTracer, h.id, pubsub.RejectValidationIgnored)
 		})
 
 		// Nothing changed anywhere.
@@ -400,7 +401,7 @@ func newHostile(t *testing.T, peers ...*node.Node) *hostile {
 	t.Cleanup(cancel)
 	ps, err := pubsub.NewGossipSub(ctx, h,
 		pubsub.WithMessageIdFn(func(m *pubsubpb.Message) string { s := sha256.Sum256(m.GetData()); return string(s[:]) }),
-		pubsub.WithMaxMessageSize(2*lmosproto.MaxRecordSize))
+		pubsub.WithFloodPublish(true), pubsub.WithMaxMessageSize(2*lmosproto.MaxRecordSize))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,4 +458,88 @@ func (h *hostile) sign(t *testing.T, id string, seq uint64, at time.Time) *lmosp
 		t.Fatal(err)
 	}
 	return rec
+}
+
+// TestPublishBeforePeers: a node that published while alone gets its Thing
+// to the network once it has peers: by gossip (it republishes when the
+// first peer joins the announce topic) and into the DHT (the republication
+// queues the record again at once).
+func TestPublishBeforePeers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bobTracer := &testnet.Tracer{}
+	net := testnet.New(t, 2, testnet.Options{
+		// Bob does not sync on connect: gossip alone must bring the Thing.
+		Configure:   func(i int, cfg *node.Config) { cfg.SyncOnConnect = i == 0 },
+		NodeOptions: func(int) []node.Option { return []node.Option{node.WithPubSubTracer(bobTracer)} },
+	})
+	defer func() {
+		if t.Failed() {
+			t.Logf("Bob's gossipsub: received %d, delivered %d, duplicates %d, refused %v", bobTracer.Received(), bobTracer.Delivered(), bobTracer.Duplicates(), bobTracer.Refused())
+		}
+	}()
+	alice, bob := net.Nodes[0], net.Nodes[1]
+	id := testnet.UniqueID(t)
+	capability := "lonely-" + id[len(id)-6:]
+	if _, _, err := alice.Federation().Publish(ctx, testnet.TD(t, id, "Lonely", capability), nil); err != nil {
+		t.Fatal(err)
+	}
+	net.Link(1, 0)
+	testnet.WaitFor(t, "Bob has Alice's Thing by gossip", waitLong, testnet.All([]*node.Node{bob}, has(alice.PeerID(), id, 1, false)))
+
+	// A cold node that knows only Bob finds the capability in the DHT.
+	cold := lateNode(t, func(cfg *node.Config) { cfg.Gossip, cfg.SyncOnConnect = false, false })
+	testnet.Connect(t, cold, bob)
+	testnet.WaitFor(t, "cold lookup", waitLong, func() (bool, string) {
+		lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+		defer lcancel()
+		found, err := cold.Federation().FindCapability(lctx, capability)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(found) == 1 && found[0].Publisher == alice.PeerID(), "not found yet"
+	})
+}
+
+// TestRestartKeepsAndRepublishes: a node restarted on its home still has
+// its own Things, and a peer that meets it afterwards learns them.
+func TestRestartKeepsAndRepublishes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := testnet.Config(t)
+	first, err := node.New(cfg, node.WithLogger(testnet.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id := testnet.UniqueID(t)
+	if _, _, err := first.Federation().Publish(ctx, testnet.TD(t, id, "Durable", "durable"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := node.New(cfg, node.WithLogger(testnet.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { again.Close() })
+	if err := again.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := again.Directory().Get(again.PeerID(), id); !ok || !e.Own || e.Seq != 1 {
+		t.Fatalf("after restart: held %v, own %v, seq %d", ok, e.Own, e.Seq)
+	}
+	peerNode := lateNode(t, func(*node.Config) {})
+	testnet.Connect(t, peerNode, again)
+	testnet.WaitFor(t, "peer learns the restarted node's Thing", waitLong, testnet.All([]*node.Node{peerNode}, has(again.PeerID(), id, 1, false)))
 }

@@ -221,6 +221,12 @@ func newPubSub(ctx context.Context, h host.Host, o options) (*pubsub.PubSub, err
 		// Message.GetFrom() as the author.
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
 		pubsub.WithPeerScore(params, thresholds),
+		// A node sends its own announcements to every topic peer whose
+		// score is above PublishThreshold, not only to its mesh peers:
+		// announcements are rare, and a peer that just connected (not yet
+		// grafted into the mesh, which takes a heartbeat) must not miss
+		// one. go-libp2p-pubsub v0.16 has flood publishing off by default.
+		pubsub.WithFloodPublish(true),
 		pubsub.WithMaxMessageSize(pubsubMaxMessageSize),
 	}
 	for _, t := range o.tracers {

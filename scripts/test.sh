@@ -28,5 +28,8 @@ if [[ "${LMOS_SKIP_LINT:-}" != 1 ]]; then
 	"$gobin/golangci-lint" run ./...
 fi
 
+step "mosquitto (MQTT broker for the node/mqttgw tests)"
+bash scripts/mosquitto.sh install
+
 step "go test"
 go test -count=1 -timeout 20m ./...

@@ -27,9 +27,11 @@ type Verdict struct {
 // and counts those it delivered. Give it to a node with
 // node.WithPubSubTracer. It is safe for concurrent use.
 type Tracer struct {
-	mu        sync.Mutex
-	refused   []Verdict
-	delivered int
+	mu         sync.Mutex
+	refused    []Verdict
+	delivered  int
+	duplicates int
+	received   int
 }
 
 var _ pubsub.RawTracer = (*Tracer)(nil)
@@ -59,6 +61,38 @@ func (tr *Tracer) Delivered() int {
 	return tr.delivered
 }
 
+// Duplicates returns how many messages arrived again after their first
+// copy (dropped without validation).
+func (tr *Tracer) Duplicates() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.duplicates
+}
+
+// Received returns how many RPCs arrived that carried messages.
+func (tr *Tracer) Received() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.received
+}
+
+// DuplicateMessage counts a duplicate.
+func (tr *Tracer) DuplicateMessage(*pubsub.Message) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.duplicates++
+}
+
+// RecvRPC counts an RPC that carries messages.
+func (tr *Tracer) RecvRPC(rpc *pubsub.RPC) {
+	if len(rpc.GetPublish()) == 0 {
+		return
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.received++
+}
+
 // RejectMessage records a refused message.
 func (tr *Tracer) RejectMessage(msg *pubsub.Message, reason string) {
 	tr.mu.Lock()
@@ -84,9 +118,7 @@ func (*Tracer) Leave(string)                             {}
 func (*Tracer) Graft(peer.ID, string)                    {}
 func (*Tracer) Prune(peer.ID, string)                    {}
 func (*Tracer) ValidateMessage(*pubsub.Message)          {}
-func (*Tracer) DuplicateMessage(*pubsub.Message)         {}
 func (*Tracer) ThrottlePeer(peer.ID)                     {}
-func (*Tracer) RecvRPC(*pubsub.RPC)                      {}
 func (*Tracer) SendRPC(*pubsub.RPC, peer.ID)             {}
 func (*Tracer) DropRPC(*pubsub.RPC, peer.ID)             {}
 func (*Tracer) UndeliverableMessage(*pubsub.Message)     {}

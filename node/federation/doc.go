@@ -6,8 +6,9 @@
 // Three paths carry records (signed TDs and tombstones, proto.Record):
 //
 //   - Gossip. A node announces each record it publishes on the gossipsub
-//     topic proto.TopicAnnounce ("/lmos/1/announce"); every node that
-//     accepts it stores it and gossipsub relays it on.
+//     topic proto.TopicAnnounce ("/lmos/1/announce"), to all its topic
+//     peers (the node turns on flood publishing); every node that accepts
+//     it stores it and gossipsub relays it on.
 //   - Sync. When two nodes connect, each asks the other for the records it
 //     publishes, over the stream protocol proto.ProtocolSync
 //     ("/lmos/sync/1.0.0"). A node that missed gossip (it was down, or it

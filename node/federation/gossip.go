@@ -110,12 +110,15 @@ func (f *Federation) announce(ctx context.Context, rec *lmosproto.Record) {
 	if f.topic == nil || !public(rec) {
 		return
 	}
-	if len(f.topic.ListPeers()) == 0 {
+	peers := len(f.topic.ListPeers())
+	if peers == 0 {
 		f.unheard = true
 	}
 	if err := f.topic.Publish(ctx, rec.Raw); err != nil {
 		f.log.Warn("announce thing", "thing", rec.ThingID, "seq", rec.Seq, "err", err)
+		return
 	}
+	f.log.Debug("announced thing", "thing", rec.ThingID, "seq", rec.Seq, "signed", rec.Signer.Created, "topicPeers", peers)
 }
 
 // watchTopic republishes the own records when a peer joins the announce

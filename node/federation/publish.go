@@ -158,8 +158,15 @@ func (f *Federation) republish(all bool) {
 	}
 }
 
-// resign signs rec again at the same seq, dated now.
+// resign signs rec again at the same seq, dated now, or a second after
+// rec's proof if that is later: proofs carry whole seconds, and Ed25519
+// signatures are deterministic, so a record re-signed within the second of
+// its proof would be the same bytes, the same gossipsub message, and
+// dropped as a duplicate by every peer (and by our own pubsub).
 func (f *Federation) resign(rec *lmosproto.Record, now time.Time) (*lmosproto.Record, error) {
+	if prev := rec.Signer.Created; !now.Truncate(time.Second).After(prev) {
+		now = prev.Add(time.Second)
+	}
 	if rec.Tombstone() {
 		return lmosproto.SignTombstone(rec.ThingID, rec.Seq, f.p.Key, now)
 	}
