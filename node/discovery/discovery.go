@@ -38,6 +38,8 @@ type Service struct {
 	dialSlots chan struct{}
 	// found carries mDNS finds from go-libp2p's callback to mdnsLoop.
 	found chan peer.AddrInfo
+	// mdnsYield is mdnsYield, or less in tests.
+	mdnsYield time.Duration
 	// notifiee tracks connections for the source map.
 	notifiee *network.NotifyBundle
 
@@ -88,10 +90,11 @@ func New(h host.Host, cfg Config, opts ...Option) (*Service, error) {
 		// mDNS answers arrive in bursts of one per LAN peer; more than
 		// this many undialled finds at once are dropped and come again
 		// with the next announcement.
-		found:    make(chan peer.AddrInfo, 64),
-		sources:  make(map[peer.ID]Source),
-		pending:  make(map[peer.ID]Source),
-		failures: make(map[peer.ID]*failure),
+		found:     make(chan peer.AddrInfo, 64),
+		mdnsYield: mdnsYield,
+		sources:   make(map[peer.ID]Source),
+		pending:   make(map[peer.ID]Source),
+		failures:  make(map[peer.ID]*failure),
 	}
 	if o.routing != nil {
 		s.rd = routingdisc.NewRoutingDiscovery(o.routing)
