@@ -171,7 +171,7 @@ func (s *Service) Close() error {
 }
 
 // Connect dials ai now, ignoring the peer limit and any backoff, and
-// records the peer as SourceManual. It is what `lmosnode connect` calls.
+// records the peer as SourceConnect. It is what `lmosnode connect` calls.
 func (s *Service) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	if ai.ID == s.h.ID() {
 		return fmt.Errorf("discovery: connect %s: that is this node", ai.ID)
@@ -179,12 +179,12 @@ func (s *Service) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	if err := s.ctx.Err(); err != nil {
 		return fmt.Errorf("discovery: connect %s: service is closed", ai.ID)
 	}
-	if s.beginDial(ai.ID, SourceManual) {
+	if s.beginDial(ai.ID, SourceConnect) {
 		defer s.endDial(ai.ID)
 	}
 	// Otherwise another dial of ours is in flight; dial anyway, the swarm
 	// joins the two.
-	return s.connect(ctx, ai, SourceManual)
+	return s.connect(ctx, ai, SourceConnect)
 }
 
 // newBackoff returns the factory of b's strategy: exponential (base 2)

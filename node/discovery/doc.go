@@ -43,7 +43,7 @@
 //	mdns       dialled after an mDNS announcement
 //	dht        dialled after a DHT rendezvous lookup
 //	bootstrap  dialled as a configured bootstrap peer
-//	manual     dialled through Service.Connect (e.g. `lmosnode connect`)
+//	connect    dialled on request through Service.Connect (`lmosnode connect`)
 //	inbound    the peer connected to us, before any of our ways found it
 //	outbound   this host dialled it for another reason (a DHT query, an
 //	           invocation); discovery did not

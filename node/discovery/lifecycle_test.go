@@ -160,7 +160,7 @@ func TestCloseWithoutStart(t *testing.T) {
 	}
 }
 
-// TestSources checks the source map for inbound, manual and closed
+// TestSources checks the source map for inbound, on-request and closed
 // connections.
 func TestSources(t *testing.T) {
 	g := newGater(t)
@@ -180,15 +180,15 @@ func TestSources(t *testing.T) {
 	if err := a.Connect(ctx, addrInfo(ch)); err != nil {
 		t.Fatal(err)
 	}
-	if src, _ := a.Source(ch.ID()); src != SourceManual {
-		t.Errorf("a.Connect(c): source %q, want %q", src, SourceManual)
+	if src, _ := a.Source(ch.ID()); src != SourceConnect {
+		t.Errorf("a.Connect(c): source %q, want %q", src, SourceConnect)
 	}
 	peers := a.Peers()
 	if len(peers) != 2 {
 		t.Fatalf("Peers() = %+v, want b and c", peers)
 	}
 	for _, p := range peers {
-		want := map[peer.ID]Source{bh.ID(): SourceInbound, ch.ID(): SourceManual}[p.ID]
+		want := map[peer.ID]Source{bh.ID(): SourceInbound, ch.ID(): SourceConnect}[p.ID]
 		if p.Source != want || len(p.Addrs) != 1 || p.ConnectedAt.IsZero() {
 			t.Errorf("Peers(): %+v, want source %q, one address, a time", p, want)
 		}

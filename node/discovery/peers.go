@@ -7,6 +7,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // Source says how a connected peer was found (see the package doc).
@@ -20,8 +21,9 @@ const (
 	SourceDHT Source = "dht"
 	// SourceBootstrap: dialled as a configured bootstrap peer.
 	SourceBootstrap Source = "bootstrap"
-	// SourceManual: dialled through Service.Connect.
-	SourceManual Source = "manual"
+	// SourceConnect: dialled on request, through Service.Connect
+	// (`lmosnode connect`).
+	SourceConnect Source = "connect"
 	// SourceInbound: the peer connected to us, and none of our ways has
 	// found it.
 	SourceInbound Source = "inbound"
@@ -30,18 +32,17 @@ const (
 	SourceOutbound Source = "outbound"
 )
 
-// PeerInfo describes one connected peer. Its JSON form is what the node's
-// API returns for GET /api/v1/peers.
+// PeerInfo describes one connected peer.
 type PeerInfo struct {
 	// ID is the peer's ID.
-	ID peer.ID `json:"peerID"`
+	ID peer.ID
 	// Addrs are the remote multiaddrs of the open connections to the peer,
 	// oldest connection first.
-	Addrs []string `json:"addrs"`
+	Addrs []ma.Multiaddr
 	// Source is how the peer was found.
-	Source Source `json:"source"`
+	Source Source
 	// ConnectedAt is when the oldest open connection was opened.
-	ConnectedAt time.Time `json:"connectedAt"`
+	ConnectedAt time.Time
 }
 
 // Peers returns the host's connected peers, sorted by peer ID.
@@ -53,9 +54,9 @@ func (s *Service) Peers() []PeerInfo {
 		if len(conns) == 0 {
 			continue // closed since Peers
 		}
-		info := PeerInfo{ID: p, Addrs: make([]string, 0, len(conns))}
+		info := PeerInfo{ID: p, Addrs: make([]ma.Multiaddr, 0, len(conns))}
 		for _, c := range conns {
-			info.Addrs = append(info.Addrs, c.RemoteMultiaddr().String())
+			info.Addrs = append(info.Addrs, c.RemoteMultiaddr())
 			if opened := c.Stat().Opened; info.ConnectedAt.IsZero() || opened.Before(info.ConnectedAt) {
 				info.ConnectedAt = opened
 			}
