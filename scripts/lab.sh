@@ -8,9 +8,12 @@
 #
 #   1. probe   the discovery package's mDNS path: a bare libp2p host with
 #              node/discovery (test binary built with -tags lab) in every
-#              namespace must connect to all others by mDNS;
-#   2. nodes   `lmosnode up` (mDNS on, no bootstrap) in every namespace; its
-#              API answers and `lmosnode id` works inside the namespace;
+#              namespace must connect to all others by mDNS (--via mdns);
+#   2. nodes   `lmosnode up` in every namespace, with mDNS on and no
+#              bootstrap peer (--via mdns, the default), or with mDNS off
+#              and node 1 as the only bootstrap peer (--via bootstrap:
+#              nodes 2..N then meet by DHT rendezvous); every API answers
+#              and `lmosnode id` works inside the namespace;
 #   3. peers   GET /api/v1/peers of every node lists every other node;
 #   4. things  every node publishes one Thing (`lmosnode things publish`),
 #              and `lmosnode find --json` on every node lists all of them.
@@ -20,7 +23,8 @@
 # instead). Namespaces, bridge, veths and processes are removed on every
 # exit, including failures and Ctrl-C. Needs root. See docs/lab.md.
 #
-# Usage: sudo scripts/lab.sh [-n NODES] [-d SECONDS] [--keep] [--strict] [--hold]
+# Usage: sudo scripts/lab.sh [-n NODES] [-d SECONDS] [--via mdns|bootstrap]
+#                            [--keep] [--strict] [--hold]
 #        sudo scripts/lab.sh --clean
 set -euo pipefail
 
@@ -38,6 +42,11 @@ usage: $0 [options]
                       is always kept when the lab fails (env LAB_KEEP=1)
       --strict        fail, instead of skipping, steps whose API or CLI
                       command is not available (env LAB_STRICT=1)
+      --via WAY       how the daemons find each other: mdns (default: mDNS
+                      on, no bootstrap peers) or bootstrap (mDNS off; node 1
+                      is every other node's only bootstrap peer, so nodes
+                      2..N must find each other by DHT rendezvous)
+                      (env LAB_VIA)
       --hold          after the checks, keep the lab running until Ctrl-C
                       (prints how to run commands inside it)
       --clean         remove what a killed run of lab <ID> left behind
@@ -55,6 +64,7 @@ DEADLINE=${LAB_DEADLINE:-60}
 LAB=${LAB_ID:-0}
 KEEP=${LAB_KEEP:-0}
 STRICT=${LAB_STRICT:-0}
+VIA=${LAB_VIA:-mdns}
 HOLD=0
 CLEAN_ONLY=0
 GO=${GO:-go}
@@ -66,6 +76,7 @@ while (($#)); do
 	-i | --id) LAB=${2:?$1 needs a value}; shift 2 ;;
 	--keep) KEEP=1; shift ;;
 	--strict) STRICT=1; shift ;;
+	--via) VIA=${2:?$1 needs a value}; shift 2 ;;
 	--hold) HOLD=1; shift ;;
 	--clean) CLEAN_ONLY=1; shift ;;
 	-h | --help) usage; exit 0 ;;
@@ -82,6 +93,7 @@ if ! [[ $DEADLINE =~ ^[0-9]+$ ]] || ((DEADLINE < 1)); then
 	die "--deadline: $DEADLINE: want a positive number of seconds"
 fi
 [[ $LAB =~ ^[0-9]$ ]] || die "--id: $LAB: want a digit 0..9"
+[[ $VIA == mdns || $VIA == bootstrap ]] || die "--via: $VIA: want mdns or bootstrap"
 
 if ((EUID != 0)); then
 	die "needs root: it creates network namespaces, a bridge and veth pairs. Run: sudo $0 ${ARGS[*]}"
@@ -294,28 +306,54 @@ api_get() { # K PATH OUTFILE -> prints the HTTP status
 	nsx "$1" curl -sS --max-time 3 -o "$3" -w '%{http_code}' "http://$API$2" 2>/dev/null || true
 }
 
-step_nodes() {
-	step "nodes: lmosnode up in every namespace (mDNS on, no bootstrap)"
-	local k t0 deadline status id
-	t0=$(now)
-	for ((k = 1; k <= NODES; k++)); do
-		setsid ip netns exec "$(ns "$k")" "$BIN/lmosnode" up --home "$(home "$k")" \
-			--listen "/ip4/$(ip_of "$k")/tcp/$NODE_PORT" --api "$API" --mdns=true \
-			--log-level debug >"$WORK/node$k.log" 2>&1 &
-		PIDS+=($!)
+# start_node K ARGS...: run `lmosnode up` in namespace K.
+start_node() {
+	local k=$1
+	shift
+	setsid ip netns exec "$(ns "$k")" "$BIN/lmosnode" up --home "$(home "$k")" \
+		--listen "/ip4/$(ip_of "$k")/tcp/$NODE_PORT" --api "$API" \
+		--log-level debug "$@" >"$WORK/node$k.log" 2>&1 &
+	PIDS+=($!)
+}
+
+# wait_node K DEADLINE: wait until node K's API answers, check that
+# `lmosnode id` inside the namespace names the same peer, and record it.
+wait_node() {
+	local k=$1 deadline=$2 id
+	until [[ $(api_get "$k" /api/v1/node "$WORK/info$k.json") == 200 ]]; do
+		((SECONDS < deadline)) || { echo "node $k: API not answering after ${DEADLINE}s"; tail -n 20 "$WORK/node$k.log"; return 1; }
+		sleep 0.2
 	done
+	id=$(nsx "$k" "$BIN/lmosnode" id --home "$(home "$k")" | sed -n 's/^peer ID: //p')
+	[[ -n $id ]] || { echo "node $k: 'lmosnode id' printed no peer ID"; return 1; }
+	[[ $id == "$(jq -r .peerID "$WORK/info$k.json")" ]] ||
+		{ echo "node $k: 'lmosnode id' says $id, the API $(jq -r .peerID "$WORK/info$k.json")"; return 1; }
+	PEER_IDS[k - 1]=$id
+	echo "  $(ns "$k"): $id at /ip4/$(ip_of "$k")/tcp/$NODE_PORT"
+}
+
+step_nodes() {
+	local k t0 deadline args=()
+	if [[ $VIA == mdns ]]; then
+		step "nodes: lmosnode up in every namespace (mDNS on, no bootstrap)"
+		args=(--mdns=true)
+	else
+		step "nodes: lmosnode up in every namespace (mDNS off; all but node 1 bootstrap from node 1)"
+		args=(--mdns=false)
+	fi
+	t0=$(now)
 	deadline=$((SECONDS + DEADLINE))
-	for ((k = 1; k <= NODES; k++)); do
-		until [[ $(api_get "$k" /api/v1/node "$WORK/info$k.json") == 200 ]]; do
-			((SECONDS < deadline)) || { echo "node $k: API not answering after ${DEADLINE}s"; tail -n 20 "$WORK/node$k.log"; return 1; }
-			sleep 0.2
-		done
-		id=$(nsx "$k" "$BIN/lmosnode" id --home "$(home "$k")" | sed -n 's/^peer ID: //p')
-		[[ -n $id ]] || { echo "node $k: 'lmosnode id' printed no peer ID"; return 1; }
-		[[ $id == "$(jq -r .peerID "$WORK/info$k.json")" ]] ||
-			{ echo "node $k: 'lmosnode id' says $id, the API $(jq -r .peerID "$WORK/info$k.json")"; return 1; }
-		PEER_IDS+=("$id")
-		echo "  $(ns "$k"): $id at /ip4/$(ip_of "$k")/tcp/$NODE_PORT"
+	# Node 1 first: in bootstrap mode the others need its peer ID.
+	start_node 1 "${args[@]}"
+	wait_node 1 "$deadline" || return 1
+	if [[ $VIA == bootstrap ]]; then
+		args+=(--bootstrap "/ip4/$(ip_of 1)/tcp/$NODE_PORT/p2p/${PEER_IDS[0]}")
+	fi
+	for ((k = 2; k <= NODES; k++)); do
+		start_node "$k" "${args[@]}"
+	done
+	for ((k = 2; k <= NODES; k++)); do
+		wait_node "$k" "$deadline" || return 1
 	done
 	NODES_UP_AT=$(now)
 	echo "$NODES nodes up in $(since "$t0")"
@@ -451,8 +489,8 @@ step_things() {
 summary() {
 	local result=$1
 	printf '\n== summary\n'
-	printf '  %-8s %s\n' nodes "$NODES (lab $LAB, $SUBNET.0/24)"
-	printf '  %-8s %s\n' probe "${PROBE_RESULT:-not reached}"
+	printf '  %-8s %s\n' nodes "$NODES (lab $LAB, $SUBNET.0/24, found by $VIA)"
+	printf '  %-8s %s\n' probe "${PROBE_RESULT:-not run (--via $VIA) or not reached}"
 	printf '  %-8s %s\n' daemons "$( [[ -n $NODES_UP_AT ]] && echo "all up; API and lmosnode id answer in every namespace" || echo "not reached")"
 	printf '  %-8s %s\n' peers "${PEERS_RESULT:-skipped or not reached}"
 	printf '  %-8s %s\n' things "${THINGS_RESULT:-skipped or not reached}"
@@ -460,7 +498,7 @@ summary() {
 }
 
 run_started=$(now)
-if step_probe && step_nodes && step_peers && step_things; then
+if { [[ $VIA != mdns ]] || step_probe; } && step_nodes && step_peers && step_things; then
 	FAILED=0
 	summary "PASS in $(since "$run_started")"
 	if ((HOLD)); then

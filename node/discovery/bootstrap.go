@@ -40,7 +40,13 @@ func (s *Service) bootstrap() int {
 		ok int
 	)
 	for _, ai := range s.cfg.Bootstrap {
-		if ai.ID == s.h.ID() || s.h.Network().Connectedness(ai.ID) == network.Connected {
+		if ai.ID == s.h.ID() {
+			continue
+		}
+		if s.h.Network().Connectedness(ai.ID) == network.Connected {
+			// Connected otherwise (it dialled us, or a DHT query did):
+			// it is still our bootstrap peer.
+			s.claim(ai.ID, SourceBootstrap)
 			continue
 		}
 		wg.Go(func() {

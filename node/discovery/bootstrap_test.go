@@ -136,3 +136,33 @@ func (r *recorder) count(msg string) int {
 	}
 	return n
 }
+
+// TestBootstrapClaimsConnectedPeer: a bootstrap peer that dialled us before
+// we dialled it is still named a bootstrap peer.
+func TestBootstrapClaimsConnectedPeer(t *testing.T) {
+	g := newGater(t)
+	ah, bh := newHost(t, g, nil), newHost(t, g, nil)
+	cfg := fastConfig()
+	cfg.Bootstrap = []peer.AddrInfo{addrInfo(bh)}
+	a, err := New(ah, cfg, WithLogger(testLogger(t, ah)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := bh.Connect(ctx, addrInfo(ah)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a sees b", 5*time.Second, func() bool { return connected(ah, bh) })
+	if src, _ := a.Source(bh.ID()); src != SourceInbound {
+		t.Fatalf("before Start: source of b = %q, want %q", src, SourceInbound)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b named a bootstrap peer", 5*time.Second, func() bool {
+		src, _ := a.Source(bh.ID())
+		return src == SourceBootstrap
+	})
+}
