@@ -65,15 +65,13 @@ func (s *Service) bootstrap() int {
 }
 
 // dialBootstrap dials one bootstrap peer. Our own backoff paces these
-// dials, so the swarm's per-address dial backoff (5 s and more after a
-// failure) is skipped: a bootstrap peer that comes back is dialled at our
-// next attempt, not the swarm's.
+// dials, so the swarm's dial backoff is skipped (forceDirect): a bootstrap
+// peer that comes back is dialled at our next attempt, not the swarm's.
 func (s *Service) dialBootstrap(ai peer.AddrInfo) error {
 	if s.beginDial(ai.ID, SourceBootstrap) {
 		defer s.endDial(ai.ID)
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
 	defer cancel()
-	ctx = network.WithForceDirectDial(ctx, "lmos bootstrap")
-	return s.connect(ctx, ai, SourceBootstrap)
+	return s.connect(forceDirect(ctx, ai, "lmos bootstrap"), ai, SourceBootstrap)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/discovery/backoff"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // maxFailures bounds the per-peer backoff table; past it, entries whose
@@ -139,4 +140,17 @@ func (s *Service) recordDial(p peer.ID, err error) {
 		s.failures[p] = f
 	}
 	f.next = now.Add(f.strat.Delay())
+}
+
+// forceDirect lets a dial to ai skip the swarm's per-address dial backoff
+// (5 s and more after a failure), for dials our own backoff already paces
+// or that the user asked for. go-libp2p's option also drops relayed
+// addresses, so it is not used when ai has any.
+func forceDirect(ctx context.Context, ai peer.AddrInfo, reason string) context.Context {
+	for _, a := range ai.Addrs {
+		if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err == nil {
+			return ctx
+		}
+	}
+	return network.WithForceDirectDial(ctx, reason)
 }

@@ -170,8 +170,9 @@ func (s *Service) Close() error {
 	return s.closeErr
 }
 
-// Connect dials ai now, ignoring the peer limit and any backoff, and
-// records the peer as SourceConnect. It is what `lmosnode connect` calls.
+// Connect dials ai now, ignoring the peer limit and any backoff (also the
+// swarm's, unless ai has relayed addresses), and records the peer as
+// SourceConnect. It is what `lmosnode connect` calls; ctx bounds the dial.
 func (s *Service) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	if ai.ID == s.h.ID() {
 		return fmt.Errorf("discovery: connect %s: that is this node", ai.ID)
@@ -184,7 +185,7 @@ func (s *Service) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	}
 	// Otherwise another dial of ours is in flight; dial anyway, the swarm
 	// joins the two.
-	return s.connect(ctx, ai, SourceConnect)
+	return s.connect(forceDirect(ctx, ai, "lmos connect"), ai, SourceConnect)
 }
 
 // newBackoff returns the factory of b's strategy: exponential (base 2)

@@ -210,3 +210,35 @@ func TestSources(t *testing.T) {
 		t.Errorf("Connect(wrong peer ID) = %v, want an error naming the peer", err)
 	}
 }
+
+// TestConnectRetriesAtOnce: a Connect right after a failed one dials
+// again instead of failing on the swarm's dial backoff.
+func TestConnectRetriesAtOnce(t *testing.T) {
+	g := newGater(t)
+	key, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := newHost(t, g, key)
+	target := addrInfo(down)
+	down.Close()
+
+	ah := newHost(t, g, nil)
+	a := newService(t, ah, fastConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.Connect(ctx, target); err == nil {
+		t.Fatal("Connect to a host that is down succeeded")
+	}
+	var listen []string
+	for _, m := range target.Addrs {
+		listen = append(listen, m.String())
+	}
+	up := newHost(t, g, key, listen...)
+	if err := a.Connect(ctx, target); err != nil {
+		t.Fatalf("Connect once the host is up: %v", err)
+	}
+	if src, _ := a.Source(up.ID()); src != SourceConnect {
+		t.Errorf("source = %q, want %q", src, SourceConnect)
+	}
+}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/lmosnode/lmosnode/proto"
 )
@@ -71,6 +73,7 @@ func (s *Service) mdnsLoop() {
 			if ai.ID == s.h.ID() {
 				continue
 			}
+			ai = lanAddrs(ai)
 			s.log.Debug("mdns found peer", "peer", ai.ID, "addrs", ai.Addrs)
 			now := time.Now()
 			lp := lan[ai.ID]
@@ -103,4 +106,20 @@ func (s *Service) mdnsLoop() {
 			return
 		}
 	}
+}
+
+// lanAddrs drops the loopback addresses of a peer found on the LAN when it
+// has others: a LAN peer's 127.0.0.1 is this machine, where the peer is
+// not (a peer on this machine is reachable at its LAN address too).
+func lanAddrs(ai peer.AddrInfo) peer.AddrInfo {
+	lan := make([]ma.Multiaddr, 0, len(ai.Addrs))
+	for _, a := range ai.Addrs {
+		if !manet.IsIPLoopback(a) {
+			lan = append(lan, a)
+		}
+	}
+	if len(lan) > 0 {
+		ai.Addrs = lan
+	}
+	return ai
 }

@@ -1,11 +1,14 @@
 package discovery
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // These tests run the mDNS loop without mDNS: tests never multicast, so
@@ -141,6 +144,30 @@ func TestMDNSIgnoresSelfAndRespectsLimit(t *testing.T) {
 	for _, h := range others {
 		if _, ok := a.Source(h.ID()); connected(ah, h) && !ok {
 			t.Errorf("peer %s connected without a source", h.ID())
+		}
+	}
+}
+
+func TestLANAddrs(t *testing.T) {
+	id := randomPeer(t)
+	for _, tc := range []struct {
+		in, want []string
+	}{
+		{[]string{"/ip4/127.0.0.1/tcp/4001", "/ip4/192.168.1.7/tcp/4001", "/ip6/::1/tcp/4001"}, []string{"/ip4/192.168.1.7/tcp/4001"}},
+		{[]string{"/ip4/127.0.0.1/tcp/4001"}, []string{"/ip4/127.0.0.1/tcp/4001"}},
+		{[]string{"/ip4/10.77.0.2/tcp/4001"}, []string{"/ip4/10.77.0.2/tcp/4001"}},
+	} {
+		ai := peer.AddrInfo{ID: id}
+		for _, a := range tc.in {
+			ai.Addrs = append(ai.Addrs, ma.StringCast(a))
+		}
+		got := lanAddrs(ai)
+		var gotS []string
+		for _, a := range got.Addrs {
+			gotS = append(gotS, a.String())
+		}
+		if !slices.Equal(gotS, tc.want) || got.ID != id {
+			t.Errorf("lanAddrs(%v) = %v, want %v", tc.in, gotS, tc.want)
 		}
 	}
 }
