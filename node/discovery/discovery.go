@@ -1,0 +1,208 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/discovery/backoff"
+	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
+	routingdisc "github.com/libp2p/go-libp2p/p2p/discovery/routing"
+)
+
+// Service discovers LMOS nodes by mDNS, bootstrap peers and DHT rendezvous
+// and connects the host to them (see the package doc). Its methods are safe
+// for concurrent use.
+type Service struct {
+	h   host.Host
+	cfg Config
+	log *slog.Logger
+	rd  *routingdisc.RoutingDiscovery // nil without WithRouting
+
+	// Backoff strategies, one factory per Config field. Each factory
+	// owns its (locked) random source, shared by the strategies it makes.
+	dialBackoff, findBackoff, advertiseBackoff, bootstrapBackoff backoff.BackoffFactory
+
+	// ctx is cancelled by Close; it scopes the service's goroutines.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// dialSlots bounds the dials in flight (maxConcurrentDials).
+	dialSlots chan struct{}
+	// found carries mDNS finds from go-libp2p's callback to mdnsLoop.
+	found chan peer.AddrInfo
+	// mdnsYield is mdnsYield, or less in tests.
+	mdnsYield time.Duration
+	// notifiee tracks connections for the source map.
+	notifiee *network.NotifyBundle
+
+	mu       sync.Mutex
+	started  bool
+	closed   bool
+	mdns     mdns.Service
+	sources  map[peer.ID]Source   // connected peers found by our ways
+	pending  map[peer.ID]Source   // dials of ours in flight
+	failures map[peer.ID]*failure // peers whose last dial failed
+	inflight int                  // len(pending), kept for the peer limit
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds a discovery service for h. It validates cfg and starts
+// tracking h's connections (for Peers) but dials nothing and starts no
+// goroutine: Start does.
+func New(h host.Host, cfg Config, opts ...Option) (*Service, error) {
+	if h == nil {
+		return nil, errors.New("discovery: host is nil")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("discovery: %w", err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Service{
+		h:                h,
+		cfg:              cfg,
+		log:              o.logger,
+		dialBackoff:      newBackoff(cfg.DialBackoff),
+		findBackoff:      newBackoff(cfg.FindBackoff),
+		advertiseBackoff: newBackoff(cfg.AdvertiseBackoff),
+		bootstrapBackoff: newBackoff(cfg.BootstrapBackoff),
+		ctx:              ctx,
+		cancel:           cancel,
+		dialSlots:        make(chan struct{}, maxConcurrentDials),
+		// mDNS answers arrive in bursts of one per LAN peer; more than
+		// this many undialled finds at once are dropped and come again
+		// with the next announcement.
+		found:     make(chan peer.AddrInfo, 64),
+		mdnsYield: mdnsYield,
+		sources:   make(map[peer.ID]Source),
+		pending:   make(map[peer.ID]Source),
+		failures:  make(map[peer.ID]*failure),
+	}
+	if o.routing != nil {
+		s.rd = routingdisc.NewRoutingDiscovery(o.routing)
+	}
+	s.notifiee = &network.NotifyBundle{
+		ConnectedF:    s.connected,
+		DisconnectedF: s.disconnected,
+	}
+	h.Network().Notify(s.notifiee)
+	return s, nil
+}
+
+// Start starts mDNS (if Config.MDNS), the bootstrap loop (if there are
+// bootstrap peers) and the rendezvous loops (if WithRouting was given). Call
+// it after the host listens: mDNS announces the host's listen addresses.
+// If Start fails, the caller still calls Close.
+func (s *Service) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return errors.New("discovery: start: service is closed")
+	case s.started:
+		return errors.New("discovery: start: already started")
+	}
+	s.started = true
+
+	if s.cfg.MDNS {
+		svc := mdns.NewMdnsService(s.h, mdnsServiceName, mdnsNotifee{s})
+		if err := svc.Start(); err != nil {
+			// go-libp2p's Close tolerates a half-started service.
+			return errors.Join(fmt.Errorf("discovery: start: mdns: %w", err), svc.Close())
+		}
+		s.mdns = svc
+		s.wg.Go(s.mdnsLoop)
+	}
+	if len(s.cfg.Bootstrap) > 0 {
+		s.wg.Go(s.bootstrapLoop)
+	}
+	if s.rd != nil {
+		s.wg.Go(s.advertiseLoop)
+		s.wg.Go(s.findLoop)
+	}
+	s.log.Info("discovery started",
+		"mdns", s.cfg.MDNS, "bootstrap", len(s.cfg.Bootstrap), "rendezvous", s.rd != nil)
+	return nil
+}
+
+// Close stops mDNS and every loop and dial of the service, waits for them
+// and stops tracking connections. Connections already made stay open. It
+// is idempotent and safe to call concurrently; every call returns the first
+// call's result.
+func (s *Service) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		svc := s.mdns
+		s.mu.Unlock()
+
+		s.cancel()
+		var errs []error
+		if svc != nil {
+			if err := svc.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("mdns: %w", err))
+			}
+		}
+		s.wg.Wait()
+		s.h.Network().StopNotify(s.notifiee)
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("discovery: close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// Connect dials ai now, ignoring the peer limit and any backoff (also the
+// swarm's, unless ai has relayed addresses), and records the peer as
+// SourceConnect. It is what `lmosnode connect` calls; ctx bounds the dial.
+func (s *Service) Connect(ctx context.Context, ai peer.AddrInfo) error {
+	if ai.ID == s.h.ID() {
+		return fmt.Errorf("discovery: connect %s: that is this node", ai.ID)
+	}
+	if err := s.ctx.Err(); err != nil {
+		return fmt.Errorf("discovery: connect %s: service is closed", ai.ID)
+	}
+	if s.beginDial(ai.ID, SourceConnect) {
+		defer s.endDial(ai.ID)
+	}
+	// Otherwise another dial of ours is in flight; dial anyway, the swarm
+	// joins the two.
+	return s.connect(forceDirect(ctx, ai, "lmos connect"), ai, SourceConnect)
+}
+
+// newBackoff returns the factory of b's strategy: exponential (base 2)
+// with decorrelated jitter, from Min up to Max. go-libp2p wraps the random
+// source in a lock, so one source per factory is safe.
+func newBackoff(b Backoff) backoff.BackoffFactory {
+	return backoff.NewExponentialDecorrelatedJitter(b.Min, b.Max, 2, rand.NewSource(time.Now().UnixNano()))
+}
+
+// sleep waits d or until Close; it reports whether the service still runs.
+func (s *Service) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}

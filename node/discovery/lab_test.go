@@ -1,0 +1,105 @@
+//go:build lab
+
+package discovery
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+)
+
+// TestLabMDNS is the mDNS probe of scripts/lab.sh, which runs this test
+// binary (built with -tags lab) once in each network namespace it created.
+// It never runs in the ordinary test suite: mDNS sends multicast on every
+// interface, which only the lab's private namespaces may see.
+//
+// It starts a bare host listening on $LMOS_LAB_LISTEN with a discovery
+// Service that has mDNS only, waits until the host is connected to
+// $LMOS_LAB_PEERS peers, every one of them found by mDNS, prints
+//
+//	LAB-MDNS peer=<peer ID> peers=<n> elapsed=<time to converge>
+//
+// and stays up until the file $LMOS_LAB_STOP exists (so that slower probes
+// still see it), all within $LMOS_LAB_TIMEOUT.
+func TestLabMDNS(t *testing.T) {
+	listen := os.Getenv("LMOS_LAB_LISTEN")
+	if listen == "" {
+		t.Skip("the mDNS probe runs inside the network namespaces of scripts/lab.sh only")
+	}
+	want, err := strconv.Atoi(os.Getenv("LMOS_LAB_PEERS"))
+	if err != nil || want < 1 {
+		t.Fatalf("LMOS_LAB_PEERS: %q: want a positive number", os.Getenv("LMOS_LAB_PEERS"))
+	}
+	timeout, err := time.ParseDuration(os.Getenv("LMOS_LAB_TIMEOUT"))
+	if err != nil {
+		t.Fatalf("LMOS_LAB_TIMEOUT: %v", err)
+	}
+	stop := os.Getenv("LMOS_LAB_STOP")
+	if stop == "" {
+		t.Fatal("LMOS_LAB_STOP: must name the file whose creation stops the probe")
+	}
+	deadline := time.Now().Add(timeout)
+
+	h, err := libp2p.New(
+		libp2p.ListenAddrStrings(listen),
+		libp2p.NoTransports, libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.DisableRelay(),
+		libp2p.DisableMetrics(),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+
+	cfg := DefaultConfig()
+	cfg.MDNS = true
+	cfg.DialBackoff = Backoff{Min: 200 * time.Millisecond, Max: 2 * time.Second}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).
+		With("host", h.ID().String())
+	s, err := New(h, cfg, WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	start := time.Now()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+
+	for {
+		peers := s.Peers()
+		byMDNS := 0
+		for _, p := range peers {
+			if p.Source == SourceMDNS {
+				byMDNS++
+			}
+		}
+		if byMDNS >= want {
+			fmt.Printf("LAB-MDNS peer=%s peers=%d elapsed=%s\n", h.ID(), byMDNS, time.Since(start).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %d peers found by mDNS, want %d; peers: %+v", timeout, byMDNS, want, peers)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		if _, err := os.Stat(stop); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not created within %s", stop, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
