@@ -110,7 +110,9 @@ func New(h host.Host, cfg Config, opts ...Option) (*Service, error) {
 // Start starts mDNS (if Config.MDNS), the bootstrap loop (if there are
 // bootstrap peers) and the rendezvous loops (if WithRouting was given). Call
 // it after the host listens: mDNS announces the host's listen addresses.
-// If Start fails, the caller still calls Close.
+// If mDNS cannot start (no multicast-capable interface, no IP address to
+// announce), Start logs a warning and runs without it. It fails only on a
+// closed or already started service; the caller still calls Close.
 func (s *Service) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -122,14 +124,19 @@ func (s *Service) Start() error {
 	}
 	s.started = true
 
+	mdnsOn := false
 	if s.cfg.MDNS {
 		svc := mdns.NewMdnsService(s.h, mdnsServiceName, mdnsNotifee{s})
 		if err := svc.Start(); err != nil {
-			// go-libp2p's Close tolerates a half-started service.
-			return errors.Join(fmt.Errorf("discovery: start: mdns: %w", err), svc.Close())
+			// A node must work alone, and on a machine without a
+			// multicast interface it still has bootstrap peers and the
+			// DHT. go-libp2p's Close tolerates a half-started service.
+			s.log.Warn("mdns unavailable; local discovery is off", "err", errors.Join(err, svc.Close()))
+		} else {
+			s.mdns = svc
+			mdnsOn = true
+			s.wg.Go(s.mdnsLoop)
 		}
-		s.mdns = svc
-		s.wg.Go(s.mdnsLoop)
 	}
 	if len(s.cfg.Bootstrap) > 0 {
 		s.wg.Go(s.bootstrapLoop)
@@ -139,7 +146,7 @@ func (s *Service) Start() error {
 		s.wg.Go(s.findLoop)
 	}
 	s.log.Info("discovery started",
-		"mdns", s.cfg.MDNS, "bootstrap", len(s.cfg.Bootstrap), "rendezvous", s.rd != nil)
+		"mdns", mdnsOn, "bootstrap", len(s.cfg.Bootstrap), "rendezvous", s.rd != nil)
 	return nil
 }
 
