@@ -47,8 +47,8 @@ type Config struct {
 	// federation's gossip). The DHT also falls back to them whenever its
 	// routing table runs empty.
 	Bootstrap []string `json:"bootstrap"`
-	// MDNS turns on discovery of LMOS nodes on the local network. Stored
-	// in this release; the mDNS service arrives with the next one.
+	// MDNS turns on discovery of LMOS nodes on the local network (service
+	// proto.MDNSServiceName).
 	MDNS bool `json:"mdns"`
 	// DHTMode is "auto", "server" or "client" (see the DHTMode* constants).
 	DHTMode string `json:"dhtMode"`

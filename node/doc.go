@@ -43,9 +43,4 @@
 // GET /api/v1/node returns NodeInfo. Errors are RFC 7807 problem details
 // (application/problem+json, type Problem). The API listens on a loopback
 // address only: it has no authentication yet.
-//
-// # Not yet wired
-//
-// Config.MDNS is validated and stored; the mDNS service that uses it is
-// built by a later release.
 package node

@@ -21,15 +21,13 @@ import (
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/discovery"
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/tdd"
 )
 
 // shutdownTimeout bounds how long Close waits for in-flight API requests.
 const shutdownTimeout = 5 * time.Second
-
-// bootstrapTimeout bounds the dial of one bootstrap peer.
-const bootstrapTimeout = 15 * time.Second
 
 // Node is one running lmosnode: identity, datastore, libp2p host, directory
 // of Things, DHT, gossipsub, the federation that keeps the directory in
@@ -50,7 +48,7 @@ type Node struct {
 	ps          *pubsub.PubSub // nil without Config.Gossip
 	psCancel    context.CancelFunc
 	fed         *federation.Federation
-	peers       *peerBook
+	disc        *discovery.Service
 	tdd         *tdd.Handler
 
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
@@ -159,13 +157,26 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.peers = newPeerBook(n.host)
+	bootstrap, err := bootstrapPeers(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	dcfg := discovery.DefaultConfig()
+	dcfg.MDNS = cfg.MDNS
+	dcfg.Bootstrap = bootstrap
+	dcfg.MaxPeers = max(cfg.ConnMgr.Low, 1)
+	n.disc, err = discovery.New(n.host, dcfg,
+		discovery.WithLogger(o.logger.With("component", "discovery")),
+		discovery.WithRouting(n.dht))
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.tdd, err = tdd.New(tdd.Deps{
 		Directory: n.dir,
 		PeerID:    n.peerID,
 		Publisher: n.fed,
 		Finder:    n.fed,
-		Peers:     n.peers,
+		Peers:     peerList{n.disc},
 		Logger:    o.logger.With("component", "tdd"),
 	}, tdd.Config{})
 	if err != nil {
@@ -201,7 +212,14 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.fed.Start(ctx); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
-	n.wg.Go(n.bootstrap)
+	if err := n.disc.Start(); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
+	// A refresh of the routing table; kad-dht refreshes again by itself
+	// whenever discovery connects peers to a table that runs low.
+	if err := n.dht.Bootstrap(n.ctx); err != nil {
+		n.log.Warn("dht bootstrap", "err", err)
+	}
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", n.cfg.API)
@@ -263,6 +281,9 @@ func (n *Node) teardown() error {
 		errs = append(errs, removeAPIFile(n.cfg.Home))
 	}
 	n.wg.Wait()
+	if n.disc != nil {
+		errs = append(errs, n.disc.Close())
+	}
 	if n.fed != nil {
 		if err := n.fed.Close(); err != nil {
 			errs = append(errs, err)
@@ -298,40 +319,6 @@ func (n *Node) teardown() error {
 		return fmt.Errorf("node: close: %w", err)
 	}
 	return nil
-}
-
-// bootstrap dials the bootstrap peers, in parallel, and then bootstraps
-// the DHT (a refresh of its routing table). A peer that cannot be reached
-// is logged; the DHT retries its bootstrap peers whenever its routing
-// table runs empty.
-func (n *Node) bootstrap() {
-	peers, err := bootstrapPeers(n.cfg)
-	if err != nil { // impossible: Validate parsed them
-		n.log.Error("bootstrap peers", "err", err)
-		return
-	}
-	var wg sync.WaitGroup
-	for _, ai := range peers {
-		if ai.ID == n.peerID {
-			continue
-		}
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(n.ctx, bootstrapTimeout)
-			defer cancel()
-			if err := n.host.Connect(ctx, ai); err != nil {
-				n.log.Warn("bootstrap peer unreachable", "peer", ai.ID, "addrs", ai.Addrs, "err", err)
-				return
-			}
-			n.log.Debug("connected to bootstrap peer", "peer", ai.ID)
-		})
-	}
-	wg.Wait()
-	if n.ctx.Err() != nil {
-		return
-	}
-	if err := n.dht.Bootstrap(n.ctx); err != nil {
-		n.log.Warn("dht bootstrap", "err", err)
-	}
 }
 
 // Directory returns the node's directory of Things: its own and those it

@@ -31,9 +31,10 @@ below override it for this run only (config.json is not changed).
 While it runs, the node writes the URL of its HTTP API to home/api, where
 other lmosnode commands find it.
 
-In this release --mdns and --bootstrap are stored in the node's
-configuration only: local discovery and the DHT that uses bootstrap peers
-arrive with the next release.`,
+Peers are found three ways: mDNS on the local network (--mdns, on by
+default), the bootstrap peers given with --bootstrap, and the private LMOS
+DHT, which the bootstrap peers lead into. No public bootstrap peers are
+built in.`,
 		Example: `  # Run with the defaults (listen on all interfaces, TCP/QUIC 4001, WebSocket 4002)
   lmosnode up
 
@@ -49,8 +50,8 @@ arrive with the next release.`,
 	f := cmd.Flags()
 	f.StringArray("listen", nil, "libp2p listen multiaddr; repeat for several (replaces config listen)")
 	f.String("api", "", "HTTP API host:port on a loopback address; port 0 picks a free port")
-	f.Bool("mdns", true, "discover LMOS nodes on the local network (stored; wired in the next release)")
-	f.StringArray("bootstrap", nil, "bootstrap peer multiaddr ending in /p2p/<peer ID>; repeat for several (replaces config bootstrap; stored, wired in the next release)")
+	f.Bool("mdns", true, "discover LMOS nodes on the local network by mDNS")
+	f.StringArray("bootstrap", nil, "bootstrap peer multiaddr ending in /p2p/<peer ID>; repeat for several (replaces config bootstrap)")
 	return cmd
 }
 
