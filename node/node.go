@@ -22,6 +22,8 @@ import (
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/federation"
+	"github.com/lmosnode/lmosnode/node/gateway"
+	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/tdd"
 )
 
@@ -52,6 +54,16 @@ type Node struct {
 	fed         *federation.Federation
 	peers       *peerBook
 	tdd         *tdd.Handler
+
+	// Interactions (invoke.go): the engine of the node's own Things, the
+	// libp2p server and client of proto.ProtocolInteract, the router that
+	// picks between them, and the HTTP binding.
+	backends       *backends
+	engine         *interact.Engine
+	interactServer *interact.Server
+	interactClient *interact.Client
+	router         *interact.Router
+	gateway        *gateway.Handler
 
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
 	ctx    context.Context
@@ -160,10 +172,24 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.peers = newPeerBook(n.host)
+	if err := n.buildInteract(); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.gateway, err = gateway.New(gateway.Deps{
+		Directory: n.dir,
+		Self:      n.peerID,
+		Local:     n.engine,
+		Remote:    n.interactClient,
+		Fetcher:   n.fed,
+		Logger:    o.logger.With("component", "gateway"),
+	}, gateway.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.tdd, err = tdd.New(tdd.Deps{
 		Directory: n.dir,
 		PeerID:    n.peerID,
-		Publisher: n.fed,
+		Publisher: publisher{n},
 		Finder:    n.fed,
 		Peers:     n.peers,
 		Logger:    o.logger.With("component", "tdd"),
@@ -254,6 +280,10 @@ func (n *Node) teardown() error {
 		// Ends open /events streams, which would otherwise hold Shutdown.
 		errs = append(errs, n.tdd.Close())
 	}
+	if n.gateway != nil {
+		// Ends event streams and followed invocations likewise.
+		errs = append(errs, n.gateway.Close())
+	}
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		if err := srv.Shutdown(ctx); err != nil {
@@ -263,6 +293,9 @@ func (n *Node) teardown() error {
 		errs = append(errs, removeAPIFile(n.cfg.Home))
 	}
 	n.wg.Wait()
+	if err := n.closeInteract(); err != nil {
+		errs = append(errs, fmt.Errorf("interact: %w", err))
+	}
 	if n.fed != nil {
 		if err := n.fed.Close(); err != nil {
 			errs = append(errs, err)
