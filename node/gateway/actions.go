@@ -169,6 +169,9 @@ func (h *Handler) writeFinal(w http.ResponseWriter, r *http.Request, a *action) 
 func (h *Handler) track(a *action) *problem {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.ctx.Err() != nil {
+		return newProblem(http.StatusServiceUnavailable, "node shutting down")
+	}
 	h.pruneLocked(time.Now())
 	if len(h.actions) >= h.cfg.MaxActions {
 		return newProblem(http.StatusServiceUnavailable, "this node follows %d long-running invocations already", len(h.actions))
