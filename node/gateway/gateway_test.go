@@ -392,3 +392,37 @@ func TestInvoker(t *testing.T) {
 		t.Errorf("Register(nil, nil) = %v", err)
 	}
 }
+
+// Two publishers of one id are never merged: without ?publisher= the
+// consumer gets 300 with candidates, with it each publisher's own Thing.
+func TestTwoPublishers(t *testing.T) {
+	net := testnet.New(t, 3, testnet.Options{})
+	a, b, consumer := net.Nodes[0], net.Nodes[1], net.Nodes[2]
+	id := testnet.UniqueID(t)
+	for i, n := range []*node.Node{a, b} {
+		model := lmosproto.StringValue([]string{"from-a", "from-b"}[i])
+		th := interact.NewThing().OnProperty("model", func(context.Context) (lmosproto.Value, error) { return model, nil }, nil)
+		if _, err := n.Register(deviceTD(t, id), th); err != nil {
+			t.Fatal(err)
+		}
+	}
+	net.Link(2, 0)
+	net.Link(2, 1)
+	testnet.WaitFor(t, "consumer learns both", 10*time.Second, func() (bool, string) {
+		return len(consumer.Directory().Lookup(id)) == 2, "not yet"
+	})
+	c := newAPI(t, consumer)
+	p := thingPath(id) + "/properties/model"
+	if body := c.expect("GET", p, "", http.StatusMultipleChoices); !bytes.Contains(body, []byte(a.PeerID().String())) || !bytes.Contains(body, []byte(`"candidates"`)) {
+		t.Errorf("300 body lacks candidates: %s", body)
+	}
+	for n, want := range map[*node.Node]string{a: `"from-a"`, b: `"from-b"`} {
+		if got := c.expect("GET", p+"?publisher="+n.PeerID().String(), "", 200); string(got) != want {
+			t.Errorf("publisher %s: %s, want %s", n.PeerID(), got, want)
+		}
+	}
+	// The owner itself prefers its own Thing.
+	if got := newAPI(t, b).expect("GET", p, "", 200); string(got) != `"from-b"` {
+		t.Errorf("own Thing first: %s", got)
+	}
+}
