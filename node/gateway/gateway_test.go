@@ -426,3 +426,43 @@ func TestTwoPublishers(t *testing.T) {
 		t.Errorf("own Thing first: %s", got)
 	}
 }
+
+// A Thing published with a backend URL is served again after the node
+// restarts on the same home (no Go handlers to re-register).
+func TestBackendSurvivesRestart(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `"still here"`)
+	}))
+	defer backend.Close()
+	cfg := testnet.Config(t)
+	id := testnet.UniqueID(t)
+	raw, err := json.Marshal(deviceTD(t, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run := range 2 {
+		n, err := node.New(cfg, node.WithLogger(testnet.Logger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = n.Start(ctx)
+		cancel()
+		if err != nil {
+			_ = n.Close()
+			t.Fatal(err)
+		}
+		a := newAPI(t, n)
+		if run == 0 {
+			a.expect("POST", "/api/v1/things", `{"td": `+string(raw)+`, "backend": "`+backend.URL+`"}`, 201)
+		}
+		if got := a.expect("GET", thingPath(id)+"/properties/model", "", 200); string(got) != `"still here"` {
+			t.Errorf("run %d: %s", run, got)
+		}
+		a.hc.CloseIdleConnections()
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
