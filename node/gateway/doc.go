@@ -40,7 +40,14 @@
 // property's new value (JSON), the id the LMOS messageID. A failure ends
 // the stream with an event of type "error" whose data is an RFC 7807
 // object. Closing the connection unsubscribes. Comment lines keep idle
-// streams alive.
+// streams alive; a consumer that reads nothing for Config.WriteTimeout is
+// disconnected.
+//
+// # Media types
+//
+// Bodies are JSON. A request whose Accept header admits no JSON type is
+// 406; a body with a Content-Type other than application/json (or a +json
+// type) is 415. CBOR is not offered on this binding.
 //
 // # Errors
 //

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +29,10 @@ const (
 	// DefaultMaxActions bounds the long-running invocations the gateway
 	// follows at once; more are refused with 503.
 	DefaultMaxActions = 1024
+	// DefaultWriteTimeout bounds one write to an event stream: a consumer
+	// that reads nothing for this long is dropped, so that it cannot pin
+	// the handler (the engine has dropped its subscription by then).
+	DefaultWriteTimeout = 30 * time.Second
 	// DefaultKeepAlive is the interval of comment lines on idle event
 	// streams, below common proxy idle timeouts (60 s).
 	DefaultKeepAlive = 15 * time.Second
@@ -45,6 +51,8 @@ type Config struct {
 	MaxActions int
 	// KeepAlive: see DefaultKeepAlive.
 	KeepAlive time.Duration
+	// WriteTimeout: see DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -59,6 +67,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KeepAlive == 0 {
 		c.KeepAlive = DefaultKeepAlive
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	return c
 }
@@ -77,6 +88,9 @@ func (c Config) Validate() error {
 	}
 	if c.KeepAlive < 0 {
 		errs = append(errs, fmt.Errorf("gateway: KeepAlive %v is negative", c.KeepAlive))
+	}
+	if c.WriteTimeout < 0 {
+		errs = append(errs, fmt.Errorf("gateway: WriteTimeout %v is negative", c.WriteTimeout))
 	}
 	return errors.Join(errs...)
 }
@@ -187,7 +201,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
 		return
 	}
+	if r.Method != http.MethodDelete && !strings.HasSuffix(r.URL.Path, "/observe") && !strings.Contains(r.URL.Path, "/events/") && !acceptsJSON(r) {
+		writeProblem(w, r, newProblem(http.StatusNotAcceptable, "Accept %q: this binding answers with application/json only", r.Header.Get("Accept")))
+		return
+	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// acceptsJSON reports whether r's Accept header admits a JSON answer.
+func acceptsJSON(r *http.Request) bool {
+	accept := r.Header.Values("Accept")
+	if len(accept) == 0 {
+		return true
+	}
+	for _, v := range accept {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			if mt == "*/*" || mt == "application/*" || mt == "application/json" || strings.HasSuffix(mt, "+json") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Close ends every event stream and long-running invocation the Handler

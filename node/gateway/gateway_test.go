@@ -123,9 +123,13 @@ func (a *api) do(method, path, body string) (int, http.Header, []byte) {
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
+	path, accept, _ := strings.Cut(path, "?accept=")
 	req, err := http.NewRequest(method, a.base+path, rd)
 	if err != nil {
 		a.t.Fatal(err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", "application/"+accept)
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -261,6 +265,7 @@ func TestErrors(t *testing.T) {
 		{"GET", p + "/properties/model/observe", "", 405, "model"},
 		{"GET", p + "?publisher=garbage", "", 400, "publisher"},
 		{"PATCH", p + "/properties/model", "", 405, "PATCH"},
+		{"GET", p + "/properties/model?accept=cbor", "", 406, "application/json only"},
 	} {
 		code, hdr, b := c.do(tc.method, tc.path, tc.body)
 		if code != tc.status || !strings.Contains(string(b), tc.detail) {
@@ -341,6 +346,25 @@ func TestHTTPBackend(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(ab.A * ab.B)
 	})
+	var polls sync.Mutex
+	pollCount := 0
+	mux.HandleFunc("POST /actions/calibrate", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "/jobs/1")
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux.HandleFunc("GET /jobs/1", func(w http.ResponseWriter, r *http.Request) {
+		polls.Lock()
+		pollCount++
+		n := pollCount
+		polls.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "0")
+		if n < 2 {
+			_, _ = io.WriteString(w, `{"status": "running"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"status": "completed", "output": "calibrated"}`)
+	})
 	backend := httptest.NewServer(mux)
 	defer backend.Close()
 
@@ -365,8 +389,19 @@ func TestHTTPBackend(t *testing.T) {
 		t.Errorf("add = %s", b)
 	}
 	c.expect("GET", p+"/properties/target", "", 404) // the backend has no such route
+
+	// A long-running action of the backend (201 + Location there) is one
+	// here too; the consumer follows it to its end.
+	code, hdr, b := c.do("POST", p+"/actions/calibrate", "")
+	if code != 201 {
+		t.Fatalf("calibrate: %d %s", code, b)
+	}
+	testnet.WaitFor(t, "calibration completes", 10*time.Second, func() (bool, string) {
+		body := c.expect("GET", hdr.Get("Location"), "", 200)
+		return bytes.Contains(body, []byte(`"completed"`)) && bytes.Contains(body, []byte(`"calibrated"`)), string(body)
+	})
 	backend.Close()
-	code, _, b := c.do("GET", p+"/properties/model", "")
+	code, _, b = c.do("GET", p+"/properties/model", "")
 	if code != http.StatusBadGateway {
 		t.Errorf("backend down: %d %s, want 502", code, b)
 	}

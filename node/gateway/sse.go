@@ -53,7 +53,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t target, req *
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout)) }
 	send := func(m *lmosproto.Message) bool {
+		deadline()
 		if m.Type == lmosproto.MsgError {
 			p := problemOf(m)
 			p.Instance = r.URL.Path
@@ -71,6 +73,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t target, req *
 		}
 		return rc.Flush() == nil
 	}
+	deadline()
 	if first != nil && !send(first) {
 		return
 	}
@@ -86,6 +89,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t target, req *
 				return
 			}
 		case <-tick.C:
+			deadline()
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return
 			}
