@@ -83,6 +83,10 @@ func (h *Handler) invokeAction(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
+	if isNDJSON(r) {
+		h.invokeStream(w, r, t, req)
+		return
+	}
 	in, p := readValue(w, r)
 	if p != nil {
 		writeProblem(w, r, p)

@@ -12,6 +12,7 @@
 //	PUT    /things/{id}/properties/{name}            writeproperty   → 204
 //	GET    /things/{id}/properties/{name}/observe    observeproperty → 200 text/event-stream
 //	POST   /things/{id}/actions/{name}               invokeaction    → 200 output | 204 | 201 + Location
+//	                                                 (application/x-ndjson body: streaming session → 200 text/event-stream)
 //	GET    /things/{id}/actions/{name}/{invocation}  queryaction     → 200 {"status", "output", "error"}
 //	DELETE /things/{id}/actions/{name}/{invocation}  cancelaction    → 200 {"status", …}
 //	GET    /things/{id}/events/{name}                subscribeevent  → 200 text/event-stream
@@ -32,6 +33,19 @@
 // stay queryable for Config.Retention. The status shape is the one the
 // interact HTTP backend polls, so a node's binding can itself be another
 // node's --backend.
+//
+// # Streaming sessions
+//
+// POST on an action with Content-Type application/x-ndjson opens a
+// streaming session (request-stream/response-stream), in the shape of the
+// interact HTTP backend contract: the body is one JSON value per line, the
+// input and then every input chunk (streamInput); the end of the body is
+// streamEnd. The answer, sent as soon as the Thing accepts, is an event
+// stream read while the body is still being written (full duplex): events
+// without a type carry one output chunk each; event "completed" (data: the
+// final output, if any) or "failed" (data: an RFC 7807 object) ends it. An
+// action without a stream handler answers as an ordinary invocation in the
+// same shape.
 //
 // # Events and observations
 //

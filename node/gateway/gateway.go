@@ -201,11 +201,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
 		return
 	}
-	if r.Method != http.MethodDelete && !strings.HasSuffix(r.URL.Path, "/observe") && !strings.Contains(r.URL.Path, "/events/") && !acceptsJSON(r) {
+	if r.Method != http.MethodDelete && !isNDJSON(r) && !strings.HasSuffix(r.URL.Path, "/observe") && !strings.Contains(r.URL.Path, "/events/") && !acceptsJSON(r) {
 		writeProblem(w, r, newProblem(http.StatusNotAcceptable, "Accept %q: this binding answers with application/json only", r.Header.Get("Accept")))
 		return
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// isNDJSON reports whether r's body is application/x-ndjson (a streaming
+// session, answered with an event stream).
+func isNDJSON(r *http.Request) bool {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt == interact.ContentTypeNDJSON
 }
 
 // acceptsJSON reports whether r's Accept header admits a JSON answer.

@@ -46,6 +46,8 @@ func deviceTD(t *testing.T, id string) *lmosproto.TD {
 				"forms":  []any{map[string]any{"href": "https://backend.example/add"}},
 			},
 			"calibrate": map[string]any{"forms": []any{map[string]any{"href": "https://backend.example/calibrate"}}},
+			"shout": map[string]any{"input": map[string]any{"type": "string"},
+				"forms": []any{map[string]any{"href": "https://backend.example/shout"}}},
 		},
 		"events": map[string]any{
 			"alarm": map[string]any{"data": map[string]any{"type": "string"},
@@ -83,6 +85,18 @@ func device() *interact.Thing {
 		progress(lmosproto.StringValue("warming up"))
 		<-ctx.Done() // runs until cancelled
 		return lmosproto.Value{}, ctx.Err()
+	})
+	th.OnStream("shout", func(_ context.Context, in <-chan lmosproto.Value, out func(lmosproto.Value) error) error {
+		for v := range in {
+			var s string
+			if err := v.Decode(&s); err != nil {
+				return err
+			}
+			if err := out(lmosproto.StringValue(strings.ToUpper(s))); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return th
 }
@@ -499,5 +513,82 @@ func TestBackendSurvivesRestart(t *testing.T) {
 		if err := n.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A streaming session over HTTP: NDJSON chunks in, server-sent events
+// out, interleaved, across nodes.
+func TestStreamingSession(t *testing.T) {
+	_, consumer, id, _ := pair(t)
+	c := newAPI(t, consumer)
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", c.base+thingPath(id)+"/actions/shout", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	req.Header.Set("Accept", "text/event-stream")
+	go func() { _, _ = io.WriteString(pw, "\"hello\"\n") }()
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("shout: %d %s", resp.StatusCode, b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	nextLine := func() string {
+		for sc.Scan() {
+			if l := sc.Text(); l != "" {
+				return l
+			}
+		}
+		return "EOF"
+	}
+	if l := nextLine(); l != `data: "HELLO"` {
+		t.Fatalf("first chunk: %q", l)
+	}
+	if _, err := io.WriteString(pw, "\"world\"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if l := nextLine(); l != `data: "WORLD"` {
+		t.Fatalf("second chunk: %q", l)
+	}
+	pw.Close() // streamEnd
+	if l := nextLine(); l != "event: completed" {
+		t.Fatalf("end: %q", l)
+	}
+}
+
+// An action without a stream handler answers a session request as an
+// ordinary invocation, even while the consumer keeps its body open.
+func TestStreamingFallback(t *testing.T) {
+	_, consumer, id, _ := pair(t)
+	c := newAPI(t, consumer)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", c.base+thingPath(id)+"/actions/add", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	go func() { _, _ = io.WriteString(pw, `{"a": 1, "b": 2}`+"\n") }()
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "event: completed\ndata: 3\n") {
+		t.Errorf("fallback: %d %q", resp.StatusCode, b)
 	}
 }
