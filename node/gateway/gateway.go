@@ -238,7 +238,11 @@ func acceptsJSON(r *http.Request) bool {
 // Close ends every event stream and long-running invocation the Handler
 // follows (cancelling them) and waits for its goroutines.
 func (h *Handler) Close() error {
+	// Under mu, so that track either sees the Handler closed or has added
+	// its goroutine before Wait.
+	h.mu.Lock()
 	h.cancel()
+	h.mu.Unlock()
 	h.wg.Wait()
 	return nil
 }
