@@ -69,16 +69,22 @@ func newInvokeCmd() *cobra.Command {
 		Short: "Invoke an action of a Thing and print its output",
 		Long: `invoke invokes an action of any Thing the running node knows with the JSON
 input given (none if absent) and prints the output as JSON. A long-running
-action is followed until it ends; --stream prints every status it reports
-on the way (one JSON object per line). Interrupting invoke cancels the
-action.`,
+action is followed until it ends. Interrupting invoke cancels the action.
+
+--stream opens a streaming session instead: every output chunk (a token of
+a chat agent, a progress report of a long job) is printed as one JSON line
+as it comes, then the final output. With --stdin, each line of standard
+input is sent as one more input chunk, and the end of input ends the
+session's input.`,
 		Example: `  lmosnode invoke "Weather" forecast '{"city": "Bonn"}'
-  lmosnode invoke urn:dev:1 calibrate --stream`,
+  lmosnode invoke urn:dev:1 calibrate --stream
+  printf '"hello"\n"world"\n' | lmosnode invoke Shouter shout --stream --stdin`,
 		Args: cobra.RangeArgs(2, 3),
 		RunE: runInvoke,
 	}
 	addPublisherFlag(cmd)
-	cmd.Flags().Bool("stream", false, "print every status of a long-running action as it changes")
+	cmd.Flags().Bool("stream", false, "open a streaming session: print each output chunk as it comes")
+	cmd.Flags().Bool("stdin", false, "with --stream: send each line of standard input as one more input chunk")
 	return cmd
 }
 
@@ -240,6 +246,10 @@ func runInvoke(cmd *cobra.Command, args []string) error {
 		}
 	}
 	stream, _ := cmd.Flags().GetBool("stream")
+	stdin, _ := cmd.Flags().GetBool("stdin")
+	if stdin && !stream {
+		return errors.New("--stdin needs --stream")
+	}
 	d, err := connectDaemon(cmd)
 	if err != nil {
 		return err
@@ -249,6 +259,9 @@ func runInvoke(cmd *cobra.Command, args []string) error {
 	u, err := affordanceURL(ctx, cmd, d, args[0], "actions", args[1])
 	if err != nil {
 		return err
+	}
+	if stream {
+		return streamSession(cmd, d, u, args[1], input, stdin)
 	}
 	resp, err := doJSON(ctx, http.MethodPost, u, input)
 	if err != nil {
@@ -267,28 +280,104 @@ func runInvoke(cmd *cobra.Command, args []string) error {
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return fmt.Errorf("action %q: status: %w", args[1], err)
 	}
-	return followAction(cmd, loc.String(), args[1], st, stream)
+	return followAction(cmd, loc.String(), args[1], st)
+}
+
+// streamSession runs a streaming session: the input, then (with stdin)
+// every line of standard input as a chunk; each output chunk is printed
+// as it comes.
+func streamSession(cmd *cobra.Command, d *daemon, u, name, input string, stdin bool) error {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		if input != "" {
+			if _, err := io.WriteString(pw, input+"\n"); err != nil {
+				return
+			}
+		}
+		if stdin {
+			sc := bufio.NewScanner(cmd.InOrStdin())
+			sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+			for sc.Scan() {
+				line := strings.TrimSpace(sc.Text())
+				if line == "" {
+					continue
+				}
+				if !json.Valid([]byte(line)) {
+					pw.CloseWithError(fmt.Errorf("stdin line %q is not JSON", line))
+					return
+				}
+				if _, err := io.WriteString(pw, line+"\n"); err != nil {
+					return
+				}
+			}
+		}
+		pw.Close()
+	}()
+	defer pr.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, pr)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("action %q: %w", name, ctx.Err())
+		}
+		return d.explain(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return printAnswer(cmd.OutOrStdout(), resp)
+	}
+	out := cmd.OutOrStdout()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			event = ""
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data:"):
+			data := strings.TrimSpace(strings.TrimPrefix(line, "data:"))
+			switch event {
+			case "failed":
+				return problemError(http.StatusBadGateway, []byte(data))
+			case "completed":
+				if data != "" {
+					fmt.Fprintln(out, data)
+				}
+				return nil
+			}
+			fmt.Fprintln(out, data)
+		}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("action %q: %w", name, ctx.Err())
+	}
+	return fmt.Errorf("action %q: the session ended without a final status", name)
 }
 
 // followAction polls a long-running action until it ends; interrupting
 // the command cancels the action.
-func followAction(cmd *cobra.Command, loc, name string, st actionState, stream bool) error {
+func followAction(cmd *cobra.Command, loc, name string, st actionState) error {
 	out := cmd.OutOrStdout()
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	last := ""
 	for {
-		if stream {
-			if line, _ := json.Marshal(st); string(line) != last {
-				fmt.Fprintln(out, string(line))
-				last = string(line)
-			}
-		}
 		switch st.Status {
 		case "completed":
-			if !stream && len(st.Output) > 0 {
+			if len(st.Output) > 0 {
 				fmt.Fprintln(out, string(st.Output))
 			}
 			return nil

@@ -31,6 +31,8 @@ func thermostat(t *testing.T, n *node.Node, id string) *interact.Thing {
 			"double": map[string]any{"input": map[string]any{"type": "number"},
 				"forms": []any{map[string]any{"href": "https://backend.example/double"}}},
 			"warmup": map[string]any{"forms": []any{map[string]any{"href": "https://backend.example/warmup"}}},
+			"shout": map[string]any{"input": map[string]any{"type": "string"},
+				"forms": []any{map[string]any{"href": "https://backend.example/shout"}}},
 		},
 		"events": map[string]any{"alarm": map[string]any{"forms": []any{map[string]any{"href": "https://backend.example/alarm"}}}},
 	}
@@ -63,6 +65,18 @@ func thermostat(t *testing.T, n *node.Node, id string) *interact.Thing {
 				}
 			}
 			return lmosproto.StringValue("warm"), nil
+		}).
+		OnStream("shout", func(_ context.Context, in <-chan lmosproto.Value, out func(lmosproto.Value) error) error {
+			for v := range in {
+				var s string
+				if err := v.Decode(&s); err != nil {
+					return err
+				}
+				if err := out(lmosproto.StringValue(strings.ToUpper(s))); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	if _, err := n.Register(td, th); err != nil {
 		t.Fatal(err)
@@ -110,9 +124,12 @@ func TestInteractCommands(t *testing.T) {
 	if out := mustRun(t, "--home", home, "invoke", id, "warmup"); strings.TrimSpace(out) != `"warm"` {
 		t.Errorf("invoke warmup = %q", out)
 	}
-	out := mustRun(t, "--home", home, "invoke", id, "warmup", "--stream")
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) < 2 || !strings.Contains(lines[len(lines)-1], `"completed"`) {
-		t.Errorf("invoke --stream = %q", out)
+	if out := mustRun(t, "--home", home, "invoke", id, "warmup", "--stream"); out != "0\n1\n2\n\"warm\"\n" {
+		t.Errorf("invoke warmup --stream = %q", out)
+	}
+	out, errOut, code := lmosnode(t, "\"a\"\n\"b\"\n", "--home", home, "invoke", id, "shout", `"x"`, "--stream", "--stdin")
+	if code != 0 || out != "\"X\"\n\"A\"\n\"B\"\n" {
+		t.Errorf("invoke shout --stream --stdin = %q, exit %d, stderr %s", out, code, errOut)
 	}
 
 	for _, tc := range []struct{ args, want string }{
