@@ -315,9 +315,9 @@ func streamSession(cmd *cobra.Command, d *daemon, u, name, input string, stdin b
 				}
 			}
 		}
-		pw.Close()
+		_ = pw.Close() // a pipe closes without error
 	}()
-	defer pr.Close()
+	defer func() { _ = pr.Close() }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, pr)
 	if err != nil {
 		return err
