@@ -166,4 +166,26 @@ func TestInteractCommands(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("subscribe: %v (stderr %s)", err, stderr.String())
 	}
+
+	// --property observes a property instead.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	var observed syncBuffer
+	go func() {
+		root := newRootCmd()
+		root.SetArgs([]string{"--home", home, "subscribe", "thermostat", "target", "--property"})
+		root.SetOut(&observed)
+		root.SetErr(&stderr)
+		done <- root.ExecuteContext(ctx2)
+	}()
+	testnet.WaitFor(t, "the observation reaches the owner", 10*time.Second, func() (bool, string) {
+		return th.Changed("target", lmosproto.StringValue("cool")) > 0, "no observer"
+	})
+	testnet.WaitFor(t, "subscribe --property prints the value", 10*time.Second, func() (bool, string) {
+		return strings.Contains(observed.String(), `"cool"`), observed.String()
+	})
+	cancel2()
+	if err := <-done; err != nil {
+		t.Errorf("subscribe --property: %v (stderr %s)", err, stderr.String())
+	}
 }
