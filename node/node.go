@@ -249,8 +249,10 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the node: it stops the API (waiting up to 5 s for requests in
-// flight), removes the api file, closes the federation, gossipsub, the DHT,
+// Close stops the node: it ends the API's event streams and followed
+// invocations, stops the API (waiting up to 5 s for requests in flight),
+// removes the api file, closes the interaction server, client and engine
+// (cancelling running interactions), the federation, gossipsub, the DHT,
 // the host, the directory and the datastore, and returns their errors
 // joined. It is idempotent and safe to call
 // concurrently; every call returns the first call's result once the node is
