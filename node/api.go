@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lmosnode/lmosnode/node/gateway"
 )
 
 // The local HTTP API. Every response body is JSON; errors are RFC 7807
@@ -78,6 +80,10 @@ func apiHandler(n *Node) http.Handler {
 			w.Header().Set("Allow", allow)
 			writeProblem(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; allowed: %s", r.Method, allow))
 		})
+	}
+	// The WoT HTTP binding of every Thing the node knows (package gateway).
+	for _, pattern := range gateway.Patterns() {
+		mux.Handle(pattern, n.gateway)
 	}
 	// Everything else is the WoT Thing Description Directory API and the
 	// node-admin routes of package tdd (/things, /events, /api/v1/things…).

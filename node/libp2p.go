@@ -97,6 +97,13 @@ func newHost(cfg Config, key crypto.PrivKey) (_ host.Host, err error) {
 func newResourceManager(cfg ResourcesConfig) (network.ResourceManager, error) {
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
+	// Every interaction, subscription and observation between two nodes is
+	// one stream of /lmos/interact/1.0.0; the default protocol-per-peer
+	// limit (64 inbound) would cap a busy consumer node at 64 concurrent
+	// calls to this node. The peer scope still bounds the total.
+	interactLimit := rcmgr.BaseLimit{Streams: 1024, StreamsInbound: 512, StreamsOutbound: 512, Memory: 64 << 20}
+	limits.AddProtocolLimit(lmosproto.ProtocolInteract, interactLimit, rcmgr.BaseLimitIncrease{Streams: 1024, StreamsInbound: 512, StreamsOutbound: 512, Memory: 64 << 20})
+	limits.AddProtocolPeerLimit(lmosproto.ProtocolInteract, interactLimit, rcmgr.BaseLimitIncrease{})
 	scaled := limits.AutoScale()
 	system := rcmgr.ResourceLimits{
 		Memory:  rcmgr.LimitVal64(int64(cfg.MaxMemoryMB) << 20),

@@ -23,6 +23,8 @@ import (
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/discovery"
 	"github.com/lmosnode/lmosnode/node/federation"
+	"github.com/lmosnode/lmosnode/node/gateway"
+	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/tdd"
 )
 
@@ -50,6 +52,16 @@ type Node struct {
 	fed         *federation.Federation
 	disc        *discovery.Service
 	tdd         *tdd.Handler
+
+	// Interactions (invoke.go): the engine of the node's own Things, the
+	// libp2p server and client of proto.ProtocolInteract, the router that
+	// picks between them, and the HTTP binding.
+	backends       *backends
+	engine         *interact.Engine
+	interactServer *interact.Server
+	interactClient *interact.Client
+	router         *interact.Router
+	gateway        *gateway.Handler
 
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
 	ctx    context.Context
@@ -171,10 +183,24 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	if err := n.buildInteract(); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.gateway, err = gateway.New(gateway.Deps{
+		Directory: n.dir,
+		Self:      n.peerID,
+		Local:     n.engine,
+		Remote:    n.interactClient,
+		Fetcher:   n.fed,
+		Logger:    o.logger.With("component", "gateway"),
+	}, gateway.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.tdd, err = tdd.New(tdd.Deps{
 		Directory: n.dir,
 		PeerID:    n.peerID,
-		Publisher: n.fed,
+		Publisher: publisher{n},
 		Finder:    n.fed,
 		Peers:     peerList{n.disc},
 		Logger:    o.logger.With("component", "tdd"),
@@ -241,8 +267,10 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the node: it stops the API (waiting up to 5 s for requests in
-// flight), removes the api file, closes the federation, gossipsub, the DHT,
+// Close stops the node: it ends the API's event streams and followed
+// invocations, stops the API (waiting up to 5 s for requests in flight),
+// removes the api file, closes the interaction server, client and engine
+// (cancelling running interactions), the federation, gossipsub, the DHT,
 // the host, the directory and the datastore, and returns their errors
 // joined. It is idempotent and safe to call
 // concurrently; every call returns the first call's result once the node is
@@ -272,6 +300,10 @@ func (n *Node) teardown() error {
 		// Ends open /events streams, which would otherwise hold Shutdown.
 		errs = append(errs, n.tdd.Close())
 	}
+	if n.gateway != nil {
+		// Ends event streams and followed invocations likewise.
+		errs = append(errs, n.gateway.Close())
+	}
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		if err := srv.Shutdown(ctx); err != nil {
@@ -283,6 +315,9 @@ func (n *Node) teardown() error {
 	n.wg.Wait()
 	if n.disc != nil {
 		errs = append(errs, n.disc.Close())
+	}
+	if err := n.closeInteract(); err != nil {
+		errs = append(errs, fmt.Errorf("interact: %w", err))
 	}
 	if n.fed != nil {
 		if err := n.fed.Close(); err != nil {

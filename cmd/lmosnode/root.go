@@ -47,6 +47,10 @@ on first run, so nothing needs to be set up beforehand.`,
 		newFindCmd(),
 		newPeersCmd(),
 		newConnectCmd(),
+		newReadCmd(),
+		newWriteCmd(),
+		newInvokeCmd(),
+		newSubscribeCmd(),
 	)
 	return root
 }

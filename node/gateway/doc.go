@@ -1,0 +1,89 @@
+// Package gateway is the WoT HTTP binding of a node: it lets an ordinary
+// HTTP or WoT consumer (node-wot, curl) read, write and observe the
+// properties, invoke the actions and subscribe to the events of any Thing
+// the node knows, its own or another node's, by talking to this node only.
+// It adapts an interact.Session to HTTP and nothing more: the Thing's own
+// node checks every request against the TD and runs it.
+//
+// # Routes
+//
+//	GET    /things/{id}/td                           the consumer view of the TD (forms point here)
+//	GET    /things/{id}/properties/{name}            readproperty    → 200, body: the value
+//	PUT    /things/{id}/properties/{name}            writeproperty   → 204
+//	GET    /things/{id}/properties/{name}/observe    observeproperty → 200 text/event-stream
+//	POST   /things/{id}/actions/{name}               invokeaction    → 200 output | 204 | 201 + Location
+//	                                                 (application/x-ndjson body: streaming session → 200 text/event-stream)
+//	GET    /things/{id}/actions/{name}/{invocation}  queryaction     → 200 {"status", "output", "error"}
+//	DELETE /things/{id}/actions/{name}/{invocation}  cancelaction    → 200 {"status", …}
+//	GET    /things/{id}/events/{name}                subscribeevent  → 200 text/event-stream
+//
+// ?publisher=PEER (a peer ID or did:key) selects the publisher of the id,
+// as in the directory API; without it the node's own Thing wins, else the
+// single publisher of the id, else 300 Multiple Choices.
+//
+// # Actions
+//
+// POST waits for the Thing's first answer (at most Config.SyncWait). A
+// final actionStatus answers the request: completed → 200 with the output
+// (204 without one); failed → the problem. A pending or running status, or
+// no answer within SyncWait, makes the invocation long-running: 201 Created
+// with Location naming it and the status as body. GET on the Location
+// returns {"status": "pending"|"running"|"completed"|"failed"|"cancelled",
+// "output": …, "error": problem}; DELETE cancels it. Finished invocations
+// stay queryable for Config.Retention. The status shape is the one the
+// interact HTTP backend polls, so a node's binding can itself be another
+// node's --backend.
+//
+// # Streaming sessions
+//
+// POST on an action with Content-Type application/x-ndjson opens a
+// streaming session (request-stream/response-stream), in the shape of the
+// interact HTTP backend contract: the body is one JSON value per line, the
+// input and then every input chunk (streamInput); the end of the body is
+// streamEnd. The answer, sent as soon as the Thing accepts, is an event
+// stream read while the body is still being written (full duplex): events
+// without a type carry one output chunk each; event "completed" (data: the
+// final output, if any) or "failed" (data: an RFC 7807 object) ends it. An
+// action without a stream handler answers as an ordinary invocation in the
+// same shape.
+//
+// # Events and observations
+//
+// Server-sent events without an event type (so that EventSource.onmessage
+// and node-wot see them): each data line is the event's data or the
+// property's new value (JSON), the id the LMOS messageID. A failure ends
+// the stream with an event of type "error" whose data is an RFC 7807
+// object. Closing the connection unsubscribes. Comment lines keep idle
+// streams alive; a consumer that reads nothing for Config.WriteTimeout is
+// disconnected.
+//
+// # Media types
+//
+// Bodies are JSON. A request whose Accept header admits no JSON type is
+// 406; a body with a Content-Type other than application/json (or a +json
+// type) is 415. CBOR is not offered on this binding.
+//
+// # Errors
+//
+// Every error is an RFC 7807 problem (application/problem+json) with the
+// status of the LMOS error message: 400 invalid input (the detail names the
+// JSON pointer), 404 unknown Thing or affordance, 405 operation not allowed,
+// 502 backend or owner node unreachable, 504 timeout, and so on (see package
+// interact).
+//
+// # The consumer view of a TD
+//
+// A TD is signed by its publisher; rewriting its forms would break its
+// proof. GET /things/{id}/td therefore serves an unsigned consumer view:
+// the signed TD without "proof" and "base", with every affordance's forms
+// replaced by forms pointing at this node's routes (op, htv:methodName,
+// subprotocol "sse" for observation and events), and with the nosec
+// security scheme of this node's loopback API. The signed original stays at
+// GET /things/{id}.
+//
+// # Concurrency
+//
+// A Handler is safe for concurrent use. It owns one goroutine per
+// long-running invocation (it follows the invocation's status); Close
+// ends them and every event stream.
+package gateway

@@ -1,0 +1,268 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/interact"
+)
+
+const (
+	// DefaultSyncWait is how long POST on an action waits for the Thing's
+	// first answer before it answers 201 with a status URL: long enough
+	// for a tool call, short enough for an HTTP client's patience.
+	DefaultSyncWait = 30 * time.Second
+	// DefaultRetention is how long a finished long-running invocation can
+	// still be queried, like the engine's ActionRetention.
+	DefaultRetention = 5 * time.Minute
+	// DefaultMaxActions bounds the long-running invocations the gateway
+	// follows at once; more are refused with 503.
+	DefaultMaxActions = 1024
+	// DefaultWriteTimeout bounds one write to an event stream: a consumer
+	// that reads nothing for this long is dropped, so that it cannot pin
+	// the handler (the engine has dropped its subscription by then).
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultKeepAlive is the interval of comment lines on idle event
+	// streams, below common proxy idle timeouts (60 s).
+	DefaultKeepAlive = 15 * time.Second
+	// maxBody bounds request bodies: one LMOS message payload.
+	maxBody = 4 << 20
+)
+
+// Config configures a Handler. The zero value of every field selects its
+// default.
+type Config struct {
+	// SyncWait: see DefaultSyncWait.
+	SyncWait time.Duration
+	// Retention: see DefaultRetention.
+	Retention time.Duration
+	// MaxActions: see DefaultMaxActions.
+	MaxActions int
+	// KeepAlive: see DefaultKeepAlive.
+	KeepAlive time.Duration
+	// WriteTimeout: see DefaultWriteTimeout.
+	WriteTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.SyncWait == 0 {
+		c.SyncWait = DefaultSyncWait
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.MaxActions == 0 {
+		c.MaxActions = DefaultMaxActions
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = DefaultKeepAlive
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	return c
+}
+
+// Validate reports every field out of range.
+func (c Config) Validate() error {
+	var errs []error
+	if c.SyncWait < 0 {
+		errs = append(errs, fmt.Errorf("gateway: SyncWait %v is negative", c.SyncWait))
+	}
+	if c.Retention < 0 {
+		errs = append(errs, fmt.Errorf("gateway: Retention %v is negative", c.Retention))
+	}
+	if c.MaxActions < 0 {
+		errs = append(errs, fmt.Errorf("gateway: MaxActions %d is negative", c.MaxActions))
+	}
+	if c.KeepAlive < 0 {
+		errs = append(errs, fmt.Errorf("gateway: KeepAlive %v is negative", c.KeepAlive))
+	}
+	if c.WriteTimeout < 0 {
+		errs = append(errs, fmt.Errorf("gateway: WriteTimeout %v is negative", c.WriteTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Remote opens interactions with Things owned by another node;
+// *interact.Client implements it.
+type Remote interface {
+	Invoker(owner peer.ID) interact.Invoker
+}
+
+// Fetcher reads a Thing of a known publisher that the directory does not
+// hold (from the DHT); the federation implements it. Optional.
+type Fetcher interface {
+	FetchThing(ctx context.Context, publisher peer.ID, id string) (directory.Entry, error)
+}
+
+// Deps are what a Handler works with.
+type Deps struct {
+	// Directory resolves thing ids to (publisher, id). Required.
+	Directory *directory.Directory
+	// Self is this node's peer ID: its Things go to Local. Required.
+	Self peer.ID
+	// Local serves the node's own Things (the engine). Required.
+	Local interact.Invoker
+	// Remote reaches the Things of other nodes. Required.
+	Remote Remote
+	// Fetcher, if set, is asked for ?publisher=P&id the directory lacks.
+	Fetcher Fetcher
+	// Logger receives the gateway's logs. Default: discarded.
+	Logger *slog.Logger
+}
+
+// Handler serves the HTTP binding (see the package documentation).
+type Handler struct {
+	deps Deps
+	cfg  Config
+	log  *slog.Logger
+	mux  *http.ServeMux
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	actions map[string]*action // by invocation (correlationID)
+}
+
+// New returns the Handler of deps.
+func New(deps Deps, cfg Config) (*Handler, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case deps.Directory == nil:
+		return nil, errors.New("gateway: Deps.Directory is nil")
+	case deps.Self == "":
+		return nil, errors.New("gateway: Deps.Self is empty")
+	case deps.Local == nil:
+		return nil, errors.New("gateway: Deps.Local is nil")
+	case deps.Remote == nil:
+		return nil, errors.New("gateway: Deps.Remote is nil")
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Handler{deps: deps, cfg: cfg, log: log, ctx: ctx, cancel: cancel, actions: map[string]*action{}}
+	h.mux = http.NewServeMux()
+	for pattern, fn := range h.routes() {
+		h.mux.HandleFunc(pattern, fn)
+	}
+	return h, nil
+}
+
+func (h *Handler) routes() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{
+		"GET /things/{id}/td":                             h.getTD,
+		"GET /things/{id}/properties/{name}":              h.readProperty,
+		"PUT /things/{id}/properties/{name}":              h.writeProperty,
+		"GET /things/{id}/properties/{name}/observe":      h.observeProperty,
+		"POST /things/{id}/actions/{name}":                h.invokeAction,
+		"GET /things/{id}/actions/{name}/{invocation}":    h.queryAction,
+		"DELETE /things/{id}/actions/{name}/{invocation}": h.cancelAction,
+		"GET /things/{id}/events/{name}":                  h.subscribeEvent,
+	}
+}
+
+// Patterns returns the http.ServeMux patterns the Handler serves, for a
+// parent mux to route to it (method-less, so that other methods get the
+// Handler's 405).
+func Patterns() []string {
+	return []string{
+		"/things/{id}/td",
+		"/things/{id}/properties/{name}",
+		"/things/{id}/properties/{name}/observe",
+		"/things/{id}/actions/{name}",
+		"/things/{id}/actions/{name}/{invocation}",
+		"/things/{id}/events/{name}",
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		writeProblem(w, r, &problem{Status: http.StatusMethodNotAllowed, Title: http.StatusText(http.StatusMethodNotAllowed),
+			Detail: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+		return
+	}
+	if r.Method != http.MethodDelete && !isNDJSON(r) && !strings.HasSuffix(r.URL.Path, "/observe") && !strings.Contains(r.URL.Path, "/events/") && !acceptsJSON(r) {
+		writeProblem(w, r, newProblem(http.StatusNotAcceptable, "Accept %q: this binding answers with application/json only", r.Header.Get("Accept")))
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// isNDJSON reports whether r's body is application/x-ndjson (a streaming
+// session, answered with an event stream).
+func isNDJSON(r *http.Request) bool {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt == interact.ContentTypeNDJSON
+}
+
+// acceptsJSON reports whether r's Accept header admits a JSON answer.
+func acceptsJSON(r *http.Request) bool {
+	accept := r.Header.Values("Accept")
+	if len(accept) == 0 {
+		return true
+	}
+	for _, v := range accept {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			if mt == "*/*" || mt == "application/*" || mt == "application/json" || strings.HasSuffix(mt, "+json") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Close ends every event stream and long-running invocation the Handler
+// follows (cancelling them) and waits for its goroutines.
+func (h *Handler) Close() error {
+	// Under mu, so that track either sees the Handler closed or has added
+	// its goroutine before Wait.
+	h.mu.Lock()
+	h.cancel()
+	h.mu.Unlock()
+	h.wg.Wait()
+	return nil
+}
+
+// requestContext is r's context, also cancelled when the Handler closes.
+func (h *Handler) requestContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(h.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// readBody reads a bounded request body; empty is nil.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *problem) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newProblem(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody)
+		}
+		return nil, newProblem(http.StatusBadRequest, "reading body: %v", err)
+	}
+	return b, nil
+}

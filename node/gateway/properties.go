@@ -1,0 +1,160 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/lmosnode/lmosnode/node/interact"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// readProperty serves GET /things/{id}/properties/{name}.
+func (h *Handler) readProperty(w http.ResponseWriter, r *http.Request) {
+	t, req, p := h.request(r, "properties", lmosproto.MsgReadProperty)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	m, p := h.roundTrip(r, t, req)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	writeJSON(w, http.StatusOK, valueJSON(m.Value))
+}
+
+// writeProperty serves PUT /things/{id}/properties/{name}.
+func (h *Handler) writeProperty(w http.ResponseWriter, r *http.Request) {
+	t, req, p := h.request(r, "properties", lmosproto.MsgWriteProperty)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	v, p := readValue(w, r)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	if !v.Present() {
+		writeProblem(w, r, newProblem(http.StatusBadRequest, "writing property %q of Thing %q: the body must be a JSON value", req.Name, req.ThingID))
+		return
+	}
+	req.Data = v
+	if _, p := h.roundTrip(r, t, req); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// observeProperty serves GET /things/{id}/properties/{name}/observe.
+func (h *Handler) observeProperty(w http.ResponseWriter, r *http.Request) {
+	t, req, p := h.request(r, "properties", lmosproto.MsgObserveProperty)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	h.stream(w, r, t, req, func(m *lmosproto.Message) (lmosproto.Value, bool) {
+		return m.Value, m.Type == lmosproto.MsgPropertyReading
+	})
+}
+
+// subscribeEvent serves GET /things/{id}/events/{name}.
+func (h *Handler) subscribeEvent(w http.ResponseWriter, r *http.Request) {
+	t, req, p := h.request(r, "events", lmosproto.MsgSubscribeEvent)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	h.stream(w, r, t, req, func(m *lmosproto.Message) (lmosproto.Value, bool) {
+		return m.Data, m.Type == lmosproto.MsgEvent
+	})
+}
+
+// request resolves the Thing of r, checks that its TD has the affordance
+// {name} of kind ("properties", "actions", "events") and returns the
+// request message of type typ.
+func (h *Handler) request(r *http.Request, kind string, typ lmosproto.MessageType) (target, *lmosproto.Message, *problem) {
+	t, p := h.resolve(r)
+	if p != nil {
+		return target{}, nil, p
+	}
+	name := r.PathValue("name")
+	td, err := t.entry.TD()
+	if err != nil {
+		return target{}, nil, newProblem(http.StatusNotFound, "Thing %q of %s: %v", t.entry.ThingID, t.entry.Publisher, err)
+	}
+	var found bool
+	switch kind {
+	case "properties":
+		_, found = td.Properties[name]
+	case "actions":
+		_, found = td.Actions[name]
+	case "events":
+		_, found = td.Events[name]
+	}
+	if !found {
+		return target{}, nil, &problem{Status: http.StatusNotFound, Title: interact.TitleAffordanceNotFound,
+			Detail: fmt.Sprintf("Thing %q has no %s %q", t.entry.ThingID, singular[kind], name)}
+	}
+	req := lmosproto.NewMessage(t.entry.ThingID, typ)
+	req.Name = name
+	req.Traceparent = r.Header.Get("traceparent")
+	req.Tracestate = r.Header.Get("tracestate")
+	return t, req, nil
+}
+
+var singular = map[string]string{"properties": "property", "actions": "action", "events": "event"}
+
+// roundTrip runs a request that has one answer and returns it, or the
+// problem it ended with.
+func (h *Handler) roundTrip(r *http.Request, t target, req *lmosproto.Message) (*lmosproto.Message, *problem) {
+	ctx, cancel := h.requestContext(r)
+	defer cancel()
+	sess, err := h.invoker(t).Invoke(ctx, req)
+	if err != nil {
+		return nil, newProblem(http.StatusServiceUnavailable, "%s of %q on Thing %q: %v", req.Type, req.Name, req.ThingID, err)
+	}
+	defer func() { _ = sess.Close() }()
+	select {
+	case m, ok := <-sess.Replies():
+		switch {
+		case !ok:
+			return nil, newProblem(http.StatusBadGateway, "%s of %q on Thing %q ended without an answer", req.Type, req.Name, req.ThingID)
+		case m.Type == lmosproto.MsgError:
+			return nil, problemOf(m)
+		}
+		return m, nil
+	case <-ctx.Done():
+		return nil, newProblem(http.StatusServiceUnavailable, "%s of %q on Thing %q: %v", req.Type, req.Name, req.ThingID, context.Cause(ctx))
+	}
+}
+
+// readValue reads a JSON body; an empty body is the zero Value.
+func readValue(w http.ResponseWriter, r *http.Request) (lmosproto.Value, *problem) {
+	b, p := readBody(w, r)
+	if p != nil || len(b) == 0 {
+		return lmosproto.Value{}, p
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || (mt != lmosproto.ContentTypeJSON && !strings.HasSuffix(mt, "+json")) {
+			return lmosproto.Value{}, newProblem(http.StatusUnsupportedMediaType, "Content-Type %q: the body must be application/json", ct)
+		}
+	}
+	v, err := lmosproto.ParseValue(b)
+	if err != nil {
+		return lmosproto.Value{}, newProblem(http.StatusBadRequest, "body is not a JSON value: %v", err)
+	}
+	return v, nil
+}
+
+// valueJSON is v's JSON text, null when absent.
+func valueJSON(v lmosproto.Value) []byte {
+	if !v.Present() {
+		return []byte("null")
+	}
+	return v.JSON()
+}

@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/interact"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// fetchTimeout bounds a DHT fetch of a Thing named with ?publisher=.
+const fetchTimeout = 10 * time.Second
+
+// target is the Thing a request addresses.
+type target struct {
+	entry directory.Entry
+	// pinned is set when the request named the publisher (?publisher=):
+	// the URLs the gateway hands out keep naming it.
+	pinned bool
+}
+
+// resolve finds the Thing {id} of r: ?publisher= selects that publisher;
+// otherwise the node's own Thing wins; otherwise the single publisher of
+// the id; several publishers are a 300 with candidates.
+func (h *Handler) resolve(r *http.Request) (target, *problem) {
+	id := r.PathValue("id")
+	if s := r.URL.Query().Get("publisher"); s != "" {
+		pub, err := parsePublisher(s)
+		if err != nil {
+			return target{}, newProblem(http.StatusBadRequest, "query parameter publisher: %v", err)
+		}
+		e, ok := h.deps.Directory.Get(pub, id)
+		if !ok && h.deps.Fetcher != nil && pub != h.deps.Self {
+			ctx, cancel := context.WithTimeout(r.Context(), fetchTimeout)
+			e, err = h.deps.Fetcher.FetchThing(ctx, pub, id)
+			cancel()
+			ok = err == nil
+		}
+		if !ok {
+			return target{}, &problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
+				Detail: fmt.Sprintf("no Thing %q published by %s", id, pub)}
+		}
+		return target{entry: e, pinned: true}, nil
+	}
+	all := h.deps.Directory.Lookup(id)
+	switch {
+	case len(all) == 0:
+		return target{}, &problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
+			Detail: fmt.Sprintf("no Thing %q in this node's directory", id)}
+	case len(all) == 1 || all[0].Own: // Lookup puts the own Thing first
+		return target{entry: all[0]}, nil
+	}
+	p := newProblem(http.StatusMultipleChoices, "Thing %q is published by %d peers and none is this node; choose one with ?publisher=", id, len(all))
+	for _, e := range all {
+		q := url.Values{"publisher": {e.Publisher.String()}}
+		p.Candidates = append(p.Candidates, candidate{
+			Publisher: e.Publisher.String(),
+			Title:     e.Title,
+			Href:      r.URL.Path + "?" + q.Encode(),
+		})
+	}
+	return target{}, p
+}
+
+// invoker returns the Invoker of the Thing t: the engine for the node's
+// own Things, the owner node over libp2p otherwise.
+func (h *Handler) invoker(t target) interact.Invoker {
+	if t.entry.Publisher == h.deps.Self {
+		return h.deps.Local
+	}
+	return h.deps.Remote.Invoker(t.entry.Publisher)
+}
+
+// query is the query string that keeps addressing t in URLs the gateway
+// hands out.
+func (t target) query() string {
+	if !t.pinned {
+		return ""
+	}
+	return "?" + url.Values{"publisher": {t.entry.Publisher.String()}}.Encode()
+}
+
+// parsePublisher reads a peer ID or a did:key.
+func parsePublisher(s string) (peer.ID, error) {
+	if strings.HasPrefix(s, "did:key:") {
+		pub, err := lmosproto.ParseDIDKey(s)
+		if err != nil {
+			return "", err
+		}
+		return lmosproto.PeerIDFromEd25519(pub)
+	}
+	id, err := peer.Decode(s)
+	if err != nil {
+		return "", fmt.Errorf("%q is neither a peer ID nor a did:key: %w", s, err)
+	}
+	return id, nil
+}

@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/lmosnode/lmosnode/node/interact"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// invokeStream serves POST /things/{id}/actions/{name} with Content-Type
+// application/x-ndjson: a streaming session (request-stream/response-
+// stream), in the shape of the interact HTTP backend contract. The body
+// is one JSON value per line, the input and then every input chunk; the
+// end of the body ends the input (streamEnd). The answer, sent as soon as
+// the Thing accepts the session, is an event stream: events without a
+// type carry one output chunk each, event "completed" (data: the final
+// output, if any) or "failed" (data: an RFC 7807 object) ends it.
+func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target, req *lmosproto.Message) {
+	body := bufio.NewReaderSize(r.Body, 64<<10)
+	next := func() (lmosproto.Value, bool, error) {
+		for {
+			line, err := body.ReadBytes('\n')
+			if len(line) > maxBody {
+				return lmosproto.Value{}, false, fmt.Errorf("input chunk larger than %d bytes", maxBody)
+			}
+			if line = bytes.TrimSpace(line); len(line) > 0 {
+				v, perr := lmosproto.ParseValue(line)
+				if perr != nil {
+					return lmosproto.Value{}, false, fmt.Errorf("input chunk is not JSON: %w", perr)
+				}
+				return v, true, nil
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					return lmosproto.Value{}, false, nil
+				}
+				return lmosproto.Value{}, false, err
+			}
+		}
+	}
+	in, ok, err := next()
+	if err != nil {
+		writeProblem(w, r, newProblem(http.StatusBadRequest, "streaming action %q of Thing %q: %v", req.Name, req.ThingID, err))
+		return
+	}
+	if ok {
+		req.Input = in
+	}
+	req.Stream = true
+
+	ctx, cancel := h.requestContext(r)
+	defer cancel()
+	sess, err := h.invoker(t).Invoke(ctx, req)
+	if err != nil {
+		writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "invoking action %q of Thing %q: %v", req.Name, req.ThingID, err))
+		return
+	}
+	defer func() { _ = sess.Close() }()
+
+	var first *lmosproto.Message
+	select {
+	case m, ok := <-sess.Replies():
+		switch {
+		case !ok:
+			writeProblem(w, r, newProblem(http.StatusBadGateway, "action %q of Thing %q ended without an answer", req.Name, req.ThingID))
+			return
+		case m.Type == lmosproto.MsgError:
+			writeProblem(w, r, problemOf(m))
+			return
+		}
+		first = m
+	case <-ctx.Done():
+		return
+	}
+
+	rc := http.NewResponseController(w)
+	_ = rc.EnableFullDuplex() // HTTP/2 is always full duplex
+	w.Header().Set("Content-Type", interact.ContentTypeEventStream)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	_ = rc.Flush()
+
+	// The consumer's further chunks, while the outputs flow back. The
+	// reader ends at the end of the body, on a bad chunk, or when the
+	// session no longer takes input; the handler waits for it.
+	var wg sync.WaitGroup
+	defer func() {
+		cancel() // unblocks a Send held by back-pressure
+		// Unblocks a read of a body the consumer keeps open after the
+		// session ended.
+		_ = rc.SetReadDeadline(time.Now())
+		wg.Wait()
+	}()
+	if first.Stream {
+		wg.Go(func() {
+			for {
+				v, ok, err := next()
+				if err != nil {
+					h.log.Debug("stream input", "thing", req.ThingID, "action", req.Name, "err", err)
+					_ = sess.Close()
+					return
+				}
+				if !ok {
+					_ = sess.Send(ctx, &lmosproto.Message{Type: lmosproto.MsgStreamEnd})
+					return
+				}
+				if sess.Send(ctx, &lmosproto.Message{Type: lmosproto.MsgStreamInput, Input: v}) != nil {
+					return
+				}
+			}
+		})
+	}
+
+	write := func(m *lmosproto.Message) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout))
+		var err error
+		switch {
+		case m.Type == lmosproto.MsgError:
+			p := problemOf(m)
+			p.Instance = r.URL.Path
+			b, _ := json.Marshal(p) // a problem always encodes
+			_, err = fmt.Fprintf(w, "event: failed\ndata: %s\n\n", b)
+		case m.Type != lmosproto.MsgActionStatus:
+			return true
+		case m.Status == lmosproto.ActionCompleted:
+			if m.Output.Present() {
+				_, err = fmt.Fprintf(w, "event: completed\ndata: %s\n\n", m.Output.JSON())
+			} else {
+				_, err = fmt.Fprint(w, "event: completed\ndata:\n\n")
+			}
+		case m.Status == lmosproto.ActionFailed || m.Status == lmosproto.ActionCancelled:
+			p := &problem{Status: http.StatusInternalServerError, Title: interact.TitleInternal,
+				Detail: fmt.Sprintf("action %q of Thing %q %s", req.Name, req.ThingID, m.Status)}
+			if m.Status == lmosproto.ActionCancelled {
+				p.Status, p.Title = interact.StatusClientClosed, interact.TitleCancelled
+			}
+			b, _ := json.Marshal(p) // a problem always encodes
+			_, err = fmt.Fprintf(w, "event: failed\ndata: %s\n\n", b)
+		case m.Output.Present():
+			_, err = fmt.Fprintf(w, "data: %s\n\n", m.Output.JSON())
+		default:
+			return true // an accept or a status without output
+		}
+		return err == nil && rc.Flush() == nil
+	}
+	if !write(first) || interact.Ends(req, first) {
+		return
+	}
+	for {
+		select {
+		case m, ok := <-sess.Replies():
+			if !ok || !write(m) || interact.Ends(req, m) {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lmosnode/lmosnode/node/gateway"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestConsumerViewGolden: testdata/*.td.json is a signed TD as published,
+// *.view.json its consumer view for a node at http://127.0.0.1:5080 (and
+// *.pinned.json with ?publisher=).
+func TestConsumerViewGolden(t *testing.T) {
+	in, err := filepath.Glob("testdata/*.td.json")
+	if err != nil || len(in) == 0 {
+		t.Fatalf("no golden inputs: %v", err)
+	}
+	for _, path := range in {
+		td, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := path[:len(path)-len(".td.json")]
+		for suffix, query := range map[string]string{".view.json": "", ".pinned.json": "?publisher=12D3KooWExample"} {
+			got, err := gateway.ConsumerView(td, "http://127.0.0.1:5080", query)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			var pretty bytes.Buffer
+			if err := json.Indent(&pretty, got, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			pretty.WriteByte('\n')
+			golden := base + suffix
+			if *update {
+				if err := os.WriteFile(golden, pretty.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update)", err)
+			}
+			if !bytes.Equal(pretty.Bytes(), want) {
+				t.Errorf("%s: consumer view differs from %s:\n%s", path, golden, pretty.Bytes())
+			}
+		}
+	}
+}
+
+func TestConsumerViewRejectsGarbage(t *testing.T) {
+	if _, err := gateway.ConsumerView([]byte("{not json"), "http://127.0.0.1:5080", ""); err == nil {
+		t.Error("ConsumerView accepted a broken TD")
+	}
+}

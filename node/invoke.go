@@ -1,0 +1,199 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/interact"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// registerTimeout bounds the publication of a Thing by Register.
+const registerTimeout = 30 * time.Second
+
+// backends serves the interactions of the node's own Things: the Go
+// handlers a program registered (Register) first, else the HTTP service
+// named by the Thing's --backend URL, looked up at call time so that a
+// republication with another URL takes effect at once. It is the one
+// Backend the engine holds for every own Thing.
+type backends struct {
+	dir  *directory.Directory
+	self peer.ID
+
+	mu   sync.Mutex
+	sdk  map[string]interact.Backend      // by thing id
+	http map[string]*interact.HTTPBackend // by backend URL
+	opts interact.HTTPBackendOptions
+}
+
+func newBackends(dir *directory.Directory, self peer.ID, opts interact.HTTPBackendOptions) *backends {
+	return &backends{dir: dir, self: self, sdk: map[string]interact.Backend{}, http: map[string]*interact.HTTPBackend{}, opts: opts}
+}
+
+// Handle implements interact.Backend.
+func (b *backends) Handle(ctx context.Context, x *interact.Exchange) error {
+	be, err := b.backend(x.Request().ThingID)
+	if err != nil {
+		return err
+	}
+	return be.Handle(ctx, x)
+}
+
+func (b *backends) backend(id string) (interact.Backend, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if be, ok := b.sdk[id]; ok {
+		return be, nil
+	}
+	e, ok := b.dir.Get(b.self, id)
+	if !ok || e.Local.Backend == "" {
+		return nil, &lmosproto.Problem{Status: http.StatusServiceUnavailable, Title: interact.TitleUnavailable,
+			Detail: fmt.Sprintf("Thing %q has no backend on this node (publish it with --backend URL, or register handlers)", id)}
+	}
+	if be, ok := b.http[e.Local.Backend]; ok {
+		return be, nil
+	}
+	be, err := interact.NewHTTPBackend(e.Local.Backend, b.opts)
+	if err != nil {
+		return nil, &lmosproto.Problem{Status: http.StatusBadGateway, Title: interact.TitleBadGateway,
+			Detail: fmt.Sprintf("backend of Thing %q: %v", id, err)}
+	}
+	b.http[e.Local.Backend] = be
+	return be, nil
+}
+
+func (b *backends) setSDK(id string, be interact.Backend) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if be == nil {
+		delete(b.sdk, id)
+		return
+	}
+	b.sdk[id] = be
+}
+
+// owners implements interact.Owners with the directory: the node's own
+// Thing first, else the single publisher of the id.
+type owners struct {
+	dir  *directory.Directory
+	self peer.ID
+}
+
+// Owner implements interact.Owners.
+func (o owners) Owner(_ context.Context, id string) (peer.ID, error) {
+	all := o.dir.Lookup(id)
+	switch {
+	case len(all) == 0:
+		return "", fmt.Errorf("thing %q: %w", id, interact.ErrUnknownThing)
+	case len(all) == 1 || all[0].Own:
+		return all[0].Publisher, nil
+	}
+	return "", fmt.Errorf("thing %q is published by %d peers and none is this node; call the owner with Client.Do", id, len(all))
+}
+
+// ownTD is the engine's view of the node's own Things.
+func (n *Node) ownTD(id string) (*lmosproto.TD, bool) {
+	e, ok := n.dir.Get(n.peerID, id)
+	if !ok {
+		return nil, false
+	}
+	td, err := e.TD()
+	if err != nil {
+		n.log.Warn("own thing unreadable", "thing", id, "err", err)
+		return nil, false
+	}
+	return td, true
+}
+
+// publisher is the tdd.Publisher of the node: the federation, plus the
+// engine's backend for every Thing it publishes.
+type publisher struct{ n *Node }
+
+// Publish implements tdd.Publisher.
+func (p publisher) Publish(ctx context.Context, td *lmosproto.TD, local *directory.Local) (directory.Entry, directory.Change, error) {
+	e, ch, err := p.n.fed.Publish(ctx, td, local)
+	if err == nil {
+		p.n.engine.SetBackend(e.ThingID, p.n.backends)
+	}
+	return e, ch, err
+}
+
+// Remove implements tdd.Publisher.
+func (p publisher) Remove(ctx context.Context, id string) error {
+	if err := p.n.fed.Remove(ctx, id); err != nil {
+		return err
+	}
+	p.n.backends.setSDK(id, nil)
+	p.n.engine.SetBackend(id, nil)
+	return nil
+}
+
+// Register publishes td as one of the node's own Things (signed, stored,
+// announced, like PUT /things/{id}) and makes thing serve its
+// interactions, for a Go program that embeds the node. Registering the
+// same id again replaces both.
+func (n *Node) Register(td *lmosproto.TD, thing *interact.Thing) (directory.Entry, error) {
+	if td == nil || thing == nil {
+		return directory.Entry{}, errors.New("node: register: td and thing are required")
+	}
+	n.backends.setSDK(td.ID, thing)
+	ctx, cancel := context.WithTimeout(n.ctx, registerTimeout)
+	defer cancel()
+	e, _, err := publisher{n}.Publish(ctx, td, nil)
+	if err != nil {
+		n.backends.setSDK(td.ID, nil)
+		return directory.Entry{}, fmt.Errorf("node: register thing %q: %w", td.ID, err)
+	}
+	return e, nil
+}
+
+// Invoker returns the node's router: it opens interactions with any Thing
+// the node knows, its own (through its engine) or another node's (over
+// libp2p). See package interact.
+func (n *Node) Invoker() interact.Invoker { return n.router }
+
+// buildInteract builds the engine, the libp2p server and client and the
+// router; teardown closes them.
+func (n *Node) buildInteract() error {
+	log := n.log.With("component", "interact")
+	n.backends = newBackends(n.dir, n.peerID, interact.HTTPBackendOptions{Logger: log})
+	var err error
+	if n.engine, err = interact.NewEngine(interact.ThingsFunc(n.ownTD), interact.Options{Logger: log}); err != nil {
+		return err
+	}
+	for _, e := range n.dir.Own() {
+		n.engine.SetBackend(e.ThingID, n.backends)
+	}
+	if n.interactServer, err = interact.NewServer(n.host, n.engine, interact.TransportOptions{Logger: log}); err != nil {
+		return err
+	}
+	if n.interactClient, err = interact.NewClient(n.host, interact.TransportOptions{Logger: log}); err != nil {
+		return err
+	}
+	n.router = interact.NewRouter(n.peerID, n.engine, n.interactClient, owners{dir: n.dir, self: n.peerID})
+	return nil
+}
+
+// closeInteract closes what buildInteract built: first the server (no
+// more remote callers), then the client (our calls to other nodes), then
+// the engine (running backend calls).
+func (n *Node) closeInteract() error {
+	var errs []error
+	if n.interactServer != nil {
+		errs = append(errs, n.interactServer.Close())
+	}
+	if n.interactClient != nil {
+		errs = append(errs, n.interactClient.Close())
+	}
+	if n.engine != nil {
+		errs = append(errs, n.engine.Close())
+	}
+	return errors.Join(errs...)
+}
