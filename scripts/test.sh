@@ -33,3 +33,13 @@ bash scripts/mosquitto.sh install
 
 step "go test"
 go test -count=1 -timeout 20m ./...
+
+# The netns lab: N nodes in network namespaces joined by a bridge, mDNS on,
+# no bootstrap; every node must list every other node's Things. It needs
+# root (CI has it) and cleans up its namespaces even on failure.
+step "netns lab (scripts/lab.sh --strict)"
+if [[ $EUID -eq 0 ]]; then
+	bash scripts/lab.sh --strict
+else
+	echo "skipped: the lab creates network namespaces and needs root"
+fi
