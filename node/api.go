@@ -87,6 +87,8 @@ func apiHandler(n *Node) http.Handler {
 	}
 	// Everything else is the WoT Thing Description Directory API and the
 	// node-admin routes of package tdd (/things, /events, /api/v1/things…).
+	mux.Handle(wsPath, n.ws)
+	mux.Handle(wsAgentPath, n.wsAgent)
 	mux.Handle("/", n.tdd)
 	return recoverProblem(n.log, loopbackHostOnly(mux))
 }

@@ -18,6 +18,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/mqttgw"
 )
 
 // Config is the serialisable configuration of a node, kept as config.json in
@@ -83,6 +84,10 @@ type Config struct {
 	// its record was last seen (announced, synced, fetched). 0 means the
 	// default.
 	ThingTTL Duration `json:"thingTTL"`
+	// MQTT is the URL of an MQTT broker ("mqtt://127.0.0.1:1883") on which
+	// the node exposes its own public Things' events, properties and
+	// actions (package mqttgw). Empty, the default, means no MQTT.
+	MQTT string `json:"mqtt,omitempty"`
 }
 
 // ConnMgrConfig configures libp2p's basic connection manager: when the
@@ -233,6 +238,11 @@ func (c Config) Validate() error {
 func (c Config) validate() error {
 	if c.Home == "" {
 		return errors.New("home: must be set")
+	}
+	if c.MQTT != "" {
+		if err := mqttgw.DefaultConfig(c.MQTT).Validate(); err != nil {
+			return fmt.Errorf("mqtt: %w", err)
+		}
 	}
 	if len(c.Listen) == 0 {
 		return errors.New("listen: at least one multiaddr is required")

@@ -143,14 +143,12 @@ func (n *Node) Register(td *lmosproto.TD, thing *interact.Thing) (directory.Entr
 	if td == nil || thing == nil {
 		return directory.Entry{}, errors.New("node: register: td and thing are required")
 	}
-	n.backends.setSDK(td.ID, thing)
 	ctx, cancel := context.WithTimeout(n.ctx, registerTimeout)
 	defer cancel()
-	e, _, err := publisher{n}.Publish(ctx, td, nil)
-	if err != nil {
-		n.backends.setSDK(td.ID, nil)
+	if err := n.attach(ctx, td, thing); err != nil {
 		return directory.Entry{}, fmt.Errorf("node: register thing %q: %w", td.ID, err)
 	}
+	e, _ := n.dir.Get(n.peerID, td.ID)
 	return e, nil
 }
 

@@ -25,7 +25,9 @@ import (
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/tdd"
+	"github.com/lmosnode/lmosnode/node/wsgateway"
 )
 
 // shutdownTimeout bounds how long Close waits for in-flight API requests.
@@ -52,6 +54,9 @@ type Node struct {
 	fed         *federation.Federation
 	disc        *discovery.Service
 	tdd         *tdd.Handler
+	ws          *wsgateway.Gateway
+	wsAgent     *wsgateway.AgentGateway
+	mqtt        *mqttgw.Gateway // nil without Config.MQTT
 
 	// Interactions (invoke.go): the engine of the node's own Things, the
 	// libp2p server and client of proto.ProtocolInteract, the router that
@@ -197,6 +202,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	if err := n.buildGateways(); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.tdd, err = tdd.New(tdd.Deps{
 		Directory: n.dir,
 		PeerID:    n.peerID,
@@ -240,6 +248,11 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	if err := n.disc.Start(); err != nil {
 		return fmt.Errorf("node: start: %w", err)
+	}
+	if n.mqtt != nil {
+		if err := n.mqtt.Start(); err != nil {
+			return fmt.Errorf("node: start: mqtt: %w", err)
+		}
 	}
 	// A refresh of the routing table; kad-dht refreshes again by itself
 	// whenever discovery connects peers to a table that runs low.
@@ -300,6 +313,7 @@ func (n *Node) teardown() error {
 		// Ends open /events streams, which would otherwise hold Shutdown.
 		errs = append(errs, n.tdd.Close())
 	}
+	errs = append(errs, n.closeGateways())
 	if n.gateway != nil {
 		// Ends event streams and followed invocations likewise.
 		errs = append(errs, n.gateway.Close())

@@ -52,6 +52,7 @@ built in.`,
 	f.String("api", "", "HTTP API host:port on a loopback address; port 0 picks a free port")
 	f.Bool("mdns", true, "discover LMOS nodes on the local network by mDNS")
 	f.StringArray("bootstrap", nil, "bootstrap peer multiaddr ending in /p2p/<peer ID>; repeat for several (replaces config bootstrap)")
+	f.String("mqtt", "", "MQTT broker URL (mqtt://host:port) on which to expose this node's public Things' events, properties and actions")
 	return cmd
 }
 
@@ -131,6 +132,11 @@ func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
 	}
 	if f.Changed("bootstrap") {
 		if cfg.Bootstrap, err = f.GetStringArray("bootstrap"); err != nil {
+			return err
+		}
+	}
+	if f.Changed("mqtt") {
+		if cfg.MQTT, err = f.GetString("mqtt"); err != nil {
 			return err
 		}
 	}
