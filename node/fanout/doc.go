@@ -54,9 +54,9 @@
 //     cache of two minutes).
 //   - Accept otherwise.
 //
-// A rejected message counts against the peer that forwarded it in the
-// peer score (P4, invalid message deliveries), so a node relaying forged
-// events loses its mesh places.
+// With Params.TopicScore set, a rejected message counts against the peer
+// that forwarded it in the peer score (P4, invalid message deliveries), so
+// a node relaying forged events loses its mesh places.
 //
 // # Groups
 //

@@ -43,6 +43,12 @@ type Params struct {
 	// TD finds the TD of a Thing by publisher and id, for Subscribe's
 	// checks (groups, event names). Nil: no checks.
 	TD func(publisher peer.ID, thingID string) (*lmosproto.TD, bool)
+	// TopicScore, if set, are the peer-score parameters of every events
+	// topic (pubsub.Topic.SetScoreParams; the PubSub must have peer
+	// scoring on). Without them a topic has no topic score, so messages
+	// its validator rejects do not count against the peer that sent them
+	// (P4). The node passes the parameters of its announce topic.
+	TopicScore *pubsub.TopicScoreParams
 }
 
 // Fanout publishes the node's own Things' events on their topics and
@@ -157,6 +163,12 @@ func (f *Fanout) joinLocked(publisher peer.ID, thingID string) (*joined, error) 
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("fanout: thing %q of %s: join: %w", thingID, publisher, err),
 			f.p.PubSub.UnregisterTopicValidator(name))
+	}
+	if f.p.TopicScore != nil {
+		if err := t.SetScoreParams(f.p.TopicScore); err != nil {
+			return nil, errors.Join(fmt.Errorf("fanout: thing %q of %s: score parameters: %w", thingID, publisher, err),
+				t.Close(), f.p.PubSub.UnregisterTopicValidator(name))
+		}
 	}
 	j := &joined{name: name, topic: t, refs: 1}
 	f.topics[name] = j

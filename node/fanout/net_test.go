@@ -103,6 +103,9 @@ func newTestNet(t *testing.T, n int) []*testNode {
 	// A ring: every node is connected to its two neighbours only, so most
 	// events travel through relays.
 	for i, a := range nodes {
+		if n < 2 {
+			break
+		}
 		b := nodes[(i+1)%n]
 		if err := a.h.Connect(ctx, peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.Addrs()}); err != nil {
 			t.Fatal(err)

@@ -115,3 +115,28 @@ func TestTopicName(t *testing.T) {
 		}
 	}
 }
+
+// FuzzValidator feeds arbitrary data to the validator: it never panics,
+// and what it accepts is an event of its Thing.
+func FuzzValidator(f *testing.F) {
+	now := time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)
+	owner := peer.ID("\x00\x04test") // identity multihash; never decoded here
+	const thing = "urn:example:sensor"
+	m := lmosproto.NewMessage(thing, lmosproto.MsgEvent)
+	m.Name, m.CorrelationID, m.Data, m.Timestamp = "tick", m.MessageID, lmosproto.StringValue("x"), lmosproto.FormatTimestamp(now)
+	seed, _ := lmosproto.JSON.Marshal(m)
+	f.Add(seed)
+	f.Add([]byte(`{"thingID":"urn:example:sensor","messageType":"event"}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v := newValidator(owner, thing, Config{}.withDefaults(), func() time.Time { return now })
+		got, res, err := v.check(owner, data)
+		if res == pubsub.ValidationAccept {
+			if err != nil || got == nil || got.Type != lmosproto.MsgEvent || got.ThingID != thing {
+				t.Fatalf("accepted %v, %v", got, err)
+			}
+		} else if err == nil {
+			t.Fatalf("result %v without an error", res)
+		}
+	})
+}
