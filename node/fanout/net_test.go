@@ -65,6 +65,29 @@ type testNode struct {
 	h       host.Host
 	ps      *pubsub.PubSub
 	rejects *rejectCounter
+
+	mu     sync.Mutex
+	scores map[peer.ID]float64 // peer scores, inspected every 100 ms
+}
+
+func (n *testNode) score(p peer.ID) float64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.scores[p]
+}
+
+// testTopicScore is what the node gives its announce topic (P4 counts
+// rejected messages), trimmed to what the tests look at.
+var testTopicScore = &pubsub.TopicScoreParams{
+	TopicWeight:                     1,
+	TimeInMeshQuantum:               time.Second,
+	FirstMessageDeliveriesDecay:     pubsub.ScoreParameterDecay(time.Hour),
+	InvalidMessageDeliveriesWeight:  -10,
+	InvalidMessageDeliveriesDecay:   pubsub.ScoreParameterDecay(10 * time.Minute),
+	MeshMessageDeliveriesDecay:      pubsub.ScoreParameterDecay(time.Hour),
+	MeshFailurePenaltyDecay:         pubsub.ScoreParameterDecay(time.Hour),
+	MeshMessageDeliveriesWindow:     10 * time.Millisecond,
+	MeshMessageDeliveriesActivation: time.Second,
 }
 
 func newTestNet(t *testing.T, n int) []*testNode {
@@ -80,7 +103,23 @@ func newTestNet(t *testing.T, n int) []*testNode {
 		gs.HeartbeatInterval = 100 * time.Millisecond
 		gs.HeartbeatInitialDelay = 50 * time.Millisecond
 		rc := &rejectCounter{}
+		node := &testNode{h: h, rejects: rc}
+		scoreParams := &pubsub.PeerScoreParams{
+			Topics:                map[string]*pubsub.TopicScoreParams{},
+			AppSpecificScore:      func(peer.ID) float64 { return 0 },
+			DecayInterval:         pubsub.DefaultDecayInterval,
+			DecayToZero:           pubsub.DefaultDecayToZero,
+			RetainScore:           time.Minute,
+			BehaviourPenaltyDecay: pubsub.ScoreParameterDecay(10 * time.Minute),
+		}
+		thresholds := &pubsub.PeerScoreThresholds{GossipThreshold: -20, PublishThreshold: -50, GraylistThreshold: -80}
 		ps, err := pubsub.NewGossipSub(ctx, h,
+			pubsub.WithPeerScore(scoreParams, thresholds),
+			pubsub.WithPeerScoreInspect(func(s map[peer.ID]float64) {
+				node.mu.Lock()
+				node.scores = s
+				node.mu.Unlock()
+			}, 100*time.Millisecond),
 			pubsub.WithGossipSubParams(gs),
 			pubsub.WithMessageIdFn(func(m *pubsubpb.Message) string {
 				sum := sha256.Sum256(m.GetData())
@@ -92,7 +131,8 @@ func newTestNet(t *testing.T, n int) []*testNode {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes[i] = &testNode{h: h, ps: ps, rejects: rc}
+		node.ps = ps
+		nodes[i] = node
 	}
 	t.Cleanup(func() {
 		cancel()
@@ -189,7 +229,7 @@ func TestFanoutRing(t *testing.T) {
 	t.Cleanup(func() { _ = engine.Close() })
 	sensor := interact.NewThing()
 	engine.SetBackend(td.ID, sensor)
-	pub := newFanout(t, Params{PubSub: nodes[0].ps, Self: owner, Local: engine}, Config{})
+	pub := newFanout(t, Params{PubSub: nodes[0].ps, Self: owner, Local: engine, TopicScore: testTopicScore}, Config{})
 	if err := pub.Publish(td); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +240,7 @@ func TestFanoutRing(t *testing.T) {
 	const buffer = 8
 	subs := make([]*Fanout, 5)
 	for i := 1; i <= 4; i++ {
-		subs[i] = newFanout(t, Params{PubSub: nodes[i].ps, Self: nodes[i].h.ID(), TD: lookup}, Config{Buffer: buffer})
+		subs[i] = newFanout(t, Params{PubSub: nodes[i].ps, Self: nodes[i].h.ID(), TD: lookup, TopicScore: testTopicScore}, Config{Buffer: buffer})
 	}
 	ctx := context.Background()
 	ticks := map[int]<-chan *lmosproto.Message{}
@@ -358,6 +398,13 @@ func TestFanoutRing(t *testing.T) {
 			t.Fatal("the forged event was not rejected by node 5's neighbours")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// The forger's score drops with its neighbours (P4).
+	for deadline := time.Now().Add(5 * time.Second); nodes[0].score(nodes[5].h.ID()) >= 0 && nodes[4].score(nodes[5].h.ID()) >= 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the forger's score did not drop: %v, %v", nodes[0].score(nodes[5].h.ID()), nodes[4].score(nodes[5].h.ID()))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	after, _ := lmosproto.ValueOf(1000)
 	sensor.Emit("tick", after)
