@@ -78,35 +78,49 @@ func (f *Fanout) Unpublish(thingID string) error {
 	return f.releaseLocked(pb.j)
 }
 
+// maxRetry caps the pause between attempts to subscribe to a Thing whose
+// feed keeps failing (a backend that is down).
+const maxRetry = time.Minute
+
 // publishLoop subscribes to all events of the Thing and publishes them,
-// subscribing again after Retry when the feed ends.
+// subscribing again when the feed ends: after Retry, doubled after every
+// attempt that published nothing, up to a minute.
 func (f *Fanout) publishLoop(ctx context.Context, pb *publishing) {
+	delay := f.cfg.Retry
 	for {
-		f.publishFeed(ctx, pb)
+		if f.publishFeed(ctx, pb) {
+			delay = f.cfg.Retry
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(f.cfg.Retry):
+		case <-time.After(delay):
 		}
+		delay = min(2*delay, max(maxRetry, f.cfg.Retry))
 	}
 }
 
-// publishFeed runs one subscribeAllEvents session until it ends.
-func (f *Fanout) publishFeed(ctx context.Context, pb *publishing) {
+// publishFeed runs one subscribeAllEvents session until it ends and
+// reports whether it published any event.
+func (f *Fanout) publishFeed(ctx context.Context, pb *publishing) (published bool) {
 	req := lmosproto.NewMessage(pb.thingID, lmosproto.MsgSubscribeAllEvents)
 	s, err := f.p.Local.Invoke(ctx, req)
 	if err != nil {
 		f.log.Warn("subscribe to own thing's events", "thing", pb.thingID, "err", err)
-		return
+		return false
 	}
 	defer func() { _ = s.Close() }() // an engine session's Close never fails
 	for m := range s.Replies() {
 		if m.Type != lmosproto.MsgEvent {
-			f.log.Info("own thing's event feed ended", "thing", pb.thingID, "reply", m)
-			return
+			if ctx.Err() == nil {
+				f.log.Info("own thing's event feed ended", "thing", pb.thingID, "reply", m)
+			}
+			return published
 		}
 		f.publishEvent(ctx, pb, m)
+		published = true
 	}
+	return published
 }
 
 // publishEvent publishes one event of the engine on the Thing's topic.
