@@ -68,10 +68,19 @@
 // # Use
 //
 // One Fanout per node, on the node's PubSub (so the message-ID function,
-// StrictSign, flood publishing and peer score are the node's). The owner
-// calls Publish for each own Thing with events: the Fanout subscribes to
-// all its events through the local interact.Invoker (the Engine; it is one
-// more subscriber of the Engine's shared feeds) and publishes each event.
-// Consumers call Subscribe, or reach remote Things' events through the
-// Invoker adapter, which gateways use unchanged.
+// StrictSign, flood publishing and peer score are the node's), built with
+// New after the PubSub and the Engine and closed before the PubSub's
+// context is cancelled. The owner calls Publish for each own Thing with
+// events (and Unpublish, then Publish again, when its TD changes or it is
+// withdrawn): the Fanout subscribes to all its events through
+// Params.Local (the Engine; it is one more subscriber of the Engine's
+// shared feeds, so the owner's backend is called once however many nodes
+// listen) and publishes each event. Consumers call Subscribe, or reach
+// remote Things' events through the Invoker adapter, which the router uses
+// in place of interact.Client.Invoker(owner) so that gateways need no
+// change.
+//
+// A Fanout publishes every own Thing with events as soon as Publish is
+// called, whether or not another node listens (gossipsub sends nothing
+// when the topic has no peers; the Engine's feed runs anyway).
 package fanout
