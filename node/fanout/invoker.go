@@ -25,6 +25,8 @@ type Invoker struct {
 	Fanout *Fanout
 }
 
+var _ interact.Invoker = (*Invoker)(nil)
+
 // Invoke implements interact.Invoker.
 func (iv *Invoker) Invoke(ctx context.Context, req *lmosproto.Message) (interact.Session, error) {
 	if iv.Fanout == nil || req.OneWay || (req.Type != lmosproto.MsgSubscribeEvent && req.Type != lmosproto.MsgSubscribeAllEvents) {

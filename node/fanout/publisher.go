@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -142,5 +141,3 @@ func (f *Fanout) publishEvent(ctx context.Context, pb *publishing, m *lmosproto.
 		f.log.Warn("publish event", "thing", pb.thingID, "event", m.Name, "err", err)
 	}
 }
-
-var _ interact.Invoker = (*Invoker)(nil)
