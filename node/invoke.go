@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/fanout"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -121,6 +122,7 @@ func (p publisher) Publish(ctx context.Context, td *lmosproto.TD, local *directo
 	e, ch, err := p.n.fed.Publish(ctx, td, local)
 	if err == nil {
 		p.n.engine.SetBackend(e.ThingID, p.n.backends)
+		p.n.fanOut(e)
 	}
 	return e, ch, err
 }
@@ -132,6 +134,11 @@ func (p publisher) Remove(ctx context.Context, id string) error {
 	}
 	p.n.backends.setSDK(id, nil)
 	p.n.engine.SetBackend(id, nil)
+	if p.n.fanout != nil {
+		if err := p.n.fanout.Unpublish(id); err != nil {
+			p.n.log.Warn("fanout: unpublish", "thing", id, "err", err)
+		}
+	}
 	return nil
 }
 
@@ -175,7 +182,19 @@ func (n *Node) buildInteract() error {
 	if n.interactClient, err = interact.NewClient(n.host, interact.TransportOptions{Logger: log}); err != nil {
 		return err
 	}
-	n.router = interact.NewRouter(n.peerID, n.engine, n.interactClient, owners{dir: n.dir, self: n.peerID})
+	if n.ps != nil {
+		n.fanout, err = fanout.New(fanout.Params{
+			PubSub:     n.ps,
+			Self:       n.peerID,
+			Local:      n.engine,
+			TD:         n.knownTD,
+			TopicScore: topicScore(),
+		}, fanout.Config{}, fanout.WithLogger(n.log.With("component", "fanout")))
+		if err != nil {
+			return err
+		}
+	}
+	n.router = interact.NewRouter(n.peerID, n.engine, n.remote(), owners{dir: n.dir, self: n.peerID})
 	return nil
 }
 
@@ -184,6 +203,9 @@ func (n *Node) buildInteract() error {
 // the engine (running backend calls).
 func (n *Node) closeInteract() error {
 	var errs []error
+	if n.fanout != nil {
+		errs = append(errs, n.fanout.Close())
+	}
 	if n.interactServer != nil {
 		errs = append(errs, n.interactServer.Close())
 	}
@@ -195,3 +217,50 @@ func (n *Node) closeInteract() error {
 	}
 	return errors.Join(errs...)
 }
+
+// knownTD is the TD of any Thing the node knows, by publisher and id.
+func (n *Node) knownTD(publisher peer.ID, id string) (*lmosproto.TD, bool) {
+	e, ok := n.dir.Get(publisher, id)
+	if !ok {
+		return nil, false
+	}
+	td, err := e.TD()
+	return td, err == nil
+}
+
+// fanOut (re)starts the gossip fan-out of an own Thing's events (pattern 5,
+// package fanout): a new version may name other events.
+func (n *Node) fanOut(e directory.Entry) {
+	if n.fanout == nil {
+		return
+	}
+	td, err := e.TD()
+	if err != nil {
+		n.log.Warn("fanout: own thing unreadable", "thing", e.ThingID, "err", err)
+		return
+	}
+	if err := n.fanout.Unpublish(e.ThingID); err != nil {
+		n.log.Warn("fanout: unpublish", "thing", e.ThingID, "err", err)
+	}
+	if err := n.fanout.Publish(td); err != nil && !errors.Is(err, fanout.ErrGroupScoped) {
+		n.log.Warn("fanout: publish", "thing", e.ThingID, "err", err)
+	}
+}
+
+// remoteThings reaches other nodes' Things over libp2p; with gossip on,
+// event subscriptions are served from each Thing's events topic instead
+// of a stream per subscriber to the owner.
+type remoteThings struct {
+	client *interact.Client
+	fanout *fanout.Fanout // nil without gossip
+}
+
+// Invoker implements interact.Remote and gateway.Remote.
+func (r remoteThings) Invoker(owner peer.ID) interact.Invoker {
+	if r.fanout == nil {
+		return r.client.Invoker(owner)
+	}
+	return &fanout.Invoker{Owner: owner, Remote: r.client.Invoker(owner), Fanout: r.fanout}
+}
+
+func (n *Node) remote() remoteThings { return remoteThings{client: n.interactClient, fanout: n.fanout} }

@@ -262,22 +262,8 @@ func newPubSub(ctx context.Context, h host.Host, o options) (*pubsub.PubSub, err
 // honest peers. IP colocation (P6) counts peers behind one address beyond
 // ten, except on loopback, where every peer of a multi-node test lives.
 func peerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
-	announce := &pubsub.TopicScoreParams{
-		TopicWeight: 1,
-
-		TimeInMeshWeight:  0.01,
-		TimeInMeshQuantum: time.Second,
-		TimeInMeshCap:     600, // +6 after ten minutes in the mesh
-
-		FirstMessageDeliveriesWeight: 1,
-		FirstMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(time.Hour),
-		FirstMessageDeliveriesCap:    20,
-
-		InvalidMessageDeliveriesWeight: -10,
-		InvalidMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(10 * time.Minute),
-	}
 	params := &pubsub.PeerScoreParams{
-		Topics:        map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: announce},
+		Topics:        map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: topicScore()},
 		TopicScoreCap: 50,
 
 		AppSpecificScore:  func(peer.ID) float64 { return 0 },
@@ -306,4 +292,24 @@ func peerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
 		OpportunisticGraftThreshold: 2,
 	}
 	return params, thresholds
+}
+
+// topicScore is the score of one topic: the announce topic and every
+// Thing's events topic (package fanout) share it, so a message any of
+// their validators rejects costs its sender (P4).
+func topicScore() *pubsub.TopicScoreParams {
+	return &pubsub.TopicScoreParams{
+		TopicWeight: 1,
+
+		TimeInMeshWeight:  0.01,
+		TimeInMeshQuantum: time.Second,
+		TimeInMeshCap:     600, // +6 after ten minutes in the mesh
+
+		FirstMessageDeliveriesWeight: 1,
+		FirstMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(time.Hour),
+		FirstMessageDeliveriesCap:    20,
+
+		InvalidMessageDeliveriesWeight: -10,
+		InvalidMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(10 * time.Minute),
+	}
 }

@@ -22,6 +22,7 @@ import (
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/discovery"
+	"github.com/lmosnode/lmosnode/node/fanout"
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/interact"
@@ -57,6 +58,7 @@ type Node struct {
 	ws          *wsgateway.Gateway
 	wsAgent     *wsgateway.AgentGateway
 	mqtt        *mqttgw.Gateway // nil without Config.MQTT
+	fanout      *fanout.Fanout  // nil without Config.Gossip
 
 	// Interactions (invoke.go): the engine of the node's own Things, the
 	// libp2p server and client of proto.ProtocolInteract, the router that
@@ -195,7 +197,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Directory: n.dir,
 		Self:      n.peerID,
 		Local:     n.engine,
-		Remote:    n.interactClient,
+		Remote:    n.remote(),
 		Fetcher:   n.fed,
 		Logger:    o.logger.With("component", "gateway"),
 	}, gateway.Config{})
@@ -248,6 +250,9 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	if err := n.disc.Start(); err != nil {
 		return fmt.Errorf("node: start: %w", err)
+	}
+	for _, e := range n.dir.Own() {
+		n.fanOut(e)
 	}
 	if n.mqtt != nil {
 		if err := n.mqtt.Start(); err != nil {

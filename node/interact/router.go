@@ -32,14 +32,21 @@ var ErrUnknownThing = errors.New("interact: unknown Thing")
 type Router struct {
 	self   peer.ID
 	local  Invoker
-	client *Client
+	remote Remote
 	owners Owners
 }
 
+// Remote reaches the Things of other nodes: Invoker(owner) opens
+// interactions with the Things owner publishes. *Client implements it; a
+// node may wrap it (e.g. to serve event subscriptions from a gossip topic).
+type Remote interface {
+	Invoker(owner peer.ID) Invoker
+}
+
 // NewRouter returns a Router for the node self whose own Things local
-// serves.
-func NewRouter(self peer.ID, local Invoker, client *Client, owners Owners) *Router {
-	return &Router{self: self, local: local, client: client, owners: owners}
+// serves and whose other Things remote reaches.
+func NewRouter(self peer.ID, local Invoker, remote Remote, owners Owners) *Router {
+	return &Router{self: self, local: local, remote: remote, owners: owners}
 }
 
 // Invoke implements Invoker.
@@ -53,7 +60,7 @@ func (r *Router) Invoke(ctx context.Context, req *proto.Message) (Session, error
 	case owner == r.self:
 		return r.local.Invoke(ctx, req)
 	}
-	return r.client.Do(ctx, owner, req)
+	return r.remote.Invoker(owner).Invoke(ctx, req)
 }
 
 // reject is Engine.reject without an engine.
