@@ -1,0 +1,156 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// nodeWoTDir holds the node-wot consumer script and its pinned
+// dependencies (@node-wot/core and @node-wot/binding-http 0.9.2).
+var nodeWoTDir = filepath.Join("..", "..", "scripts", "interop", "nodewot")
+
+var nodeWoTNPMCI struct {
+	once sync.Once
+	err  error
+	out  []byte
+}
+
+// nodeWoT prepares scripts/interop/nodewot (npm ci, once per test binary)
+// and returns a function that runs the node-wot consumer with arguments,
+// returning its standard output, standard error and exit code. It skips
+// the test only when node or npm is not on PATH.
+func nodeWoT(t *testing.T) func(ctx context.Context, args ...string) (stdout, stderr []byte, code int) {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not on PATH: skipping the interoperability test with Eclipse Thingweb node-wot (CI has node and npm)", tool)
+		}
+	}
+	nodeWoTNPMCI.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir = nodeWoTDir
+		nodeWoTNPMCI.out, nodeWoTNPMCI.err = cmd.CombinedOutput()
+	})
+	if nodeWoTNPMCI.err != nil {
+		t.Fatalf("npm ci in %s: %v\n%s", nodeWoTDir, nodeWoTNPMCI.err, nodeWoTNPMCI.out)
+	}
+	return func(ctx context.Context, args ...string) ([]byte, []byte, int) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, "node", append([]string{"consume.js"}, args...)...)
+		cmd.Dir = nodeWoTDir
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		switch {
+		case errors.As(err, &exit):
+			return stdout.Bytes(), stderr.Bytes(), exit.ExitCode()
+		case err != nil:
+			t.Fatalf("node consume.js: %v\n%s", err, stderr.Bytes())
+		}
+		return stdout.Bytes(), stderr.Bytes(), 0
+	}
+}
+
+// summary is the JSON line consume.js prints on success.
+type nodeWoTSummary struct {
+	Title    string          `json:"title"`
+	Read     json.RawMessage `json:"read"`
+	Written  json.RawMessage `json:"written"`
+	ReadBack json.RawMessage `json:"readBack"`
+	Output   json.RawMessage `json:"output"`
+	Event    json.RawMessage `json:"event"`
+}
+
+// An unmodified node-wot 0.9.2 consumer fetches a remote Thing's TD from
+// its local node, reads and writes a property, invokes an action and
+// receives an event: everything through the consumer view's forms, which
+// point at the consumer's node only.
+func TestNodeWoTInterop(t *testing.T) {
+	run := nodeWoT(t)
+	_, consumer, id, th := pair(t)
+	tdURL := "http://" + consumer.APIAddr() + thingPath(id) + "/td"
+	// The device starts with a string in its number property; node-wot
+	// checks values against the TD, so give it a number first.
+	newAPI(t, consumer).expect("PUT", thingPath(id)+"/properties/target", `20`, 204)
+
+	// The Thing raises its event every 50 ms while the script runs, so the
+	// script sees one whenever its subscription reaches the owner.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	emitting := make(chan struct{})
+	go func() {
+		defer close(emitting)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				th.Emit("alarm", lmosproto.StringValue("too hot"))
+			}
+		}
+	}()
+	start := time.Now()
+	stdout, stderr, code := run(ctx, tdURL,
+		"--property", "target", "--write", "21.5",
+		"--action", "add", "--input", `{"a": 2, "b": 40}`,
+		"--event", "alarm", "--timeout", "30000")
+	cancel()
+	<-emitting
+	if code != 0 {
+		t.Fatalf("node-wot consumer: exit %d\nstdout: %s\nstderr: %s", code, stdout, quiet(stderr))
+	}
+	t.Logf("node-wot consumer finished in %v: %s", time.Since(start).Round(time.Millisecond), bytes.TrimSpace(stdout))
+	if e := strings.TrimSpace(quiet(stderr)); e != "" {
+		t.Logf("node-wot stderr:\n%s", e)
+	}
+
+	var got nodeWoTSummary
+	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
+		t.Fatalf("summary line: %v\nstdout: %s\nstderr: %s", err, stdout, quiet(stderr))
+	}
+	for _, c := range []struct {
+		what string
+		got  json.RawMessage
+		want string
+	}{
+		{"read before write", got.Read, `20`},
+		{"read back", got.ReadBack, `21.5`},
+		{"add output", got.Output, `42`},
+		{"alarm event", got.Event, `"too hot"`},
+	} {
+		if string(c.got) != c.want {
+			t.Errorf("%s = %s, want %s", c.what, c.got, c.want)
+		}
+	}
+	if got.Title != "Thermostat "+id {
+		t.Errorf("title = %q", got.Title)
+	}
+}
+
+// quiet drops node-wot's noise (Ajv's warnings about the TD schema's
+// "iri-reference" format, printed once per compiled schema) from stderr.
+func quiet(stderr []byte) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(string(stderr), "\n") {
+		if !strings.HasPrefix(l, `unknown format "iri-reference" ignored`) {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
