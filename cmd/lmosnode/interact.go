@@ -336,29 +336,21 @@ func streamSession(cmd *cobra.Command, d *daemon, u, name, input string, stdin b
 		return printAnswer(cmd.OutOrStdout(), resp)
 	}
 	out := cmd.OutOrStdout()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
-	event := ""
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			event = ""
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data:"):
-			data := strings.TrimSpace(strings.TrimPrefix(line, "data:"))
-			switch event {
-			case "failed":
-				return problemError(http.StatusBadGateway, []byte(data))
-			case "completed":
-				if data != "" {
-					fmt.Fprintln(out, data)
-				}
-				return nil
+	done, err := readSSE(resp.Body, func(event, data string) (bool, error) {
+		switch event {
+		case "failed":
+			return true, problemError(http.StatusBadGateway, []byte(data))
+		case "completed":
+			if data != "" {
+				fmt.Fprintln(out, data)
 			}
-			fmt.Fprintln(out, data)
+			return true, nil
 		}
+		fmt.Fprintln(out, data)
+		return false, nil
+	})
+	if done {
+		return err
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("action %q: %w", name, ctx.Err())
@@ -457,7 +449,31 @@ func runSubscribe(cmd *cobra.Command, args []string) error {
 		return printAnswer(cmd.OutOrStdout(), resp)
 	}
 	out := cmd.OutOrStdout()
-	sc := bufio.NewScanner(resp.Body)
+	done, err := readSSE(resp.Body, func(event, data string) (bool, error) {
+		if event == "error" {
+			return true, problemError(http.StatusBadGateway, []byte(data))
+		}
+		fmt.Fprintln(out, data)
+		return false, nil
+	})
+	if done {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil // interrupted: the normal end
+	}
+	if err != nil {
+		return fmt.Errorf("subscription to %q ended: %w", args[1], err)
+	}
+	return fmt.Errorf("subscription to %q ended by the node", args[1])
+}
+
+// readSSE reads a text/event-stream and calls fn with each event's type
+// ("" for plain data events) and its data, one call per data line. It stops
+// when fn reports done (returning fn's error) or the stream ends (returning
+// the read error, if any, with done false).
+func readSSE(r io.Reader, fn func(event, data string) (done bool, err error)) (bool, error) {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
 	event := ""
 	for sc.Scan() {
@@ -465,21 +481,14 @@ func runSubscribe(cmd *cobra.Command, args []string) error {
 		switch {
 		case line == "":
 			event = ""
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			data := strings.TrimPrefix(line, "data: ")
-			if event == "error" {
-				return problemError(http.StatusBadGateway, []byte(data))
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			data := strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
+			if done, err := fn(event, data); done {
+				return true, err
 			}
-			fmt.Fprintln(out, data)
 		}
 	}
-	if ctx.Err() != nil {
-		return nil // interrupted: the normal end
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("subscription to %q ended: %w", args[1], err)
-	}
-	return fmt.Errorf("subscription to %q ended by the node", args[1])
+	return false, sc.Err()
 }
