@@ -382,7 +382,7 @@ func (d *demoRun) patterns(ctx context.Context, nodes []*node.Node, weather *dem
 
 	// 5. publish-subscribe
 	section("pattern 5: publish-subscribe (one event, many subscribers)")
-	d.printf("pattern 5 via gossip fan-out: not wired yet; shown instead as several nodes subscribing to the same event, each over its own libp2p stream to the owner")
+	d.printf("pattern 5 via gossip fan-out: the owner publishes each event once on the Thing's topic %s<publisher>/<thing>; every subscribing node receives it from the topic, none holds a stream to the owner", lmosproto.TopicEventsPrefix)
 	subs, idx := []*node.Node{nodes[1]}, []int{2}
 	for i := 2; i < len(nodes); i++ {
 		subs, idx = append(subs, nodes[i]), append(idx, i+1)
@@ -390,7 +390,7 @@ func (d *demoRun) patterns(ctx context.Context, nodes []*node.Node, weather *dem
 	if err := d.events(ctx, subs, idx, weather, false); err != nil {
 		return fmt.Errorf("pattern 5: %w", err)
 	}
-	d.printf("pattern 5 (publish-subscribe, via direct subscriptions): ok")
+	d.printf("pattern 5 (publish-subscribe, via gossip fan-out): ok")
 
 	// 6. streaming
 	section("pattern 6: request-stream / response-stream (chat session)")
