@@ -90,13 +90,23 @@ func apiHandler(n *Node) http.Handler {
 	mux.Handle(wsPath, n.ws)
 	mux.Handle(wsAgentPath, n.wsAgent)
 	mux.Handle("/", n.tdd)
-	return recoverProblem(n.log, loopbackHostOnly(mux))
+	return recoverProblem(n.log, guardAPI(n.cfg.APIToken, mux))
+}
+
+// guardAPI is the API's access control (see access.go): the bearer token
+// when one is configured, else the loopback Host check.
+func guardAPI(token string, next http.Handler) http.Handler {
+	if token != "" {
+		return requireBearer(token, next)
+	}
+	return loopbackHostOnly(next)
 }
 
 // loopbackHostOnly refuses requests whose Host header is not a loopback
-// address or localhost. The API listens on loopback only, but a web page
-// could still reach it through DNS rebinding (evil.example resolving to
-// 127.0.0.1); such requests carry the page's host name and are refused.
+// address or localhost. It guards an API on loopback without a token
+// (Validate allows no other tokenless address), which a web page could
+// still reach through DNS rebinding (evil.example resolving to 127.0.0.1);
+// such requests carry the page's host name and are refused.
 func loopbackHostOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := r.Host

@@ -41,8 +41,18 @@ type Config struct {
 	// and WebSocket are supported).
 	Listen []string `json:"listen"`
 	// API is the host:port of the local HTTP API. Port 0 picks a free port;
-	// the address actually bound is written to the home dir's api file.
+	// the address actually bound is written to the home dir's api file. A
+	// loopback address needs no token; any other address requires
+	// APIToken.
 	API string `json:"api"`
+	// APIToken, if set, is the bearer token every request to the API must
+	// carry (Authorization: Bearer <token>); the TDs the API serves then
+	// declare the bearer security scheme. Required, and at least
+	// minAPITokenLen characters of the RFC 6750 token alphabet, when API is
+	// not a loopback address; empty by default (loopback, no token).
+	// $LMOS_API_TOKEN, when set, overrides it (see LoadConfig), so the
+	// secret can stay out of config.json.
+	APIToken string `json:"apiToken,omitempty"`
 	// Bootstrap are multiaddrs, each ending in /p2p/<peer ID>, of peers the
 	// node connects to on start to join the DHT (and, through them, the
 	// federation's gossip). The DHT also falls back to them whenever its
@@ -155,8 +165,8 @@ func DefaultConfig() Config {
 			"/ip4/0.0.0.0/udp/4001/quic-v1",
 			"/ip4/0.0.0.0/tcp/4002/ws",
 		},
-		// The API is unauthenticated in this release, so only this machine
-		// may reach it.
+		// Only this machine may reach the API without a token; binding it
+		// elsewhere requires APIToken.
 		API: "127.0.0.1:5080",
 		// No public bootstrap peers are built in: an organisation chooses
 		// which federation it joins; a LAN needs none (mDNS).
@@ -252,8 +262,12 @@ func (c Config) validate() error {
 			return fmt.Errorf("listen[%d]: %q: %w", i, s, err)
 		}
 	}
-	if err := validateAPIAddr(c.API); err != nil {
+	loopback, err := apiAddrIsLoopback(c.API)
+	if err != nil {
 		return fmt.Errorf("api: %q: %w", c.API, err)
+	}
+	if err := validateAPIToken(c.APIToken, loopback); err != nil {
+		return fmt.Errorf("apiToken: %w", err)
 	}
 	for i, s := range c.Bootstrap {
 		if _, err := peer.AddrInfoFromString(s); err != nil {
@@ -324,35 +338,80 @@ func validateListenAddr(s string) error {
 	return errors.New("unsupported transport: want /tcp/<port>, /tcp/<port>/ws or /udp/<port>/quic-v1")
 }
 
-// validateAPIAddr requires a loopback host:port. The API has no
-// authentication yet, so it must not be reachable from other machines.
-func validateAPIAddr(s string) error {
+// apiAddrIsLoopback checks that s is host:port with an IP address or
+// localhost as host, and reports whether that host is loopback.
+func apiAddrIsLoopback(s string) (bool, error) {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return fmt.Errorf("must be host:port: %w", err)
+		return false, fmt.Errorf("must be host:port: %w", err)
 	}
 	if _, err := net.LookupPort("tcp", port); err != nil {
-		return fmt.Errorf("bad port: %w", err)
+		return false, fmt.Errorf("bad port: %w", err)
 	}
 	if host == "localhost" {
-		return nil
+		return true, nil
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
-		return errors.New("host must be an IP address or localhost")
+		return false, errors.New("host must be an IP address or localhost")
 	}
-	if !ip.IsLoopback() {
-		return errors.New("host must be a loopback address: the API has no authentication yet")
+	return ip.IsLoopback(), nil
+}
+
+// minAPITokenLen is the shortest Config.APIToken: 32 characters of the
+// token alphabet carry well over 128 bits when generated at random
+// (openssl rand -hex 32 gives 64).
+const minAPITokenLen = 32
+
+// validateAPIToken requires a token when the API is reachable from other
+// machines, and a token that is long enough and fits in an Authorization
+// header whenever one is set.
+func validateAPIToken(token string, loopback bool) error {
+	if token == "" {
+		if !loopback {
+			return fmt.Errorf("required when api is not a loopback address: set apiToken (or $%s) to a random string of at least %d characters, e.g. the output of 'openssl rand -hex 32'", APITokenEnv, minAPITokenLen)
+		}
+		return nil
+	}
+	if len(token) < minAPITokenLen {
+		return fmt.Errorf("%d characters: must be at least %d (e.g. the output of 'openssl rand -hex 32')", len(token), minAPITokenLen)
+	}
+	if !isBearerToken(token) {
+		return errors.New("must use only letters, digits and -._~+/ (with trailing =), as a bearer token (RFC 6750)")
 	}
 	return nil
+}
+
+// isBearerToken reports whether s matches RFC 6750's b64token:
+// 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func isBearerToken(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for _, r := range body {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+		case strings.ContainsRune("-._~+/", r):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ConfigFile is the name of the config file in a node's home directory.
 const ConfigFile = "config.json"
 
-// LoadConfig reads home/config.json merged over DefaultConfig and sets Home.
-// Unknown fields are errors (a misspelt field would otherwise silently keep
-// its default). It does not validate; New does.
+// APITokenEnv is the environment variable that, when set, overrides
+// Config.APIToken, for the daemon (LoadConfig) and for the CLI commands
+// that call it (LoadAPIToken).
+const APITokenEnv = "LMOS_API_TOKEN"
+
+// LoadConfig reads home/config.json merged over DefaultConfig and sets Home;
+// $LMOS_API_TOKEN, when set, replaces APIToken. Unknown fields are errors
+// (a misspelt field would otherwise silently keep its default). It does not
+// validate; New does.
 func LoadConfig(home string) (Config, error) {
 	path := filepath.Join(home, ConfigFile)
 	data, err := os.ReadFile(path)
@@ -369,6 +428,9 @@ func LoadConfig(home string) (Config, error) {
 		return Config{}, fmt.Errorf("config %s: trailing data after the JSON object", path)
 	}
 	cfg.Home = home
+	if tok, ok := os.LookupEnv(APITokenEnv); ok {
+		cfg.APIToken = tok
+	}
 	return cfg, nil
 }
 

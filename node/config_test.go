@@ -37,7 +37,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{"listen dns", func(c *Config) { c.Listen = []string{"/dns4/example.com/tcp/1"} }, "listen[0]"},
 		{"listen with peer id", func(c *Config) { c.Listen = []string{peerAddr} }, "listen[0]"},
 		{"api no port", func(c *Config) { c.API = "127.0.0.1" }, "api"},
-		{"api public", func(c *Config) { c.API = "0.0.0.0:5080" }, "api"},
+		{"api public without token", func(c *Config) { c.API = "0.0.0.0:5080" }, "apiToken"},
 		{"api hostname", func(c *Config) { c.API = "example.com:5080" }, "api"},
 		{"api bad port", func(c *Config) { c.API = "127.0.0.1:99999" }, "api"},
 		{"bootstrap without peer id", func(c *Config) { c.Bootstrap = []string{"/ip4/127.0.0.1/tcp/4001"} }, "bootstrap[0]"},

@@ -41,6 +41,8 @@
 // # HTTP API
 //
 // GET /api/v1/node returns NodeInfo. Errors are RFC 7807 problem details
-// (application/problem+json, type Problem). The API listens on a loopback
-// address only: it has no authentication yet.
+// (application/problem+json, type Problem). Without Config.APIToken the
+// API listens on a loopback address only and takes no credentials; with
+// it, every request must carry "Authorization: Bearer <token>" and the API
+// may listen on any address (see access.go and docs/api.md#access).
 package node

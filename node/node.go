@@ -200,7 +200,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Remote:    n.remote(),
 		Fetcher:   n.fed,
 		Logger:    o.logger.With("component", "gateway"),
-	}, gateway.Config{})
+	}, gateway.Config{BearerAuth: cfg.APIToken != ""})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -214,7 +214,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Finder:    n.fed,
 		Peers:     peerList{n.disc},
 		Logger:    o.logger.With("component", "tdd"),
-	}, tdd.Config{})
+	}, tdd.Config{BearerAuth: cfg.APIToken != ""})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -23,6 +24,9 @@ const requestTimeout = 30 * time.Second
 type daemon struct {
 	home   string
 	apiURL string
+	// http sends the API token ($LMOS_API_TOKEN or the home's apiToken),
+	// if any, with every request; client uses it.
+	http   *http.Client
 	client *tdd.Client
 }
 
@@ -40,7 +44,12 @@ func connectDaemon(cmd *cobra.Command) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &daemon{home: home, apiURL: apiURL, client: tdd.NewClient(apiURL, http.DefaultClient)}, nil
+	token, err := node.LoadAPIToken(home)
+	if err != nil {
+		return nil, err
+	}
+	hc := node.NewAPIClient(token)
+	return &daemon{home: home, apiURL: apiURL, http: hc, client: tdd.NewClient(apiURL, hc)}, nil
 }
 
 // ctx scopes one API call.
@@ -53,10 +62,14 @@ func (d *daemon) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 }
 
 // explain turns a refused connection into the message of a node that is
-// not running (its api file is left from a killed daemon).
+// not running (its api file is left from a killed daemon), and a 401 into
+// where the API token comes from.
 func (d *daemon) explain(err error) error {
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return fmt.Errorf("no running node in %s (its api file names %s, which does not answer): start it with 'lmosnode up'", d.home, d.apiURL)
+	}
+	if p := (*tdd.Problem)(nil); errors.As(err, &p) && p.Status == http.StatusUnauthorized {
+		return fmt.Errorf("%w: the node's API requires its token: set apiToken in %s or $%s", err, filepath.Join(d.home, node.ConfigFile), node.APITokenEnv)
 	}
 	return err
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 
@@ -90,7 +89,7 @@ func runFind(cmd *cobra.Command, args []string) error {
 	// Mark the node's own Things; without node info every publisher is
 	// shown by its peer ID.
 	var self peer.ID
-	if info, err := node.FetchNodeInfo(ctx, http.DefaultClient, d.apiURL); err == nil {
+	if info, err := node.FetchNodeInfo(ctx, d.http, d.apiURL); err == nil {
 		self, _ = peer.Decode(info.PeerID)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)

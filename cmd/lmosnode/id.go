@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -54,9 +53,13 @@ func daemonInfo(ctx context.Context, home string) (node.NodeInfo, error) {
 	if err != nil {
 		return node.NodeInfo{}, err
 	}
+	token, err := node.LoadAPIToken(home)
+	if err != nil {
+		return node.NodeInfo{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	return node.FetchNodeInfo(ctx, http.DefaultClient, apiURL)
+	return node.FetchNodeInfo(ctx, node.NewAPIClient(token), apiURL)
 }
 
 func printIdentity(w io.Writer, pub crypto.PubKey) error {

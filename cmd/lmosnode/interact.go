@@ -179,7 +179,7 @@ func callBinding(cmd *cobra.Command, thing, method, kind, name, body string) err
 	if err != nil {
 		return err
 	}
-	resp, err := doJSON(ctx, method, u, body)
+	resp, err := d.doJSON(ctx, method, u, body)
 	if err != nil {
 		return d.explain(err)
 	}
@@ -187,7 +187,7 @@ func callBinding(cmd *cobra.Command, thing, method, kind, name, body string) err
 	return printAnswer(cmd.OutOrStdout(), resp)
 }
 
-func doJSON(ctx context.Context, method, u, body string) (*http.Response, error) {
+func (d *daemon) doJSON(ctx context.Context, method, u, body string) (*http.Response, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -200,7 +200,7 @@ func doJSON(ctx context.Context, method, u, body string) (*http.Response, error)
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	return http.DefaultClient.Do(req)
+	return d.http.Do(req)
 }
 
 // printAnswer prints a 2xx body (nothing for 204) or returns the problem.
@@ -263,7 +263,7 @@ func runInvoke(cmd *cobra.Command, args []string) error {
 	if stream {
 		return streamSession(cmd, d, u, args[1], input, stdin)
 	}
-	resp, err := doJSON(ctx, http.MethodPost, u, input)
+	resp, err := d.doJSON(ctx, http.MethodPost, u, input)
 	if err != nil {
 		return d.explain(err)
 	}
@@ -280,7 +280,7 @@ func runInvoke(cmd *cobra.Command, args []string) error {
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return fmt.Errorf("action %q: status: %w", args[1], err)
 	}
-	return followAction(cmd, loc.String(), args[1], st)
+	return followAction(cmd, d, loc.String(), args[1], st)
 }
 
 // streamSession runs a streaming session: the input, then (with stdin)
@@ -324,7 +324,7 @@ func streamSession(cmd *cobra.Command, d *daemon, u, name, input string, stdin b
 	}
 	req.Header.Set("Content-Type", "application/x-ndjson")
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := d.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("action %q: %w", name, ctx.Err())
@@ -360,7 +360,7 @@ func streamSession(cmd *cobra.Command, d *daemon, u, name, input string, stdin b
 
 // followAction polls a long-running action until it ends; interrupting
 // the command cancels the action.
-func followAction(cmd *cobra.Command, loc, name string, st actionState) error {
+func followAction(cmd *cobra.Command, d *daemon, loc, name string, st actionState) error {
 	out := cmd.OutOrStdout()
 	ctx := cmd.Context()
 	if ctx == nil {
@@ -385,13 +385,13 @@ func followAction(cmd *cobra.Command, loc, name string, st actionState) error {
 		case <-ctx.Done():
 			cctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 			defer cancel()
-			if resp, err := doJSON(cctx, http.MethodDelete, loc, ""); err == nil {
+			if resp, err := d.doJSON(cctx, http.MethodDelete, loc, ""); err == nil {
 				resp.Body.Close()
 			}
 			return fmt.Errorf("action %q: %w (cancelled it)", name, ctx.Err())
 		case <-time.After(pollInterval):
 		}
-		resp, err := doJSON(ctx, http.MethodGet, loc, "")
+		resp, err := d.doJSON(ctx, http.MethodGet, loc, "")
 		if err != nil {
 			continue // ctx done: cancelled above on the next turn
 		}
@@ -437,7 +437,7 @@ func runSubscribe(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := d.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

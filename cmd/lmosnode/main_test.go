@@ -225,7 +225,7 @@ func TestUpRejectsBadFlag(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("up with a public API address: %v, want exit 1", err)
 	}
-	if !strings.Contains(stderr.String(), "config: api:") {
+	if !strings.Contains(stderr.String(), "config: apiToken: required") {
 		t.Errorf("stderr does not name the field:\n%s", &stderr)
 	}
 }

@@ -49,7 +49,7 @@ built in.`,
 	}
 	f := cmd.Flags()
 	f.StringArray("listen", nil, "libp2p listen multiaddr; repeat for several (replaces config listen)")
-	f.String("api", "", "HTTP API host:port on a loopback address; port 0 picks a free port")
+	f.String("api", "", "HTTP API host:port; port 0 picks a free port; a non-loopback address needs apiToken in config.json or $"+node.APITokenEnv)
 	f.Bool("mdns", true, "discover LMOS nodes on the local network by mDNS")
 	f.StringArray("bootstrap", nil, "bootstrap peer multiaddr ending in /p2p/<peer ID>; repeat for several (replaces config bootstrap)")
 	f.String("mqtt", "", "MQTT broker URL (mqtt://host:port) on which to expose this node's public Things' events, properties and actions")

@@ -77,8 +77,9 @@
 // proof. GET /things/{id}/td therefore serves an unsigned consumer view:
 // the signed TD without "proof" and "base", with every affordance's forms
 // replaced by forms pointing at this node's routes (op, htv:methodName,
-// subprotocol "sse" for observation and events), and with the nosec
-// security scheme of this node's loopback API. The signed original stays at
+// subprotocol "sse" for observation and events), and with the security
+// scheme of this node's API: nosec on loopback without a token, bearer
+// when the API requires one (Config.BearerAuth). The signed original stays at
 // GET /things/{id}.
 //
 // # Concurrency

@@ -53,6 +53,10 @@ type Config struct {
 	KeepAlive time.Duration
 	// WriteTimeout: see DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// BearerAuth tells that the API requires "Authorization: Bearer
+	// <token>": the consumer view then declares the bearer security
+	// scheme instead of nosec. The handler itself checks nothing.
+	BearerAuth bool
 }
 
 func (c Config) withDefaults() Config {

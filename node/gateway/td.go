@@ -12,9 +12,13 @@ import (
 // ContentTypeTD is the media type of a Thing Description.
 const ContentTypeTD = "application/td+json"
 
-// securityName is the security definition of the consumer view: the
-// node's API is on loopback and takes no credentials.
-const securityName = "nosec_sc"
+// The security definitions of the consumer view: nosec for an API on
+// loopback that takes no credentials, bearer for an API that requires
+// "Authorization: Bearer <token>" (Config.BearerAuth).
+const (
+	nosecName  = "nosec_sc"
+	bearerName = "bearer_sc"
+)
 
 // getTD serves GET /things/{id}/td: the consumer view of the Thing's TD
 // (see the package documentation).
@@ -29,7 +33,7 @@ func (h *Handler) getTD(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, newProblem(http.StatusNotFound, "Thing %q of %s was removed", t.entry.ThingID, t.entry.Publisher))
 		return
 	}
-	view, err := ConsumerView(rec.Raw, "http://"+r.Host, t.query())
+	view, err := ConsumerView(rec.Raw, "http://"+r.Host, t.query(), h.cfg.BearerAuth)
 	if err != nil {
 		writeProblem(w, r, newProblem(http.StatusInternalServerError, "Thing %q of %s: %v", t.entry.ThingID, t.entry.Publisher, err))
 		return
@@ -46,9 +50,9 @@ func (h *Handler) getTD(w http.ResponseWriter, r *http.Request) {
 // a node whose API is at base (e.g. "http://127.0.0.1:5080"): "proof" and
 // "base" dropped, every affordance's forms pointing at base's HTTP binding
 // (query, e.g. "?publisher=…" or "", appended to every href), Thing-level
-// forms dropped, the nosec security scheme. Everything else is kept as
-// published.
-func ConsumerView(td []byte, base, query string) ([]byte, error) {
+// forms dropped, the bearer security scheme if bearer is set (the API
+// requires a token), else nosec. Everything else is kept as published.
+func ConsumerView(td []byte, base, query string, bearer bool) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(td))
 	dec.UseNumber() // keep numbers exactly as published
 	var doc map[string]any
@@ -60,8 +64,13 @@ func ConsumerView(td []byte, base, query string) ([]byte, error) {
 	delete(doc, "proof")
 	delete(doc, "base")
 	delete(doc, "forms")
-	doc["securityDefinitions"] = map[string]any{securityName: map[string]any{"scheme": "nosec"}}
-	doc["security"] = securityName
+	if bearer {
+		doc["securityDefinitions"] = map[string]any{bearerName: map[string]any{"scheme": "bearer", "in": "header", "name": "Authorization"}}
+		doc["security"] = bearerName
+	} else {
+		doc["securityDefinitions"] = map[string]any{nosecName: map[string]any{"scheme": "nosec"}}
+		doc["security"] = nosecName
+	}
 
 	form := func(href, method string, ops ...string) map[string]any {
 		f := map[string]any{"href": href + query, "contentType": "application/json", "htv:methodName": method}

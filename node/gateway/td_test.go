@@ -15,7 +15,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestConsumerViewGolden: testdata/*.td.json is a signed TD as published,
 // *.view.json its consumer view for a node at http://127.0.0.1:5080 (and
-// *.pinned.json with ?publisher=).
+// *.pinned.json with ?publisher=, *.bearer.json for an API that requires a
+// bearer token).
 func TestConsumerViewGolden(t *testing.T) {
 	in, err := filepath.Glob("testdata/*.td.json")
 	if err != nil || len(in) == 0 {
@@ -27,8 +28,15 @@ func TestConsumerViewGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		base := path[:len(path)-len(".td.json")]
-		for suffix, query := range map[string]string{".view.json": "", ".pinned.json": "?publisher=12D3KooWExample"} {
-			got, err := gateway.ConsumerView(td, "http://127.0.0.1:5080", query)
+		for suffix, v := range map[string]struct {
+			query  string
+			bearer bool
+		}{
+			".view.json":   {"", false},
+			".pinned.json": {"?publisher=12D3KooWExample", false},
+			".bearer.json": {"", true},
+		} {
+			got, err := gateway.ConsumerView(td, "http://127.0.0.1:5080", v.query, v.bearer)
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
@@ -56,7 +64,7 @@ func TestConsumerViewGolden(t *testing.T) {
 }
 
 func TestConsumerViewRejectsGarbage(t *testing.T) {
-	if _, err := gateway.ConsumerView([]byte("{not json"), "http://127.0.0.1:5080", ""); err == nil {
+	if _, err := gateway.ConsumerView([]byte("{not json"), "http://127.0.0.1:5080", "", false); err == nil {
 		t.Error("ConsumerView accepted a broken TD")
 	}
 }

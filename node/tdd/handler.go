@@ -126,6 +126,10 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// Heartbeat is the period of comment lines on an event stream.
 	Heartbeat time.Duration
+	// BearerAuth tells that the API requires "Authorization: Bearer
+	// <token>": the directory TD then declares the bearer security scheme
+	// instead of nosec. The handler itself checks nothing.
+	BearerAuth bool
 }
 
 func (c Config) withDefaults() Config {

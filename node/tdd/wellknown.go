@@ -64,7 +64,7 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 		}
 	}
 
-	return obj{
+	td := obj{
 		"@context":    []any{lmosproto.ContextTD10, lmosproto.ContextTD11, ContextDiscovery, obj{lmosproto.PrefixLMOS: lmosproto.ContextLMOS}},
 		"@type":       "ThingDirectory",
 		"id":          "urn:lmos:directory:" + h.deps.PeerID.String(),
@@ -188,4 +188,10 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 			"thingDeleted": event("thing_deleted", "Deletion of Thing Descriptions from the directory"),
 		},
 	}
+	if h.cfg.BearerAuth {
+		td["securityDefinitions"] = obj{"bearer_sc": obj{"scheme": "bearer", "in": "header", "name": "Authorization",
+			"description": "Every request carries the node's API token: Authorization: Bearer <token>."}}
+		td["security"] = "bearer_sc"
+	}
+	return td
 }
