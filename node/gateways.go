@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
@@ -100,3 +101,23 @@ func (n *Node) closeGateways() error {
 	}
 	return errors.Join(errs...)
 }
+
+// syncMQTT tells the MQTT gateway, if any, that the node's own Things
+// changed, so a Thing published or removed now is served or withdrawn on
+// the broker at once rather than at the gateway's next periodic sync.
+func (n *Node) syncMQTT() {
+	if n.mqtt == nil {
+		return
+	}
+	n.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(n.ctx, mqttSyncTimeout)
+		defer cancel()
+		if err := n.mqtt.Sync(ctx); err != nil && n.ctx.Err() == nil {
+			n.log.Warn("mqtt: sync things", "err", err)
+		}
+	})
+}
+
+// mqttSyncTimeout bounds one sync of the MQTT gateway (broker round trips
+// for the subscriptions of every own Thing).
+const mqttSyncTimeout = 30 * time.Second

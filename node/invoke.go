@@ -123,6 +123,7 @@ func (p publisher) Publish(ctx context.Context, td *lmosproto.TD, local *directo
 	if err == nil {
 		p.n.engine.SetBackend(e.ThingID, p.n.backends)
 		p.n.fanOut(e)
+		p.n.syncMQTT()
 	}
 	return e, ch, err
 }
@@ -139,6 +140,7 @@ func (p publisher) Remove(ctx context.Context, id string) error {
 			p.n.log.Warn("fanout: unpublish", "thing", id, "err", err)
 		}
 	}
+	p.n.syncMQTT()
 	return nil
 }
 

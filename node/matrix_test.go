@@ -19,10 +19,8 @@ package node_test
 //     is answered with the documented 400 (messageType not fitting the
 //     topic).
 //
-// Also a gap, worked around here: the owner's MQTT gateway reads the
-// node's Things at Start and then only every SyncInterval (30 s); a Thing
-// Registered after Start is not on MQTT until then (Register does not
-// resync the gateway). The owner therefore registers before Start.
+// The owner registers its Thing after Start: publishing resyncs the
+// node's MQTT gateway, so the Thing is on the broker at once.
 //
 // MQTT rows are skipped only when no mosquitto binary is installed (and
 // LMOS_TEST_MQTT_URL is unset).
@@ -157,9 +155,6 @@ type matrix struct {
 func TestPatternTransportMatrix(t *testing.T) {
 	start := time.Now()
 	broker := matrixBroker(t)
-	// The owner registers its Thing before it starts: the node's MQTT
-	// gateway reads the node's Things at Start and then only every
-	// SyncInterval (30 s); Register does not resync it (a gap, see above).
 	id := testnet.UniqueID(t)
 	notes := make(chan string, 16)
 	thing := matrixThing(notes)
@@ -175,12 +170,12 @@ func TestPatternTransportMatrix(t *testing.T) {
 			t.Errorf("owner: Close: %v", err)
 		}
 	})
-	if _, err := owner.Register(matrixTD(t, id), thing); err != nil {
-		t.Fatal(err)
-	}
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer scancel()
 	if err := owner.Start(sctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Register(matrixTD(t, id), thing); err != nil {
 		t.Fatal(err)
 	}
 	m := &matrix{owner: owner, consumer: tn.Nodes[0], id: id, thing: thing, notes: notes, broker: broker}
