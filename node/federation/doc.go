@@ -100,7 +100,8 @@
 // its records: re-signed with a fresh proof "created" and the same seq, so
 // that they never expire while the node lives, put and provided again and
 // announced again. A record announced while the topic had no peers is
-// republished when the first peer joins the topic.
+// republished when the first peer joins the topic, as soon as gossipsub can
+// send to it.
 //
 // Things that name lmos:groups are visible to their groups' members only.
 // Until group topics exist, such Things are stored and signed but neither

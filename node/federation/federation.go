@@ -86,7 +86,8 @@ type Federation struct {
 	// order.
 	pubMu sync.Mutex
 	// unheard is set when a record was announced while the topic had no
-	// peers; the topic watcher republishes when one joins. Guarded by pubMu.
+	// peers gossipsub sends to; the topic watcher republishes when one
+	// joins and gossipsub can send to it. Guarded by pubMu.
 	unheard bool
 
 	dhtq *dhtQueue

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
@@ -123,6 +126,14 @@ func (f *Federation) announce(ctx context.Context, rec *lmosproto.Record) {
 
 // watchTopic republishes the own records when a peer joins the announce
 // topic after announcements went out to nobody.
+//
+// A PeerJoin only means that the peer's subscription arrived. Gossipsub
+// sends to a peer only once it has set up its outbound queue to it, which
+// it does after its own identify of the peer completed; until then a
+// publish skips the peer silently, and Topic.ListPeers (which lists only
+// subscribed peers it can send to) leaves it out. Under load the
+// subscription can come first, so the republication waits until the
+// joining peer is listed.
 func (f *Federation) watchTopic(eh *pubsub.TopicEventHandler) {
 	for {
 		ev, err := eh.NextPeerEvent(f.ctx)
@@ -134,11 +145,61 @@ func (f *Federation) watchTopic(eh *pubsub.TopicEventHandler) {
 		}
 		f.pubMu.Lock()
 		unheard := f.unheard
-		f.unheard = false
 		f.pubMu.Unlock()
 		if unheard {
-			f.log.Debug("first peer on the announce topic; republishing", "peer", ev.Peer)
-			f.republish(true)
+			// Waiting must not hold up the events of other peers.
+			f.wg.Go(func() { f.republishTo(ev.Peer) })
+		}
+	}
+}
+
+// Waiting for a joining peer to become one gossipsub sends to: how often
+// the topic's peers are listed, and for how long at most.
+const (
+	topicPeerPoll = 20 * time.Millisecond
+	topicPeerWait = time.Minute
+)
+
+// republishTo waits until gossipsub sends announcements to pid, then
+// republishes the own records if announcements still went out to nobody.
+// It gives up when pid disconnects, after topicPeerWait, or when the
+// federation closes.
+func (f *Federation) republishTo(pid peer.ID) {
+	if !f.awaitTopicPeer(pid) {
+		return
+	}
+	f.pubMu.Lock()
+	unheard := f.unheard
+	f.unheard = false
+	f.pubMu.Unlock()
+	if unheard {
+		f.log.Debug("first peer on the announce topic; republishing", "peer", pid)
+		f.republish(true)
+	}
+}
+
+// awaitTopicPeer reports whether pid came to be listed among the announce
+// topic's peers; see republishTo.
+func (f *Federation) awaitTopicPeer(pid peer.ID) bool {
+	deadline := time.NewTimer(topicPeerWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(topicPeerPoll)
+	defer tick.Stop()
+	for {
+		if slices.Contains(f.topic.ListPeers(), pid) {
+			return true
+		}
+		if f.p.Host.Network().Connectedness(pid) != network.Connected {
+			f.log.Debug("peer on the announce topic disconnected before it could hear us", "peer", pid)
+			return false
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			f.log.Debug("peer on the announce topic not reachable by gossip; not republishing", "peer", pid, "waited", topicPeerWait)
+			return false
+		case <-f.ctx.Done():
+			return false
 		}
 	}
 }
