@@ -2,17 +2,21 @@
 // directory (identity key, config file, datastore), the libp2p host, the
 // directory of Things (node/directory), the private LMOS DHT (kad-dht,
 // see package dht), gossipsub, the federation that publishes and learns
-// Things through them (node/federation), and the local HTTP API.
+// Things through them (node/federation), peer discovery (node/discovery),
+// the interaction engine and its transports (node/interact, node/fanout,
+// node/gateway, node/wsgateway, node/mqttgw), and the local HTTP API
+// (node/tdd and the bindings).
 //
 // # Lifecycle
 //
 // A Node is built by New, started by Start and stopped by Close. New
 // validates the Config, loads or creates the identity key, opens the
 // datastore and the directory, and builds the libp2p host, the DHT,
-// gossipsub (Config.Gossip) and the federation, binding no socket; Start
-// makes the host listen, starts the federation, dials the bootstrap peers
-// and bootstraps the DHT (in the background), serves the API and writes
-// the api file. Close tears down in reverse order.
+// gossipsub (Config.Gossip), the federation, discovery, the interaction
+// engine and the gateways, binding no socket; Start makes the host listen,
+// starts the federation, discovery (which dials the bootstrap peers) and
+// the event fan-out, bootstraps the DHT, serves the API and writes the api
+// file. Close tears down in reverse order.
 //
 // The translation of Config into options of go-libp2p, kad-dht and
 // go-libp2p-pubsub lives in one file, libp2p.go: the gossipsub message ID

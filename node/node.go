@@ -224,10 +224,11 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 
 // Start makes the host listen on Config.Listen, starts the federation
 // (sync protocol, announce topic, republication of the node's own Things),
-// dials the bootstrap peers and bootstraps the DHT in the background,
-// serves the HTTP API on Config.API and writes the api file. ctx bounds the start itself, not the
-// node's lifetime: the node runs until Close. If Start fails, the caller
-// still calls Close.
+// discovery (mDNS, bootstrap peers, DHT rendezvous), the gossip fan-out of
+// its own Things' events and, with Config.MQTT, the MQTT gateway;
+// bootstraps the DHT, serves the HTTP API on Config.API and writes the api
+// file. ctx bounds the start itself, not the node's lifetime: the node runs
+// until Close. If Start fails, the caller still calls Close.
 func (n *Node) Start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
