@@ -247,6 +247,44 @@ func (m Message) MarshalCBOR() ([]byte, error) { return CBOR.Marshal(&m) }
 // UnmarshalCBOR decodes m with the CBOR codec.
 func (m *Message) UnmarshalCBOR(b []byte) error { return CBOR.Unmarshal(b, m) }
 
+// MarshalCBOR encodes v as the CBOR data item of its JSON value, as the
+// CBOR codec writes a payload member (integers beyond 64 bits as bignums,
+// floats as floats, maps with text keys); an absent Value encodes as null.
+func (v Value) MarshalCBOR() ([]byte, error) {
+	if v.raw == nil {
+		return []byte{0xf6}, nil // null
+	}
+	tree, err := parseJSONTree(v.raw, MaxDepth)
+	if err != nil { // impossible: v.raw is canonical JSON
+		return nil, fmt.Errorf("lmos value: %w", err)
+	}
+	b, err := msgCBOREnc.Marshal(cborItemOf(tree))
+	if err != nil {
+		return nil, fmt.Errorf("lmos value: cbor: %w", err)
+	}
+	return b, nil
+}
+
+// UnmarshalCBOR sets v to the JSON value of the CBOR data item b, with the
+// CBOR codec's rules for payload members: what JSON cannot carry (byte
+// strings, tags other than bignums, undefined, NaN, non-text map keys) is
+// rejected, and so are trailing bytes.
+func (v *Value) UnmarshalCBOR(b []byte) error {
+	if len(b) > MaxMessageSize {
+		return fmt.Errorf("lmos value: %w", ErrTooLarge)
+	}
+	var raw any
+	if err := msgCBORDec.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("lmos value: invalid CBOR: %w", err)
+	}
+	tree, err := fromCBOR(raw, 0)
+	if err != nil {
+		return fmt.Errorf("lmos value: %w", err)
+	}
+	*v = valueOfTree(tree)
+	return nil
+}
+
 var msgCBOREnc, msgCBORDec = msgCBORModes()
 
 func msgCBORModes() (cbor.EncMode, cbor.DecMode) {

@@ -847,3 +847,80 @@ func BenchmarkCodec(b *testing.B) {
 		})
 	}
 }
+
+// A Value goes to CBOR and back unchanged: big integers as bignums, floats
+// as floats, nested objects and arrays; what JSON cannot carry is refused.
+func TestValueCBORRoundTrip(t *testing.T) {
+	for _, js := range []string{
+		`null`, `true`, `"héllo"`, `0`, `-1`, `42`, `1.5`, `100.0`, `1e+21`, `-0.0`,
+		`9223372036854775807`, `18446744073709551615`, `-18446744073709551616`,
+		`123456789012345678901234567890`, `-123456789012345678901234567890`,
+		`[1,2.5,[],{},"x",null]`,
+		`{"a":{"b":[{"c":1e-7,"d":99999999999999999999999}]},"z":false}`,
+	} {
+		v, err := proto.ParseValue([]byte(js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		b, err := v.MarshalCBOR()
+		if err != nil {
+			t.Fatalf("%s: marshal: %v", js, err)
+		}
+		var back proto.Value
+		if err := back.UnmarshalCBOR(b); err != nil {
+			t.Fatalf("%s: unmarshal %x: %v", js, b, err)
+		}
+		if !back.Equal(v) {
+			t.Errorf("%s: round trip = %s (cbor %x)", js, back, b)
+		}
+		// Through fxamacker/cbor as a plain Go value, and as a field.
+		var generic any
+		if err := cbor.Unmarshal(b, &generic); err != nil {
+			t.Errorf("%s: cbor.Unmarshal: %v", js, err)
+		}
+		wrapped, err := cbor.Marshal(map[string]proto.Value{"v": v})
+		if err != nil {
+			t.Fatalf("%s: cbor.Marshal: %v", js, err)
+		}
+		var got map[string]proto.Value
+		if err := cbor.Unmarshal(wrapped, &got); err != nil || !got["v"].Equal(v) {
+			t.Errorf("%s: as a map member = %s, %v", js, got["v"], err)
+		}
+	}
+
+	// Integers and floats keep their CBOR kinds.
+	for js, want := range map[string]string{
+		`1`:                    "01",
+		`1.0`:                  "f93c00",
+		`18446744073709551616`: "c249010000000000000000",
+		`{"b":1,"a":[true]}`:   "a26161 81f5 616201",
+	} {
+		v, _ := proto.ParseValue([]byte(js))
+		b, err := v.MarshalCBOR()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, w := hex.EncodeToString(b), strings.ReplaceAll(want, " ", ""); got != w {
+			t.Errorf("%s: cbor %s, want %s", js, got, w)
+		}
+	}
+	if b, err := (proto.Value{}).MarshalCBOR(); err != nil || !bytes.Equal(b, []byte{0xf6}) {
+		t.Errorf("absent Value: %x %v", b, err)
+	}
+
+	for name, bad := range map[string]string{
+		"byte string": "43010203",
+		"NaN":         "f97e00",
+		"int map key": "a10102",
+		"trailing":    "0101",
+		"undefined":   "f7",
+		"truncated":   "82",
+		"date tag":    "c11a514b67b0",
+	} {
+		b, _ := hex.DecodeString(bad)
+		var v proto.Value
+		if err := v.UnmarshalCBOR(b); err == nil {
+			t.Errorf("%s: decoded as %s", name, v)
+		}
+	}
+}

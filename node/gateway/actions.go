@@ -42,15 +42,32 @@ type statusBody struct {
 	Href   string          `json:"href,omitempty"`
 }
 
-func (a *action) body(href string) []byte {
+// writeStatus answers with the status of a in format f: the JSON object
+// statusBody, or the CBOR map of the same members.
+func (a *action) writeStatus(w http.ResponseWriter, status int, f format, href string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if f == formatCBOR {
+		m := map[string]any{"status": a.status}
+		if a.output.Present() {
+			m["output"] = a.output
+		}
+		if a.err != nil {
+			m["error"] = a.err
+		}
+		if href != "" {
+			m["href"] = href
+		}
+		b, _ := statusCBOREnc.Marshal(m) // strings, a Value and a problem always encode
+		writeBody(w, status, lmosproto.ContentTypeCBOR, b)
+		return
+	}
 	s := statusBody{Status: a.status, Error: a.err, Href: href}
 	if a.output.Present() {
 		s.Output = a.output.JSON()
 	}
 	b, _ := json.Marshal(s) // plain strings and canonical JSON always encode
-	return b
+	writeJSON(w, status, b)
 }
 
 // update records a reply; it reports whether the invocation ended.
@@ -141,7 +158,7 @@ func (h *Handler) invokeAction(w http.ResponseWriter, r *http.Request) {
 	}
 	href := fmt.Sprintf("/things/%s/actions/%s/%s%s", url.PathEscape(a.thingID), url.PathEscape(a.name), url.PathEscape(a.id), t.query())
 	w.Header().Set("Location", href)
-	writeJSON(w, http.StatusCreated, a.body(href))
+	a.writeStatus(w, http.StatusCreated, responseFormat(r), href)
 }
 
 // writeFinal answers with the final status of an invocation that ended
@@ -154,7 +171,7 @@ func (h *Handler) writeFinal(w http.ResponseWriter, r *http.Request, a *action) 
 	case perr != nil:
 		writeProblem(w, r, perr)
 	case status == lmosproto.ActionCompleted && output.Present():
-		writeJSON(w, http.StatusOK, output.JSON())
+		writeValue(w, r, http.StatusOK, responseFormat(r), output)
 	case status == lmosproto.ActionCompleted:
 		w.WriteHeader(http.StatusNoContent)
 	case status == lmosproto.ActionCancelled:
@@ -249,7 +266,7 @@ func (h *Handler) queryAction(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.body(""))
+	a.writeStatus(w, http.StatusOK, responseFormat(r), "")
 }
 
 // cancelAction serves DELETE /things/{id}/actions/{name}/{invocation}: it
@@ -277,5 +294,5 @@ func (h *Handler) cancelAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, a.body(""))
+	a.writeStatus(w, http.StatusOK, responseFormat(r), "")
 }

@@ -8,7 +8,7 @@
 // # Routes
 //
 //	GET    /things/{id}/td                           the consumer view of the TD (forms point here)
-//	GET    /things/{id}/properties/{name}            readproperty    → 200, body: the value
+//	GET    /things/{id}/properties/{name}            readproperty    → 200, body: the value (JSON or CBOR)
 //	PUT    /things/{id}/properties/{name}            writeproperty   → 204
 //	GET    /things/{id}/properties/{name}/observe    observeproperty → 200 text/event-stream
 //	POST   /things/{id}/actions/{name}               invokeaction    → 200 output | 204 | 201 + Location
@@ -57,11 +57,24 @@
 // streams alive; a consumer that reads nothing for Config.WriteTimeout is
 // disconnected.
 //
-// # Media types
+// # Content negotiation
 //
-// Bodies are JSON. A request whose Accept header admits no JSON type is
-// 406; a body with a Content-Type other than application/json (or a +json
-// type) is 415. CBOR is not offered on this binding.
+// Property values (GET, PUT), action input and output (POST) and action
+// status bodies (201, GET and DELETE on an invocation) are JSON or CBOR
+// (RFC 8949). Accept picks the answer's format: application/cbor (or a
+// +cbor type) with a higher quality than every JSON type answers in CBOR;
+// no Accept, a tie or a wildcard answers in JSON. A CBOR value is the
+// data item of the JSON value as the LMOS CBOR codec writes payloads
+// (proto.Value.MarshalCBOR: integers beyond 64 bits as bignums, floats as
+// floats, deterministic encoding); a CBOR status body is the map of the
+// JSON status object's members. A request body with Content-Type
+// application/cbor (or +cbor) is decoded from CBOR (proto.Value.UnmarshalCBOR:
+// what JSON cannot carry, such as byte strings, undefined, NaN or non-text
+// map keys, is 400); without a Content-Type, or with application/json or
+// a +json type, it is JSON; any other Content-Type is 415. An Accept that
+// admits neither JSON nor CBOR is 406 (the TD view, GET …/td, is JSON
+// only). Event streams (SSE) and streaming sessions (NDJSON) stay text,
+// and errors are always application/problem+json.
 //
 // # Errors
 //

@@ -200,14 +200,24 @@ func Patterns() []string {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := h.mux.Handler(r); pattern == "" {
+	_, pattern := h.mux.Handler(r)
+	if pattern == "" {
 		writeProblem(w, r, &problem{Status: http.StatusMethodNotAllowed, Title: http.StatusText(http.StatusMethodNotAllowed),
 			Detail: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
 		return
 	}
-	if r.Method != http.MethodDelete && !isNDJSON(r) && !strings.HasSuffix(r.URL.Path, "/observe") && !strings.Contains(r.URL.Path, "/events/") && !acceptsJSON(r) {
-		writeProblem(w, r, newProblem(http.StatusNotAcceptable, "Accept %q: this binding answers with application/json only", r.Header.Get("Accept")))
-		return
+	if r.Method != http.MethodDelete && !isNDJSON(r) && !strings.HasSuffix(r.URL.Path, "/observe") && !strings.Contains(r.URL.Path, "/events/") {
+		// Values and action statuses come as JSON or CBOR; the TD as
+		// JSON only.
+		isTD := pattern == "GET /things/{id}/td"
+		if _, ok := negotiate(r, !isTD); !ok {
+			offered := "application/json or application/cbor"
+			if isTD {
+				offered = "application/json"
+			}
+			writeProblem(w, r, newProblem(http.StatusNotAcceptable, "Accept %q: this resource is offered as %s only", r.Header.Get("Accept"), offered))
+			return
+		}
 	}
 	h.mux.ServeHTTP(w, r)
 }
@@ -217,26 +227,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func isNDJSON(r *http.Request) bool {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	return mt == interact.ContentTypeNDJSON
-}
-
-// acceptsJSON reports whether r's Accept header admits a JSON answer.
-func acceptsJSON(r *http.Request) bool {
-	accept := r.Header.Values("Accept")
-	if len(accept) == 0 {
-		return true
-	}
-	for _, v := range accept {
-		for _, part := range strings.Split(v, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			if mt == "*/*" || mt == "application/*" || mt == "application/json" || strings.HasSuffix(mt, "+json") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Close ends every event stream and long-running invocation the Handler

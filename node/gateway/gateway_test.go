@@ -279,7 +279,8 @@ func TestErrors(t *testing.T) {
 		{"GET", p + "/properties/model/observe", "", 405, "model"},
 		{"GET", p + "?publisher=garbage", "", 400, "publisher"},
 		{"PATCH", p + "/properties/model", "", 405, "PATCH"},
-		{"GET", p + "/properties/model?accept=cbor", "", 406, "application/json only"},
+		{"GET", p + "/properties/model?accept=xml", "", 406, "application/json or application/cbor only"},
+		{"GET", p + "/td?accept=cbor", "", 406, "application/json only"},
 	} {
 		code, hdr, b := c.do(tc.method, tc.path, tc.body)
 		if code != tc.status || !strings.Contains(string(b), tc.detail) {

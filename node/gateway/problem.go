@@ -65,7 +65,11 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", lmosproto.ContentTypeJSON)
+	writeBody(w, status, lmosproto.ContentTypeJSON, body)
+}
+
+func writeBody(w http.ResponseWriter, status int, contentType string, body []byte) {
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -3,9 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -23,7 +21,7 @@ func (h *Handler) readProperty(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	writeJSON(w, http.StatusOK, valueJSON(m.Value))
+	writeValue(w, r, http.StatusOK, responseFormat(r), m.Value)
 }
 
 // writeProperty serves PUT /things/{id}/properties/{name}.
@@ -39,7 +37,7 @@ func (h *Handler) writeProperty(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !v.Present() {
-		writeProblem(w, r, newProblem(http.StatusBadRequest, "writing property %q of Thing %q: the body must be a JSON value", req.Name, req.ThingID))
+		writeProblem(w, r, newProblem(http.StatusBadRequest, "writing property %q of Thing %q: the body must be a value", req.Name, req.ThingID))
 		return
 	}
 	req.Data = v
@@ -133,16 +131,23 @@ func (h *Handler) roundTrip(r *http.Request, t target, req *lmosproto.Message) (
 	}
 }
 
-// readValue reads a JSON body; an empty body is the zero Value.
+// readValue reads a JSON or CBOR body (by its Content-Type); an empty
+// body is the zero Value.
 func readValue(w http.ResponseWriter, r *http.Request) (lmosproto.Value, *problem) {
 	b, p := readBody(w, r)
 	if p != nil || len(b) == 0 {
 		return lmosproto.Value{}, p
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || (mt != lmosproto.ContentTypeJSON && !strings.HasSuffix(mt, "+json")) {
-			return lmosproto.Value{}, newProblem(http.StatusUnsupportedMediaType, "Content-Type %q: the body must be application/json", ct)
+	f, p := requestFormat(r)
+	if p != nil {
+		return lmosproto.Value{}, p
+	}
+	if f == formatCBOR {
+		var v lmosproto.Value
+		if err := v.UnmarshalCBOR(b); err != nil {
+			return lmosproto.Value{}, newProblem(http.StatusBadRequest, "body is not a CBOR data item with a JSON form: %v", err)
 		}
+		return v, nil
 	}
 	v, err := lmosproto.ParseValue(b)
 	if err != nil {
