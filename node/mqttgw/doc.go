@@ -17,7 +17,36 @@
 //	T/properties/N/read     consumer → gateway: read request (reply: propertyReading).
 //	T/properties/N/write    consumer → gateway: write request (reply: propertyReading).
 //	T/actions/N             consumer → gateway: invokeAction (replies: every
-//	                        actionStatus up to the final one, or an error).
+//	                        actionStatus up to the final one, or an error),
+//	                        and the follow-ups of a running invocation:
+//	                        cancelAction, queryAction, streamInput, streamEnd.
+//
+// # Follow-ups and streaming sessions
+//
+// An invokeAction with a response topic stays reachable while it runs
+// (its interact.Session is open): a cancelAction, queryAction, streamInput
+// or streamEnd envelope published to the same T/actions/N with the
+// invocation's correlation is passed to that session (Session.Send), in the
+// order the broker delivered them. The correlation is the MQTT v5
+// CorrelationData of the invokeAction or, for v3.1.1 clients, the
+// envelope's correlationID (the invokeAction's correlationID, or its
+// messageID when it had none). The replies these follow-ups cause (the
+// queryAction's actionStatus, the final "cancelled" status, the output
+// chunks of a stream) are replies of the invocation: they go to the
+// invocation's response topic with its correlation data. A follow-up whose
+// correlation names no running invocation is answered with a 404 error on
+// the follow-up's own response topic; so is one that arrives after the
+// invocation ended; a streamInput before the Thing accepted the session
+// gets a 409.
+//
+// An invokeAction with "stream": true opens a streaming session: the
+// Thing's acceptance (an actionStatus running with "stream": true), every
+// output chunk and the final status are published to the response topic;
+// the consumer sends further input with streamInput and ends it with
+// streamEnd, both on T/actions/N with the invocation's correlation.
+//
+// Open invocations count against Config.MaxInFlight like every request;
+// Close ends every open session.
 //
 // The gateway subscribes to the three request topics of each exposed
 // Thing (T/actions/+, T/properties/+/read, T/properties/+/write), never to
@@ -29,8 +58,8 @@
 //
 //   - a full LMOS envelope: a JSON object with a string member
 //     "messageType" (or a CBOR map, recognised by proto.SniffCodec). Its
-//     messageType must fit the topic (invokeAction, readProperty,
-//     writeProperty); thingID and the affordance name may be left out and
+//     messageType must fit the topic (invokeAction or a follow-up, see
+//     below, readProperty, writeProperty); thingID and the affordance name may be left out and
 //     must otherwise match the topic. The replies use the request's codec.
 //   - anything else: the bare value. On T/actions/N it is the action input
 //     (an empty payload: no input), on T/properties/N/write the value to
@@ -58,12 +87,13 @@
 // errors (400 invalid input, 404 unknown Thing or affordance, 405, 504…)
 // unchanged, and the gateway's own:
 //
-//	400 Bad request          undecodable envelope, messageType/thingID/name not fitting the topic,
-//	                         a streaming session ("stream": true; MQTT carries no session)
+//	400 Bad request          undecodable envelope, messageType/thingID/name not fitting the topic
+//	404 Not found            a follow-up naming no running invocation
+//	409 Conflict             streamInput/streamEnd before the Thing accepted the session
 //	503 Service unavailable  more than Config.MaxInFlight requests running
 //
 // All MQTT consumers share one caller identity (CallerID) towards the
-// engine; cancelAction and queryAction are not offered over MQTT.
+// engine.
 //
 // # Topic-safe identifiers
 //

@@ -51,6 +51,9 @@ type Gateway struct {
 	closed  bool
 	cm      *autopaho.ConnectionManager
 	exposed map[string]*exposed // by thingID
+	// sessions are the running invocations follow-ups can reach (see
+	// liveSession), by key.
+	sessions map[string]*liveSession
 
 	closeOnce sync.Once
 	closeErr  error
@@ -94,6 +97,7 @@ func New(cfg Config, inv interact.Invoker, things ThingLister, opts ...Option) (
 		sem:       make(chan struct{}, cfg.MaxInFlight),
 		rejecting: make(chan struct{}, cfg.MaxInFlight),
 		exposed:   make(map[string]*exposed),
+		sessions:  make(map[string]*liveSession),
 	}, nil
 }
 
@@ -171,6 +175,7 @@ func (g *Gateway) Close() error {
 			delete(g.exposed, id)
 		}
 		g.mu.Unlock()
+		g.closeSessions()
 		g.cancel()
 		g.wg.Wait()
 		if cm != nil {
@@ -189,6 +194,11 @@ func (g *Gateway) Close() error {
 func (g *Gateway) goOwned(f func()) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.goOwnedLocked(f)
+}
+
+// goOwnedLocked is goOwned with g.mu held.
+func (g *Gateway) goOwnedLocked(f func()) bool {
 	if g.closed {
 		return false
 	}

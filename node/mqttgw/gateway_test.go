@@ -30,7 +30,8 @@ const testTD = `{
   "actions": {
     "echo": {"input": {"type": "string"}, "forms": [{"href": "echo"}]},
     "long": {"forms": [{"href": "long"}]},
-    "block": {"forms": [{"href": "block"}]}
+    "block": {"forms": [{"href": "block"}]},
+    "upper": {"input": {"type": "string"}, "forms": [{"href": "upper"}]}
   },
   "events": {"tick": {"data": {"type": "integer"}, "forms": [{"href": "tick"}]}}
 }`
@@ -89,6 +90,18 @@ func newFixtureAt(t *testing.T, broker string, mod func(*Config)) *fixture {
 			case <-ctx.Done():
 				return proto.Value{}, ctx.Err()
 			}
+		}).
+		OnStream("upper", func(_ context.Context, in <-chan proto.Value, out func(proto.Value) error) error {
+			for v := range in {
+				var s string
+				if err := v.Decode(&s); err != nil {
+					return err
+				}
+				if err := out(proto.StringValue(strings.ToUpper(s))); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	engine, err := interact.NewEngine(interact.ThingsFunc(func(id string) (*proto.TD, bool) { return td, id == td.ID }), interact.Options{})
 	if err != nil {
@@ -369,7 +382,7 @@ func TestErrors(t *testing.T) {
 		{"not JSON", "actions/echo", `{nope`, "400"},
 		{"wrong messageType", "actions/echo", `{"messageType":"readProperty","thingID":"urn:x","messageID":"1"}`, "400"},
 		{"other thing", "actions/echo", `{"messageType":"invokeAction","thingID":"urn:other","messageID":"1","action":"echo","input":"x"}`, "400"},
-		{"streaming session", "actions/echo", `{"messageType":"invokeAction","thingID":"urn:example:mqtt/thing+1","messageID":"1","action":"echo","input":"x","stream":true}`, "400"},
+		{"follow-up on an info topic", "properties/level/read", `{"messageType":"cancelAction","thingID":"urn:example:mqtt/thing+1","messageID":"1","action":"level"}`, "400"},
 		{"write of a wrong type", "properties/level/write", `"not an integer"`, "400"},
 		{"unknown property", "properties/nope/read", ``, "404"},
 	} {

@@ -25,6 +25,7 @@ type inbound struct {
 	responseTopic string
 	correlation   []byte // MQTT v5 correlation data, echoed
 	bad           error  // why req is unusable (400)
+	followUp      bool   // cancelAction, queryAction, streamInput or streamEnd for a running invocation
 }
 
 // onPublish is paho's callback for every message received. It must not
@@ -33,6 +34,10 @@ type inbound struct {
 func (g *Gateway) onPublish(pr paho.PublishReceived) (bool, error) {
 	in := g.decode(pr.Packet)
 	if in == nil {
+		return true, nil
+	}
+	if in.followUp && in.bad == nil {
+		g.followUp(in)
 		return true, nil
 	}
 	select {
@@ -60,10 +65,14 @@ func (g *Gateway) onPublish(pr paho.PublishReceived) (bool, error) {
 		}
 		return true, nil
 	}
+	// The session is registered here, in the order the broker delivered
+	// the requests, so that follow-ups published right after it find it.
+	ls := g.register(in)
 	if !g.goOwned(func() {
 		defer func() { <-g.sem }()
-		g.serve(in)
+		g.serve(in, ls)
 	}) {
+		g.unregister(ls)
 		<-g.sem
 	}
 	return true, nil
@@ -113,15 +122,14 @@ func (g *Gateway) decode(p *paho.Publish) *inbound {
 			delete(m.Extensions, memberResponseTopic)
 		}
 		in.req = &m
+		in.followUp = rt.kind == levelActions && followUpTypes[m.Type]
 		switch {
-		case m.Type != want:
+		case m.Type != want && !in.followUp:
 			in.bad = fmt.Errorf("topic %q takes %s, not %q", p.Topic, want, m.Type)
 		case m.ThingID != "" && m.ThingID != rt.thingID:
 			in.bad = fmt.Errorf("topic %q is Thing %q, the envelope names %q", p.Topic, rt.thingID, m.ThingID)
 		case m.Name != "" && m.Name != rt.name:
 			in.bad = fmt.Errorf("topic %q is %q, the envelope names %q", p.Topic, rt.name, m.Name)
-		case m.Stream:
-			in.bad = fmt.Errorf("topic %q: streaming sessions are not offered over MQTT (use WebSocket or libp2p)", p.Topic)
 		}
 		m.ThingID, m.Name = rt.thingID, rt.name
 		if m.MessageID == "" {
@@ -173,9 +181,13 @@ func isEnvelope(payload []byte) (proto.Codec, bool) {
 	return codec, len(probe.MessageType) > 0 && probe.MessageType[0] == '"'
 }
 
-// serve invokes one request and publishes its replies.
-func (g *Gateway) serve(in *inbound) {
+// serve invokes one request and publishes its replies. ls (nil for
+// requests that are not registered invocations) receives the session.
+func (g *Gateway) serve(in *inbound, ls *liveSession) {
 	ctx := interact.WithCaller(g.ctx, g.caller)
+	if ls != nil {
+		defer g.unregister(ls)
+	}
 	if in.bad != nil {
 		g.log.Debug("mqtt bad request", "topic", in.topic, "err", in.bad)
 		g.reply(ctx, in, errorFor(in, http.StatusBadRequest, "Bad Request", in.bad.Error()))
@@ -192,6 +204,10 @@ func (g *Gateway) serve(in *inbound) {
 		return
 	}
 	defer func() { _ = s.Close() }()
+	if ls != nil {
+		ls.s = s
+		close(ls.ready)
+	}
 	for m := range s.Replies() {
 		g.reply(ctx, in, m)
 		if interact.Ends(req, m) {
