@@ -69,6 +69,7 @@ func matrixTD(t *testing.T, id string) *lmosproto.TD {
 			"forms":  form("add"),
 		},
 		"job":   map[string]any{"output": map[string]any{"type": "string"}, "forms": form("job")},
+		"wait":  map[string]any{"output": map[string]any{"type": "string"}, "forms": form("wait")},
 		"shout": map[string]any{"input": map[string]any{"type": "string"}, "forms": form("shout")},
 	}
 	doc["events"] = map[string]any{
@@ -113,6 +114,16 @@ func matrixThing(notes chan<- string) *interact.Thing {
 				}
 			}
 			return lmosproto.StringValue("done"), nil
+		}).
+		OnAction("wait", func(ctx context.Context, _ lmosproto.Value, progress func(lmosproto.Value)) (lmosproto.Value, error) {
+			// Runs until cancelled, so a cancel never races its end.
+			progress(lmosproto.StringValue("waiting"))
+			select {
+			case <-ctx.Done():
+				return lmosproto.Value{}, ctx.Err()
+			case <-time.After(20 * time.Second):
+				return lmosproto.StringValue("not cancelled"), nil
+			}
 		}).
 		OnStream("shout", func(_ context.Context, in <-chan lmosproto.Value, out func(lmosproto.Value) error) error {
 			for v := range in {
@@ -932,7 +943,7 @@ func (m *matrix) progressMQTT(t *testing.T, ctx context.Context) {
 	checkProgress(t, m.mqttRequest(t, ctx, c, m.topic("actions/job"), nil))
 	// A running invocation is cancelled by a cancelAction envelope on the
 	// action topic with the invocation's correlation data.
-	s := m.mqttOpen(t, ctx, c, "job", lmosproto.NewMessage(m.id, lmosproto.MsgInvokeAction))
+	s := m.mqttOpen(t, ctx, c, "wait", lmosproto.NewMessage(m.id, lmosproto.MsgInvokeAction))
 	s.send(lmosproto.NewMessage(m.id, lmosproto.MsgCancelAction))
 	got := s.untilFinal()
 	if last := got[len(got)-1]; last.Status != lmosproto.ActionCancelled {
