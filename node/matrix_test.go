@@ -6,12 +6,8 @@ package node_test
 // own node (libp2p/Go Invoker, HTTP binding, WebSocket lmosprotocol) or,
 // for MQTT, through the broker the owner node exposes its Things on.
 //
-// Cells the code does not support, asserted as such (not skipped):
-//
-//   - one-way/http: gap. The HTTP binding has no one-way form (no
-//     fire-and-forget request, no documented refusal either): the cell
-//     asserts that the only way, an ordinary POST, is request-reply
-//     (204 after the Thing ran).
+// One-way over HTTP is a POST with the RFC 7240 preference
+// "Prefer: respond-async", answered 202 at once.
 //
 // The owner registers its Thing after Start: publishing resyncs the
 // node's MQTT gateway, so the Thing is on the broker at once.
@@ -474,10 +470,20 @@ func readAll(t *testing.T, r io.Reader) string {
 }
 
 func (m *matrix) oneWayHTTP(t *testing.T, ctx context.Context) {
-	// Gap: no one-way form on the HTTP binding; the POST is request-reply.
-	resp := m.do(t, ctx, "POST", "/actions/note", "application/json", strings.NewReader(`"http"`))
-	if b := readAll(t, resp.Body); resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("POST note: %d %s", resp.StatusCode, b)
+	// One-way: the RFC 7240 preference respond-async gets 202 at once, and
+	// the Thing still receives the input.
+	req, err := http.NewRequestWithContext(ctx, "POST", m.base+"/actions/note", strings.NewReader(`"http"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Prefer", "respond-async")
+	resp, err := m.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := readAll(t, resp.Body); resp.StatusCode != http.StatusAccepted || resp.Header.Get("Preference-Applied") != "respond-async" {
+		t.Fatalf("POST note (respond-async): %d %s", resp.StatusCode, b)
 	}
 	m.wantNote(t, "http")
 }

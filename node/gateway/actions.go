@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +112,10 @@ func (h *Handler) invokeAction(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Input = in
 	req.CorrelationID = req.MessageID
+	if prefersAsync(r) {
+		h.invokeOneWay(w, r, t, req)
+		return
+	}
 
 	// The invocation may outlive this request: its context is the
 	// Handler's, and it is cancelled when the consumer leaves before the
@@ -295,4 +300,34 @@ func (h *Handler) cancelAction(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	a.writeStatus(w, http.StatusOK, responseFormat(r), "")
+}
+
+// prefersAsync reports whether the request carries the RFC 7240
+// preference "respond-async": the consumer wants no result, only the
+// acknowledgement that the invocation was handed on (one-way).
+func prefersAsync(r *http.Request) bool {
+	for _, v := range r.Header.Values("Prefer") {
+		for pref := range strings.SplitSeq(v, ",") {
+			name, _, _ := strings.Cut(strings.TrimSpace(pref), "=")
+			if strings.EqualFold(strings.TrimSpace(name), "respond-async") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// invokeOneWay hands a one-way invocation (oneWay: no reply expected) to
+// the Thing and answers 202 at once; the action runs to completion at its
+// owner whatever the consumer does next.
+func (h *Handler) invokeOneWay(w http.ResponseWriter, r *http.Request, t target, req *lmosproto.Message) {
+	req.OneWay = true
+	sess, err := h.invoker(t).Invoke(h.ctx, req)
+	if err != nil {
+		writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "invoking action %q of Thing %q: %v", req.Name, req.ThingID, err))
+		return
+	}
+	_ = sess.Close() // nothing will come back; closing does not cancel a one-way action
+	w.Header().Set("Preference-Applied", "respond-async")
+	w.WriteHeader(http.StatusAccepted)
 }

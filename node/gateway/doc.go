@@ -36,6 +36,9 @@
 //
 // # Streaming sessions
 //
+// POST with the RFC 7240 preference "Prefer: respond-async" is one-way:
+// the invocation is handed on with oneWay set and answered 202 at once.
+//
 // POST on an action with Content-Type application/x-ndjson opens a
 // streaming session (request-stream/response-stream), in the shape of the
 // interact HTTP backend contract: the body is one JSON value per line, the
