@@ -91,7 +91,7 @@ func TestCommandsWithAPIToken(t *testing.T) {
 		done <- root.ExecuteContext(ctx)
 	}()
 	testnet.WaitFor(t, "the observation reaches the node", 10*time.Second, func() (bool, string) {
-		return th.Changed("target", lmosproto.StringValue("cool")) > 0, "no observer"
+		return th.Changed("target", lmosproto.StringValue("cool")) > 0, "no observer; subscribe stderr: " + stderr.String()
 	})
 	testnet.WaitFor(t, "subscribe --property prints the value", 10*time.Second, func() (bool, string) {
 		return strings.Contains(observed.String(), `"cool"`), observed.String()

@@ -294,18 +294,40 @@ func testEvents(t *testing.T, f *fixture) {
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	// the second subscriber may have joined after "storm"; drain until we see "hail"
-	f.emit("alert", proto.StringValue("hail"))
-	if m := next(t, s); m.Data.String() != `"hail"` {
-		t.Fatalf("second event: %+v", m)
-	}
-	for {
-		m := next(t, s2)
-		if m.CorrelationID != sub2.MessageID {
-			t.Fatalf("second subscriber got %+v", m)
+	// The second subscriber may reach the owner after "storm" (over
+	// libp2p its stream can arrive later): emit "probe" until it has an
+	// event, so that both are attached; then one "hail" reaches both.
+	deadline := time.Now().Add(10 * time.Second)
+	for attached := false; !attached; {
+		f.emit("alert", proto.StringValue("probe"))
+		select {
+		case m, ok := <-s2.Replies():
+			if !ok {
+				t.Fatal("second subscription closed early")
+			}
+			if m.CorrelationID != sub2.MessageID {
+				t.Fatalf("second subscriber got %+v", m)
+			}
+			attached = true
+		case <-time.After(20 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("the second subscription never reached the backend")
+			}
 		}
-		if m.Data.String() == `"hail"` {
-			break
+	}
+	f.emit("alert", proto.StringValue("hail"))
+	for _, sess := range []Session{s, s2} {
+		for {
+			m := next(t, sess)
+			if m.CorrelationID != sess.Request().MessageID {
+				t.Fatalf("subscriber %s got %+v", sess.Request().MessageID, m)
+			}
+			if m.Data.String() == `"hail"` {
+				break
+			}
+			if m.Data.String() != `"probe"` && m.Data.String() != `"storm"` {
+				t.Fatalf("unexpected event before hail: %+v", m)
+			}
 		}
 	}
 	if err := s.Send(context.Background(), &proto.Message{Type: proto.MsgUnsubscribeEvent}); err != nil {
