@@ -217,6 +217,21 @@ func DefaultConfig() Config {
 	}
 }
 
+// LoopbackConfig is DefaultConfig for a node that must send nothing off
+// this machine (tests, examples, `lmosnode demo`): home as given, TCP and
+// the API on 127.0.0.1 with free ports, and everything that reaches out
+// off: no bootstrap peers, no mDNS, no AutoNAT, hole punching or relay.
+func LoopbackConfig(home string) Config {
+	cfg := DefaultConfig()
+	cfg.Home = home
+	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.API = "127.0.0.1:0"
+	cfg.Bootstrap = nil
+	cfg.MDNS = false
+	cfg.AutoNAT, cfg.HolePunching, cfg.RelayClient = false, false, false
+	return cfg
+}
+
 // withFallbacks fills the fields whose zero value is not meaningful from
 // DefaultConfig.
 func (c Config) withFallbacks() Config {

@@ -16,12 +16,7 @@ import (
 
 // exampleNode starts a node on loopback only; the caller closes it.
 func exampleNode(home string) *node.Node {
-	cfg := node.DefaultConfig()
-	cfg.Home = home
-	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-	cfg.API = "127.0.0.1:0"
-	cfg.MDNS = false
-	cfg.AutoNAT, cfg.HolePunching, cfg.RelayClient = false, false, false
+	cfg := node.LoopbackConfig(home)
 	n, err := node.New(cfg)
 	if err != nil {
 		log.Fatal(err)

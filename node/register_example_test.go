@@ -20,12 +20,7 @@ func ExampleNode_Register() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(home)
-	cfg := node.DefaultConfig()
-	cfg.Home = home
-	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-	cfg.API = "127.0.0.1:0"
-	cfg.MDNS = false
-	cfg.AutoNAT, cfg.HolePunching, cfg.RelayClient = false, false, false
+	cfg := node.LoopbackConfig(home)
 	n, err := node.New(cfg)
 	if err != nil {
 		log.Fatal(err)

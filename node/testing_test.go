@@ -12,19 +12,12 @@ import (
 // hole punching.
 func testConfig(t *testing.T) Config {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.Home = t.TempDir()
+	cfg := LoopbackConfig(t.TempDir())
 	cfg.Listen = []string{
 		"/ip4/127.0.0.1/tcp/0",
 		"/ip4/127.0.0.1/udp/0/quic-v1",
 		"/ip4/127.0.0.1/tcp/0/ws",
 	}
-	cfg.API = "127.0.0.1:0"
-	cfg.MDNS = false
-	cfg.Bootstrap = nil
-	cfg.AutoNAT = false
-	cfg.HolePunching = false
-	cfg.RelayClient = false
 	return cfg
 }
 

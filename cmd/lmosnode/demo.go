@@ -96,16 +96,10 @@ func runDemo(cmd *cobra.Command, _ []string) (err error) {
 		}
 	}()
 	for i := range count {
-		cfg := node.DefaultConfig()
-		cfg.Home = filepath.Join(tmp, fmt.Sprintf("node%d", i+1))
-		cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-		cfg.API = "127.0.0.1:0"
+		cfg := node.LoopbackConfig(filepath.Join(tmp, fmt.Sprintf("node%d", i+1)))
 		if i == 2 {
 			cfg.API = fmt.Sprintf("127.0.0.1:%d", apiPort)
 		}
-		cfg.Bootstrap = nil
-		cfg.MDNS = false
-		cfg.AutoNAT, cfg.HolePunching, cfg.RelayClient = false, false, false
 		cfg.DHTMode = node.DHTModeServer
 		cfg.MQTT = ""
 		if _, err := node.Init(cfg.Home); err != nil {

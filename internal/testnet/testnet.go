@@ -38,15 +38,7 @@ const LogEnv = "LMOS_TEST_LOG"
 // server: with AutoNAT off a node could never tell that it is reachable.
 func Config(t testing.TB) node.Config {
 	t.Helper()
-	cfg := node.DefaultConfig()
-	cfg.Home = t.TempDir()
-	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-	cfg.API = "127.0.0.1:0"
-	cfg.Bootstrap = nil
-	cfg.MDNS = false
-	cfg.AutoNAT = false
-	cfg.HolePunching = false
-	cfg.RelayClient = false
+	cfg := node.LoopbackConfig(t.TempDir())
 	cfg.DHTMode = node.DHTModeServer
 	return cfg
 }
