@@ -100,7 +100,7 @@ var (
 	ErrDuplicate = errors.New("duplicate operation")
 	// ErrExpired: the invitation has expired.
 	ErrExpired = errors.New("invitation expired")
-	// ErrLogFull: the log or its pending buffer is at its limit.
+	// ErrLogFull: the log is at its limit (MaxLogOps or MaxLogSize).
 	ErrLogFull = errors.New("log full")
 	// ErrBadInvitation: the invitation token is malformed or its proof does
 	// not verify.

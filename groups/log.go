@@ -70,6 +70,7 @@ type Log struct {
 	signed  map[string]bool      // IDs made by Sign
 
 	pending map[string]*Op      // held operations by ID
+	held    []string            // held operation IDs, oldest first (may name ones no longer held)
 	waiting map[string][]string // missing parent ID → held operation IDs
 
 	order   []*entry // fold order
@@ -150,7 +151,8 @@ func (l *Log) current() {
 }
 
 // Add accepts op (rules 1–4); if parents are missing it is held (bounded by
-// MaxPending) and applied when they arrive. It returns the ops that became
+// MaxPending: when full, the operation held longest is dropped) and applied
+// when they arrive. It returns the ops that became
 // part of the log (op and any held ones it unblocked, in order); (nil, nil)
 // for a duplicate or a held op.
 func (l *Log) Add(op *Op) ([]*Op, error) {
@@ -183,10 +185,11 @@ func (l *Log) add(op *Op, hold bool) ([]*Op, error) {
 		if !hold {
 			return nil, fmt.Errorf("%w: operation %s: parent %s is not in the log", ErrBadChain, op.ID, missing[0])
 		}
-		if len(l.pending) >= MaxPending {
-			return nil, fmt.Errorf("%w: %d operations already wait for their parents", ErrLogFull, MaxPending)
+		for len(l.pending) >= MaxPending {
+			l.evictOldest()
 		}
 		l.pending[op.ID] = op
+		l.held = append(l.held, op.ID)
 		for _, p := range missing {
 			l.waiting[p] = append(l.waiting[p], op.ID)
 		}
@@ -212,6 +215,30 @@ func (l *Log) add(op *Op, hold bool) ([]*Op, error) {
 		}
 	}
 	return added, nil
+}
+
+// evictOldest drops the operation held longest, so that operations nobody
+// completes (junk with made-up parents, which anyone can send) cannot keep
+// newer ones out; a dropped operation comes back with the next sync.
+func (l *Log) evictOldest() {
+	for len(l.held) > 0 {
+		id := l.held[0]
+		l.held = l.held[1:]
+		if op, ok := l.pending[id]; ok {
+			delete(l.pending, id)
+			for _, p := range op.Parents {
+				if w := slices.DeleteFunc(l.waiting[p], func(x string) bool { return x == id }); len(w) > 0 {
+					l.waiting[p] = w
+				} else {
+					delete(l.waiting, p)
+				}
+			}
+			break
+		}
+	}
+	if len(l.held) > 2*MaxPending { // forget IDs that are no longer held
+		l.held = slices.DeleteFunc(l.held, func(id string) bool { _, ok := l.pending[id]; return !ok })
+	}
 }
 
 func (l *Log) hasParents(op *Op) bool {
