@@ -11,10 +11,15 @@
 //
 // Readings of docs/groups.md that the code fixes:
 //
-//   - An operation loses its effect when it is concurrent with any remove,
-//     revoke or leave of its author in the set being folded, whether or not
-//     that one had effect itself (so two admins removing each other
-//     concurrently both stay, as the spec demands).
+//   - Seniority decides concurrent conflicts: an operation loses its effect
+//     when it is concurrent with its author's own leave, or with a remove
+//     or revoke of its author signed by an admin more senior than the
+//     author (the one who became admin earlier in the fold order, most
+//     recently; the founder first), both read in the state at the
+//     operation's place in the fold, whether or not that remove or revoke
+//     had effect itself. Of two admins removing each other concurrently the
+//     senior stays; a removed admin's "remove the remover" on parents from
+//     before its removal has no effect.
 //   - Op.Raw is the operation's JCS form (what its ID hashes), so the record
 //     form of a log does not depend on how its operations were formatted.
 //   - Operations other than a genesis may carry a "nonce"; Log.Sign adds one

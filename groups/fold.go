@@ -23,6 +23,7 @@ type State struct {
 	Ops int
 
 	used map[string]bool // IDs of invitations used by an effective add
+	step int             // operations applied so far; orders seniority (Member.rank)
 }
 
 // Member is a member of a group.
@@ -33,6 +34,10 @@ type Member struct {
 	Things  []string
 	Since   time.Time
 	AddedBy peer.ID
+
+	// rank is the fold step at which the member last became admin; among
+	// admins, a lower rank is more senior (the founder's is 0).
+	rank int
 }
 
 // IsMember reports whether p is a member; false when dissolved.
@@ -94,6 +99,17 @@ func (s State) clone() State {
 	c.used = maps.Clone(s.used)
 	c.Heads = slices.Clone(s.Heads)
 	return c
+}
+
+// senior reports whether p is an admin more senior than x (an admin who
+// became admin earlier in the fold order, or any admin if x is not one).
+func (s *State) senior(p, x peer.ID) bool {
+	mp, ok := s.Members[p]
+	if !ok || mp.Role != RoleAdmin || p == x {
+		return false
+	}
+	mx, ok := s.Members[x]
+	return !ok || mx.Role != RoleAdmin || mp.rank < mx.rank
 }
 
 func (s *State) adminCount() int {
@@ -211,6 +227,7 @@ func (l *Log) apply(st *State, e *entry, in func(*entry) bool) bool {
 	if st.Dissolved || st.Members == nil {
 		return false
 	}
+	st.step++
 	if op.Kind == KindLeave {
 		if !st.IsMember(op.Author) {
 			return false
@@ -218,8 +235,11 @@ func (l *Log) apply(st *State, e *entry, in func(*entry) bool) bool {
 	} else if !st.IsAdmin(op.Author) {
 		return false
 	}
+	// Seniority decides concurrent conflicts: the author's own leave, or a
+	// remove or revoke of the author by a more senior admin (here), voids
+	// what the author did concurrently.
 	for _, s := range l.strikes[op.Author] {
-		if in(s) && concurrent(s, e) {
+		if in(s) && concurrent(s, e) && (s.op.Kind == KindLeave || st.senior(s.op.Author, op.Author)) {
 			return false
 		}
 	}
@@ -243,7 +263,7 @@ func (l *Log) apply(st *State, e *entry, in func(*entry) bool) bool {
 		if !ok || m.Role == RoleAdmin {
 			return false
 		}
-		m.Role = RoleAdmin
+		m.Role, m.rank = RoleAdmin, st.step
 		st.Members[op.Peer] = m
 	case KindRevoke:
 		m, ok := st.Members[op.Peer]
@@ -281,9 +301,12 @@ func addEffect(st *State, op *Op) bool {
 		}
 		st.used[inv.ID] = true
 	}
-	m := Member{Peer: op.Peer, Role: op.role(), Things: slices.Clone(op.Things), Since: op.Created, AddedBy: op.Author}
+	m := Member{Peer: op.Peer, Role: op.role(), Things: slices.Clone(op.Things), Since: op.Created, AddedBy: op.Author, rank: st.step}
 	if exists {
 		m.Since, m.AddedBy = old.Since, old.AddedBy
+		if old.Role == RoleAdmin && m.Role == RoleAdmin {
+			m.rank = old.rank // still admin: keeps its seniority
+		}
 	}
 	st.Members[op.Peer] = m
 	return true
