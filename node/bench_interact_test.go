@@ -77,6 +77,7 @@ func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 // brSequential runs op in b.Loop and records the latency percentiles.
 func brSequential(b *testing.B, op func() error, f *brFigures) {
 	lat := make([]time.Duration, 0, 1<<16)
+	cpu0 := brCPUTime()
 	for b.Loop() {
 		t0 := time.Now()
 		if err := op(); err != nil {
@@ -85,10 +86,20 @@ func brSequential(b *testing.B, op func() error, f *brFigures) {
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
+	brReportCPU(b, cpu0, len(lat))
 	slices.Sort(lat)
 	f.p50, f.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	b.ReportMetric(us(f.p50), "p50-µs")
 	b.ReportMetric(us(f.p99), "p99-µs")
+}
+
+// brReportCPU reports the process's CPU time per operation since cpu0: a
+// figure that, unlike latency and throughput, hardly moves when other
+// programs load the machine.
+func brReportCPU(b *testing.B, cpu0 time.Duration, ops int) {
+	if cpu := brCPUTime(); cpu > 0 && ops > 0 {
+		b.ReportMetric(us(cpu-cpu0)/float64(ops), "cpu-µs/op")
+	}
 }
 
 // brParallel runs b.N calls of op on brConcurrency goroutines (goroutine g
@@ -98,6 +109,7 @@ func brParallel(b *testing.B, op func(g int) error, f *brFigures) {
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
 	b.ResetTimer()
+	cpu0 := brCPUTime()
 	t0 := time.Now()
 	for g := range brConcurrency {
 		wg.Go(func() {
@@ -112,6 +124,7 @@ func brParallel(b *testing.B, op func(g int) error, f *brFigures) {
 	wg.Wait()
 	el := time.Since(t0)
 	b.StopTimer()
+	brReportCPU(b, cpu0, b.N)
 	if err := failed.Load(); err != nil {
 		b.Fatal(*err)
 	}
