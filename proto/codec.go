@@ -127,7 +127,22 @@ func (jsonCodec) Marshal(m *Message) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := []byte{'{'}
+	// one allocation for most messages: the members' lengths, plus room
+	// for quotes, separators and a few escapes
+	size := 2
+	for _, mem := range ms {
+		size += len(mem.key) + 4
+		switch v := mem.val.(type) {
+		case string:
+			size += len(v) + 2
+		case bool:
+			size += 5
+		case Value:
+			size += len(v.raw)
+		}
+	}
+	buf := make([]byte, 0, size+size/16)
+	buf = append(buf, '{')
 	for i, mem := range ms {
 		if i > 0 {
 			buf = append(buf, ',')
