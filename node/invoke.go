@@ -13,6 +13,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/fanout"
 	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/tdcache"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -105,7 +106,7 @@ func (n *Node) ownTD(id string) (*lmosproto.TD, bool) {
 	if !ok {
 		return nil, false
 	}
-	td, err := e.TD()
+	td, err := n.tds.TD(e)
 	if err != nil {
 		n.log.Warn("own thing unreadable", "thing", id, "err", err)
 		return nil, false
@@ -171,6 +172,7 @@ func (n *Node) Invoker() interact.Invoker { return n.router }
 func (n *Node) buildInteract() error {
 	log := n.log.With("component", "interact")
 	n.backends = newBackends(n.dir, n.peerID, interact.HTTPBackendOptions{Logger: log})
+	n.tds = tdcache.New(0)
 	var err error
 	if n.engine, err = interact.NewEngine(interact.ThingsFunc(n.ownTD), interact.Options{Logger: log}); err != nil {
 		return err
@@ -226,7 +228,7 @@ func (n *Node) knownTD(publisher peer.ID, id string) (*lmosproto.TD, bool) {
 	if !ok {
 		return nil, false
 	}
-	td, err := e.TD()
+	td, err := n.tds.TD(e)
 	return td, err == nil
 }
 

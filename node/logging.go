@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	golog "github.com/ipfs/go-log/v2"
 	"github.com/libp2p/go-libp2p/gologshim"
@@ -64,18 +65,26 @@ func (r *logRouter) register(h slog.Handler, level slog.Leveler) (unregister fun
 }
 
 func (r *logRouter) current() (slog.Handler, slog.Leveler) {
+	_, h, level := r.currentTarget()
+	return h, level
+}
+
+// currentTarget is current with the target it comes from, nil when the
+// records go to slog.Default().
+func (r *logRouter) currentTarget() (*logTarget, slog.Handler, slog.Leveler) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if n := len(r.targets); n > 0 {
-		return r.targets[n-1].h, r.targets[n-1].level
+		t := r.targets[n-1]
+		return t, t.h, t.level
 	}
 	h := slog.Default().Handler()
 	if _, ok := h.(interface{ GoLogBridge() }); ok {
 		// slog.Default() is go-log's bridge, which would route the
 		// record back here.
-		return slog.DiscardHandler, slog.LevelError
+		return nil, slog.DiscardHandler, slog.LevelError
 	}
-	return h, slog.LevelWarn
+	return nil, h, slog.LevelWarn
 }
 
 func (r *logRouter) Enabled(ctx context.Context, l slog.Level) bool {
@@ -104,15 +113,31 @@ func (r *logRouter) WithGroup(name string) slog.Handler {
 }
 
 // derivedHandler replays WithAttrs/WithGroup on the router's current target.
+// It keeps the handler it derived for the current target: go-libp2p checks
+// Enabled on every stream it opens or accepts, and replaying WithAttrs
+// formats the attributes each time.
 type derivedHandler struct {
-	r   *logRouter
-	ops []func(slog.Handler) slog.Handler
+	r     *logRouter
+	ops   []func(slog.Handler) slog.Handler
+	cache atomic.Pointer[derived]
+}
+
+// derived is the handler a derivedHandler built for one target.
+type derived struct {
+	target *logTarget
+	h      slog.Handler
 }
 
 func (d *derivedHandler) resolve() (slog.Handler, slog.Leveler) {
-	h, min := d.r.current()
+	t, h, min := d.r.currentTarget()
+	if c := d.cache.Load(); t != nil && c != nil && c.target == t {
+		return c.h, min
+	}
 	for _, op := range d.ops {
 		h = op(h)
+	}
+	if t != nil {
+		d.cache.Store(&derived{target: t, h: h})
 	}
 	return h, min
 }

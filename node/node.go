@@ -27,6 +27,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
+	"github.com/lmosnode/lmosnode/node/tdcache"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/wsgateway"
 )
@@ -64,6 +65,7 @@ type Node struct {
 	// libp2p server and client of proto.ProtocolInteract, the router that
 	// picks between them, and the HTTP binding.
 	backends       *backends
+	tds            *tdcache.Cache // parsed TDs of the directory's entries
 	engine         *interact.Engine
 	interactServer *interact.Server
 	interactClient *interact.Client

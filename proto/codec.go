@@ -127,7 +127,22 @@ func (jsonCodec) Marshal(m *Message) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := []byte{'{'}
+	// one allocation for most messages: the members' lengths, plus room
+	// for quotes, separators and a few escapes
+	size := 2
+	for _, mem := range ms {
+		size += len(mem.key) + 4
+		switch v := mem.val.(type) {
+		case string:
+			size += len(v) + 2
+		case bool:
+			size += 5
+		case Value:
+			size += len(v.raw)
+		}
+	}
+	buf := make([]byte, 0, size+size/16)
+	buf = append(buf, '{')
 	for i, mem := range ms {
 		if i > 0 {
 			buf = append(buf, ',')
@@ -417,19 +432,22 @@ func (m *Message) toWire() ([]wireMember, error) {
 // visited in sorted order so that errors are deterministic.
 func fromWire(obj jsonObject) (Message, error) {
 	var m Message
-	setBy := map[*string]string{} // field → the key that set it, for aliases
-	setStr := func(dst *string, key string, v any) error {
+	// the key that set each aliased field (thingID, messageID,
+	// correlationID, name), to report conflicting aliases
+	var setBy [4]string
+	setStr := func(field int, dst *string, key string, v any) error {
 		s, err := wireString(key, v)
 		if err != nil || s == "" {
 			return err
 		}
-		if prev, ok := setBy[dst]; ok && *dst != s {
+		if prev := setBy[field]; prev != "" && *dst != s {
 			return invalidMember(key, "%q conflicts with member %q = %q", s, prev, *dst)
 		}
-		*dst, setBy[dst] = s, key
+		*dst, setBy[field] = s, key
 		return nil
 	}
-	keys := make([]string, 0, len(obj))
+	var keyBuf [24]string // the members of any ordinary message
+	keys := keyBuf[:0]
 	for k := range obj {
 		keys = append(keys, k)
 	}
@@ -439,13 +457,13 @@ func fromWire(obj jsonObject) (Message, error) {
 		var err error
 		switch k {
 		case "thingID", "thingId":
-			err = setStr(&m.ThingID, k, v)
+			err = setStr(0, &m.ThingID, k, v)
 		case "messageID", "messageId":
-			err = setStr(&m.MessageID, k, v)
+			err = setStr(1, &m.MessageID, k, v)
 		case "correlationID", "correlationId":
-			err = setStr(&m.CorrelationID, k, v)
+			err = setStr(2, &m.CorrelationID, k, v)
 		case "name", "action", "event":
-			err = setStr(&m.Name, k, v)
+			err = setStr(3, &m.Name, k, v)
 		case "messageType":
 			var s string
 			if s, err = wireString(k, v); err == nil && s != "" {

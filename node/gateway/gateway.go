@@ -16,6 +16,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/tdcache"
 )
 
 const (
@@ -138,6 +139,8 @@ type Handler struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	tds *tdcache.Cache // parsed TDs of the resolved Things
+
 	mu      sync.Mutex
 	actions map[string]*action // by invocation (correlationID)
 }
@@ -163,7 +166,7 @@ func New(deps Deps, cfg Config) (*Handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Handler{deps: deps, cfg: cfg, log: log, ctx: ctx, cancel: cancel, actions: map[string]*action{}}
+	h := &Handler{deps: deps, cfg: cfg, log: log, ctx: ctx, cancel: cancel, tds: tdcache.New(0), actions: map[string]*action{}}
 	h.mux = http.NewServeMux()
 	for pattern, fn := range h.routes() {
 		h.mux.HandleFunc(pattern, fn)

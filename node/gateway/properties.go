@@ -81,7 +81,7 @@ func (h *Handler) request(r *http.Request, kind string, typ lmosproto.MessageTyp
 		return target{}, nil, p
 	}
 	name := r.PathValue("name")
-	td, err := t.entry.TD()
+	td, err := h.tds.TD(t.entry)
 	if err != nil {
 		return target{}, nil, newProblem(http.StatusNotFound, "Thing %q of %s: %v", t.entry.ThingID, t.entry.Publisher, err)
 	}

@@ -1,7 +1,6 @@
 package interact
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -173,7 +172,8 @@ func (s *remoteSession) readLoop() {
 	defer s.c.wg.Done()
 	defer close(s.read)
 	defer close(s.out)
-	br := bufio.NewReader(s.str)
+	br := getReader(s.str)
+	defer putReader(br)
 	for {
 		var m proto.Message
 		err := s.fc.ReadMessage(br, &m)

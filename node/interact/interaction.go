@@ -76,8 +76,7 @@ func (e *Engine) start(ctx context.Context, req *proto.Message, caller string, b
 	i.actCtx, i.actCancel = actCtx, actCancel
 	if timeout > 0 {
 		var cancelTimeout context.CancelFunc
-		i.actCtx, cancelTimeout = context.WithTimeoutCause(actCtx, timeout,
-			problem(http.StatusGatewayTimeout, TitleTimeout, "the Thing did not finish %s %q within %s", req.Type, req.Name, timeout))
+		i.actCtx, cancelTimeout = context.WithTimeoutCause(actCtx, timeout, &timeoutCause{req: req, timeout: timeout})
 		i.actCancel = func(cause error) { actCancel(cause); cancelTimeout() }
 	}
 	if req.Type == proto.MsgInvokeAction && req.Stream {
@@ -105,6 +104,29 @@ func (e *Engine) start(ctx context.Context, req *proto.Message, caller string, b
 		return newClosedSession(req, nil)
 	}
 	return i
+}
+
+// timeoutCause is the cause with which RequestTimeout or ActionTimeout
+// ends an interaction: the 504 problem, built only when a timeout happens
+// (every interaction has one, few time out).
+type timeoutCause struct {
+	req     *proto.Message
+	timeout time.Duration
+}
+
+func (c *timeoutCause) problem() *proto.Problem {
+	return problem(http.StatusGatewayTimeout, TitleTimeout, "the Thing did not finish %s %q within %s", c.req.Type, c.req.Name, c.timeout)
+}
+
+func (c *timeoutCause) Error() string { return c.problem().Error() }
+
+// As lets errors.As find the problem.
+func (c *timeoutCause) As(target any) bool {
+	if p, ok := target.(**proto.Problem); ok {
+		*p = c.problem()
+		return true
+	}
+	return false
 }
 
 func (i *interaction) release() {

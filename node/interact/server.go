@@ -1,7 +1,6 @@
 package interact
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -77,13 +76,15 @@ func (s *Server) handle(str network.Stream) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.wg.Done()
-	log := s.opts.Logger.With("peer", str.Conn().RemotePeer())
+	remote := str.Conn().RemotePeer()
+	log := s.opts.Logger
 
 	_ = str.SetReadDeadline(time.Now().Add(s.opts.FirstFrameTimeout))
-	br := bufio.NewReader(str)
+	br := getReader(str)
+	defer putReader(br)
 	payload, err := proto.ReadFrame(br, s.opts.MaxMessageSize)
 	if err != nil {
-		log.Debug("no request on stream", "err", err)
+		log.Debug("no request on stream", "peer", remote, "err", err)
 		_ = str.Reset()
 		return
 	}
@@ -94,13 +95,13 @@ func (s *Server) handle(str network.Stream) {
 	fc := proto.FrameCodec{Codec: codec, Max: s.opts.MaxMessageSize}
 	var req proto.Message
 	if err := codec.Unmarshal(payload, &req); err != nil {
-		log.Debug("undecodable request", "err", err)
+		log.Debug("undecodable request", "peer", remote, "err", err)
 		s.writeFinal(str, fc, undecodable(err))
 		return
 	}
 	_ = str.SetReadDeadline(time.Time{})
 
-	ctx, cancel := context.WithCancel(WithCaller(s.ctx, str.Conn().RemotePeer().String()))
+	ctx, cancel := context.WithCancel(WithCaller(s.ctx, remote.String()))
 	defer cancel()
 	sess, err := s.inv.Invoke(ctx, &req)
 	if err != nil {
@@ -123,13 +124,13 @@ func (s *Server) handle(str network.Stream) {
 			}
 			if err != nil {
 				if ctx.Err() == nil {
-					log.Debug("stream read failed", "err", err)
+					log.Debug("stream read failed", "peer", remote, "err", err)
 				}
 				cancel()
 				return
 			}
 			if err := sess.Send(ctx, &m); err != nil {
-				log.Debug("consumer message refused", "message", &m, "err", err)
+				log.Debug("consumer message refused", "peer", remote, "message", &m, "err", err)
 			}
 		}
 	}()
@@ -137,7 +138,7 @@ func (s *Server) handle(str network.Stream) {
 	for m := range sess.Replies() {
 		_ = str.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 		if err := fc.WriteMessage(str, m); err != nil {
-			log.Debug("stream write failed; dropping the consumer", "err", err)
+			log.Debug("stream write failed; dropping the consumer", "peer", remote, "err", err)
 			cancel()
 			_ = sess.Close()
 			_ = str.Reset()

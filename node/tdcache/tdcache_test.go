@@ -1,0 +1,121 @@
+package tdcache_test
+
+import (
+	"crypto/ed25519"
+	"os"
+	"testing"
+	"time"
+
+	datastore "github.com/ipfs/go-datastore"
+	dssync "github.com/ipfs/go-datastore/sync"
+	"go.uber.org/goleak"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/tdcache"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestVersions: a TD is parsed once per version of its record; a new
+// version (higher seq) is seen at once, an older entry never replaces it.
+func TestVersions(t *testing.T) {
+	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	self, err := lmosproto.PeerIDFromEd25519(key.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := directory.Open(dssync.MutexWrap(datastore.NewMapDatastore()), self, directory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	raw, err := os.ReadFile("../../proto/testdata/golden/td/weather-agent.in.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, err := lmosproto.ParseTD(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	put := func(seq uint64, title string) directory.Entry {
+		t.Helper()
+		td.Seq, td.Title = seq, title
+		rec, err := lmosproto.SignThing(td, key, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dir.Put(rec, nil); err != nil {
+			t.Fatal(err)
+		}
+		e, ok := dir.Get(self, td.ID)
+		if !ok {
+			t.Fatal("not in the directory")
+		}
+		return e
+	}
+	c := tdcache.New(0)
+	v1 := put(1, "One")
+	a, err := c.TD(v1)
+	if err != nil || a.Title != "One" {
+		t.Fatalf("v1: %v, %v", a, err)
+	}
+	if b, _ := c.TD(v1); b != a {
+		t.Error("v1 parsed twice")
+	}
+	v2 := put(2, "Two")
+	b, err := c.TD(v2)
+	if err != nil || b.Title != "Two" {
+		t.Fatalf("v2: %v, %v", b, err)
+	}
+	if _, err := c.TD(v1); err != nil { // an entry read before the update
+		t.Errorf("the old entry: %v", err)
+	}
+	if got, _ := c.TD(v2); got != b {
+		t.Error("an old entry replaced the new version")
+	}
+}
+
+// TestSize: the cache holds at most its size.
+func TestSize(t *testing.T) {
+	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	self, err := lmosproto.PeerIDFromEd25519(key.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := directory.Open(dssync.MutexWrap(datastore.NewMapDatastore()), self, directory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	raw, err := os.ReadFile("../../proto/testdata/golden/td/weather-agent.in.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tdcache.New(2)
+	for _, id := range []string{"urn:x:1", "urn:x:2", "urn:x:3"} {
+		td, err := lmosproto.ParseTD(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		td.ID = id
+		rec, err := lmosproto.SignThing(td, key, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dir.Put(rec, nil); err != nil {
+			t.Fatal(err)
+		}
+		e, _ := dir.Get(self, id)
+		got, err := c.TD(e)
+		if err != nil || got.ID != id {
+			t.Fatalf("%s: %v, %v", id, got, err)
+		}
+		if n := c.Len(); n > 2 {
+			t.Fatalf("%d Things cached, size 2", n)
+		}
+	}
+}
