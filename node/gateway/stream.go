@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/interact"
@@ -24,7 +25,8 @@ import (
 // type carry one output chunk each, event "completed" (data: the final
 // output, if any) or "failed" (data: an RFC 7807 object) ends it.
 func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target, req *lmosproto.Message) {
-	body := bufio.NewReaderSize(r.Body, 64<<10)
+	end := &bodyEnd{r: r.Body}
+	body := bufio.NewReaderSize(end, 64<<10)
 	next := func() (lmosproto.Value, bool, error) {
 		for {
 			line, err := body.ReadBytes('\n')
@@ -94,9 +96,18 @@ func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target,
 	var wg sync.WaitGroup
 	defer func() {
 		cancel() // unblocks a Send held by back-pressure
-		// Unblocks a read of a body the consumer keeps open after the
-		// session ended.
-		_ = rc.SetReadDeadline(time.Now())
+		if !end.ended.Load() {
+			// Unblocks a read of a body the consumer keeps open after the
+			// session ended (and makes the server close the connection
+			// rather than wait for the rest of the body). Only then: once
+			// the body has ended, the server reads the connection in the
+			// background to notice a consumer that leaves, and a read
+			// deadline would end that read as if the consumer had left,
+			// cancelling the context of every later request on the
+			// kept-alive connection. A body that ends in the instant
+			// between the check and the deadline is the one case left.
+			_ = rc.SetReadDeadline(time.Now())
+		}
 		wg.Wait()
 	}()
 	if first.Stream {
@@ -164,4 +175,18 @@ func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target,
 			return
 		}
 	}
+}
+
+// bodyEnd reads a request body and notes when it has ended (or failed).
+type bodyEnd struct {
+	r     io.Reader
+	ended atomic.Bool
+}
+
+func (b *bodyEnd) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil {
+		b.ended.Store(true)
+	}
+	return n, err
 }

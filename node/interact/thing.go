@@ -201,16 +201,18 @@ func (t *Thing) wait(ctx context.Context, set map[string]map[*Exchange]struct{},
 // runStream runs a StreamHandler for a session or an ordinary invocation.
 func runStream(ctx context.Context, x *Exchange, h StreamHandler) error {
 	req := x.Request()
-	ctx, cancel := context.WithCancel(ctx)
-	in := make(chan proto.Value)
-	relayed := make(chan struct{})
-	defer func() { cancel(); <-relayed }()
 	session := req.Stream && x.Inputs() != nil
 	if session {
 		if err := x.Accept(); err != nil {
 			return err
 		}
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	in := make(chan proto.Value)
+	relayed := make(chan struct{})
+	// After Accept: the relay closes relayed, and a session that ended
+	// before it was accepted must not wait for a relay never started.
+	defer func() { cancel(); <-relayed }()
 	// relay the initial input and then the session's chunks, until
 	// streamEnd or the end of the handler
 	go func() {

@@ -1,0 +1,377 @@
+package directory
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	datastore "github.com/ipfs/go-datastore"
+	pebbleds "github.com/ipfs/go-ds-pebble"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/internal/benchtab"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// tableRow is the row of the performance table the directory reports.
+const tableRow = "5"
+
+// BenchmarkTable reports row 5 of the performance table (scripts/bench.sh):
+// for the synthetic federations of 10k and 100k Things, the publish rate
+// (Put with its fsync, PutMany in batches of 1000), the latency of a
+// capability query, a free-text query and a listing page (the first one and
+// one in the middle), and the heap the directory keeps per 1,000 Things.
+// Each figure is measured beside a baseline in the same run:
+//
+//   - publish: pebble itself, writing the same envelopes with one fsync per
+//     write (per batch for PutMany) into the same database;
+//   - queries: plain Go over a slice of the same Things (a map from
+//     capability to Things; for text, a substring scan of every Thing's
+//     text; for listings, a sort of every Thing by title), paged the same
+//     way;
+//   - memory: a map holding the parsed TDs of the same Things.
+//
+// The directories are built once per size and shared by the sub-benchmarks;
+// each sub-benchmark times its operations one by one and reports their
+// rate or percentiles.
+func BenchmarkTable(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprintf("n=%dk", n/1000), func(b *testing.B) {
+			benchTablePublish(b, n)
+			benchTableQueries(b, n)
+		})
+	}
+}
+
+// tableCase names a case of the table, e.g. "directory 100k capability query".
+func tableCase(n int, what string) string {
+	return fmt.Sprintf("directory %dk %s", n/1000, what)
+}
+
+// benchTablePublish measures Put and PutMany into a pebble-backed directory
+// that holds n Things, against pebble writing the same bytes.
+func benchTablePublish(b *testing.B, n int) {
+	dir := b.TempDir()
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLog{b}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The datastore closes db.
+	ds, err := pebbleds.NewDatastore(dir, pebbleds.WithPebbleDB(db))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ds.Close()
+	d := benchOpen(b, ds)
+	defer d.Close()
+	c := newCorpus(b)
+	c.fill(b, d, n)
+
+	// envelopeBytes is what the directory stores for rec.
+	envelopeBytes := func(rec *lmosproto.Record) []byte {
+		env := envelope{Seq: rec.Seq, Signed: rec.Signer.Created, Created: t0, Modified: t0, Expires: t0, TTL: DefaultTTL,
+			ThingID: rec.ThingID, Summary: summarize(rec.TD), Raw: rec.Raw}
+		v, err := env.marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return v
+	}
+	rawKey := func(rec *lmosproto.Record) []byte {
+		return datastore.NewKey("/bench/raw").ChildString(rec.Publisher().String()).ChildString(idEncoding.EncodeToString([]byte(rec.ThingID))).Bytes()
+	}
+
+	var put, raw, putMany, rawMany float64
+	b.Run("put", func(b *testing.B) {
+		put = timedRate(b, 1, func() func() {
+			rec := c.next()
+			return func() {
+				if _, err := d.Put(rec, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("put-pebble", func(b *testing.B) {
+		raw = timedRate(b, 1, func() func() {
+			rec := c.next()
+			k, v := rawKey(rec), envelopeBytes(rec)
+			return func() {
+				if err := db.Set(k, v, pebble.Sync); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	const batch = 1000
+	b.Run("putmany", func(b *testing.B) {
+		putMany = timedRate(b, batch, func() func() {
+			recs := make([]*lmosproto.Record, batch)
+			for i := range recs {
+				recs[i] = c.next()
+			}
+			return func() {
+				if _, err := d.PutMany(recs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("putmany-pebble", func(b *testing.B) {
+		rawMany = timedRate(b, batch, func() func() {
+			keys, vals := make([][]byte, batch), make([][]byte, batch)
+			for i := range keys {
+				rec := c.next()
+				keys[i], vals[i] = rawKey(rec), envelopeBytes(rec)
+			}
+			return func() {
+				bt := db.NewBatch()
+				for i := range keys {
+					if err := bt.Set(keys[i], vals[i], nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := bt.Commit(pebble.Sync); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	benchtab.Print(benchtab.Row{Row: tableRow, Case: tableCase(n, "publish (Put, fsync each)"), Metric: "rate", Unit: "TDs/s",
+		LMOS: put, Base: raw, Baseline: "pebble Set+fsync of the same envelope"})
+	benchtab.Print(benchtab.Row{Row: tableRow, Case: tableCase(n, "publish (PutMany, 1000 per batch)"), Metric: "rate", Unit: "TDs/s",
+		LMOS: putMany, Base: rawMany, Baseline: "pebble batch of the same envelopes, fsync"})
+}
+
+// pebbleLog keeps pebble's informational logs out of the benchmark output
+// and fails the benchmark on its errors.
+type pebbleLog struct{ tb testing.TB }
+
+func (pebbleLog) Infof(string, ...any)           {}
+func (l pebbleLog) Errorf(f string, args ...any) { l.tb.Errorf("pebble: "+f, args...) }
+func (l pebbleLog) Fatalf(f string, args ...any) {
+	l.tb.Errorf("pebble: "+f, args...)
+	panic(fmt.Sprintf("pebble: "+f, args...)) // pebble expects Fatalf not to return
+}
+
+// timedRate runs the operations that prepare returns, timing only the
+// operations, and returns the rate of items per second (each operation
+// stores items).
+func timedRate(b *testing.B, items int, prepare func() func()) float64 {
+	var total time.Duration
+	ops := 0
+	for b.Loop() {
+		op := prepare()
+		start := time.Now()
+		op()
+		total += time.Since(start)
+		ops++
+	}
+	rate := float64(ops*items) / total.Seconds()
+	b.ReportMetric(rate, "TDs/s")
+	return rate
+}
+
+// plainThing is a Thing as the baselines of the queries hold it.
+type plainThing struct {
+	publisher peer.ID
+	id, title string
+	text      string // title, description and capabilities, lower case
+	expires   int64
+}
+
+func comparePlain(a, b *plainThing) int {
+	return cmp.Or(strings.Compare(a.title, b.title), strings.Compare(string(a.publisher), string(b.publisher)), strings.Compare(a.id, b.id))
+}
+
+// plainPage sorts hits and returns the page [offset, offset+limit).
+func plainPage(hits []*plainThing, offset, limit int, less func(a, b *plainThing) int) []*plainThing {
+	slices.SortFunc(hits, less)
+	if offset >= len(hits) {
+		return nil
+	}
+	return hits[offset:min(len(hits), offset+limit)]
+}
+
+// benchTableQueries measures the memory of a directory of n Things and
+// queries over it, against plain Go over the same Things.
+func benchTableQueries(b *testing.B, n int) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	d, err := Open(datastore.NewNullDatastore(), newPublisher(b, 1).id, Options{EventHistory: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	c := newCorpus(b)
+	c.fill(b, d, n)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	dirMem := float64(after.HeapAlloc-before.HeapAlloc) / float64(n/1000) / (1 << 20)
+
+	// The same Things again (same seed), as parsed TDs.
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	pc := newCorpus(b)
+	tds := make(map[string]*lmosproto.TD, n)
+	pubs := make(map[string]peer.ID, n)
+	for range n {
+		rec := pc.next()
+		tds[rec.ThingID] = rec.TD
+		pubs[rec.ThingID] = rec.Publisher()
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	tdMem := float64(after.HeapAlloc-before.HeapAlloc) / float64(n/1000) / (1 << 20)
+	b.ReportMetric(dirMem, "MB/1kTDs")
+	benchtab.Print(benchtab.Row{Row: tableRow, Case: tableCase(n, "memory"), Metric: "heap per 1k TDs", Unit: "MB",
+		LMOS: dirMem, Base: tdMem, Baseline: "map of the parsed TDs"})
+
+	expires := time.Now().Add(DefaultTTL).UnixNano()
+	all := make([]*plainThing, 0, n)
+	byCap := make(map[string][]*plainThing)
+	for id, td := range tds {
+		var text strings.Builder
+		text.WriteString(td.Title + " " + td.Description)
+		for _, cp := range td.Capabilities {
+			text.WriteString(" " + cp.ID + " " + cp.Description + " " + strings.Join(cp.Examples, " "))
+		}
+		p := &plainThing{publisher: pubs[id], id: id, title: td.Title, text: strings.ToLower(text.String()), expires: expires}
+		all = append(all, p)
+		for _, cp := range td.Capabilities {
+			if l := byCap[cp.ID]; len(l) == 0 || l[len(l)-1] != p {
+				byCap[cp.ID] = append(l, p)
+			}
+		}
+	}
+	clear(tds)
+
+	qrng := rand.New(rand.NewPCG(3, 4))
+	capZipf := rand.NewZipf(qrng, 1.05, 10, uint64(len(c.caps)-1))
+	wordZipf := rand.NewZipf(qrng, 1.1, 1, uint64(len(c.words)-1))
+	const page, listPage = 20, 100
+	deep := n / 2
+
+	search := func(q func() Query) func() time.Duration {
+		return func() time.Duration {
+			q := q()
+			start := time.Now()
+			_, err := d.Search(q)
+			el := time.Since(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return el
+		}
+	}
+	capQuery := func() Query { return Query{Capability: c.caps[capZipf.Uint64()], Limit: page} }
+	textQuery := func() Query {
+		return Query{Text: c.words[wordZipf.Uint64()] + " " + c.words[wordZipf.Uint64()], Limit: page}
+	}
+	type figure struct{ p50, p99 float64 }
+	var capDir, capBase, textDir, textBase, firstDir, deepDir, listBase figure
+	run := func(name string, into *figure, op func() time.Duration) {
+		b.Run(name, func(b *testing.B) {
+			into.p50, into.p99 = timedPercentiles(b, op)
+		})
+	}
+	run("capability", &capDir, search(capQuery))
+	run("capability-map", &capBase, func() time.Duration {
+		q := capQuery()
+		start := time.Now()
+		now := time.Now().UnixNano()
+		var hits []*plainThing
+		for _, p := range byCap[q.Capability] {
+			if p.expires > now {
+				hits = append(hits, p)
+			}
+		}
+		plainPage(hits, 0, page, comparePlain)
+		return time.Since(start)
+	})
+	run("text", &textDir, search(textQuery))
+	run("text-scan", &textBase, func() time.Duration {
+		words := strings.Fields(textQuery().Text)
+		start := time.Now()
+		now := time.Now().UnixNano()
+		type scored struct {
+			p     *plainThing
+			score int
+		}
+		var hits []scored
+		for _, p := range all {
+			if p.expires <= now {
+				continue
+			}
+			s := 0
+			for _, w := range words {
+				if strings.Contains(p.text, w) {
+					s++
+				}
+			}
+			if s > 0 {
+				hits = append(hits, scored{p, s})
+			}
+		}
+		slices.SortFunc(hits, func(a, b scored) int { return cmp.Or(b.score-a.score, comparePlain(a.p, b.p)) })
+		_ = hits[:min(len(hits), page)]
+		return time.Since(start)
+	})
+	run("list-first", &firstDir, search(func() Query { return Query{Limit: listPage} }))
+	run("list-deep", &deepDir, search(func() Query { return Query{Offset: deep, Limit: listPage} }))
+	run("list-sort", &listBase, func() time.Duration {
+		start := time.Now()
+		now := time.Now().UnixNano()
+		hits := make([]*plainThing, 0, len(all))
+		for _, p := range all {
+			if p.expires > now {
+				hits = append(hits, p)
+			}
+		}
+		plainPage(hits, deep, listPage, comparePlain)
+		return time.Since(start)
+	})
+
+	report := func(what string, dir, base figure, baseline, target string) {
+		for _, m := range []struct {
+			metric    string
+			dir, base float64
+		}{{"p50", dir.p50, base.p50}, {"p99", dir.p99, base.p99}} {
+			r := benchtab.Row{Row: tableRow, Case: tableCase(n, what), Metric: m.metric, Unit: "ms", LMOS: m.dir, Base: m.base, Baseline: baseline}
+			if m.metric == "p50" {
+				r.Target = target
+			}
+			benchtab.Print(r)
+		}
+	}
+	capTarget := ""
+	if n == 100_000 {
+		capTarget = "≤ 1 ms"
+	}
+	report("capability query", capDir, capBase, "Go map capability → Things, sort, page of 20", capTarget)
+	report("free-text query (2 words)", textDir, textBase, "substring scan of every Thing's text", "")
+	report(fmt.Sprintf("listing first page (%d)", listPage), firstDir, listBase, "sort every Thing by title, page", "")
+	report(fmt.Sprintf("listing page at offset %dk (%d)", deep/1000, listPage), deepDir, listBase, "sort every Thing by title, page", "")
+}
+
+// timedPercentiles runs op, which times what it measures, and returns the
+// median and 99th percentile in milliseconds.
+func timedPercentiles(b *testing.B, op func() time.Duration) (p50, p99 float64) {
+	var lat []time.Duration
+	for b.Loop() {
+		lat = append(lat, op())
+	}
+	slices.Sort(lat)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	p50, p99 = ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100])
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p99, "p99-ms")
+	return p50, p99
+}
