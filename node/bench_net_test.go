@@ -325,7 +325,7 @@ func bnPropagation(b *testing.B, n int) {
 		})
 	}
 
-	var lm, rw []time.Duration
+	var lm, rw, pubTimes []time.Duration
 	size, i := 0, 0
 	for b.Loop() {
 		pub := (i * 7) % n
@@ -336,6 +336,7 @@ func bnPropagation(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		pubTimes = append(pubTimes, time.Since(start))
 		lm = append(lm, bnCollect(b, lmosArrivals, id, n, start))
 		recRaw, err := e.Raw()
 		if err != nil {
@@ -361,6 +362,7 @@ func bnPropagation(b *testing.B, n int) {
 		lmConns += len(net.Nodes[i].Host().Network().Peers())
 		rawConns += len(raw[i].h.Network().Peers())
 	}
+	b.Logf("Publish call p50 %.2f ms", bnPercentile(pubTimes, 50))
 	b.Logf("N=%d, %d samples, %d-byte records, %d links; mean peers per node: lmosnode %.1f, raw %.1f",
 		n, len(lm), size, len(links), float64(lmConns)/float64(n), float64(rawConns)/float64(n))
 	for _, p := range []struct {
