@@ -271,6 +271,10 @@ func BenchmarkPropagation(b *testing.B) {
 	}
 }
 
+// bnPause follows each propagation sample, so that the next starts on a
+// quiet network.
+const bnPause = 150 * time.Millisecond
+
 func bnPropagation(b *testing.B, n int) {
 	net := testnet.New(b, n, testnet.Options{})
 	links := bnTopology(net)
@@ -342,10 +346,11 @@ func bnPropagation(b *testing.B, n int) {
 	size := len(recRaw)
 	time.Sleep(200 * time.Millisecond)
 
-	// Each iteration: raw first, then lmosnode, then a pause in which the
-	// publication's DHT put and provides run. The process's CPU time is
-	// split between the two windows: the raw one (its delivery and a short
-	// gap) and the lmosnode one (publication, delivery, DHT work).
+	// Each iteration: raw first, then lmosnode, each followed by the same
+	// pause (in lmosnode's, the publication's DHT put and provides run).
+	// The process's CPU time is split between the two windows, which last
+	// about as long, so both carry the same idle background (heartbeats,
+	// DHT refreshes) besides their own work.
 	var lm, rw, pubTimes []time.Duration
 	var lmCPU, rwCPU time.Duration
 	i := 0
@@ -359,7 +364,7 @@ func bnPropagation(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		rw = append(rw, bnCollect(b, rawArrivals, string(msg[:16]), n, start))
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(bnPause)
 
 		id := testnet.UniqueID(b)
 		td := testnet.TD(b, id, "Bench "+strconv.Itoa(i), "bench-propagation")
@@ -370,7 +375,7 @@ func bnPropagation(b *testing.B, n int) {
 		}
 		pubTimes = append(pubTimes, time.Since(start))
 		lm = append(lm, bnCollect(b, lmosArrivals, id, n, start))
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(bnPause)
 		cpu2 := bnCPU(b)
 		rwCPU += cpu1 - cpu0
 		lmCPU += cpu2 - cpu1
