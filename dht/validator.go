@@ -67,6 +67,10 @@ type ThingValidator struct {
 	MaxAge time.Duration
 	// MaxSkew overrides MaxClockSkew when positive.
 	MaxSkew time.Duration
+	// Cache, if set, remembers the records already verified, so that the
+	// same bytes are verified once (see RecordCache). Copies of the
+	// validator share it.
+	Cache *RecordCache
 }
 
 var _ record.Validator = ThingValidator{}
@@ -90,7 +94,7 @@ func (v ThingValidator) Check(key string, value []byte) (*proto.Record, error) {
 	if len(value) > proto.MaxRecordSize {
 		return nil, fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrTooLarge, shortKey(key), len(value), proto.MaxRecordSize)
 	}
-	rec, err := proto.ParseRecord(value)
+	rec, err := v.Cache.parse(value)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadRecord, shortKey(key), err)
 	}

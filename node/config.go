@@ -129,7 +129,9 @@ type ResourcesConfig struct {
 }
 
 // DatastoreConfig tunes the embedded pebble datastore. Durability is not a
-// knob: every write the node acknowledges is synced to disk.
+// knob: every write the node acknowledges is synced to disk, except the
+// soft state the network gives back (learned Things, DHT records; see
+// the datastore type in datastore.go).
 type DatastoreConfig struct {
 	// CacheMB is pebble's block cache size in MiB.
 	CacheMB int `json:"cacheMB"`

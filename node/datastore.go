@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	ds "github.com/ipfs/go-datastore"
 	pebbleds "github.com/ipfs/go-ds-pebble"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	lmosdht "github.com/lmosnode/lmosnode/dht"
 )
 
 // The node's datastore is one pebble database under home/datastore, used
@@ -40,9 +44,88 @@ const diskSlowThreshold = 5 * time.Second
 
 // datastore is the pebble datastore together with the disk-health-checking
 // filesystem under it, which must be closed after the database.
+//
+// Writes fall into two classes. Soft state, which the network gives back
+// when it is lost, is written without an fsync: the Things learned from
+// other publishers (directory keys /directory/things/<peer ID>/… of any
+// peer but the node itself; they expire unless seen again, and sync on
+// connect, gossip and the DHT bring them back) and the DHT's records
+// (/dht/…; their publishers republish them, and each is held by several
+// peers). Everything else (the node's own Things, the layout version,
+// whatever another component writes) is durable: the write is fsynced
+// before it returns, so a node killed with SIGKILL right after
+// acknowledging it still has it on restart. An fsync costs milliseconds on
+// most disks, and a gossiped Thing is stored, in the gossipsub validator,
+// on every hop before it is forwarded, so soft writes are what keeps a
+// publication's propagation at network speed.
+//
+// Because every durable write is synced when it is made, Sync has nothing
+// left to do: the writes it could still make durable are soft ones.
 type datastore struct {
 	*pebbleds.Datastore
 	fsCloser io.Closer
+	// ownThings is the key prefix of the node's own Things in the
+	// directory.
+	ownThings string
+}
+
+var _ ds.Batching = (*datastore)(nil)
+
+// Prefixes of the soft classes; see datastore.
+const (
+	softDirectoryPrefix = "/directory/things/"
+	softDHTPrefix       = lmosdht.DatastorePrefix + "/"
+)
+
+// durable reports whether a write of key must be fsynced before it
+// returns.
+func (d *datastore) durable(key ds.Key) bool {
+	k := key.String()
+	switch {
+	case strings.HasPrefix(k, softDHTPrefix):
+		return false
+	case strings.HasPrefix(k, softDirectoryPrefix):
+		return strings.HasPrefix(k, d.ownThings)
+	}
+	return true
+}
+
+// Put writes value under key, fsynced if key is durable.
+func (d *datastore) Put(ctx context.Context, key ds.Key, value []byte) error {
+	if err := d.Datastore.Put(ctx, key, value); err != nil {
+		return err
+	}
+	return d.syncIf(ctx, d.durable(key))
+}
+
+// Delete removes key, fsynced if key is durable.
+func (d *datastore) Delete(ctx context.Context, key ds.Key) error {
+	if err := d.Datastore.Delete(ctx, key); err != nil {
+		return err
+	}
+	return d.syncIf(ctx, d.durable(key))
+}
+
+// Sync does nothing: durable writes were synced when they were made, and
+// soft ones are never synced (see datastore).
+func (d *datastore) Sync(context.Context, ds.Key) error { return nil }
+
+// Batch returns a batch whose Commit fsyncs if it wrote a durable key.
+func (d *datastore) Batch(ctx context.Context) (ds.Batch, error) {
+	b, err := d.Datastore.Batch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &batch{Batch: b, d: d}, nil
+}
+
+// syncIf fsyncs pebble's write-ahead log, and with it every write made so
+// far, if durable.
+func (d *datastore) syncIf(ctx context.Context, durable bool) error {
+	if !durable {
+		return nil
+	}
+	return d.Datastore.Sync(ctx, ds.NewKey("/"))
 }
 
 // Close closes the database, then its filesystem wrapper.
@@ -50,19 +133,38 @@ func (d *datastore) Close() error {
 	return errors.Join(d.Datastore.Close(), d.fsCloser.Close())
 }
 
-// Sync does nothing: every write was synced to the WAL before it returned
-// (pebble.Sync), so no earlier write is left to make durable. go-ds-pebble's
-// Sync writes and fsyncs one more WAL record, which doubled the fsyncs of
-// every directory write (commit, then Sync).
-func (d *datastore) Sync(context.Context, ds.Key) error { return nil }
+// batch is a batch of datastore that remembers whether it wrote a durable
+// key.
+type batch struct {
+	ds.Batch
+	d       *datastore
+	durable bool
+}
+
+func (b *batch) Put(ctx context.Context, key ds.Key, value []byte) error {
+	b.durable = b.durable || b.d.durable(key)
+	return b.Batch.Put(ctx, key, value)
+}
+
+func (b *batch) Delete(ctx context.Context, key ds.Key) error {
+	b.durable = b.durable || b.d.durable(key)
+	return b.Batch.Delete(ctx, key)
+}
+
+// Commit applies the batch, fsynced if it wrote a durable key.
+func (b *batch) Commit(ctx context.Context) error {
+	if err := b.Batch.Commit(ctx); err != nil {
+		return err
+	}
+	return b.d.syncIf(ctx, b.durable)
+}
 
 // openDatastore opens (creating if needed) the pebble datastore at dir.
 //
-// Every write is synced to the WAL before it returns (pebble.Sync): a node
-// killed with SIGKILL right after acknowledging a write still has it on
-// restart. go-ds-pebble's default is NoSync, which keeps writes in the OS
-// page cache only.
-func openDatastore(dir string, cacheMB int, log *slog.Logger) (_ *datastore, err error) {
+// pebble writes without an fsync (pebble.NoSync, go-ds-pebble's default);
+// the datastore fsyncs its durable writes itself (see datastore). self is
+// the node's peer ID, the publisher of its own Things.
+func openDatastore(dir string, cacheMB int, self peer.ID, log *slog.Logger) (_ *datastore, err error) {
 	// pebble would wrap its FS with disk-health checking itself, but leaks
 	// the checker's goroutine when Open fails (e.g. on a locked directory),
 	// so the node owns the wrapper and closes it.
@@ -73,12 +175,12 @@ func openDatastore(dir string, cacheMB int, log *slog.Logger) (_ *datastore, err
 	pds, err := pebbleds.NewDatastore(dir,
 		pebbleds.WithPebbleOpts(opts),
 		pebbleds.WithCacheSize(int64(cacheMB)<<20),
-		pebbleds.WithPebbleWriteOptions(pebble.Sync),
+		pebbleds.WithPebbleWriteOptions(pebble.NoSync),
 	)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("datastore %s: %w (is another lmosnode running with this home?)", dir, err), fsCloser.Close())
 	}
-	d := &datastore{Datastore: pds, fsCloser: fsCloser}
+	d := &datastore{Datastore: pds, fsCloser: fsCloser, ownThings: softDirectoryPrefix + self.String() + "/"}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, d.Close())

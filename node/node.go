@@ -133,7 +133,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: identity: %w", err)
 	}
 
-	n.store, err = openDatastore(filepath.Join(cfg.Home, DatastoreDir), cfg.Datastore.CacheMB, o.logger.With("component", "datastore"))
+	n.store, err = openDatastore(filepath.Join(cfg.Home, DatastoreDir), cfg.Datastore.CacheMB, n.peerID, o.logger.With("component", "datastore"))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -148,7 +148,10 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	var things lmosdht.ThingValidator
+	// One cache of verified records for the DHT and the federation: a
+	// record that arrives by gossip and again by a DHT put (or a sync) is
+	// verified once.
+	things := lmosdht.ThingValidator{Cache: lmosdht.NewRecordCache(0)}
 	if n.dht, err = newDHT(n.ctx, cfg, n.host, n.store, things); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -407,7 +410,9 @@ func (n *Node) DIDKey() string { return n.didKey }
 func (n *Node) Host() host.Host { return n.host }
 
 // Datastore returns the node's persistent datastore. Writes are durable
-// when they return. It is closed by Close.
+// (fsynced) when they return, except under /dht and the directory's
+// learned Things, which the network gives back if a crash loses them. It
+// is closed by Close.
 func (n *Node) Datastore() ds.Batching { return n.store }
 
 // Addrs returns the host's addresses as full multiaddrs ending in

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ipfs/go-cid"
+
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -192,6 +194,10 @@ type dhtQueue struct {
 
 	mu      sync.Mutex
 	pending map[string]dhtItem // by DHT key
+
+	// provided is when the worker last provided each provider key; only
+	// the worker (run) uses it.
+	provided map[cid.Cid]time.Time
 }
 
 type dhtItem struct {
@@ -201,7 +207,7 @@ type dhtItem struct {
 }
 
 func newDHTQueue(f *Federation) *dhtQueue {
-	return &dhtQueue{f: f, wake: make(chan struct{}, 1), pending: make(map[string]dhtItem)}
+	return &dhtQueue{f: f, wake: make(chan struct{}, 1), pending: make(map[string]dhtItem), provided: make(map[cid.Cid]time.Time)}
 }
 
 // add queues rec for the DHT, due now. Without a DHT it does nothing.
@@ -300,10 +306,27 @@ func (q *dhtQueue) put(rec *lmosproto.Record) error {
 	if err := f.p.DHT.PutValue(ctx, key, rec.Raw); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
+	// A provider record names the node, not the Thing, so the second
+	// Thing of a type, vendor or capability needs no new one: a key
+	// provided less than half a republish interval ago is not provided
+	// again. A key provided just before a republication is so provided
+	// again at the next one, at most 1.5 intervals later, well within a
+	// provider record's life (dht.MaxRecordAge, four intervals).
+	provideFresh := f.p.RepublishInterval / 2
+	now := time.Now()
+	for c, at := range q.provided {
+		if now.Sub(at) >= provideFresh {
+			delete(q.provided, c)
+		}
+	}
 	for _, c := range lmosdht.ProviderKeys(rec.TD) {
+		if _, fresh := q.provided[c]; fresh {
+			continue
+		}
 		if err := f.p.DHT.Provide(ctx, c, true); err != nil {
 			return fmt.Errorf("provide %s: %w", c, err)
 		}
+		q.provided[c] = now
 	}
 	return nil
 }

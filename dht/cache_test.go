@@ -1,0 +1,72 @@
+package dht
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestRecordCache: a validator with a cache answers as one without, checks
+// the key and the clock on every use, hands out records no caller can
+// change for another, and holds no more bytes than its limit.
+func TestRecordCache(t *testing.T) {
+	alice, bob := newPublisher(t), newPublisher(t)
+	id := uniqueThing(t)
+	good := alice.sign(t, id, 1, t0.Add(-time.Hour))
+	key := ThingKey(alice.id, id)
+	cache := NewRecordCache(0)
+	v := ThingValidator{Now: fixedClock(t0), Cache: cache}
+
+	first, err := v.Check(key, good.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.TD.Title = "changed by a caller"
+	first.Raw[0] = 'X'
+	second, err := v.Check(key, good.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cache.Len() != 1 {
+		t.Errorf("cache holds %d records after two checks of the same bytes, want 1", cache.Len())
+	}
+	if second.TD.Title != "WeatherAgent" || !bytes.Equal(second.Raw, good.Raw) || second.Seq != 1 || second.Publisher() != alice.id {
+		t.Errorf("second check returned %q, seq %d, publisher %s; a caller's change leaked", second.TD.Title, second.Seq, second.Publisher())
+	}
+
+	// A cache hit is still checked against the key and the clock.
+	if _, err := v.Check(ThingKey(bob.id, id), good.Raw); !errors.Is(err, ErrWrongPublisher) {
+		t.Errorf("cached record under another publisher's key: %v, want ErrWrongPublisher", err)
+	}
+	if _, err := v.Check(ThingKey(alice.id, "urn:other"), good.Raw); !errors.Is(err, ErrWrongThing) {
+		t.Errorf("cached record under another thing's key: %v, want ErrWrongThing", err)
+	}
+	late := ThingValidator{Now: fixedClock(t0.Add(MaxRecordAge)), Cache: cache}
+	if _, err := late.Check(key, good.Raw); !errors.Is(err, ErrExpired) {
+		t.Errorf("cached record after MaxRecordAge: %v, want ErrExpired", err)
+	}
+	// A bad record is refused every time and never cached.
+	forged := bytes.Replace(good.Raw, []byte(`"WeatherAgent"`), []byte(`"EvilAgent"`), 1)
+	for range 2 {
+		if _, err := v.Check(key, forged); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("forged record: %v, want ErrBadRecord", err)
+		}
+	}
+	if cache.Len() != 1 {
+		t.Errorf("cache holds %d records after a forged one, want 1", cache.Len())
+	}
+
+	// The limit: room for two records of this size, not three.
+	small := NewRecordCache(2*len(good.Raw) + len(good.Raw)/2)
+	sv := ThingValidator{Now: fixedClock(t0), Cache: small}
+	for seq := range uint64(3) {
+		rec := alice.sign(t, id, seq+1, t0.Add(-time.Hour))
+		if _, err := sv.Check(key, rec.Raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if small.Len() != 2 || small.bytes > small.limit {
+		t.Errorf("small cache holds %d records, %d bytes (limit %d); want 2 within the limit", small.Len(), small.bytes, small.limit)
+	}
+}
