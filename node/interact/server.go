@@ -100,7 +100,8 @@ func (s *Server) handle(str network.Stream) {
 	}
 	_ = str.SetReadDeadline(time.Time{})
 
-	ctx, cancel := context.WithCancel(WithCaller(s.ctx, str.Conn().RemotePeer().String()))
+	remote := str.Conn().RemotePeer()
+	ctx, cancel := context.WithCancel(WithRemotePeer(WithCaller(s.ctx, remote.String()), remote))
 	defer cancel()
 	sess, err := s.inv.Invoke(ctx, &req)
 	if err != nil {
