@@ -172,7 +172,7 @@ func (n *Node) buildInteract() error {
 	log := n.log.With("component", "interact")
 	n.backends = newBackends(n.dir, n.peerID, interact.HTTPBackendOptions{Logger: log})
 	var err error
-	if n.engine, err = interact.NewEngine(interact.ThingsFunc(n.ownTD), interact.Options{Logger: log}); err != nil {
+	if n.engine, err = interact.NewEngine(interact.ThingsFunc(n.ownTD), interact.Options{Authorize: n.authorize, Logger: log}); err != nil {
 		return err
 	}
 	for _, e := range n.dir.Own() {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ds "github.com/ipfs/go-datastore"
@@ -69,6 +70,11 @@ type Node struct {
 	interactClient *interact.Client
 	router         *interact.Router
 	gateway        *gateway.Handler
+
+	// Groups (membership.go): the membership predicate and the hook that
+	// spreads group-scoped records, both set by the group service.
+	membership atomic.Pointer[Membership]
+	scopedPub  atomic.Pointer[ScopedPublisher]
 
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
 	ctx    context.Context
@@ -171,6 +177,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		PubSub:        n.ps,
 		SyncOnConnect: cfg.SyncOnConnect,
 		Validator:     things,
+		MemberOf:      n.memberOf,
+		Scoped:        n.spreadScoped,
+		Allowed:       n.allowed,
 		Logger:        o.logger.With("component", "federation"),
 	})
 	if err != nil {
@@ -199,6 +208,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Local:     n.engine,
 		Remote:    n.remote(),
 		Fetcher:   n.fed,
+		Visible:   n.visible,
 		Logger:    o.logger.With("component", "gateway"),
 	}, gateway.Config{BearerAuth: cfg.APIToken != ""})
 	if err != nil {
@@ -208,12 +218,13 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.tdd, err = tdd.New(tdd.Deps{
-		Directory: n.dir,
-		PeerID:    n.peerID,
-		Publisher: publisher{n},
-		Finder:    n.fed,
-		Peers:     peerList{n.disc},
-		Logger:    o.logger.With("component", "tdd"),
+		Directory:  n.dir,
+		PeerID:     n.peerID,
+		Publisher:  publisher{n},
+		Finder:     n.fed,
+		Peers:      peerList{n.disc},
+		Visibility: n.visibility,
+		Logger:     o.logger.With("component", "tdd"),
 	}, tdd.Config{BearerAuth: cfg.APIToken != ""})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
