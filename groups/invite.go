@@ -149,6 +149,9 @@ func parseInvitationJSON(raw []byte) (*Invitation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadInvitation, err)
 	}
+	if len(canon) > MaxInvitationSize {
+		return nil, fmt.Errorf("%w: invitation of %d bytes in JCS form, the limit is %d", ErrTooLarge, len(canon), MaxInvitationSize)
+	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(canon, &members); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadInvitation, err)

@@ -180,6 +180,9 @@ func ParseOp(raw []byte) (*Op, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadOp, err)
 	}
+	if len(canon) > MaxOpSize { // JCS may write numbers longer than they came
+		return nil, fmt.Errorf("%w: operation of %d bytes in JCS form, the limit is %d", ErrTooLarge, len(canon), MaxOpSize)
+	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(canon, &members); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadOp, err)
