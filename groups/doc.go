@@ -9,6 +9,18 @@
 // validator of the "lmos-group" namespace. It does no I/O; the node wires it
 // to gossip, the DHT and the datastore.
 //
+// Readings of docs/groups.md that the code fixes:
+//
+//   - An operation loses its effect when it is concurrent with any remove,
+//     revoke or leave of its author in the set being folded, whether or not
+//     that one had effect itself (so two admins removing each other
+//     concurrently both stay, as the spec demands).
+//   - Op.Raw is the operation's JCS form (what its ID hashes), so the record
+//     form of a log does not depend on how its operations were formatted.
+//   - Operations other than a genesis may carry a "nonce"; Log.Sign adds one
+//     only when the operation would otherwise repeat the ID of one it made.
+//   - A full pending buffer drops the operation held longest.
+//
 // A Log is safe for concurrent use. Ops, Invitations and States returned by
 // the package must be treated as read-only (State is a deep copy).
 package groups
@@ -100,7 +112,7 @@ var (
 	ErrDuplicate = errors.New("duplicate operation")
 	// ErrExpired: the invitation has expired.
 	ErrExpired = errors.New("invitation expired")
-	// ErrLogFull: the log or its pending buffer is at its limit.
+	// ErrLogFull: the log is at its limit (MaxLogOps or MaxLogSize).
 	ErrLogFull = errors.New("log full")
 	// ErrBadInvitation: the invitation token is malformed or its proof does
 	// not verify.
