@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	ds "github.com/ipfs/go-datastore"
+	"github.com/ipfs/go-datastore/query"
 	pebbleds "github.com/ipfs/go-ds-pebble"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -61,12 +63,75 @@ const diskSlowThreshold = 5 * time.Second
 //
 // Because every durable write is synced when it is made, Sync has nothing
 // left to do: the writes it could still make durable are soft ones.
+//
+// Reads and writes after Close fail with errDatastoreClosed: pebble panics
+// on a closed database, and libp2p stream handlers (a DHT peer's PUT_VALUE,
+// say) can still be running when the host has closed and the node closes
+// the datastore.
 type datastore struct {
 	*pebbleds.Datastore
 	fsCloser io.Closer
 	// ownThings is the key prefix of the node's own Things in the
 	// directory.
 	ownThings string
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+// errDatastoreClosed is the error of every operation after Close.
+var errDatastoreClosed = errors.New("datastore closed")
+
+// open holds off Close until the returned function is called; false after
+// Close.
+func (d *datastore) open() (func(), bool) {
+	d.mu.RLock()
+	if d.closed {
+		d.mu.RUnlock()
+		return nil, false
+	}
+	return d.mu.RUnlock, true
+}
+
+// Get implements ds.Datastore.
+func (d *datastore) Get(ctx context.Context, key ds.Key) ([]byte, error) {
+	done, ok := d.open()
+	if !ok {
+		return nil, errDatastoreClosed
+	}
+	defer done()
+	return d.Datastore.Get(ctx, key)
+}
+
+// Has implements ds.Datastore.
+func (d *datastore) Has(ctx context.Context, key ds.Key) (bool, error) {
+	done, ok := d.open()
+	if !ok {
+		return false, errDatastoreClosed
+	}
+	defer done()
+	return d.Datastore.Has(ctx, key)
+}
+
+// GetSize implements ds.Datastore.
+func (d *datastore) GetSize(ctx context.Context, key ds.Key) (int, error) {
+	done, ok := d.open()
+	if !ok {
+		return -1, errDatastoreClosed
+	}
+	defer done()
+	return d.Datastore.GetSize(ctx, key)
+}
+
+// Query implements ds.Datastore; the results are read under pebble's own
+// guard, which Close waits for.
+func (d *datastore) Query(ctx context.Context, q query.Query) (query.Results, error) {
+	done, ok := d.open()
+	if !ok {
+		return nil, errDatastoreClosed
+	}
+	defer done()
+	return d.Datastore.Query(ctx, q)
 }
 
 var _ ds.Batching = (*datastore)(nil)
@@ -92,6 +157,11 @@ func (d *datastore) durable(key ds.Key) bool {
 
 // Put writes value under key, fsynced if key is durable.
 func (d *datastore) Put(ctx context.Context, key ds.Key, value []byte) error {
+	done, ok := d.open()
+	if !ok {
+		return errDatastoreClosed
+	}
+	defer done()
 	if err := d.Datastore.Put(ctx, key, value); err != nil {
 		return err
 	}
@@ -100,6 +170,11 @@ func (d *datastore) Put(ctx context.Context, key ds.Key, value []byte) error {
 
 // Delete removes key, fsynced if key is durable.
 func (d *datastore) Delete(ctx context.Context, key ds.Key) error {
+	done, ok := d.open()
+	if !ok {
+		return errDatastoreClosed
+	}
+	defer done()
 	if err := d.Datastore.Delete(ctx, key); err != nil {
 		return err
 	}
@@ -112,6 +187,11 @@ func (d *datastore) Sync(context.Context, ds.Key) error { return nil }
 
 // Batch returns a batch whose Commit fsyncs if it wrote a durable key.
 func (d *datastore) Batch(ctx context.Context) (ds.Batch, error) {
+	done, ok := d.open()
+	if !ok {
+		return nil, errDatastoreClosed
+	}
+	defer done()
 	b, err := d.Datastore.Batch(ctx)
 	if err != nil {
 		return nil, err
@@ -128,8 +208,15 @@ func (d *datastore) syncIf(ctx context.Context, durable bool) error {
 	return d.Datastore.Sync(ctx, ds.NewKey("/"))
 }
 
-// Close closes the database, then its filesystem wrapper.
+// Close closes the database, then its filesystem wrapper; it waits for
+// the operations in flight.
 func (d *datastore) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
 	return errors.Join(d.Datastore.Close(), d.fsCloser.Close())
 }
 
@@ -151,8 +238,14 @@ func (b *batch) Delete(ctx context.Context, key ds.Key) error {
 	return b.Batch.Delete(ctx, key)
 }
 
-// Commit applies the batch, fsynced if it wrote a durable key.
+// Commit applies the batch, fsynced if it wrote a durable key; it fails
+// after Close.
 func (b *batch) Commit(ctx context.Context) error {
+	done, ok := b.d.open()
+	if !ok {
+		return errDatastoreClosed
+	}
+	defer done()
 	if err := b.Batch.Commit(ctx); err != nil {
 		return err
 	}

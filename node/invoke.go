@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,16 +83,30 @@ func (b *backends) setSDK(id string, be interact.Backend) {
 }
 
 // owners implements interact.Owners with the directory: the node's own
-// Thing first, else the single publisher of the id.
+// Thing first, else the single publisher of the id. Things that visible
+// hides (group-scoped Things this node may not see) do not count; if only
+// such Things have the id, the answer is 403 Forbidden.
 type owners struct {
-	dir  *directory.Directory
-	self peer.ID
+	dir     *directory.Directory
+	self    peer.ID
+	visible func(directory.Entry) bool
 }
 
 // Owner implements interact.Owners.
 func (o owners) Owner(_ context.Context, id string) (peer.ID, error) {
-	all := o.dir.Lookup(id)
+	var all, hidden []directory.Entry
+	for _, e := range o.dir.Lookup(id) {
+		if o.visible == nil || o.visible(e) {
+			all = append(all, e)
+		} else {
+			hidden = append(hidden, e)
+		}
+	}
 	switch {
+	case len(all) == 0 && len(hidden) > 0:
+		return "", &lmosproto.Problem{Status: http.StatusForbidden, Title: interact.TitleForbidden,
+			Detail: fmt.Sprintf("Thing %q of %s is restricted to the groups %s, and this node may not call it",
+				id, hidden[0].Publisher, strings.Join(hidden[0].Groups, ", "))}
 	case len(all) == 0:
 		return "", fmt.Errorf("thing %q: %w", id, interact.ErrUnknownThing)
 	case len(all) == 1 || all[0].Own:
@@ -174,7 +189,7 @@ func (n *Node) buildInteract() error {
 	n.backends = newBackends(n.dir, n.peerID, interact.HTTPBackendOptions{Logger: log})
 	n.tds = tdcache.New(0)
 	var err error
-	if n.engine, err = interact.NewEngine(interact.ThingsFunc(n.ownTD), interact.Options{Logger: log}); err != nil {
+	if n.engine, err = interact.NewEngine(interact.ThingsFunc(n.ownTD), interact.Options{Authorize: n.authorize, Logger: log}); err != nil {
 		return err
 	}
 	for _, e := range n.dir.Own() {
@@ -198,7 +213,7 @@ func (n *Node) buildInteract() error {
 			return err
 		}
 	}
-	n.router = interact.NewRouter(n.peerID, n.engine, n.remote(), owners{dir: n.dir, self: n.peerID})
+	n.router = interact.NewRouter(n.peerID, n.engine, n.remote(), owners{dir: n.dir, self: n.peerID, visible: n.visible})
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ds "github.com/ipfs/go-datastore"
@@ -25,6 +26,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/fanout"
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/gateway"
+	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/tdcache"
@@ -61,6 +63,12 @@ type Node struct {
 	mqtt        *mqttgw.Gateway // nil without Config.MQTT
 	fanout      *fanout.Fanout  // nil without Config.Gossip
 
+	// Groups (groups.go): the group service, the gossipsub filter of
+	// group topics, and the groups this node was last a member of.
+	groups       *groupsvc.Service
+	groupFilter  groupFilter
+	joinedGroups groupSet
+
 	// Interactions (invoke.go): the engine of the node's own Things, the
 	// libp2p server and client of proto.ProtocolInteract, the router that
 	// picks between them, and the HTTP binding.
@@ -71,6 +79,11 @@ type Node struct {
 	interactClient *interact.Client
 	router         *interact.Router
 	gateway        *gateway.Handler
+
+	// Groups (membership.go): the membership predicate and the hook that
+	// spreads group-scoped records, both set by the group service.
+	membership atomic.Pointer[Membership]
+	scopedPub  atomic.Pointer[ScopedPublisher]
 
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
 	ctx    context.Context
@@ -160,7 +173,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		// the federation has left its topic.
 		psCtx, psCancel := context.WithCancel(context.Background())
 		n.psCancel = psCancel
-		if n.ps, err = newPubSub(psCtx, n.host, o); err != nil {
+		if n.ps, err = newPubSub(psCtx, n.host, o, &n.groupFilter); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
@@ -176,9 +189,15 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		PubSub:        n.ps,
 		SyncOnConnect: cfg.SyncOnConnect,
 		Validator:     things,
+		MemberOf:      n.memberOf,
+		Scoped:        n.spreadScoped,
+		Allowed:       n.allowed,
 		Logger:        o.logger.With("component", "federation"),
 	})
 	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := n.buildGroups(signing); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	bootstrap, err := bootstrapPeers(cfg)
@@ -204,6 +223,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Local:     n.engine,
 		Remote:    n.remote(),
 		Fetcher:   n.fed,
+		Visible:   n.visible,
 		Logger:    o.logger.With("component", "gateway"),
 	}, gateway.Config{BearerAuth: cfg.APIToken != ""})
 	if err != nil {
@@ -213,12 +233,13 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.tdd, err = tdd.New(tdd.Deps{
-		Directory: n.dir,
-		PeerID:    n.peerID,
-		Publisher: publisher{n},
-		Finder:    n.fed,
-		Peers:     peerList{n.disc},
-		Logger:    o.logger.With("component", "tdd"),
+		Directory:  n.dir,
+		PeerID:     n.peerID,
+		Publisher:  publisher{n},
+		Finder:     n.fed,
+		Peers:      peerList{n.disc},
+		Visibility: n.visibility,
+		Logger:     o.logger.With("component", "tdd"),
 	}, tdd.Config{BearerAuth: cfg.APIToken != ""})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -252,6 +273,9 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("node: start: %w", err)
 	}
 	if err := n.fed.Start(ctx); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
+	if err := n.groups.Start(ctx); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
 	if err := n.disc.Start(); err != nil {
@@ -336,6 +360,10 @@ func (n *Node) teardown() error {
 		}
 		cancel()
 		errs = append(errs, removeAPIFile(n.cfg.Home))
+	}
+	if n.groups != nil {
+		// Before the wait: its membership changes start syncs.
+		errs = append(errs, n.groups.Close())
 	}
 	n.wg.Wait()
 	if n.disc != nil {

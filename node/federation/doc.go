@@ -103,9 +103,18 @@
 // republished when the first peer joins the topic, as soon as gossipsub can
 // send to it.
 //
-// Things that name lmos:groups are visible to their groups' members only.
-// Until group topics exist, such Things are stored and signed but neither
-// announced, put into the DHT nor served by sync.
+// Things that name lmos:groups are visible to their groups' members only
+// (docs/groups.md). Publish refuses a group this node is not a member of
+// (Params.MemberOf). Such Things are never announced on the public topic
+// (the validator rejects them there) nor put into the DHT: Publish, Remove
+// and republication hand them to Params.Scoped, which spreads them on the
+// groups' topics as {"thing": record}; what arrives there the group service
+// passes to AcceptScoped, which checks it like an announcement and also
+// that the sender is the publisher and the Thing names the group. Sync
+// serves them only to the peers Params.Allowed allows, and the lookups
+// answer with learned ones only if Params.Allowed allows this node. The
+// tombstone of a group-scoped Thing goes to its groups and, naming nothing
+// but the id, also the public way.
 //
 // # Concurrency
 //

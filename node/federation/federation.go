@@ -57,6 +57,29 @@ type Params struct {
 	// Validator checks records from peers and the DHT; the zero value uses
 	// the protocol's limits and the system clock.
 	Validator lmosdht.ThingValidator
+	// MemberOf reports whether this node is a member of group. Publish
+	// refuses a TD that names a group this node is not a member of (an
+	// error wrapping ErrNotMember and a proto.ValidationErrors naming
+	// /lmos:groups/i). Nil refuses every group.
+	MemberOf func(group string) bool
+	// Scoped spreads a group-scoped record to the members of groups: a TD
+	// naming lmos:groups (its groups), or the tombstone that removes one
+	// (the groups of the TD it replaces). The group service publishes it on
+	// each group's topic as {"thing": record}. Publish, Remove and every
+	// republication call it, with the federation's publication lock held,
+	// instead of the announce topic and the DHT; its errors are logged.
+	// Nil: group-scoped records leave this node by sync only.
+	Scoped func(ctx context.Context, groups []string, record []byte) error
+	// Allowed reports whether peer p may see the Thing thingID, which is
+	// restricted to groups (docs/groups.md, "Enforcement"). The sync
+	// protocol serves a group-scoped own record only to a peer it allows,
+	// and the lookups (FindCapability, …) answer with a learned
+	// group-scoped Thing only if it allows this node. It may be called
+	// under the directory's read lock and must not call the Directory.
+	// Nil allows no one (learned group-scoped Things are then never
+	// answered; own ones always are).
+	Allowed func(groups []string, thingID string, p peer.ID) bool
+
 	// Now is the clock that dates signatures; nil means time.Now.
 	Now func() time.Time
 	// Logger receives the federation's logs; nil discards them.

@@ -26,7 +26,10 @@ var (
 	errNotAuthor = errors.New("announced by another peer than its publisher")
 	// errDuplicate: the record is not newer than the one held, and not a
 	// replay either.
-	errDuplicate = errors.New("not newer than the record held")
+	errDuplicate = fmt.Errorf("%w", ErrNotNewer)
+	// errScopedAnnounced: a Thing restricted to groups on the public
+	// announce topic, where it never belongs.
+	errScopedAnnounced = errors.New("a Thing restricted to groups (lmos:groups) announced on the public topic")
 )
 
 // validateAnnounce is the topic validator of proto.TopicAnnounce; see the
@@ -58,6 +61,9 @@ func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult
 			err = fmt.Errorf("%w: %w", errNotAuthor, err)
 		}
 		return pubsub.ValidationReject, fmt.Errorf("from %s: %w", author, err)
+	}
+	if !public(rec) {
+		return pubsub.ValidationReject, fmt.Errorf("from %s: thing %q: %w", author, rec.ThingID, errScopedAnnounced)
 	}
 	if msg.ReceivedFrom == f.self {
 		// Our own announcement: Publish stored it already.

@@ -61,6 +61,7 @@ func (f *Federation) FindVendor(ctx context.Context, name string) ([]directory.E
 }
 
 func (f *Federation) find(ctx context.Context, what string, q directory.Query, key cid.Cid, flt Filter) ([]directory.Entry, error) {
+	q.Visible = f.visible
 	res, err := f.dir.Search(q)
 	if err != nil {
 		return nil, fmt.Errorf("federation: find %s: %w", what, err)

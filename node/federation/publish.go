@@ -41,6 +41,9 @@ func (f *Federation) Publish(ctx context.Context, td *lmosproto.TD, local *direc
 	if td.ID == "" {
 		return directory.Entry{}, 0, errors.New("federation: publish: /id: a published Thing needs an id")
 	}
+	if err := f.checkMember(td); err != nil {
+		return directory.Entry{}, 0, fmt.Errorf("federation: publish thing %q: %w", td.ID, err)
+	}
 	f.pubMu.Lock()
 	defer f.pubMu.Unlock()
 	if f.ctx.Err() != nil {
@@ -92,15 +95,22 @@ func (f *Federation) Remove(ctx context.Context, id string) error {
 		return fmt.Errorf("federation: remove thing %q: %w", id, err)
 	}
 	// A tombstone is public even for a Thing restricted to groups: it
-	// names nothing but the id.
+	// names nothing but the id (and republication cannot tell whose it
+	// was). The members hear it on their groups' topics too, where they
+	// heard the Thing.
+	if len(held.Groups) > 0 {
+		f.spreadScoped(ctx, held.Groups, rec)
+	}
 	f.spread(ctx, rec)
 	f.log.Info("removed thing", "thing", id, "seq", rec.Seq)
 	return nil
 }
 
-// spread announces rec and queues it for the DHT. The caller holds pubMu.
+// spread announces rec and queues it for the DHT, or hands a group-scoped
+// record to Params.Scoped. The caller holds pubMu.
 func (f *Federation) spread(ctx context.Context, rec *lmosproto.Record) {
 	if !public(rec) {
+		f.spreadScoped(ctx, rec.TD.Groups, rec)
 		return
 	}
 	f.announce(ctx, rec)

@@ -167,7 +167,7 @@ func (f *Federation) serveSync(s network.Stream, remote peer.ID) error {
 		f.log.Debug("sync refused", "peer", remote, "err", err)
 		return writeHeader(s, syncHeader{Error: err.Error()})
 	}
-	recs, truncated := f.ownRecords(flt)
+	recs, truncated := f.ownRecords(flt, remote)
 	if err := writeHeader(s, syncHeader{Count: len(recs), Truncated: truncated}); err != nil {
 		return err
 	}
@@ -192,9 +192,10 @@ func writeHeader(s network.Stream, h syncHeader) error {
 	return nil
 }
 
-// ownRecords returns the signed own records flt selects, within the
+// ownRecords returns the signed own records flt selects that remote may
+// see (group-scoped ones only if Params.Allowed allows it), within the
 // response limits, and whether some were left out.
-func (f *Federation) ownRecords(flt Filter) ([][]byte, bool) {
+func (f *Federation) ownRecords(flt Filter, remote peer.ID) ([][]byte, bool) {
 	var entries []directory.Entry
 	if flt.IsZero() {
 		entries = f.dir.OwnRecords()
@@ -208,7 +209,7 @@ func (f *Federation) ownRecords(flt Filter) ([][]byte, bool) {
 	var out [][]byte
 	size := 0
 	for _, e := range entries {
-		if e.Groups != nil {
+		if e.Groups != nil && !f.allowed(e.Groups, e.ThingID, remote) {
 			continue
 		}
 		raw, err := e.Raw()

@@ -248,7 +248,7 @@ func (h *Handler) pruneLocked(now time.Time) {
 
 // lookup finds the invocation of r.
 func (h *Handler) lookup(r *http.Request) (*action, *problem) {
-	t, p := h.resolve(r)
+	t, p := h.resolve(r, true)
 	if p != nil {
 		return nil, p
 	}

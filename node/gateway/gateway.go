@@ -124,6 +124,11 @@ type Deps struct {
 	Remote Remote
 	// Fetcher, if set, is asked for ?publisher=P&id the directory lacks.
 	Fetcher Fetcher
+	// Visible, if set, decides which Things this node's API shows and
+	// calls (the group layer: a Thing naming lmos:groups only while this
+	// node may see it). A hidden Thing is answered as unknown (404), and a
+	// call of it with 403 Forbidden. Nil: every Thing is visible.
+	Visible func(directory.Entry) bool
 	// Logger receives the gateway's logs. Default: discarded.
 	Logger *slog.Logger
 }

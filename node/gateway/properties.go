@@ -76,7 +76,7 @@ func (h *Handler) subscribeEvent(w http.ResponseWriter, r *http.Request) {
 // {name} of kind ("properties", "actions", "events") and returns the
 // request message of type typ.
 func (h *Handler) request(r *http.Request, kind string, typ lmosproto.MessageType) (target, *lmosproto.Message, *problem) {
-	t, p := h.resolve(r)
+	t, p := h.resolve(r, true)
 	if p != nil {
 		return target{}, nil, p
 	}

@@ -23,7 +23,7 @@ const (
 // getTD serves GET /things/{id}/td: the consumer view of the Thing's TD
 // (see the package documentation).
 func (h *Handler) getTD(w http.ResponseWriter, r *http.Request) {
-	t, p := h.resolve(r)
+	t, p := h.resolve(r, false)
 	if p != nil {
 		writeProblem(w, r, p)
 		return

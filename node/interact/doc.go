@@ -29,6 +29,7 @@
 //
 //	400 Bad request           the envelope breaks the spec
 //	400 Invalid input         input/data does not match the schema; detail names the JSON pointer
+//	403 Forbidden             the Thing names lmos:groups and Options.Authorize refused the caller (see AuthorizeFunc)
 //	404 Thing not found       unknown thingID
 //	404 Affordance not found  unknown property, action or event
 //	404 Action not found      query/cancel/stream of an unknown correlationID
@@ -82,6 +83,9 @@
 //   - Identity: the owner's Engine sees the remote peer ID as the caller
 //     (WithCaller): only that peer can query, cancel, stream into or
 //     unsubscribe what it opened.
+//     The Server also marks the context with the authenticated remote
+//     peer (WithRemotePeer), which an Authorize hook checks against the
+//     groups of a group-scoped Thing; only the Server sets it.
 //
 // Many interactions share one connection (yamux streams). go-libp2p's
 // resource manager limits streams per peer and protocol; a node expecting

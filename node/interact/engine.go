@@ -147,6 +147,10 @@ func (e *Engine) Invoke(ctx context.Context, req *proto.Message) (Session, error
 	if !ok {
 		return e.reject(req, problem(http.StatusNotFound, TitleThingNotFound, "this node has no Thing %q", req.ThingID)), nil
 	}
+	if err := e.authorize(ctx, td, req); err != nil {
+		e.log.Debug("request refused", "request", req, "caller", caller, "err", err)
+		return e.reject(req, err), nil
+	}
 	e.mu.Lock()
 	b := e.backends[req.ThingID]
 	e.mu.Unlock()

@@ -47,16 +47,19 @@ type subscription struct {
 	req    *proto.Message
 	id     string
 	caller string
-	q      *queue
-	feeds  []*feed
-	stop   func() bool
-	ended  bool
+	// authCtx keeps the values of the request's context (the remote
+	// peer) for Reauthorize.
+	authCtx context.Context
+	q       *queue
+	feeds   []*feed
+	stop    func() bool
+	ended   bool
 }
 
 // subscribe attaches a new subscriber for req to the feeds named by keys,
 // starting the feeds that are not running.
 func (e *Engine) subscribe(ctx context.Context, req *proto.Message, caller string, b Backend, keys []feedKey) Session {
-	s := &subscription{e: e, req: req, id: req.Correlation(), caller: caller, q: newQueue(e.opts.QueueSize)}
+	s := &subscription{e: e, req: req, id: req.Correlation(), caller: caller, authCtx: context.WithoutCancel(ctx), q: newQueue(e.opts.QueueSize)}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {

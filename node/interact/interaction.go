@@ -25,6 +25,7 @@ type interaction struct {
 	req         *proto.Message
 	id          string // the correlation: req.Correlation()
 	caller      string
+	authCtx     context.Context // the request's context values, for Reauthorize
 	tracked     bool            // an invocation: kept for query and cancel
 	inputSchema json.RawMessage // a streaming session's input schema
 
@@ -57,6 +58,7 @@ func (e *Engine) start(ctx context.Context, req *proto.Message, caller string, b
 		req:         req,
 		id:          req.Correlation(),
 		caller:      caller,
+		authCtx:     context.WithoutCancel(ctx),
 		tracked:     req.Type == proto.MsgInvokeAction,
 		inputSchema: inputSchema,
 		done:        make(chan struct{}),

@@ -62,6 +62,11 @@ type Options struct {
 	// DefaultSchemaCacheSize.
 	SchemaCacheSize int
 
+	// Authorize, if set, is asked before every interaction with a Thing
+	// whose TD names lmos:groups, and again for the running ones by
+	// Engine.Reauthorize; see AuthorizeFunc. Nil allows every caller.
+	Authorize AuthorizeFunc
+
 	// Logger receives the engine's logs. Default: discarded.
 	Logger *slog.Logger
 	// Now is the clock, injected by tests. Default time.Now.

@@ -101,7 +101,7 @@ func (s *Server) handle(str network.Stream) {
 	}
 	_ = str.SetReadDeadline(time.Time{})
 
-	ctx, cancel := context.WithCancel(WithCaller(s.ctx, remote.String()))
+	ctx, cancel := context.WithCancel(WithRemotePeer(WithCaller(s.ctx, remote.String()), remote))
 	defer cancel()
 	sess, err := s.inv.Invoke(ctx, &req)
 	if err != nil {
