@@ -12,6 +12,7 @@ import (
 	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
@@ -78,7 +79,7 @@ func (n *Node) acceptScoped(group string, from peer.ID, raw []byte) error {
 
 // groupChanged is the service's OnChange: running interactions of peers
 // no longer allowed end, and when this node became a member of the group
-// it asks the connected members for their Things (group-scoped ones
+// it asks the group's members for their Things (group-scoped ones
 // included, now that it may see them).
 func (n *Node) groupChanged(group string) {
 	n.reauthorize()
@@ -87,28 +88,45 @@ func (n *Node) groupChanged(group string) {
 		return
 	}
 	st, _ := n.groups.State(group)
-	for _, p := range n.host.Network().Peers() {
-		if p == n.peerID || !st.IsMember(p) || n.host.Network().Connectedness(p) != network.Connected {
-			continue
+	var peers []peer.ID
+	for p := range st.Members {
+		if p != n.peerID {
+			peers = append(peers, p)
 		}
-		n.groupSync(p)
 	}
-}
-
-// groupSync syncs with p in the background.
-func (n *Node) groupSync(p peer.ID) {
+	if len(peers) > maxGroupSyncs {
+		peers = peers[:maxGroupSyncs]
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		return
 	}
-	n.wg.Go(func() {
+	n.wg.Go(func() { n.syncMembers(peers) })
+}
+
+// maxGroupSyncs bounds the members a node syncs with after it joined a
+// group.
+const maxGroupSyncs = 64
+
+// syncMembers syncs with each of peers in turn, finding those it is not
+// connected to through the DHT.
+func (n *Node) syncMembers(peers []peer.ID) {
+	for _, p := range peers {
+		if n.ctx.Err() != nil {
+			return
+		}
 		ctx, cancel := context.WithTimeout(n.ctx, federation.SyncTimeout)
-		defer cancel()
+		if n.host.Network().Connectedness(p) != network.Connected && len(n.host.Peerstore().Addrs(p)) == 0 {
+			if ai, err := n.dht.FindPeer(ctx, p); err == nil {
+				n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
+			}
+		}
 		if _, err := n.fed.Sync(ctx, p, federation.Filter{}); err != nil && n.ctx.Err() == nil {
 			n.log.Debug("sync with group member", "peer", p, "err", err)
 		}
-	})
+		cancel()
+	}
 }
 
 // groupSet is the set of groups this node was a member of at the last

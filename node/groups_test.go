@@ -189,14 +189,21 @@ func TestGroups(t *testing.T) {
 	nodes[0] = restartNode(t, cfg0, nodeOpts(0))
 	testnet.Connect(t, nodes[0], nodes[1])
 	testnet.Connect(t, nodes[0], nodes[9])
-	d = testnet.WaitFor(t, "the pending join completes", waitLong, func() (bool, string) {
+	testnet.WaitFor(t, "the pending join completes", waitLong, func() (bool, string) {
 		return nodes[6].Groups().MemberOf(gid) && len(nodes[6].Groups().Pending()) == 0, "still pending"
 	})
-	t.Logf("pending join completed %s after the admin restarted", (time.Since(restarted)).Round(time.Millisecond))
+	joinedAt := time.Now()
+	t.Logf("pending join completed %s after the admin restarted", joinedAt.Sub(restarted).Round(time.Millisecond))
 	if st, ok := nodes[0].Groups().State(gid); !ok || !st.IsAdmin(nodes[0].PeerID()) {
 		t.Fatal("the restarted admin lost its group")
 	}
-	_ = d
+	// The late member asks the members for their Things, and sees the
+	// group's.
+	testnet.WaitFor(t, "the late member learns the group Thing", waitLong, func() (bool, string) {
+		_, ok := nodes[6].Directory().Get(nodes[1].PeerID(), thingID)
+		return ok, "not yet"
+	})
+	t.Logf("late member learned the group Thing %s after joining", time.Since(joinedAt).Round(time.Millisecond))
 
 	// A member restarts: its groups, log and membership survive.
 	cfg4 := nodes[4].Config()

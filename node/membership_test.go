@@ -78,6 +78,10 @@ func httpGet(t *testing.T, n *Node, path string) (int, string) {
 func TestGroupEnforcement(t *testing.T) {
 	owner := startNode(t, testConfig(t))
 	consumer := startNode(t, testConfig(t))
+	// The test drives the predicates by hand in place of the group
+	// service, starting from the default (this node only).
+	owner.setMembership(nil)
+	consumer.setMembership(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := consumer.Host().Connect(ctx, peer.AddrInfo{ID: owner.PeerID(), Addrs: owner.Host().Addrs()}); err != nil {
@@ -210,6 +214,10 @@ func TestGroupEnforcement(t *testing.T) {
 // and before one is set publishing still succeeds (the record stays here).
 func TestScopedPublisherHook(t *testing.T) {
 	n := startNode(t, testConfig(t))
+	// As before the group service hooks in: the default predicate, no
+	// publisher.
+	n.setMembership(nil)
+	n.setScopedPublisher(nil)
 	if _, err := n.Register(scopedTD(t, "urn:lmos:test:first"), interact.NewThing()); err != nil {
 		t.Fatalf("publish without a group service: %v", err)
 	}
