@@ -9,6 +9,23 @@
 // validator of the "lmos-group" namespace. It does no I/O; the node wires it
 // to gossip, the DHT and the datastore.
 //
+// Readings of docs/groups.md that the code fixes:
+//
+//   - Seniority decides concurrent conflicts: an operation loses its effect
+//     when it is concurrent with its author's own leave, or with a remove
+//     or revoke of its author signed by an admin more senior than the
+//     author (the one who became admin earlier in the fold order, most
+//     recently; the founder first), both read in the state at the
+//     operation's place in the fold, whether or not that remove or revoke
+//     had effect itself. Of two admins removing each other concurrently the
+//     senior stays; a removed admin's "remove the remover" on parents from
+//     before its removal has no effect.
+//   - Op.Raw is the operation's JCS form (what its ID hashes), so the record
+//     form of a log does not depend on how its operations were formatted.
+//   - Operations other than a genesis may carry a "nonce"; Log.Sign adds one
+//     only when the operation would otherwise repeat the ID of one it made.
+//   - A full pending buffer drops the operation held longest.
+//
 // A Log is safe for concurrent use. Ops, Invitations and States returned by
 // the package must be treated as read-only (State is a deep copy).
 package groups
@@ -100,7 +117,7 @@ var (
 	ErrDuplicate = errors.New("duplicate operation")
 	// ErrExpired: the invitation has expired.
 	ErrExpired = errors.New("invitation expired")
-	// ErrLogFull: the log or its pending buffer is at its limit.
+	// ErrLogFull: the log is at its limit (MaxLogOps or MaxLogSize).
 	ErrLogFull = errors.New("log full")
 	// ErrBadInvitation: the invitation token is malformed or its proof does
 	// not verify.

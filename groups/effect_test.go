@@ -2,8 +2,12 @@ package groups
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // addAll adds ops to l, failing on an error.
@@ -16,21 +20,123 @@ func addAll(t *testing.T, l *Log, ops ...*Op) {
 	}
 }
 
+// everyOrder adds base's operations after its genesis to a fresh log, then
+// ops in every order, and calls check with each resulting log.
+func everyOrder(t *testing.T, base []*Op, ops []*Op, check func(l *Log, order []int)) {
+	t.Helper()
+	permutations(len(ops), func(p []int) {
+		l, err := NewLog(base[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		addAll(t, l, base[1:]...)
+		for _, i := range p {
+			if _, err := l.Add(ops[i]); err != nil {
+				t.Fatalf("order %v: op %d: %v", p, i, err)
+			}
+		}
+		if l.Pending() != 0 {
+			t.Fatalf("order %v: %d ops pending", p, l.Pending())
+		}
+		check(l, slices.Clone(p))
+	})
+}
+
+// Concurrent mutual removal: the more senior admin's removal takes effect,
+// the junior's has none, whichever the fold applies first.
 func TestConcurrentMutualRemoval(t *testing.T) {
-	alice, bob := newActor(t, "alice"), newActor(t, "bob")
+	alice, bob, carol, dave := newActor(t, "alice"), newActor(t, "bob"), newActor(t, "carol"), newActor(t, "dave")
 	l := newGroup(t, alice, "g")
 	mustAdd(t, l, alice, Draft{Kind: KindAdd, Peer: bob.id, Role: RoleAdmin}, 1)
-	ra, rb := clone(t, l), clone(t, l)
-	x := mustAdd(t, ra, alice, Draft{Kind: KindRemove, Peer: bob.id}, 2)
-	y := mustAdd(t, rb, bob, Draft{Kind: KindRemove, Peer: alice.id}, 2)
-	if ra.State().IsMember(bob.id) || rb.State().IsMember(alice.id) {
-		t.Fatal("each removal alone should work")
+	mustAdd(t, l, alice, Draft{Kind: KindAdd, Peer: carol.id}, 2)
+	mustAdd(t, l, alice, Draft{Kind: KindAdd, Peer: dave.id}, 3)
+	mustAdd(t, l, alice, Draft{Kind: KindGrant, Peer: carol.id}, 4) // carol is senior to dave
+	mustAdd(t, l, alice, Draft{Kind: KindGrant, Peer: dave.id}, 5)
+	regranted := clone(t, l) // carol loses her seniority by a revoke and a new grant
+	mustAdd(t, regranted, alice, Draft{Kind: KindRevoke, Peer: carol.id}, 6)
+	mustAdd(t, regranted, alice, Draft{Kind: KindGrant, Peer: carol.id}, 7)
+	for _, c := range []struct {
+		name           string
+		l              *Log
+		senior, junior actor
+	}{
+		{"founder over added admin", l, alice, bob},
+		{"earlier grant over later grant", l, carol, dave},
+		{"earlier grant over new grant", regranted, dave, carol},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rs, rj := clone(t, c.l), clone(t, c.l)
+			x := mustAdd(t, rs, c.senior, Draft{Kind: KindRemove, Peer: c.junior.id}, 10)
+			y := mustAdd(t, rj, c.junior, Draft{Kind: KindRemove, Peer: c.senior.id}, 10)
+			if rs.State().IsMember(c.junior.id) || rj.State().IsMember(c.senior.id) {
+				t.Fatal("each removal alone should work")
+			}
+			everyOrder(t, c.l.Ops(), []*Op{x, y}, func(m *Log, p []int) {
+				st := m.State()
+				if !st.IsAdmin(c.senior.id) || st.IsMember(c.junior.id) || !m.Effective(x.ID) || m.Effective(y.ID) {
+					t.Fatalf("order %v: the senior admin must stay and the junior go, got admins %v", p, st.Admins())
+				}
+			})
+		})
 	}
-	addAll(t, l, x, y)
-	st := l.State()
-	if !st.IsAdmin(alice.id) || !st.IsAdmin(bob.id) || l.Effective(x.ID) || l.Effective(y.ID) {
-		t.Fatalf("concurrent mutual removal: both must stay admins, got %v", st.Admins())
+}
+
+// The attack seniority closes: bob, removed (or revoked) by the more senior
+// alice, signs "remove alice" on parents from before his removal, which rule
+// 4 accepts (he was admin there), and goes on acting on top of it. None of
+// it has effect, in whatever order the operations arrive.
+func TestRemovedAdminBackdatedCounterRemoval(t *testing.T) {
+	alice, bob, carol := newActor(t, "alice"), newActor(t, "bob"), newActor(t, "carol")
+	for _, kind := range []Kind{KindRemove, KindRevoke} {
+		t.Run(string(kind), func(t *testing.T) {
+			l := newGroup(t, alice, "g")
+			mustAdd(t, l, alice, Draft{Kind: KindAdd, Peer: bob.id, Role: RoleAdmin}, 1)
+			old := clone(t, l) // the log before bob's removal
+			r := mustAdd(t, l, alice, Draft{Kind: kind, Peer: bob.id}, 2)
+			if _, err := l.Add(sign(t, l, bob, Draft{Kind: KindRemove, Peer: alice.id}, 3)); !errors.Is(err, ErrNotAuthorized) {
+				t.Fatalf("bob on top of his %s: %v, want ErrNotAuthorized", kind, err)
+			}
+			back := mustAdd(t, old, bob, Draft{Kind: KindRemove, Peer: alice.id}, 3)
+			then := mustAdd(t, old, bob, Draft{Kind: KindAdd, Peer: carol.id, Role: RoleAdmin}, 4)
+			base := l.Ops()[:2]
+			everyOrder(t, base, []*Op{r, back, then}, func(m *Log, p []int) {
+				st := m.State()
+				if !st.IsAdmin(alice.id) || st.IsAdmin(bob.id) || st.IsMember(carol.id) ||
+					!m.Effective(r.ID) || m.Effective(back.ID) || m.Effective(then.ID) {
+					t.Fatalf("order %v: bob's backdated removal of alice worked: admins %v", p, st.Admins())
+				}
+				if kind == KindRemove && st.IsMember(bob.id) {
+					t.Fatalf("order %v: bob is still a member", p)
+				}
+			})
+		})
 	}
+}
+
+// A junior admin may remove a senior one who does not contest it, even
+// while the senior acts concurrently (those acts come after the removal in
+// the fold, where the senior is no admin, so they have no effect).
+func TestJuniorRemovesUncontestedSenior(t *testing.T) {
+	alice, bob, carol := newActor(t, "alice"), newActor(t, "bob"), newActor(t, "carol")
+	l := newGroup(t, alice, "g")
+	mustAdd(t, l, alice, Draft{Kind: KindAdd, Peer: bob.id, Role: RoleAdmin}, 1)
+	base := l.Ops()
+	ra := clone(t, l)
+	rn := mustAdd(t, ra, alice, Draft{Kind: KindRename, Name: "alice's"}, 2)
+	ad := mustAdd(t, ra, alice, Draft{Kind: KindAdd, Peer: carol.id}, 3)
+	rm := mustAdd(t, l, bob, Draft{Kind: KindRemove, Peer: alice.id}, 2)
+	if !l.Effective(rm.ID) || l.State().IsMember(alice.id) {
+		t.Fatal("a junior's removal of a senior admin had no effect")
+	}
+	everyOrder(t, base, []*Op{rm, rn, ad}, func(m *Log, p []int) {
+		st := m.State()
+		if !m.Effective(rm.ID) || st.IsMember(alice.id) || !slices.Equal(st.Admins(), []peer.ID{bob.id}) {
+			t.Fatalf("order %v: alice must be removed, admins %v", p, st.Admins())
+		}
+		if m.Effective(rn.ID) || m.Effective(ad.ID) || st.Name != "g" || st.IsMember(carol.id) {
+			t.Fatalf("order %v: acts of a removed admin after her removal in the fold had effect", p)
+		}
+	})
 }
 
 func TestRemovedAdminConcurrentActs(t *testing.T) {
@@ -38,25 +144,40 @@ func TestRemovedAdminConcurrentActs(t *testing.T) {
 	l := newGroup(t, alice, "g")
 	mustAdd(t, l, alice, Draft{Kind: KindAdd, Peer: bob.id, Role: RoleAdmin}, 1)
 	mustAdd(t, l, alice, Draft{Kind: KindAdd, Peer: dave.id}, 2)
+	base := l.Ops()
 	ra, rb := clone(t, l), clone(t, l)
+	// alice adds two members, then removes bob: bob's concurrent acts come
+	// before the removal in the fold, so only seniority voids them.
+	var prelude []*Op
+	for i := range 2 {
+		prelude = append(prelude, mustAdd(t, ra, alice, Draft{Kind: KindAdd, Peer: newActor(t, fmt.Sprint("m", i)).id}, 5+i))
+	}
 	rm := mustAdd(t, ra, alice, Draft{Kind: KindRemove, Peer: bob.id}, 10)
-	// bob, not yet knowing, adds carol, renames and removes dave.
-	a1 := mustAdd(t, rb, bob, Draft{Kind: KindAdd, Peer: carol.id}, 11)
-	a2 := mustAdd(t, rb, bob, Draft{Kind: KindRename, Name: "bob's"}, 12)
-	a3 := mustAdd(t, rb, bob, Draft{Kind: KindRemove, Peer: dave.id}, 13)
-	addAll(t, l, a1, a2, rm, a3)
-	st := l.State()
-	if st.IsMember(bob.id) || !l.Effective(rm.ID) {
-		t.Fatal("bob must be removed")
-	}
-	for _, op := range []*Op{a1, a2, a3} {
-		if l.Effective(op.ID) {
-			t.Errorf("bob's concurrent %s had effect", op.Kind)
+	// bob, not yet knowing, grants dave, adds carol as admin, renames, and
+	// removes dave.
+	a1 := mustAdd(t, rb, bob, Draft{Kind: KindGrant, Peer: dave.id}, 11)
+	a2 := mustAdd(t, rb, bob, Draft{Kind: KindAdd, Peer: carol.id, Role: RoleAdmin}, 12)
+	a3 := mustAdd(t, rb, bob, Draft{Kind: KindRename, Name: "bob's"}, 13)
+	a4 := mustAdd(t, rb, bob, Draft{Kind: KindRemove, Peer: dave.id}, 14)
+	ops := append(prelude, rm, a1, a2, a3, a4)
+	everyOrder(t, base, ops, func(m *Log, p []int) {
+		st := m.State()
+		if st.IsMember(bob.id) || !m.Effective(rm.ID) {
+			t.Fatalf("order %v: bob must be removed", p)
 		}
-	}
-	if st.IsMember(carol.id) || !st.IsMember(dave.id) || st.Name != "g" {
-		t.Fatalf("state %+v", st)
-	}
+		at := slices.Index(opIDs(m.Ops()), rm.ID)
+		for _, op := range []*Op{a1, a2, a3, a4} {
+			if m.Effective(op.ID) {
+				t.Fatalf("order %v: bob's concurrent %s had effect", p, op.Kind)
+			}
+			if slices.Index(opIDs(m.Ops()), op.ID) > at {
+				t.Fatalf("order %v: bob's %s comes after his removal in the fold: the test needs it before", p, op.Kind)
+			}
+		}
+		if st.IsMember(carol.id) || !st.IsMember(dave.id) || st.IsAdmin(dave.id) || st.Name != "g" {
+			t.Fatalf("order %v: state %+v", p, st)
+		}
+	})
 	// An act bob made before the removal, which the removal saw, stands.
 	l2 := newGroup(t, alice, "h")
 	mustAdd(t, l2, alice, Draft{Kind: KindAdd, Peer: bob.id, Role: RoleAdmin}, 1)

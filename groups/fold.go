@@ -1,7 +1,6 @@
 package groups
 
 import (
-	"container/heap"
 	"maps"
 	"slices"
 	"time"
@@ -24,6 +23,7 @@ type State struct {
 	Ops int
 
 	used map[string]bool // IDs of invitations used by an effective add
+	step int             // operations applied so far; orders seniority (Member.rank)
 }
 
 // Member is a member of a group.
@@ -34,6 +34,10 @@ type Member struct {
 	Things  []string
 	Since   time.Time
 	AddedBy peer.ID
+
+	// rank is the fold step at which the member last became admin; among
+	// admins, a lower rank is more senior (the founder's is 0).
+	rank int
 }
 
 // IsMember reports whether p is a member; false when dissolved.
@@ -97,6 +101,17 @@ func (s State) clone() State {
 	return c
 }
 
+// senior reports whether p is an admin more senior than x (an admin who
+// became admin earlier in the fold order, or any admin if x is not one).
+func (s *State) senior(p, x peer.ID) bool {
+	mp, ok := s.Members[p]
+	if !ok || mp.Role != RoleAdmin || p == x {
+		return false
+	}
+	mx, ok := s.Members[x]
+	return !ok || mx.Role != RoleAdmin || mp.rank < mx.rank
+}
+
 func (s *State) adminCount() int {
 	n := 0
 	for _, m := range s.Members {
@@ -127,64 +142,66 @@ func priority(k Kind) int {
 	}
 }
 
-// folded is the result of a fold.
-type folded struct {
-	order     []*entry
-	state     State
-	effective map[string]bool
-}
-
-// readyQueue is the Kahn queue: ready entries by kind priority, then ID.
-type readyQueue []*entry
-
-func (q readyQueue) Len() int { return len(q) }
-func (q readyQueue) Less(i, j int) bool {
-	pi, pj := priority(q[i].op.Kind), priority(q[j].op.Kind)
-	if pi != pj {
-		return pi < pj
+// before reports whether a comes before b among operations that are ready
+// at the same time in the fold: by kind priority, then by ID.
+func before(a, b *entry) bool {
+	pa, pb := priority(a.op.Kind), priority(b.op.Kind)
+	if pa != pb {
+		return pa < pb
 	}
-	return q[i].op.ID < q[j].op.ID
-}
-func (q readyQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *readyQueue) Push(x any)   { *q = append(*q, x.(*entry)) }
-func (q *readyQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
+	return a.op.ID < b.op.ID
 }
 
-// fold folds the entries for which in is true (a set closed under
-// ancestors, containing the genesis) in the deterministic order.
-func (l *Log) fold(in func(*entry) bool) *folded {
-	f := &folded{effective: make(map[string]bool)}
-	indeg := make(map[*entry]int)
-	q := &readyQueue{}
-	for _, e := range l.entries {
+// The fold order is Kahn's algorithm over the DAG, taking among the ready
+// operations the first by before. The Log keeps it incrementally: a new
+// operation e has no children, so the run with e is the run without it
+// until e is ready (after its last parent, at position p) and is the least
+// ready one; that is before the first operation after p that e comes
+// before; from there on the run continues as without e. So e is inserted
+// there (place), with O(n) work instead of a new O(n log n) sort. The same
+// argument shows that the fold order of a set closed under ancestors (the
+// causal past of an operation) is the full order restricted to the set, so
+// rule 4's state is a replay of the full order filtered to the ancestors.
+
+// place inserts e into l.order at its position in the fold and returns it.
+func (l *Log) place(e *entry) int {
+	p := -1
+	for _, q := range e.parents {
+		p = max(p, q.pos)
+	}
+	at := len(l.order)
+	for k := p + 1; k < len(l.order); k++ {
+		if before(e, l.order[k]) {
+			at = k
+			break
+		}
+	}
+	l.order = slices.Insert(l.order, at, e)
+	for k := at; k < len(l.order); k++ {
+		l.order[k].pos = k
+	}
+	return at
+}
+
+// replay applies, in fold order, the entries for which in is true (a set
+// closed under ancestors) and returns the state and which had effect (by
+// entry index; nil unless withEffects).
+func (l *Log) replay(in func(*entry) bool, withEffects bool) (State, []bool) {
+	var st State
+	var eff []bool
+	if withEffects {
+		eff = make([]bool, len(l.entries))
+	}
+	for _, e := range l.order {
 		if !in(e) {
 			continue
 		}
-		indeg[e] = len(e.parents)
-		if len(e.parents) == 0 {
-			heap.Push(q, e)
+		ok := l.apply(&st, e, in)
+		if withEffects {
+			eff[e.idx] = ok
 		}
 	}
-	f.order = make([]*entry, 0, len(indeg))
-	for q.Len() > 0 {
-		e := heap.Pop(q).(*entry)
-		f.order = append(f.order, e)
-		f.effective[e.op.ID] = l.apply(&f.state, e, in)
-		for _, c := range e.children {
-			if _, ok := indeg[c]; !ok {
-				continue
-			}
-			indeg[c]--
-			if indeg[c] == 0 {
-				heap.Push(q, c)
-			}
-		}
-	}
-	return f
+	return st, eff
 }
 
 // concurrent reports whether neither of a and b is an ancestor of the other.
@@ -210,6 +227,7 @@ func (l *Log) apply(st *State, e *entry, in func(*entry) bool) bool {
 	if st.Dissolved || st.Members == nil {
 		return false
 	}
+	st.step++
 	if op.Kind == KindLeave {
 		if !st.IsMember(op.Author) {
 			return false
@@ -217,8 +235,11 @@ func (l *Log) apply(st *State, e *entry, in func(*entry) bool) bool {
 	} else if !st.IsAdmin(op.Author) {
 		return false
 	}
+	// Seniority decides concurrent conflicts: the author's own leave, or a
+	// remove or revoke of the author by a more senior admin (here), voids
+	// what the author did concurrently.
 	for _, s := range l.strikes[op.Author] {
-		if in(s) && concurrent(s, e) {
+		if in(s) && concurrent(s, e) && (s.op.Kind == KindLeave || st.senior(s.op.Author, op.Author)) {
 			return false
 		}
 	}
@@ -242,7 +263,7 @@ func (l *Log) apply(st *State, e *entry, in func(*entry) bool) bool {
 		if !ok || m.Role == RoleAdmin {
 			return false
 		}
-		m.Role = RoleAdmin
+		m.Role, m.rank = RoleAdmin, st.step
 		st.Members[op.Peer] = m
 	case KindRevoke:
 		m, ok := st.Members[op.Peer]
@@ -280,9 +301,12 @@ func addEffect(st *State, op *Op) bool {
 		}
 		st.used[inv.ID] = true
 	}
-	m := Member{Peer: op.Peer, Role: op.role(), Things: slices.Clone(op.Things), Since: op.Created, AddedBy: op.Author}
+	m := Member{Peer: op.Peer, Role: op.role(), Things: slices.Clone(op.Things), Since: op.Created, AddedBy: op.Author, rank: st.step}
 	if exists {
 		m.Since, m.AddedBy = old.Since, old.AddedBy
+		if old.Role == RoleAdmin && m.Role == RoleAdmin {
+			m.rank = old.rank // still admin: keeps its seniority
+		}
 	}
 	st.Members[op.Peer] = m
 	return true

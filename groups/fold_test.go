@@ -161,7 +161,7 @@ func TestFoldRandomized(t *testing.T) {
 	}
 }
 
-func randomized(t *testing.T, seed uint64, steps int) {
+func randomized(t *testing.T, seed uint64, steps int) *Log {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	var people []actor
 	for i := range 7 {
@@ -260,6 +260,7 @@ func randomized(t *testing.T, seed uint64, steps int) {
 	if c := clone(t, ref); !reflect.DeepEqual(c.State(), ref.State()) {
 		t.Fatal("ParseLog of the union differs")
 	}
+	return ref
 }
 
 func cmpString(a, b string) int {

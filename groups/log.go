@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -47,6 +49,7 @@ func (b bitset) count() int {
 type entry struct {
 	op       *Op
 	idx      int // order of acceptance in this Log (parents come first)
+	pos      int // position in the fold order
 	parents  []*entry
 	children []*entry
 	anc      bitset // indexes of all ancestors, not self
@@ -67,9 +70,13 @@ type Log struct {
 	signed  map[string]bool      // IDs made by Sign
 
 	pending map[string]*Op      // held operations by ID
+	held    []string            // held operation IDs, oldest first (may name ones no longer held)
 	waiting map[string][]string // missing parent ID → held operation IDs
 
-	full *folded // the fold of every entry; nil when it must be recomputed
+	order   []*entry // fold order
+	state   State    // the fold of every entry, valid if stateOK
+	eff     []bool   // by entry index: had effect, valid if stateOK
+	stateOK bool
 }
 
 // NewLog starts the log of the group genesis founds.
@@ -101,7 +108,7 @@ func (l *Log) ID() string { return l.id }
 // insert makes e part of the log and keeps the cached fold current.
 func (l *Log) insert(e *entry) {
 	e.idx = len(l.entries)
-	extends := l.full != nil && e.ancCount == len(l.entries) // e descends from every entry
+	descends := e.ancCount == len(l.entries) // from every entry
 	l.entries = append(l.entries, e)
 	l.byID[e.op.ID] = e
 	for _, p := range e.parents {
@@ -109,36 +116,43 @@ func (l *Log) insert(e *entry) {
 		delete(l.heads, p.op.ID)
 	}
 	l.heads[e.op.ID] = e
+	strike := true
 	switch e.op.Kind {
 	case KindRemove, KindRevoke:
 		l.strikes[e.op.Peer] = append(l.strikes[e.op.Peer], e)
 	case KindLeave:
 		l.strikes[e.op.Author] = append(l.strikes[e.op.Author], e)
+	default:
+		strike = false
 	}
 	if len(l.entries) > 1 {
 		l.size++ // ","
 	}
 	l.size += len(e.op.Raw)
-	if extends {
-		// e comes last in the fold and is concurrent with nothing, so the
-		// earlier effects stand; apply e alone.
-		l.full.order = append(l.full.order, e)
-		l.full.effective[e.op.ID] = l.apply(&l.full.state, e, func(*entry) bool { return true })
+	at := l.place(e)
+	if l.stateOK && at == len(l.order)-1 && (descends || !strike) {
+		// e comes last in the fold and voids no earlier operation (it is
+		// no remove, revoke or leave concurrent with one), so the earlier
+		// effects stand; apply e alone.
+		l.eff = append(l.eff, l.apply(&l.state, e, all))
 	} else {
-		l.full = nil
+		l.stateOK = false
 	}
 }
 
-// folded returns the fold of the whole log, computing it if needed.
-func (l *Log) folded() *folded {
-	if l.full == nil {
-		l.full = l.fold(func(*entry) bool { return true })
+func all(*entry) bool { return true }
+
+// current makes l.state and l.eff current.
+func (l *Log) current() {
+	if !l.stateOK {
+		l.state, l.eff = l.replay(all, true)
+		l.stateOK = true
 	}
-	return l.full
 }
 
 // Add accepts op (rules 1–4); if parents are missing it is held (bounded by
-// MaxPending) and applied when they arrive. It returns the ops that became
+// MaxPending: when full, the operation held longest is dropped) and applied
+// when they arrive. It returns the ops that became
 // part of the log (op and any held ones it unblocked, in order); (nil, nil)
 // for a duplicate or a held op.
 func (l *Log) Add(op *Op) ([]*Op, error) {
@@ -171,10 +185,11 @@ func (l *Log) add(op *Op, hold bool) ([]*Op, error) {
 		if !hold {
 			return nil, fmt.Errorf("%w: operation %s: parent %s is not in the log", ErrBadChain, op.ID, missing[0])
 		}
-		if len(l.pending) >= MaxPending {
-			return nil, fmt.Errorf("%w: %d operations already wait for their parents", ErrLogFull, MaxPending)
+		for len(l.pending) >= MaxPending {
+			l.evictOldest()
 		}
 		l.pending[op.ID] = op
+		l.held = append(l.held, op.ID)
 		for _, p := range missing {
 			l.waiting[p] = append(l.waiting[p], op.ID)
 		}
@@ -200,6 +215,30 @@ func (l *Log) add(op *Op, hold bool) ([]*Op, error) {
 		}
 	}
 	return added, nil
+}
+
+// evictOldest drops the operation held longest, so that operations nobody
+// completes (junk with made-up parents, which anyone can send) cannot keep
+// newer ones out; a dropped operation comes back with the next sync.
+func (l *Log) evictOldest() {
+	for len(l.held) > 0 {
+		id := l.held[0]
+		l.held = l.held[1:]
+		if op, ok := l.pending[id]; ok {
+			delete(l.pending, id)
+			for _, p := range op.Parents {
+				if w := slices.DeleteFunc(l.waiting[p], func(x string) bool { return x == id }); len(w) > 0 {
+					l.waiting[p] = w
+				} else {
+					delete(l.waiting, p)
+				}
+			}
+			break
+		}
+	}
+	if len(l.held) > 2*MaxPending { // forget IDs that are no longer held
+		l.held = slices.DeleteFunc(l.held, func(id string) bool { _, ok := l.pending[id]; return !ok })
+	}
 }
 
 func (l *Log) hasParents(op *Op) bool {
@@ -232,11 +271,12 @@ func (l *Log) accept(op *Op) error {
 		e.anc.set(p.idx)
 	}
 	e.ancCount = e.anc.count()
-	var st *State
+	var st State
 	if e.ancCount == len(l.entries) {
-		st = &l.folded().state
+		l.current()
+		st = l.state
 	} else {
-		st = &l.fold(func(x *entry) bool { return e.anc.has(x.idx) }).state
+		st, _ = l.replay(func(x *entry) bool { return e.anc.has(x.idx) }, false)
 	}
 	entitled := st.IsAdmin(op.Author)
 	if op.Kind == KindLeave {
@@ -332,9 +372,8 @@ func (l *Log) headIDs() []string {
 func (l *Log) Ops() []*Op {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f := l.folded()
-	out := make([]*Op, len(f.order))
-	for i, e := range f.order {
+	out := make([]*Op, len(l.order))
+	for i, e := range l.order {
 		out[i] = e.op
 	}
 	return out
@@ -345,14 +384,20 @@ func (l *Log) Ops() []*Op {
 func (l *Log) Effective(opID string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.folded().effective[opID]
+	e, ok := l.byID[opID]
+	if !ok {
+		return false
+	}
+	l.current()
+	return l.eff[e.idx]
 }
 
 // State returns the group's current state (a copy).
 func (l *Log) State() State {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := l.folded().state.clone()
+	l.current()
+	s := l.state.clone()
 	s.Heads = l.headIDs()
 	s.Ops = len(l.entries)
 	return s
@@ -378,11 +423,10 @@ func (l *Log) Pending() int {
 func (l *Log) Marshal() []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f := l.folded()
 	var b bytes.Buffer
 	b.Grow(l.size)
 	b.WriteByte('[')
-	for i, e := range f.order {
+	for i, e := range l.order {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -410,13 +454,9 @@ func ParseLog(groupID string, data []byte) (*Log, error) {
 	if len(raws) > MaxLogOps {
 		return nil, fmt.Errorf("%w: log of %d operations, the limit is %d", ErrTooLarge, len(raws), MaxLogOps)
 	}
-	ops := make([]*Op, len(raws))
-	for i, raw := range raws {
-		op, err := ParseOp(raw)
-		if err != nil {
-			return nil, fmt.Errorf("log[%d]: %w", i, err)
-		}
-		ops[i] = op
+	ops, err := parseOps(raws)
+	if err != nil {
+		return nil, err
 	}
 	if ops[0].Kind != KindGenesis {
 		return nil, fmt.Errorf("%w: log[0] is a %s operation, not the genesis", ErrBadChain, ops[0].Kind)
@@ -438,10 +478,38 @@ func ParseLog(groupID string, data []byte) (*Log, error) {
 			return nil, fmt.Errorf("log[%d]: %w", i+1, err)
 		}
 	}
-	for i, e := range l.folded().order {
+	for i, e := range l.order {
 		if e.op.ID != ops[i].ID {
 			return nil, fmt.Errorf("%w: log[%d] is %s, the fold order puts %s there", ErrBadChain, i, ops[i].ID, e.op.ID)
 		}
 	}
 	return l, nil
+}
+
+// parseOps parses raws with ParseOp, on every CPU (signature checks are
+// most of the cost of ParseLog), and returns the first error by index.
+func parseOps(raws []json.RawMessage) ([]*Op, error) {
+	ops := make([]*Op, len(raws))
+	errs := make([]error, len(raws))
+	workers := min(runtime.GOMAXPROCS(0), (len(raws)+31)/32)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(raws) {
+					return
+				}
+				ops[i], errs[i] = ParseOp(raws[i])
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("log[%d]: %w", i, err)
+		}
+	}
+	return ops, nil
 }

@@ -36,3 +36,39 @@ func TestBasicLifecycle(t *testing.T) {
 		t.Fatalf("leave by a non-member: %v", err)
 	}
 }
+
+func TestConcurrentUse(t *testing.T) {
+	alice, bob := newActor(t, "alice"), newActor(t, "bob")
+	src := newGroup(t, alice, "g")
+	mustAdd(t, src, alice, Draft{Kind: KindAdd, Peer: bob.id, Role: RoleAdmin}, 1)
+	var ops []*Op
+	for i := range 40 {
+		ops = append(ops, mustAdd(t, src, []actor{alice, bob}[i%2], Draft{Kind: KindRename, Name: strings.Repeat("n", i+1)}, 2+i))
+	}
+	l, err := NewLog(src.Ops()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := len(ops) - 1; i >= 0; i-- { // newest first: all held, then applied at once
+			if _, err := l.Add(ops[i]); err != nil {
+				t.Error(err)
+			}
+		}
+		if _, err := l.Merge(src); err != nil {
+			t.Error(err)
+		}
+	}()
+	for range 200 {
+		_ = l.State()
+		_ = l.Marshal()
+		_ = l.Effective(ops[0].ID)
+		_ = l.Heads()
+	}
+	<-done
+	if !bytes.Equal(l.Marshal(), src.Marshal()) {
+		t.Fatal("logs differ")
+	}
+}

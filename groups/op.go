@@ -47,8 +47,8 @@ type Op struct {
 	// genesis, its own ID).
 	ID, Group string
 	Kind      Kind
-	// Parents are the IDs of the operations the author had seen last
-	// (sorted); nil for a genesis.
+	// Parents are the IDs of the operations the author had seen last (Sign
+	// sorts them); nil for a genesis.
 	Parents []string
 	// Peer is the subject of add, remove, grant and revoke.
 	Peer peer.ID
@@ -248,13 +248,15 @@ func (o *Op) checkShape(w opWire, members map[string]json.RawMessage) error {
 		if len(o.Parents) == 0 {
 			return fmt.Errorf("/parents: at least one parent")
 		}
+		seen := make(map[string]bool, len(o.Parents))
 		for i, p := range o.Parents {
 			if !isOpID(p) {
 				return fmt.Errorf("/parents/%d %q is not an operation ID", i, p)
 			}
-			if i > 0 && o.Parents[i-1] >= p {
-				return fmt.Errorf("/parents: must be sorted and without duplicates")
+			if seen[p] {
+				return fmt.Errorf("/parents/%d: %s appears twice", i, p)
 			}
+			seen[p] = true
 		}
 	}
 	if _, ok := members["peer"]; ok {

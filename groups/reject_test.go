@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -112,22 +113,50 @@ func TestPendingBounded(t *testing.T) {
 	l := newGroup(t, alice, "g")
 	replica := clone(t, l)
 	first := mustAdd(t, replica, alice, Draft{Kind: KindAdd, Peer: bob.id}, 1)
-	for i := range MaxPending {
-		op := mustAdd(t, replica, alice, Draft{Kind: KindRename, Name: "n" + string(rune('a'+i%26)) + string(rune('a'+i/26))}, 2+i)
-		if _, err := l.Add(op); err != nil {
-			t.Fatalf("held op %d: %v", i, err)
+	// MaxPending+1 siblings, all children of first, which l lacks.
+	var held []*Op
+	for i := range MaxPending + 1 {
+		op := sign(t, replica, alice, Draft{Kind: KindRename, Name: fmt.Sprint("n", i)}, 2+i)
+		if added, err := l.Add(op); err != nil || added != nil {
+			t.Fatalf("held op %d: %v, %v", i, added, err)
 		}
-	}
-	extra := mustAdd(t, replica, alice, Draft{Kind: KindRename, Name: "extra"}, 2000)
-	if _, err := l.Add(extra); !errors.Is(err, ErrLogFull) {
-		t.Fatalf("op beyond MaxPending: %v, want ErrLogFull", err)
-	}
-	if l.Pending() != MaxPending {
-		t.Fatalf("pending %d", l.Pending())
+		held = append(held, op)
+		if want := min(i+1, MaxPending); l.Pending() != want {
+			t.Fatalf("pending %d, want %d", l.Pending(), want)
+		}
 	}
 	added, err := l.Add(first)
 	if err != nil || len(added) != MaxPending+1 {
-		t.Fatalf("unblocking added %d ops, err %v", len(added), err)
+		t.Fatalf("unblocking added %d ops, err %v; want first and %d held", len(added), err, MaxPending)
+	}
+	if l.Has(held[0].ID) || !l.Has(held[1].ID) || !l.Has(held[MaxPending].ID) {
+		t.Fatal("the oldest held op should have been dropped, the others applied")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) != 0 || len(l.waiting) != 0 {
+		t.Fatalf("leftovers: %d pending, %d waiting", len(l.pending), len(l.waiting))
+	}
+}
+
+func TestPendingJunkDoesNotLeak(t *testing.T) {
+	alice, mallory := newActor(t, "alice"), newActor(t, "mallory")
+	l := newGroup(t, alice, "g")
+	fake := newGroup(t, mallory, "fake") // ops whose parents l never sees
+	for i := range 3 * MaxPending {
+		w := opWire{Type: typeOp, Group: l.ID(), Kind: KindRename, Name: fmt.Sprint("junk", i), Parents: []string{fake.ID()}}
+		op, err := signOp(mallory.key, w, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Add(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) != MaxPending || len(l.waiting[fake.ID()]) != MaxPending || len(l.held) > 2*MaxPending+1 {
+		t.Fatalf("junk grows: %d pending, %d waiting, %d held IDs", len(l.pending), len(l.waiting[fake.ID()]), len(l.held))
 	}
 }
 
@@ -279,6 +308,7 @@ func TestRejectMalformedOps(t *testing.T) {
 		{"empty thing", opWire{Kind: KindAdd, Peer: bob.id.String(), Things: []string{""}}},
 		{"no parents", opWire{Kind: KindDissolve, Parents: []string{}}},
 		{"bad parent", opWire{Kind: KindDissolve, Parents: []string{"bafkreiabc"}}},
+		{"duplicate parent", opWire{Kind: KindDissolve, Parents: []string{l.ID(), l.ID()}}},
 		{"no group", opWire{Kind: KindDissolve, Group: "-"}},
 		{"genesis with parents", opWire{Kind: KindGenesis, Name: "x", Nonce: "n"}},
 	}
