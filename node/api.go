@@ -81,6 +81,8 @@ func apiHandler(n *Node) http.Handler {
 			writeProblem(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; allowed: %s", r.Method, allow))
 		})
 	}
+	// Signed agent groups (api_groups.go).
+	mountGroups(mux, n)
 	// The WoT HTTP binding of every Thing the node knows (package gateway).
 	for _, pattern := range gateway.Patterns() {
 		mux.Handle(pattern, n.gateway)

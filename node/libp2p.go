@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	ds "github.com/ipfs/go-datastore"
@@ -13,6 +14,7 @@ import (
 	kaddht "github.com/libp2p/go-libp2p-kad-dht"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
+	record "github.com/libp2p/go-libp2p-record"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -29,6 +31,7 @@ import (
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/groups"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -179,6 +182,8 @@ func newDHT(ctx context.Context, cfg Config, h host.Host, store ds.Batching, thi
 		Datastore:      store,
 		BootstrapPeers: peers,
 		Things:         things,
+		// Group logs (docs/groups.md), /lmos-group/<group ID>.
+		Validators: map[string]record.Validator{lmosproto.NamespaceGroup: groups.Validator{}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dht: %w", err)
@@ -203,15 +208,26 @@ const (
 // digest of its data, as raw bytes. It does not depend on the author's
 // sequence number, so every implementation derives the same ID, and a
 // record announced twice is one message.
+//
+// On a group topic (proto.TopicGroupPrefix) the digest covers the topic
+// name, a zero byte, then the data: a Thing scoped to two groups is the
+// same {"thing": record} on both topics, and gossipsub's seen cache, which
+// is keyed by message ID across topics, would otherwise drop the second
+// publication, so members of the second group only would never get it.
 func messageID(m *pubsubpb.Message) string {
-	sum := sha256.Sum256(m.GetData())
-	return string(sum[:])
+	h := sha256.New()
+	if t := m.GetTopic(); strings.HasPrefix(t, lmosproto.TopicGroupPrefix) {
+		h.Write([]byte(t))
+		h.Write([]byte{0})
+	}
+	h.Write(m.GetData())
+	return string(h.Sum(nil))
 }
 
 // newPubSub builds the node's gossipsub router on h. It runs until ctx is
 // cancelled (go-libp2p-pubsub has no Close); the node cancels it after the
-// federation has left its topics.
-func newPubSub(ctx context.Context, h host.Host, o options) (*pubsub.PubSub, error) {
+// federation has left its topics. gf filters the peers of group topics.
+func newPubSub(ctx context.Context, h host.Host, o options, gf *groupFilter) (*pubsub.PubSub, error) {
 	params, thresholds := peerScore()
 	gs := pubsub.DefaultGossipSubParams()
 	if o.heartbeat > 0 {
@@ -235,6 +251,11 @@ func newPubSub(ctx context.Context, h host.Host, o options) (*pubsub.PubSub, err
 		// one. go-libp2p-pubsub v0.16 has flood publishing off by default.
 		pubsub.WithFloodPublish(true),
 		pubsub.WithMaxMessageSize(pubsubMaxMessageSize),
+		// docs/groups.md: on a group topic, only current members are
+		// meshed with, gossiped to and (their subscriptions kept) sent
+		// to, by the group service's view of each group.
+		pubsub.WithPeerFilter(gf.peerFilter),
+		pubsub.WithSubscriptionFilter(gf),
 	}
 	for _, t := range o.tracers {
 		opts = append(opts, pubsub.WithRawTracer(t))

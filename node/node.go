@@ -26,6 +26,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/fanout"
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/gateway"
+	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/tdd"
@@ -60,6 +61,12 @@ type Node struct {
 	wsAgent     *wsgateway.AgentGateway
 	mqtt        *mqttgw.Gateway // nil without Config.MQTT
 	fanout      *fanout.Fanout  // nil without Config.Gossip
+
+	// Groups (groups.go): the group service, the gossipsub filter of
+	// group topics, and the groups this node was last a member of.
+	groups       *groupsvc.Service
+	groupFilter  groupFilter
+	joinedGroups groupSet
 
 	// Interactions (invoke.go): the engine of the node's own Things, the
 	// libp2p server and client of proto.ProtocolInteract, the router that
@@ -161,7 +168,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		// the federation has left its topic.
 		psCtx, psCancel := context.WithCancel(context.Background())
 		n.psCancel = psCancel
-		if n.ps, err = newPubSub(psCtx, n.host, o); err != nil {
+		if n.ps, err = newPubSub(psCtx, n.host, o, &n.groupFilter); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
@@ -183,6 +190,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Logger:        o.logger.With("component", "federation"),
 	})
 	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := n.buildGroups(signing); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	bootstrap, err := bootstrapPeers(cfg)
@@ -258,6 +268,9 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("node: start: %w", err)
 	}
 	if err := n.fed.Start(ctx); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
+	if err := n.groups.Start(ctx); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
 	if err := n.disc.Start(); err != nil {
@@ -342,6 +355,10 @@ func (n *Node) teardown() error {
 		}
 		cancel()
 		errs = append(errs, removeAPIFile(n.cfg.Home))
+	}
+	if n.groups != nil {
+		// Before the wait: its membership changes start syncs.
+		errs = append(errs, n.groups.Close())
 	}
 	n.wg.Wait()
 	if n.disc != nil {

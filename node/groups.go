@@ -1,0 +1,159 @@
+package node
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/node/federation"
+	"github.com/lmosnode/lmosnode/node/groupsvc"
+)
+
+// The node's signed agent groups (docs/groups.md): the group service
+// (package groupsvc) and its wiring. New builds the service after
+// gossipsub, the datastore, the DHT and the federation; it becomes the
+// node's membership predicate (membership.go), the federation's way to
+// spread group-scoped Things, the gossipsub peer and subscription filter
+// of group topics, and its membership changes reauthorize running
+// interactions.
+
+// scopedAcceptTimeout bounds the storing of one group-scoped record that
+// arrived on a group topic.
+const scopedAcceptTimeout = 10 * time.Second
+
+// Groups returns the node's group service: create, invite, join, remove,
+// post… (docs/groups.md).
+func (n *Node) Groups() *groupsvc.Service { return n.groups }
+
+// buildGroups builds the group service and hooks it into the node.
+func (n *Node) buildGroups(key ed25519.PrivateKey) error {
+	p := groupsvc.Params{
+		Host:      n.host,
+		Key:       key,
+		PubSub:    n.ps,
+		Datastore: n.store,
+		OnChange:  n.groupChanged,
+		Things:    n.acceptScoped,
+		Logger:    n.log.With("component", "groups"),
+	}
+	if n.ps != nil {
+		p.TopicScore = topicScore()
+	}
+	if n.dht != nil {
+		p.DHT = n.dht
+	}
+	svc, err := groupsvc.New(p)
+	if err != nil {
+		return err
+	}
+	n.groups = svc
+	n.groupFilter.set(svc)
+	n.setMembership(svc.Allowed)
+	n.setScopedPublisher(func(ctx context.Context, groups []string, record []byte) error {
+		_, err := svc.PublishThing(ctx, groups, record)
+		return err
+	})
+	return nil
+}
+
+// acceptScoped is the service's groupsvc.ThingHandler: the federation
+// checks and stores the record.
+func (n *Node) acceptScoped(group string, from peer.ID, raw []byte) error {
+	ctx, cancel := context.WithTimeout(n.ctx, scopedAcceptTimeout)
+	defer cancel()
+	err := n.fed.AcceptScoped(ctx, from, group, raw)
+	if errors.Is(err, federation.ErrNotNewer) {
+		return fmt.Errorf("%w: %w", groupsvc.ErrStaleThing, err)
+	}
+	return err
+}
+
+// groupChanged is the service's OnChange: running interactions of peers
+// no longer allowed end, and when this node became a member of the group
+// it asks the connected members for their Things (group-scoped ones
+// included, now that it may see them).
+func (n *Node) groupChanged(group string) {
+	n.reauthorize()
+	member := n.groups.MemberOf(group)
+	if !n.joinedGroups.update(group, member) || !member {
+		return
+	}
+	st, _ := n.groups.State(group)
+	for _, p := range n.host.Network().Peers() {
+		if p == n.peerID || !st.IsMember(p) || n.host.Network().Connectedness(p) != network.Connected {
+			continue
+		}
+		n.groupSync(p)
+	}
+}
+
+// groupSync syncs with p in the background.
+func (n *Node) groupSync(p peer.ID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	n.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(n.ctx, federation.SyncTimeout)
+		defer cancel()
+		if _, err := n.fed.Sync(ctx, p, federation.Filter{}); err != nil && n.ctx.Err() == nil {
+			n.log.Debug("sync with group member", "peer", p, "err", err)
+		}
+	})
+}
+
+// groupSet is the set of groups this node was a member of at the last
+// change.
+type groupSet struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// update records whether the node is a member of group and reports
+// whether that changed.
+func (s *groupSet) update(group string, member bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ids == nil {
+		s.ids = map[string]bool{}
+	}
+	was := s.ids[group]
+	s.ids[group] = member
+	return was != member
+}
+
+// groupFilter is the gossipsub peer and subscription filter of the node:
+// the group service's once it is built (gossipsub is built before it),
+// admitting everyone before.
+type groupFilter struct {
+	svc atomic.Pointer[groupsvc.Service]
+}
+
+func (f *groupFilter) set(s *groupsvc.Service) { f.svc.Store(s) }
+
+// peerFilter is pubsub.WithPeerFilter's function.
+func (f *groupFilter) peerFilter(pid peer.ID, topic string) bool {
+	s := f.svc.Load()
+	return s == nil || s.PeerFilter(pid, topic)
+}
+
+// CanSubscribe implements pubsub.SubscriptionFilter.
+func (f *groupFilter) CanSubscribe(string) bool { return true }
+
+// FilterIncomingSubscriptions implements pubsub.SubscriptionFilter.
+func (f *groupFilter) FilterIncomingSubscriptions(from peer.ID, subs []*pubsubpb.RPC_SubOpts) ([]*pubsubpb.RPC_SubOpts, error) {
+	s := f.svc.Load()
+	if s == nil {
+		return subs, nil
+	}
+	return s.SubscriptionFilter().FilterIncomingSubscriptions(from, subs)
+}

@@ -1,0 +1,555 @@
+package node_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+
+	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/internal/testnet"
+	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/groupsvc"
+	"github.com/lmosnode/lmosnode/node/interact"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+const groupNetSize = 10
+
+// TestGroups runs a signed agent group on ten nodes (a ring with chords):
+// node 0 founds it, nodes 1–5 join by invitation, members post, node 1
+// publishes a Thing restricted to the group, a member calls it and an
+// outsider (node 8) cannot; forged and expired invitations fail; a join
+// waits while the only admin is offline; a member restarts; node 2 is
+// removed (the time until it is refused everywhere is logged); the group
+// is dissolved.
+func TestGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	begin := time.Now()
+	tracers := make([]*testnet.Tracer, groupNetSize)
+	for i := range tracers {
+		tracers[i] = &testnet.Tracer{}
+	}
+	nodeOpts := func(i int) []node.Option {
+		return []node.Option{node.WithGossipHeartbeat(100 * time.Millisecond), node.WithPubSubTracer(tracers[i])}
+	}
+	net := testnet.New(t, groupNetSize, testnet.Options{NodeOptions: nodeOpts})
+	net.Ring()
+	net.Chords(4, 7)
+	nodes := slices.Clone(net.Nodes)
+	outsider := nodes[8]
+	// The outsider is linked to the poster and the founder, so that it
+	// would hear them if they sent it anything.
+	testnet.Connect(t, outsider, nodes[4])
+	testnet.Connect(t, outsider, nodes[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	t.Logf("%d nodes up and linked in %s", groupNetSize, time.Since(begin).Round(time.Millisecond))
+
+	// Found the group and invite over the HTTP API.
+	var info groupsvc.Info
+	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups", `{"name": "diagnostics"}`, http.StatusCreated, &info)
+	gid := info.ID
+	topic := groups.Topic(gid)
+	var forOne, forMany node.InvitationResponse
+	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups/"+gid+"/invitations",
+		fmt.Sprintf(`{"for": %q, "once": true}`, nodes[1].PeerID()), http.StatusCreated, &forOne)
+	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups/diagnostics/invitations", `{"ttl": "1h"}`, http.StatusCreated, &forMany)
+
+	var joined groupsvc.Info
+	apiDo(t, nodes[1], http.MethodPost, "/api/v1/groups/join", fmt.Sprintf(`{"token": %q}`, forOne.Token), http.StatusOK, &joined)
+	if !joined.Self.Member || joined.ID != gid {
+		t.Fatalf("node 1 joined: %+v", joined)
+	}
+	// The single-use token is bound to node 1.
+	apiDo(t, nodes[9], http.MethodPost, "/api/v1/groups/join", fmt.Sprintf(`{"token": %q}`, forOne.Token), http.StatusForbidden, nil)
+	for i := 2; i <= 5; i++ {
+		if i%2 == 0 {
+			apiDo(t, nodes[i], http.MethodPost, "/api/v1/groups/join", fmt.Sprintf(`{"token": %q}`, forMany.Token), http.StatusOK, nil)
+			continue
+		}
+		if res, err := nodes[i].Groups().Join(ctx, forMany.Token); err != nil || res.Pending {
+			t.Fatalf("node %d joins: %+v, %v", i, res, err)
+		}
+	}
+	members := nodes[:6]
+	d := testnet.WaitFor(t, "six members on every member", waitLong, testnet.All(members, hasMembers(gid, members...)))
+	t.Logf("five joins → every member knows all six: %s after the last join", d.Round(time.Millisecond))
+
+	// Posts reach every member, and nothing reaches the outsider.
+	outsiderGot := rawSubscribe(t, outsider, topic)
+	posts := make([]<-chan groupsvc.Received, len(members))
+	for i, n := range members {
+		ch, stop, err := n.Groups().Subscribe(gid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		posts[i] = ch
+	}
+	sse := openSSE(t, ctx, nodes[3], "/api/v1/groups/"+gid+"/messages")
+	testnet.WaitFor(t, "every member has a topic peer", waitLong, testnet.All(members, func(n *node.Node) bool {
+		return len(n.PubSub().ListPeers(topic)) > 0
+	}))
+	apiDo(t, nodes[4], http.MethodPost, "/api/v1/groups/"+gid+"/messages", `"hello, group"`, http.StatusAccepted, nil)
+	for i, ch := range posts {
+		r := nextPost(t, ctx, ch)
+		if r.From != nodes[4].PeerID() || string(r.Body) != `"hello, group"` {
+			t.Fatalf("member %d got %+v", i, r)
+		}
+	}
+	if ev := sse.next(t); !strings.Contains(ev, `"body":"hello, group"`) || !strings.Contains(ev, nodes[4].PeerID().String()) {
+		t.Fatalf("SSE event: %q", ev)
+	}
+	if err := nodes[0].Groups().Publish(ctx, gid, json.RawMessage(`{"n": 2}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range posts {
+		nextPost(t, ctx, ch)
+	}
+	for i, n := range members {
+		if slices.Contains(n.PubSub().ListPeers(topic), outsider.PeerID()) {
+			t.Errorf("member %d lists the outsider among its topic peers", i)
+		}
+	}
+	if n := outsiderGot.Load(); n != 0 {
+		t.Errorf("the outsider's subscription received %d messages from honest members", n)
+	}
+
+	// A Thing restricted to the group, served by node 1's Go handler.
+	thingID := testnet.UniqueID(t)
+	if _, err := nodes[1].Register(groupTD(t, thingID, gid), diagnoser()); err != nil {
+		t.Fatal(err)
+	}
+	testnet.WaitFor(t, "members learn the group Thing", waitLong, testnet.All(members, func(n *node.Node) bool {
+		_, ok := n.Directory().Get(nodes[1].PeerID(), thingID)
+		return ok
+	}))
+	if got := callThing(t, ctx, nodes[2].Invoker(), thingID); got != "ok" {
+		t.Fatalf("member's call: %s", got)
+	}
+	outClient := rawClient(t, outsider)
+	if got := callThing(t, ctx, outClient.Invoker(nodes[1].PeerID()), thingID); got != "403" {
+		t.Fatalf("outsider's call: %s, want 403", got)
+	}
+	if _, ok := outsider.Directory().Get(nodes[1].PeerID(), thingID); ok {
+		t.Error("the outsider's directory holds the group Thing")
+	}
+	apiDo(t, outsider, http.MethodGet, "/things/"+thingID, "", http.StatusNotFound, nil)
+
+	// Forged and expired invitations.
+	tampered := forMany.Token[:len(forMany.Token)-6] + "AAAAAA"
+	apiDo(t, nodes[9], http.MethodPost, "/api/v1/groups/join", fmt.Sprintf(`{"token": %q}`, tampered), http.StatusBadRequest, nil)
+	byMember, err := groups.NewInvitation(signingKey(t, nodes[3]), groups.Invitation{
+		Group: gid, Name: "diagnostics", Addrs: p2pAddrs(nodes[3]), Expires: time.Now().Add(time.Hour),
+	}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiDo(t, nodes[9], http.MethodPost, "/api/v1/groups/join", fmt.Sprintf(`{"token": %q}`, byMember), http.StatusForbidden, nil)
+	expired, err := groups.NewInvitation(signingKey(t, nodes[0]), groups.Invitation{
+		Group: gid, Name: "diagnostics", Addrs: p2pAddrs(nodes[0]), Expires: time.Now().Add(-time.Minute),
+	}, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiDo(t, nodes[9], http.MethodPost, "/api/v1/groups/join", fmt.Sprintf(`{"token": %q}`, expired), http.StatusGone, nil)
+	if nodes[9].Groups().MemberOf(gid) {
+		t.Fatal("node 9 joined with a bad invitation")
+	}
+
+	// A join while the only admin is offline waits, and completes when
+	// the admin is back.
+	cfg0 := nodes[0].Config()
+	if err := nodes[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	var pending struct {
+		Group   string `json:"group"`
+		Pending bool   `json:"pending"`
+	}
+	apiDo(t, nodes[6], http.MethodPost, "/api/v1/groups/join", fmt.Sprintf(`{"token": %q}`, forMany.Token), http.StatusAccepted, &pending)
+	if !pending.Pending || pending.Group != gid {
+		t.Fatalf("join without an admin: %+v", pending)
+	}
+	restarted := time.Now()
+	nodes[0] = restartNode(t, cfg0, nodeOpts(0))
+	testnet.Connect(t, nodes[0], nodes[1])
+	testnet.Connect(t, nodes[0], nodes[9])
+	d = testnet.WaitFor(t, "the pending join completes", waitLong, func() (bool, string) {
+		return nodes[6].Groups().MemberOf(gid) && len(nodes[6].Groups().Pending()) == 0, "still pending"
+	})
+	t.Logf("pending join completed %s after the admin restarted", (time.Since(restarted)).Round(time.Millisecond))
+	if st, ok := nodes[0].Groups().State(gid); !ok || !st.IsAdmin(nodes[0].PeerID()) {
+		t.Fatal("the restarted admin lost its group")
+	}
+	_ = d
+
+	// A member restarts: its groups, log and membership survive.
+	cfg4 := nodes[4].Config()
+	ops := mustState(t, nodes[4], gid).Ops
+	if err := nodes[4].Close(); err != nil {
+		t.Fatal(err)
+	}
+	nodes[4] = restartNode(t, cfg4, nodeOpts(4))
+	if st := mustState(t, nodes[4], gid); !st.IsMember(nodes[4].PeerID()) || st.Ops < ops {
+		t.Fatalf("after restart node 4 has %d ops (had %d), member %v", st.Ops, ops, st.IsMember(nodes[4].PeerID()))
+	}
+	testnet.Connect(t, nodes[4], nodes[3])
+	testnet.Connect(t, nodes[4], nodes[5])
+	members = []*node.Node{nodes[0], nodes[1], nodes[2], nodes[3], nodes[4], nodes[5], nodes[6]}
+	testnet.WaitFor(t, "seven members on every member", waitLong, testnet.All(members, hasMembers(gid, members...)))
+
+	// Removal: from the Remove call until node 2's call is refused and
+	// every member's validator rejects its posts.
+	removed := nodes[2]
+	removedClient := rawClient(t, removed)
+	if got := callThing(t, ctx, removedClient.Invoker(nodes[1].PeerID()), thingID); got != "ok" {
+		t.Fatalf("node 2's call before removal: %s", got)
+	}
+	remaining := slices.DeleteFunc(slices.Clone(members), func(n *node.Node) bool { return n == removed })
+	start := time.Now()
+	apiDo(t, nodes[0], http.MethodDelete, "/api/v1/groups/"+gid+"/members/"+removed.PeerID().String(), "", http.StatusOK, nil)
+	var refusedAt, rejectedAt time.Duration
+	testnet.WaitFor(t, "node 2 refused everywhere", waitLong, func() (bool, string) {
+		if rejectedAt == 0 {
+			if n, note := testnet.Count(remaining, func(n *node.Node) bool {
+				st, _ := n.Groups().State(gid)
+				return !st.CanPost(removed.PeerID())
+			}); n == len(remaining) {
+				rejectedAt = time.Since(start)
+			} else {
+				return false, note
+			}
+		}
+		if refusedAt == 0 {
+			if callThing(t, ctx, removedClient.Invoker(nodes[1].PeerID()), thingID) != "403" {
+				return false, "node 2's call still answered"
+			}
+			refusedAt = time.Since(start)
+		}
+		return true, ""
+	})
+	t.Logf("remove → node 2's call refused: %s; → its posts rejected by all %d members: %s; both: %s",
+		refusedAt.Round(time.Millisecond), len(remaining), rejectedAt.Round(time.Millisecond), max(refusedAt, rejectedAt).Round(time.Millisecond))
+	testnet.WaitFor(t, "node 2 leaves the topic", waitLong, func() (bool, string) {
+		return !slices.Contains(removed.PubSub().GetTopics(), topic), "still subscribed"
+	})
+	// Node 2 posts anyway, straight through its gossipsub: members refuse it.
+	forged, err := removed.PubSub().Join(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	post, _ := json.Marshal(groups.Message{Post: &groups.Post{Body: json.RawMessage(`"I am still here"`), Sent: time.Now()}})
+	if err := forged.Publish(ctx, post); err != nil {
+		t.Fatal(err)
+	}
+	testnet.WaitFor(t, "a member rejects node 2's post", waitLong, func() (bool, string) {
+		for _, i := range []int{0, 1, 3, 4, 5, 6} {
+			for _, v := range tracers[i].RefusedFrom(removed.PeerID()) {
+				if v.Author == removed.PeerID() && v.Reason == pubsub.RejectValidationFailed {
+					return true, ""
+				}
+			}
+		}
+		return false, "no rejection yet"
+	})
+	if err := forged.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := removed.Groups().Publish(ctx, gid, json.RawMessage(`"x"`)); err == nil {
+		t.Error("the removed member's service posted")
+	}
+
+	// Dissolution: every member leaves the topic; the Thing is refused to
+	// everyone but its owner.
+	apiDo(t, nodes[0], http.MethodDelete, "/api/v1/groups/"+gid, "", http.StatusOK, nil)
+	testnet.WaitFor(t, "every member leaves the topic", waitLong, testnet.All(remaining, func(n *node.Node) bool {
+		st, _ := n.Groups().State(gid)
+		return st.Dissolved && !slices.Contains(n.PubSub().GetTopics(), topic)
+	}))
+	if got := callThing(t, ctx, rawClient(t, nodes[3]).Invoker(nodes[1].PeerID()), thingID); got != "403" {
+		t.Fatalf("a former member's call after dissolution: %s, want 403", got)
+	}
+	if got := callThing(t, ctx, nodes[1].Invoker(), thingID); got != "ok" {
+		t.Fatalf("the owner's own call after dissolution: %s", got)
+	}
+	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups/"+gid+"/messages", `"anyone?"`, http.StatusConflict, nil)
+	t.Logf("TestGroups ran in %s", time.Since(begin).Round(time.Millisecond))
+}
+
+// hasMembers holds on a node whose state of gid has exactly want as
+// members.
+func hasMembers(gid string, want ...*node.Node) func(*node.Node) bool {
+	return func(n *node.Node) bool {
+		st, ok := n.Groups().State(gid)
+		if !ok || len(st.Members) != len(want) {
+			return false
+		}
+		for _, w := range want {
+			if !st.IsMember(w.PeerID()) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func mustState(t *testing.T, n *node.Node, gid string) groups.State {
+	t.Helper()
+	st, ok := n.Groups().State(gid)
+	if !ok {
+		t.Fatalf("%s does not know group %s", n.PeerID(), gid)
+	}
+	return st
+}
+
+// apiDo calls n's API and checks the status; out, if not nil, receives
+// the JSON answer.
+func apiDo(t *testing.T, n *node.Node, method, path, body string, want int, out any) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+n.APIAddr()+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
+}
+
+func nextPost(t *testing.T, ctx context.Context, ch <-chan groupsvc.Received) groupsvc.Received {
+	t.Helper()
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			t.Fatal("post subscription ended")
+		}
+		return r
+	case <-ctx.Done():
+		t.Fatal("no post")
+	}
+	return groupsvc.Received{}
+}
+
+// rawSubscribe subscribes n's gossipsub to topic directly, without the
+// group service (as a curious outsider's node would), and counts what
+// arrives from other peers.
+func rawSubscribe(t *testing.T, n *node.Node, topic string) *atomic.Int64 {
+	t.Helper()
+	tp, err := n.PubSub().Join(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := tp.Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			msg, err := sub.Next(ctx)
+			if err != nil {
+				return
+			}
+			if msg.ReceivedFrom != n.PeerID() {
+				count.Add(1)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		sub.Cancel()
+		<-done
+		_ = tp.Close()
+	})
+	return &count
+}
+
+// sseStream reads server-sent events.
+type sseStream struct {
+	events chan string
+}
+
+func openSSE(t *testing.T, ctx context.Context, n *node.Node, path string) *sseStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.APIAddr()+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET %s: %s %s", path, resp.Status, resp.Header.Get("Content-Type"))
+	}
+	s := &sseStream{events: make(chan string, 16)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(resp.Body)
+		var ev bytes.Buffer
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "" {
+				if strings.Contains(ev.String(), "event: post") {
+					s.events <- ev.String()
+				}
+				ev.Reset()
+				continue
+			}
+			ev.WriteString(line + "\n")
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		resp.Body.Close()
+		<-done
+	})
+	return s
+}
+
+func (s *sseStream) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case ev := <-s.events:
+		return ev
+	case <-time.After(waitLong):
+		t.Fatal("no SSE event")
+	}
+	return ""
+}
+
+// groupTD is a Tool restricted to group gid with one action, "diagnose".
+func groupTD(t *testing.T, id, gid string) *lmosproto.TD {
+	t.Helper()
+	td, err := lmosproto.ParseTD([]byte(fmt.Sprintf(`{
+	  "@context": ["https://www.w3.org/2019/wot/td/v1", "https://www.w3.org/2022/wot/td/v1.1", {"lmos": "https://eclipse.dev/lmos/protocol/v1"}],
+	  "@type": ["lmos:Tool"], "id": %q, "title": "Diagnostics",
+	  "securityDefinitions": {"nosec_sc": {"scheme": "nosec"}}, "security": "nosec_sc",
+	  "lmos:groups": [%q],
+	  "actions": {"diagnose": {"output": {"type": "string"}, "forms": [{"href": "https://diag.example/diagnose"}]}}
+	}`, id, gid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return td
+}
+
+func diagnoser() *interact.Thing {
+	return interact.NewThing().OnAction("diagnose", func(context.Context, lmosproto.Value, func(lmosproto.Value)) (lmosproto.Value, error) {
+		return lmosproto.StringValue("ok"), nil
+	})
+}
+
+// callThing invokes "diagnose" and returns the output, or the status of
+// the error answered.
+func callThing(t *testing.T, ctx context.Context, inv interact.Invoker, id string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	req := lmosproto.NewMessage(id, lmosproto.MsgInvokeAction)
+	req.Name = "diagnose"
+	s, err := inv.Invoke(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, m := range collect(t, ctx, s) {
+		switch m.Type {
+		case lmosproto.MsgError:
+			return m.Status
+		case lmosproto.MsgActionStatus:
+			if m.Status == lmosproto.ActionCompleted {
+				var out string
+				if err := m.Output.Decode(&out); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+		}
+	}
+	return "no answer"
+}
+
+// rawClient is a libp2p interaction client on n's host that calls owners
+// directly, without n's directory: what a node that knows a Thing's id
+// and owner, but may not see it, can do.
+func rawClient(t *testing.T, n *node.Node) *interact.Client {
+	t.Helper()
+	c, err := interact.NewClient(n.Host(), interact.TransportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func signingKey(t *testing.T, n *node.Node) ed25519.PrivateKey {
+	t.Helper()
+	k, err := node.SigningKey(n.Host().Peerstore().PrivKey(n.PeerID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func p2pAddrs(n *node.Node) []string {
+	var out []string
+	for _, a := range n.Addrs() {
+		out = append(out, a.String())
+	}
+	return out
+}
+
+// restartNode starts a node again on cfg's home.
+func restartNode(t *testing.T, cfg node.Config, opts []node.Option) *node.Node {
+	t.Helper()
+	opts = append(opts, node.WithLogger(testnet.Logger(t)))
+	n, err := node.New(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Start(sctx); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -1,0 +1,76 @@
+// Package groupsvc runs a node's signed agent groups (docs/groups.md): it
+// keeps the operation log of every group the node belongs to (or belonged
+// to), signs the node's own operations, spreads them on the group topics
+// and in the DHT, answers and makes join requests, catches up with other
+// members, and tells the node who may see and call its group-scoped
+// Things. The data model, the fold and the checks are package groups';
+// this package is their network side.
+//
+// # Local operations
+//
+// Every operation the node makes (Create, Remove, SetAdmin, Rename,
+// SetPolicy, Leave, Dissolve, and the add an admin signs for a joiner) goes
+// the same way: groups.Log.Sign, groups.Log.Add, the log is persisted
+// (durable when the call returns), the operation is published on the group
+// topic as {"op": …}, and the whole log is put in the DHT under
+// groups.Key(id) in the background (debounced per group, and republished
+// every dht.RepublishInterval).
+//
+// # Group topic
+//
+// While the node is a member of a group it subscribes to groups.Topic(id)
+// with a validator that checks every message against the node's current
+// state of the group:
+//
+//   - {"op": …}: accepted into the log (rules 1–4 of the fold); an
+//     operation whose author was not entitled is rejected, a duplicate is
+//     ignored, one whose parents are missing is held (and accepted on the
+//     topic if its author is a member, so that it travels on) and the
+//     forwarding peer is asked for its log;
+//   - {"post": …}: accepted only if its author (StrictSign "from") may post
+//     (groups.State.CanPost);
+//   - {"thing": …}: accepted only if its author is a member and the node's
+//     Thing hook (the federation) accepts the record.
+//
+// PeerFilter keeps gossipsub from meshing or gossiping with non-members on
+// group topics, and SubscriptionFilter drops the subscriptions of
+// non-members to group topics, so that not even a flood-published message
+// of this node reaches an outsider. A peer whose subscription was dropped
+// and that becomes a member later is asked (with the sync protocol's
+// "resubscribe") to announce its subscription again.
+//
+// After a dissolve, or when the node is removed or leaves, it leaves the
+// topic and keeps the log read-only.
+//
+// # Join protocol (/lmos/group/join/1.0.0)
+//
+// One stream per request. The joiner writes one length-prefixed frame
+// (proto.WriteFrame) {"token": "lmosgroup:…"} and closes its write side;
+// the admin's node answers one frame: {"log": [signed operations…]} when
+// the stream's remote peer was added (or is a member already), else
+// {"error": "…", "status": 403|409|410|400}. The admin's node checks the
+// token with groups.Log.CheckJoin against the authenticated remote peer,
+// signs the add with the invitation, spreads it, and answers.
+//
+// The joiner tries the issuer at the token's addresses, then through the
+// DHT (FindPeer), then every other admin of the group's DHT log. When none
+// answers, the join is pending: it is persisted and retried with backoff
+// (and at once when the issuer or an admin connects) until an admin
+// answers or the token expires.
+//
+// # Sync protocol (/lmos/group/sync/1.0.0)
+//
+// The asking node writes {"group": id, "resubscribe": bool} and closes its
+// write side; the answering node answers {"log": […]} if the asker is a
+// current member of a group it knows, else {"error": "…"}. With
+// "resubscribe" the answering node also announces its subscription to
+// the group topic again (at most once every ResubscribeEvery). A node
+// asks every member that connects, for each group they share, and merges
+// the answer; on Start it fetches the DHT log of each of its groups.
+//
+// # Use
+//
+// One Service per node, built with New after the host, the PubSub, the
+// DHT and the datastore, started with Start and closed with Close before
+// them. Its methods are safe for concurrent use.
+package groupsvc

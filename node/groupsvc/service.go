@@ -1,0 +1,475 @@
+package groupsvc
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	ds "github.com/ipfs/go-datastore"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/core/routing"
+
+	"github.com/lmosnode/lmosnode/groups"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// Errors of the Service's methods, wrapped with the details; the HTTP API
+// maps them to statuses (see docs/groups.md).
+var (
+	// ErrUnknownGroup: the node knows no group with this ID (404).
+	ErrUnknownGroup = errors.New("unknown group")
+	// ErrNotAdmin: this node is not an admin of the group (403).
+	ErrNotAdmin = errors.New("this node is not an admin of the group")
+	// ErrNotMember: this node (or the peer named) is not a member (403;
+	// 404 for a peer named in the path).
+	ErrNotMember = errors.New("not a member of the group")
+	// ErrNotAllowed: the policy does not let this node post (403).
+	ErrNotAllowed = errors.New("not allowed by the group's policy")
+	// ErrRefused: an admin's node refused a join (403).
+	ErrRefused = errors.New("join refused")
+	// ErrDissolved: the group is dissolved (409).
+	ErrDissolved = errors.New("the group is dissolved")
+	// ErrLastAdmin: the operation would leave the group without an admin
+	// (409); dissolve it instead.
+	ErrLastAdmin = errors.New("the group would be left without an admin")
+	// ErrBadRequest: an argument is malformed (400).
+	ErrBadRequest = errors.New("bad request")
+	// ErrNoGossip: the node runs without gossipsub, so it cannot post or
+	// receive posts (503).
+	ErrNoGossip = errors.New("the node runs without gossip")
+	// ErrStaleThing: what a ThingHandler wraps for a record that is not
+	// newer than the one held.
+	ErrStaleThing = errors.New("thing record not newer than the one held")
+	// ErrClosed: the Service is closed.
+	ErrClosed = errors.New("groupsvc: closed")
+)
+
+// DHT is what the Service needs of a DHT; *kaddht.IpfsDHT has it.
+type DHT interface {
+	PutValue(ctx context.Context, key string, value []byte, opts ...routing.Option) error
+	GetValue(ctx context.Context, key string, opts ...routing.Option) ([]byte, error)
+	FindPeer(ctx context.Context, id peer.ID) (peer.AddrInfo, error)
+}
+
+// ThingHandler takes a group-scoped Thing record that the member from
+// published on the topic of group. An error wrapping ErrStaleThing (a
+// duplicate) ignores the message; any other error rejects it (the record
+// does not check, is not the author's, or does not name the group).
+type ThingHandler func(group string, from peer.ID, raw []byte) error
+
+// Params are the parts a Service works with. Host, Key and Datastore are
+// required; the caller keeps ownership of all of them and closes them
+// after the Service.
+type Params struct {
+	// Host is the node's libp2p host; the join and sync protocols run on
+	// it.
+	Host host.Host
+	// Key is the node's identity key, the one Host's peer ID is derived
+	// from; it signs the node's operations and invitations.
+	Key ed25519.PrivateKey
+	// PubSub carries the group topics; nil runs without (operations travel
+	// by the join and sync protocols and the DHT only, and there are no
+	// posts). It must use strict signing, as the node configures it.
+	PubSub *pubsub.PubSub
+	// TopicScore, if set, is the peer-score parameters of every group
+	// topic, so that messages the validator rejects count against their
+	// sender.
+	TopicScore *pubsub.TopicScoreParams
+	// DHT stores the group logs; nil runs without.
+	DHT DHT
+	// Datastore persists the logs and the pending joins, below
+	// DatastorePrefix.
+	Datastore ds.Batching
+	// OnChange, if set, is called (from one goroutine, never concurrently)
+	// after the membership, roles, scopes or the dissolution of a group
+	// changed, with the group's ID.
+	OnChange func(group string)
+	// Things, if set, takes the group-scoped Things published on group
+	// topics; without it such messages are ignored.
+	Things ThingHandler
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives the service's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Settings of the background work.
+const (
+	// JoinTimeout bounds one join exchange with one admin's node,
+	// including the dial.
+	JoinTimeout = 10 * time.Second
+	// SyncTimeout bounds one sync exchange.
+	SyncTimeout = 15 * time.Second
+	// DHTTimeout bounds one DHT put or get of a log.
+	DHTTimeout = 30 * time.Second
+	// SyncEvery is the least time between two syncs this node starts with
+	// one peer for one group when it connects.
+	SyncEvery = 10 * time.Second
+	// ResubscribeEvery is the least time between two announcements of a
+	// group topic subscription that members asked for.
+	ResubscribeEvery = 2 * time.Second
+	// PendingRetryMin and PendingRetryMax bound the backoff of a pending
+	// join's retries.
+	PendingRetryMin = time.Second
+	PendingRetryMax = 15 * time.Second
+	// RepublishInterval is how often the logs of the node's groups are
+	// put in the DHT again.
+	RepublishInterval = 12 * time.Hour
+
+	// putDebounce gathers the operations of a burst into one DHT put.
+	putDebounce = 200 * time.Millisecond
+	// maxFrame bounds a join or sync request frame.
+	maxFrame = 16 << 10
+	// maxLogFrame bounds an answer frame: a log and its envelope.
+	maxLogFrame = groups.MaxLogSize + 64<<10
+	// maxDropped bounds the remembered dropped subscriptions.
+	maxDropped = 4096
+	// postBuffer is the queue of one local post subscriber.
+	postBuffer = 64
+)
+
+// Service runs the node's groups; see the package documentation. Build it
+// with New, start it with Start, stop it with Close.
+type Service struct {
+	p    Params
+	self peer.ID
+	log  *slog.Logger
+
+	// ctx is cancelled by Close; it scopes the goroutines and the network
+	// calls they make.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.RWMutex
+	groups  map[string]*group
+	pending map[string]*pendingJoin // by invitation ID
+	started bool
+	closed  bool
+	idSub   event.Subscription
+
+	// opMu serialises the node's own operations: each is signed on the
+	// heads the previous one left.
+	opMu sync.Mutex
+	// recMu serialises reconcile.
+	recMu sync.Mutex
+
+	changes *workSet // groups whose state changed, for the change worker
+	puts    *workSet // groups whose log is to be put in the DHT
+
+	dropMu  sync.Mutex
+	dropped map[string]map[peer.ID]struct{} // topic → peers whose subscription was dropped
+	resubAt map[string]time.Time            // group → last resubscription
+	syncAt  map[syncKey]time.Time
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type syncKey struct {
+	p     peer.ID
+	group string
+}
+
+// group is one group the node knows.
+type group struct {
+	id  string
+	log *groups.Log
+	st  atomic.Pointer[groups.State]
+
+	// Topic handles: set and cleared by reconcile (and Close), under
+	// Service.mu.
+	topic      *pubsub.Topic
+	sub        *pubsub.Subscription
+	readerDone chan struct{}
+	validating bool
+
+	subsMu sync.Mutex
+	subs   map[*postSub]struct{}
+}
+
+// state returns the group's current state.
+func (g *group) state() groups.State { return *g.st.Load() }
+
+// refresh recomputes the cached state from the log.
+func (g *group) refresh() {
+	st := g.log.State()
+	g.st.Store(&st)
+}
+
+// New checks p and builds a Service: it loads the persisted logs and
+// pending joins. It starts nothing; Start does.
+func New(p Params) (*Service, error) {
+	switch {
+	case p.Host == nil:
+		return nil, errors.New("groupsvc: Params.Host is nil")
+	case len(p.Key) != ed25519.PrivateKeySize:
+		return nil, fmt.Errorf("groupsvc: Params.Key: %d bytes, want an Ed25519 private key (%d)", len(p.Key), ed25519.PrivateKeySize)
+	case p.Datastore == nil:
+		return nil, errors.New("groupsvc: Params.Datastore is nil")
+	}
+	self, err := lmosproto.PeerIDFromEd25519(p.Key.Public().(ed25519.PublicKey))
+	if err != nil {
+		return nil, fmt.Errorf("groupsvc: Params.Key: %w", err)
+	}
+	if self != p.Host.ID() {
+		return nil, fmt.Errorf("groupsvc: Params.Key is the key of %s, the host is %s", self, p.Host.ID())
+	}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Service{
+		p:       p,
+		self:    self,
+		log:     p.Logger,
+		ctx:     ctx,
+		cancel:  cancel,
+		groups:  map[string]*group{},
+		pending: map[string]*pendingJoin{},
+		changes: newWorkSet(),
+		puts:    newWorkSet(),
+		dropped: map[string]map[peer.ID]struct{}{},
+		resubAt: map[string]time.Time{},
+		syncAt:  map[syncKey]time.Time{},
+	}
+	if err := s.load(ctx); err != nil {
+		cancel()
+		return nil, fmt.Errorf("groupsvc: %w", err)
+	}
+	return s, nil
+}
+
+// Self returns the node's peer ID.
+func (s *Service) Self() peer.ID { return s.self }
+
+// Start serves the join and sync protocols, joins the topics of the
+// node's groups, and starts the background work: the change and DHT
+// workers, the catch-up of every group from the DHT, syncs with members
+// as they connect, and the retries of pending joins. ctx bounds the start
+// itself.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return errors.New("groupsvc: start: closed")
+	case s.started:
+		s.mu.Unlock()
+		return errors.New("groupsvc: start: already started")
+	}
+	s.started = true
+	s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("groupsvc: start: %w", err)
+	}
+	s.p.Host.SetStreamHandler(protocol.ID(groups.ProtocolJoin), s.handleJoin)
+	s.p.Host.SetStreamHandler(protocol.ID(groups.ProtocolSync), s.handleSync)
+	sub, err := s.p.Host.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
+	if err != nil {
+		return fmt.Errorf("groupsvc: start: identify events: %w", err)
+	}
+	s.mu.Lock()
+	s.idSub = sub
+	s.mu.Unlock()
+	for _, g := range s.all() {
+		s.reconcile(g)
+	}
+	s.spawn(func() { s.watchIdentify(sub) })
+	s.spawn(s.changeWorker)
+	if s.p.DHT != nil {
+		s.spawn(s.putWorker)
+		s.spawn(s.republishLoop)
+		for _, g := range s.all() {
+			if g.state().IsMember(s.self) {
+				s.spawn(func() { s.catchUp(g) })
+			}
+		}
+	}
+	s.mu.RLock()
+	pend := make([]*pendingJoin, 0, len(s.pending))
+	for _, pj := range s.pending {
+		pend = append(pend, pj)
+	}
+	s.mu.RUnlock()
+	for _, pj := range pend {
+		s.spawn(func() { s.retryPending(pj) })
+	}
+	return nil
+}
+
+// Close stops the background work and waits for it, stops serving the
+// protocols, leaves every group topic and ends the local post
+// subscriptions. It is idempotent.
+func (s *Service) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		idSub := s.idSub
+		s.mu.Unlock()
+		s.cancel()
+		s.p.Host.RemoveStreamHandler(protocol.ID(groups.ProtocolJoin))
+		s.p.Host.RemoveStreamHandler(protocol.ID(groups.ProtocolSync))
+		var errs []error
+		if idSub != nil {
+			errs = append(errs, idSub.Close())
+		}
+		s.wg.Wait()
+		s.recMu.Lock()
+		for _, g := range s.all() {
+			errs = append(errs, s.leaveTopic(g))
+			g.endSubs()
+		}
+		s.recMu.Unlock()
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("groupsvc: close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// spawn runs f in a goroutine that Close waits for, unless the Service is
+// closing.
+func (s *Service) spawn(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Go(f)
+	return true
+}
+
+// get returns the group id.
+func (s *Service) get(id string) *group {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.groups[id]
+}
+
+// all returns every group the node knows.
+func (s *Service) all() []*group {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*group, 0, len(s.groups))
+	for _, g := range s.groups {
+		out = append(out, g)
+	}
+	return out
+}
+
+// lookup returns the group id or an error wrapping ErrUnknownGroup.
+func (s *Service) lookup(id string) (*group, error) {
+	if g := s.get(id); g != nil {
+		return g, nil
+	}
+	return nil, fmt.Errorf("group %q: %w", id, ErrUnknownGroup)
+}
+
+// adopt makes l the log of its group (a new group for the node) or merges
+// it into the one held. It persists the result, reconciles and reports
+// whether anything was new.
+func (s *Service) adopt(l *groups.Log) (*group, bool, error) {
+	s.mu.Lock()
+	g := s.groups[l.ID()]
+	fresh := g == nil
+	if fresh {
+		g = &group{id: l.ID(), log: l, subs: map[*postSub]struct{}{}}
+		g.refresh()
+		s.groups[g.id] = g
+	}
+	s.mu.Unlock()
+	if fresh {
+		if err := s.persist(g); err != nil {
+			return g, true, err
+		}
+		s.changed(g)
+		return g, true, nil
+	}
+	added, err := g.log.Merge(l)
+	if err != nil {
+		s.log.Debug("merge group log", "group", g.id, "err", err)
+	}
+	if len(added) == 0 {
+		return g, false, err
+	}
+	g.refresh()
+	if perr := s.persist(g); perr != nil {
+		return g, true, perr
+	}
+	s.changed(g)
+	return g, true, nil
+}
+
+// changed hands g to the change worker.
+func (s *Service) changed(g *group) { s.changes.add(g.id) }
+
+// changeWorker reconciles the groups whose state changed and tells
+// OnChange.
+func (s *Service) changeWorker() {
+	for {
+		ids, ok := s.changes.next(s.ctx, 0)
+		if !ok {
+			return
+		}
+		for _, id := range ids {
+			g := s.get(id)
+			if g == nil {
+				continue
+			}
+			s.reconcile(g)
+			if s.p.OnChange != nil {
+				s.p.OnChange(id)
+			}
+		}
+	}
+}
+
+// reconcile makes the node's topic membership match its state of g:
+// joined while a member of a live group, left otherwise; and asks the
+// members whose subscriptions were dropped to announce them again.
+func (s *Service) reconcile(g *group) {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	if s.ctx.Err() != nil {
+		return
+	}
+	st := g.state()
+	member := st.IsMember(s.self)
+	s.mu.RLock()
+	joined := g.topic != nil
+	s.mu.RUnlock()
+	switch {
+	case member && !joined:
+		if err := s.joinTopic(g); err != nil {
+			s.log.Warn("join group topic", "group", g.id, "err", err)
+		}
+	case !member && joined:
+		if err := s.leaveTopic(g); err != nil {
+			s.log.Warn("leave group topic", "group", g.id, "err", err)
+		}
+		g.endSubs()
+		why := "removed"
+		if st.Dissolved {
+			why = "dissolved"
+		}
+		s.log.Info("left group", "group", g.id, "name", st.Name, "why", why)
+	}
+	if member {
+		for _, p := range s.undrop(groups.Topic(g.id), st) {
+			s.spawn(func() { s.syncWith(g, p, true) })
+		}
+	}
+}
