@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,16 +82,30 @@ func (b *backends) setSDK(id string, be interact.Backend) {
 }
 
 // owners implements interact.Owners with the directory: the node's own
-// Thing first, else the single publisher of the id.
+// Thing first, else the single publisher of the id. Things that visible
+// hides (group-scoped Things this node may not see) do not count; if only
+// such Things have the id, the answer is 403 Forbidden.
 type owners struct {
-	dir  *directory.Directory
-	self peer.ID
+	dir     *directory.Directory
+	self    peer.ID
+	visible func(directory.Entry) bool
 }
 
 // Owner implements interact.Owners.
 func (o owners) Owner(_ context.Context, id string) (peer.ID, error) {
-	all := o.dir.Lookup(id)
+	var all, hidden []directory.Entry
+	for _, e := range o.dir.Lookup(id) {
+		if o.visible == nil || o.visible(e) {
+			all = append(all, e)
+		} else {
+			hidden = append(hidden, e)
+		}
+	}
 	switch {
+	case len(all) == 0 && len(hidden) > 0:
+		return "", &lmosproto.Problem{Status: http.StatusForbidden, Title: interact.TitleForbidden,
+			Detail: fmt.Sprintf("Thing %q of %s is restricted to the groups %s, and this node may not call it",
+				id, hidden[0].Publisher, strings.Join(hidden[0].Groups, ", "))}
 	case len(all) == 0:
 		return "", fmt.Errorf("thing %q: %w", id, interact.ErrUnknownThing)
 	case len(all) == 1 || all[0].Own:
@@ -196,7 +211,7 @@ func (n *Node) buildInteract() error {
 			return err
 		}
 	}
-	n.router = interact.NewRouter(n.peerID, n.engine, n.remote(), owners{dir: n.dir, self: n.peerID})
+	n.router = interact.NewRouter(n.peerID, n.engine, n.remote(), owners{dir: n.dir, self: n.peerID, visible: n.visible})
 	return nil
 }
 

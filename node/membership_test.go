@@ -198,6 +198,9 @@ func TestGroupEnforcement(t *testing.T) {
 	if status, body := httpGet(t, consumer, property); status != http.StatusForbidden || !strings.Contains(body, "may not call") {
 		t.Fatalf("non-member's call through its HTTP binding: %d %s, want the local 403", status, body)
 	}
+	if m := read(); m.Type != lmosproto.MsgError || m.Status != "403" || !strings.Contains(m.Detail, "may not call") {
+		t.Fatalf("non-member's call through its router (WebSocket, MQTT, SDK): %+v, want the local 403", m)
+	}
 	// The owner sees its own Thing whatever the predicate says.
 	owner.setMembership(only())
 	if status, _ := httpGet(t, owner, "/things/"+url.PathEscape(id)); status != http.StatusOK {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -24,7 +25,9 @@ that no known Thing offers is looked up in the DHT.
 
 Each result's signature is verified here; the PUBLISHER column is the peer
 that signed it ("self" for this node, "UNVERIFIED" if the proof does not
-verify). --json prints the signed TDs as served.`,
+verify). GROUPS are the groups a Thing is restricted to (lmos:groups), by
+name where this node knows them, "-" for a public Thing. --json prints the
+signed TDs as served.`,
 		Example: `  lmosnode find weather
   lmosnode find --type agent --capability weather-forecast@^1.2
   lmosnode find --vendor "Example Maps AG" --type tool
@@ -92,11 +95,12 @@ func runFind(cmd *cobra.Command, args []string) error {
 	if info, err := node.FetchNodeInfo(ctx, d.http, d.apiURL); err == nil {
 		self, _ = peer.Decode(info.PeerID)
 	}
+	names := groupNames(ctx, d)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tPUBLISHER\tID")
+	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tGROUPS\tPUBLISHER\tID")
 	for _, t := range res.Things {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
-			cell(t.TD.Vendor()), publisherName(t, self), t.TD.ID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
+			cell(t.TD.Vendor()), groupList(t.TD.Groups, names), publisherName(t, self), t.TD.ID)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -126,4 +130,38 @@ func shortPeerID(id string) string {
 		return id
 	}
 	return "…" + id[len(id)-keep:]
+}
+
+// groupNames maps the IDs of the groups the node knows to their names;
+// empty if the node has no group API.
+func groupNames(ctx context.Context, d *daemon) map[string]string {
+	gs, err := d.groups(ctx)
+	if err != nil {
+		return nil
+	}
+	names := make(map[string]string, len(gs))
+	for _, g := range gs {
+		names[g.ID] = g.Name
+	}
+	return names
+}
+
+// groupList is the GROUPS cell of a Thing restricted to groups: each by
+// its name when known (and unique among them), else its ID; "-" if public.
+func groupList(groups []string, names map[string]string) string {
+	if len(groups) == 0 {
+		return "-"
+	}
+	count := map[string]int{}
+	for _, n := range names {
+		count[n]++
+	}
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = g
+		if n := names[g]; n != "" && count[n] == 1 && !strings.ContainsAny(n, ", \t") {
+			parts[i] = n
+		}
+	}
+	return strings.Join(parts, ",")
 }

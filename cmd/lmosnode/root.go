@@ -51,6 +51,7 @@ on first run, so nothing needs to be set up beforehand.`,
 		newWriteCmd(),
 		newInvokeCmd(),
 		newSubscribeCmd(),
+		newGroupCmd(),
 		newDemoCmd(),
 	)
 	return root

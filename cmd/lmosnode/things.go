@@ -149,14 +149,15 @@ TD, registration times and backend.`,
 				fmt.Fprintln(cmd.ErrOrStderr(), "this node publishes no Things yet: see 'lmosnode things publish'")
 				return nil
 			}
+			names := groupNames(ctx, d)
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tSEQ\tBACKEND\tID")
+			fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tGROUPS\tSEQ\tBACKEND\tID")
 			for _, t := range own {
 				td, err := lmosproto.ParseTD(t.TD)
 				if err != nil {
 					return fmt.Errorf("thing %q: %w", t.ID, err)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", cell(td.Title), typeName(td), capabilities(td), t.Seq, cell(t.Backend), t.ID)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cell(td.Title), typeName(td), capabilities(td), groupList(td.Groups, names), t.Seq, cell(t.Backend), t.ID)
 			}
 			return tw.Flush()
 		},

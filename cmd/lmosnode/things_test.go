@@ -105,8 +105,8 @@ func TestThingsCommands(t *testing.T) {
 		t.Fatalf("ls:\n%s", out)
 	}
 	for _, want := range [][]string{
-		{"Geocoder", "tool", "geocode@2.0.0", "1", "-", geocoderID},
-		{"WeatherAgent", "agent", "weather-forecast@1.2.0,weather-alerts@0.3.1", "2", "http://127.0.0.1:9000", weatherID},
+		{"Geocoder", "tool", "geocode@2.0.0", "-", "1", "-", geocoderID},
+		{"WeatherAgent", "agent", "weather-forecast@1.2.0,weather-alerts@0.3.1", "-", "2", "http://127.0.0.1:9000", weatherID},
 	} {
 		found := false
 		for _, l := range lines[1:] {
@@ -173,14 +173,14 @@ func TestFindCommand(t *testing.T) {
 
 	out := mustRun(t, "find", "--home", home)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "TITLE TYPE CAPABILITIES VENDOR PUBLISHER ID" {
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "TITLE TYPE CAPABILITIES VENDOR GROUPS PUBLISHER ID" {
 		t.Fatalf("find:\n%s", out)
 	}
 	short := "…" + other.ID.String()[len(other.ID.String())-8:]
-	if row := strings.Join(strings.Fields(lines[1]), " "); row != "Geocoder tool geocode@2.0.0 Example Maps AG "+short+" "+geocoderID {
+	if row := strings.Join(strings.Fields(lines[1]), " "); row != "Geocoder tool geocode@2.0.0 Example Maps AG - "+short+" "+geocoderID {
 		t.Errorf("row %q", row)
 	}
-	if row := strings.Join(strings.Fields(lines[2]), " "); row != "WeatherAgent agent weather-forecast@1.2.0,weather-alerts@0.3.1 Example Weather GmbH self "+weatherID {
+	if row := strings.Join(strings.Fields(lines[2]), " "); row != "WeatherAgent agent weather-forecast@1.2.0,weather-alerts@0.3.1 Example Weather GmbH - self "+weatherID {
 		t.Errorf("row %q", row)
 	}
 

@@ -52,7 +52,10 @@ func NewRouter(self peer.ID, local Invoker, remote Remote, owners Owners) *Route
 // Invoke implements Invoker.
 func (r *Router) Invoke(ctx context.Context, req *proto.Message) (Session, error) {
 	owner, err := r.owners.Owner(ctx, req.ThingID)
+	var p *proto.Problem
 	switch {
+	case errors.As(err, &p): // the Owners' own answer, e.g. 403 for a Thing this node may not call
+		return reject(req, p), nil
 	case errors.Is(err, ErrUnknownThing):
 		return reject(req, problem(http.StatusNotFound, TitleThingNotFound, "no node publishes Thing %q", req.ThingID)), nil
 	case err != nil:
