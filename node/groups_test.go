@@ -32,9 +32,10 @@ const groupNetSize = 10
 // node 0 founds it, nodes 1–5 join by invitation, members post, node 1
 // publishes a Thing restricted to the group, a member calls it and an
 // outsider (node 8) cannot; forged and expired invitations fail; a join
-// waits while the only admin is offline; a member restarts; node 2 is
-// removed (the time until it is refused everywhere is logged); the group
-// is dissolved.
+// waits while the only admin is offline; a join whose issuer is offline
+// goes through another admin found in the DHT log; a member restarts;
+// node 2 is removed (the time until it is refused everywhere is logged);
+// the group is dissolved.
 func TestGroups(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node test")
@@ -206,20 +207,48 @@ func TestGroups(t *testing.T) {
 	})
 	t.Logf("late member learned the group Thing %s after joining", time.Since(joinedAt).Round(time.Millisecond))
 
-	// A member restarts: its groups, log and membership survive.
-	cfg4 := nodes[4].Config()
-	ops := mustState(t, nodes[4], gid).Ops
-	if err := nodes[4].Close(); err != nil {
+	// A second admin, node 3, invites node 7 and goes offline: node 7
+	// finds the other admin in the group's DHT log and joins through it.
+	apiDo(t, nodes[0], http.MethodPut, "/api/v1/groups/"+gid+"/admins/"+nodes[3].PeerID().String(), "", http.StatusOK, nil)
+	testnet.WaitFor(t, "node 3 is an admin on node 3", waitLong, func() (bool, string) {
+		return mustState(t, nodes[3], gid).IsAdmin(nodes[3].PeerID()), "not yet"
+	})
+	by3, _, err := nodes[3].Groups().Invite(gid, groupsvc.InviteOptions{For: nodes[7].PeerID(), Once: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	nodes[4] = restartNode(t, cfg4, nodeOpts(4))
-	if st := mustState(t, nodes[4], gid); !st.IsMember(nodes[4].PeerID()) || st.Ops < ops {
-		t.Fatalf("after restart node 4 has %d ops (had %d), member %v", st.Ops, ops, st.IsMember(nodes[4].PeerID()))
+	testnet.WaitFor(t, "the DHT log names node 3 an admin", waitLong, func() (bool, string) {
+		gctx, gcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer gcancel()
+		raw, err := nodes[5].DHT().GetValue(gctx, groups.Key(gid))
+		if err != nil {
+			return false, err.Error()
+		}
+		l, err := groups.ParseLog(gid, raw)
+		if err != nil {
+			return false, err.Error()
+		}
+		return l.State().IsAdmin(nodes[3].PeerID()), "not yet"
+	})
+	cfg3 := nodes[3].Config()
+	ops := mustState(t, nodes[3], gid).Ops
+	if err := nodes[3].Close(); err != nil {
+		t.Fatal(err)
 	}
-	testnet.Connect(t, nodes[4], nodes[3])
-	testnet.Connect(t, nodes[4], nodes[5])
-	members = []*node.Node{nodes[0], nodes[1], nodes[2], nodes[3], nodes[4], nodes[5], nodes[6]}
-	testnet.WaitFor(t, "seven members on every member", waitLong, testnet.All(members, hasMembers(gid, members...)))
+	res, err := nodes[7].Groups().Join(ctx, by3)
+	if err != nil || res.Pending {
+		t.Fatalf("join through another admin: %+v, %v", res, err)
+	}
+
+	// A member restarts: its groups, log and membership survive.
+	nodes[3] = restartNode(t, cfg3, nodeOpts(3))
+	if st := mustState(t, nodes[3], gid); !st.IsAdmin(nodes[3].PeerID()) || st.Ops < ops {
+		t.Fatalf("after restart node 3 has %d ops (had %d), admin %v", st.Ops, ops, st.IsAdmin(nodes[3].PeerID()))
+	}
+	testnet.Connect(t, nodes[3], nodes[2])
+	testnet.Connect(t, nodes[3], nodes[4])
+	members = slices.Clone(nodes[:8])
+	testnet.WaitFor(t, "eight members on every member", waitLong, testnet.All(members, hasMembers(gid, members...)))
 
 	// Removal: from the Remove call until node 2's call is refused and
 	// every member's validator rejects its posts.
@@ -266,7 +295,7 @@ func TestGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	testnet.WaitFor(t, "a member rejects node 2's post", waitLong, func() (bool, string) {
-		for _, i := range []int{0, 1, 3, 4, 5, 6} {
+		for _, i := range []int{0, 1, 3, 4, 5, 6, 7} {
 			for _, v := range tracers[i].RefusedFrom(removed.PeerID()) {
 				if v.Author == removed.PeerID() && v.Reason == pubsub.RejectValidationFailed {
 					return true, ""
