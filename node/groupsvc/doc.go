@@ -60,13 +60,17 @@
 //
 // # Sync protocol (/lmos/group/sync/1.0.0)
 //
-// The asking node writes {"group": id, "resubscribe": bool} and closes its
-// write side; the answering node answers {"log": […]} if the asker is a
-// current member of a group it knows, else {"error": "…"}. With
-// "resubscribe" the answering node also announces its subscription to
-// the group topic again (at most once every ResubscribeEvery). A node
-// asks every member that connects, for each group they share, and merges
-// the answer; on Start it fetches the DHT log of each of its groups.
+// The asking node writes {"group": id, "heads": [its log's heads],
+// "resubscribe": bool} and closes its write side; the answering node
+// answers {"log": […]} if the asker is a current member of a group it
+// knows, else {"error": "…"}. When the asker's heads name operations the
+// answering node lacks, it asks back. With "resubscribe" the answering
+// node also announces its subscription to the group topic again (at most
+// once every ResubscribeEvery). A node syncs with every member that
+// connects and every member whose topic subscription arrives (operations
+// published before it did reached that member by no gossip), and every
+// AntiEntropyEvery with one connected member per group; on Start it
+// fetches the DHT log of each of its groups.
 //
 // # Use
 //

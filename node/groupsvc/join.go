@@ -110,7 +110,9 @@ func (s *Service) Join(ctx context.Context, token string) (JoinResult, error) {
 	if inv.For != "" && inv.For != s.self {
 		return JoinResult{}, &RefusedError{Status: http.StatusForbidden, Reason: fmt.Sprintf("the invitation is for %s, this node is %s", inv.For, s.self)}
 	}
-	g, err := s.tryJoin(ctx, inv, token)
+	tctx, cancel := context.WithTimeout(ctx, JoinWait)
+	g, err := s.tryJoin(tctx, inv, token)
+	cancel()
 	var refused *RefusedError
 	switch {
 	case err == nil:
@@ -121,6 +123,8 @@ func (s *Service) Join(ctx context.Context, token string) (JoinResult, error) {
 		return JoinResult{}, err
 	case s.ctx.Err() != nil:
 		return JoinResult{}, ErrClosed
+	case ctx.Err() != nil:
+		return JoinResult{}, ctx.Err()
 	}
 	s.log.Info("join pending: no admin reachable", "group", inv.Group, "issuer", inv.Issuer, "err", err)
 	if err := s.addPending(inv, token); err != nil {

@@ -107,6 +107,9 @@ const (
 	// JoinTimeout bounds one join exchange with one admin's node,
 	// including the dial.
 	JoinTimeout = 10 * time.Second
+	// JoinWait bounds Join's own attempt with every admin it finds; when
+	// none answered by then, the join is pending.
+	JoinWait = 20 * time.Second
 	// SyncTimeout bounds one sync exchange.
 	SyncTimeout = 15 * time.Second
 	// DHTTimeout bounds one DHT put or get of a log.
@@ -115,8 +118,13 @@ const (
 	// one peer for one group when it connects.
 	SyncEvery = 10 * time.Second
 	// ResubscribeEvery is the least time between two announcements of a
-	// group topic subscription that members asked for.
+	// group topic subscription that members asked for, and between two
+	// syncs with one member that subscribes to a group topic.
 	ResubscribeEvery = 2 * time.Second
+	// AntiEntropyEvery is how often the node syncs each of its groups with
+	// one connected member, picked at random: a bound on how long an
+	// operation that gossip lost stays missing.
+	AntiEntropyEvery = 30 * time.Second
 	// PendingRetryMin and PendingRetryMax bound the backoff of a pending
 	// join's retries.
 	PendingRetryMin = time.Second
@@ -178,6 +186,7 @@ type Service struct {
 type syncKey struct {
 	p     peer.ID
 	group string
+	why   string
 }
 
 // group is one group the node knows.
@@ -192,6 +201,9 @@ type group struct {
 	sub        *pubsub.Subscription
 	readerDone chan struct{}
 	validating bool
+	events     *pubsub.TopicEventHandler
+	evCancel   context.CancelFunc
+	evDone     chan struct{}
 
 	subsMu sync.Mutex
 	subs   map[*postSub]struct{}
@@ -289,6 +301,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.spawn(func() { s.watchIdentify(sub) })
 	s.spawn(s.changeWorker)
+	s.spawn(s.antiEntropy)
 	if s.p.DHT != nil {
 		s.spawn(s.putWorker)
 		s.spawn(s.republishLoop)

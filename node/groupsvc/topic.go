@@ -56,13 +56,25 @@ func (s *Service) joinTopic(g *group) (err error) {
 	if err != nil {
 		return errors.Join(fmt.Errorf("topic %s: subscribe: %w", name, err), topic.Close(), s.p.PubSub.UnregisterTopicValidator(name))
 	}
-	done := make(chan struct{})
+	events, err := topic.EventHandler()
+	if err != nil {
+		sub.Cancel()
+		return errors.Join(fmt.Errorf("topic %s: events: %w", name, err), topic.Close(), s.p.PubSub.UnregisterTopicValidator(name))
+	}
+	done, evDone := make(chan struct{}), make(chan struct{})
+	evCtx, evCancel := context.WithCancel(s.ctx)
 	if !s.spawn(func() { defer close(done); s.readTopic(g, sub) }) {
+		evCancel()
+		events.Cancel()
 		sub.Cancel()
 		return errors.Join(ErrClosed, topic.Close(), s.p.PubSub.UnregisterTopicValidator(name))
 	}
+	if !s.spawn(func() { defer close(evDone); s.watchTopic(evCtx, g, events) }) {
+		close(evDone)
+	}
 	s.mu.Lock()
 	g.topic, g.sub, g.readerDone, g.validating = topic, sub, done, true
+	g.events, g.evCancel, g.evDone = events, evCancel, evDone
 	s.mu.Unlock()
 	s.log.Debug("joined group topic", "group", g.id, "topic", name)
 	return nil
@@ -73,9 +85,16 @@ func (s *Service) joinTopic(g *group) (err error) {
 func (s *Service) leaveTopic(g *group) error {
 	s.mu.Lock()
 	topic, sub, done, validating := g.topic, g.sub, g.readerDone, g.validating
+	events, evCancel, evDone := g.events, g.evCancel, g.evDone
 	g.topic, g.sub, g.readerDone, g.validating = nil, nil, nil, false
+	g.events, g.evCancel, g.evDone = nil, nil, nil
 	s.mu.Unlock()
 	var errs []error
+	if events != nil {
+		events.Cancel()
+		evCancel()
+		<-evDone
+	}
 	if sub != nil {
 		sub.Cancel()
 	}
@@ -130,6 +149,22 @@ func (s *Service) resubscribe(g *group) {
 	g.sub, g.readerDone = sub, ndone
 	s.mu.Unlock()
 	s.log.Debug("announced group topic subscription again", "group", g.id)
+}
+
+// watchTopic syncs with every member whose subscription to g's topic
+// arrives: operations published before it did (which gossipsub sent it no
+// copy of) reach it through the sync, which carries this node's heads.
+func (s *Service) watchTopic(ctx context.Context, g *group, events *pubsub.TopicEventHandler) {
+	for {
+		ev, err := events.NextPeerEvent(ctx)
+		if err != nil {
+			return
+		}
+		if ev.Type != pubsub.PeerJoin || !g.state().IsMember(ev.Peer) || !s.due(ev.Peer, g.id, "subscribed", ResubscribeEvery) {
+			continue
+		}
+		s.spawn(func() { s.syncWith(g, ev.Peer, false) })
+	}
 }
 
 // readTopic hands the accepted posts of g's topic to the local
