@@ -78,10 +78,6 @@ func httpGet(t *testing.T, n *Node, path string) (int, string) {
 func TestGroupEnforcement(t *testing.T) {
 	owner := startNode(t, testConfig(t))
 	consumer := startNode(t, testConfig(t))
-	// The test drives the predicates by hand in place of the group
-	// service, starting from the default (this node only).
-	owner.setMembership(nil)
-	consumer.setMembership(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := consumer.Host().Connect(ctx, peer.AddrInfo{ID: owner.PeerID(), Addrs: owner.Host().Addrs()}); err != nil {
@@ -90,8 +86,10 @@ func TestGroupEnforcement(t *testing.T) {
 	id := "urn:lmos:test:diagnostics"
 	th := interact.NewThing()
 	th.OnProperty("model", func(context.Context) (lmosproto.Value, error) { return lmosproto.StringValue("T-1000"), nil }, nil)
-	// The default predicate (no group service) allows this node only, so
-	// the owner may publish into the group.
+	// The group service's state is replaced by a predicate that says who
+	// is a member of g-alpha: first the owner alone.
+	owner.setMembership(only(owner.PeerID()))
+	consumer.setMembership(only(consumer.PeerID()))
 	if _, err := owner.Register(scopedTD(t, id), th); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +122,7 @@ func TestGroupEnforcement(t *testing.T) {
 	}
 	property := "/things/" + url.PathEscape(id) + "/properties/model"
 
-	// The owner's predicate is the default: the consumer is refused.
+	// The consumer is not a member: refused.
 	if m := read(); m.Type != lmosproto.MsgError || m.Status != "403" || m.Title != interact.TitleForbidden || !strings.Contains(m.Detail, "g-alpha") {
 		t.Fatalf("outsider over libp2p: %+v", m)
 	}
@@ -213,17 +211,10 @@ func TestGroupEnforcement(t *testing.T) {
 	}
 }
 
-// The node hands its group-scoped records to the group service's hook,
-// and before one is set publishing still succeeds (the record stays here).
+// The node hands its group-scoped records to the scoped publisher hook.
 func TestScopedPublisherHook(t *testing.T) {
 	n := startNode(t, testConfig(t))
-	// As before the group service hooks in: the default predicate, no
-	// publisher.
-	n.setMembership(nil)
-	n.setScopedPublisher(nil)
-	if _, err := n.Register(scopedTD(t, "urn:lmos:test:first"), interact.NewThing()); err != nil {
-		t.Fatalf("publish without a group service: %v", err)
-	}
+	n.setMembership(only(n.PeerID()))
 	type sent struct {
 		groups []string
 		record []byte

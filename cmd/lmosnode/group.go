@@ -594,9 +594,10 @@ type logEntry struct {
 	Effective                         bool
 }
 
-// parseLogEntry reads an entry of GroupInfo.log: the signed operation
-// with "effective" (and, if the node adds them, "id", "author" and
-// "created"); the author and time otherwise come from the proof.
+// parseLogEntry reads an entry of GroupInfo.log: {"id", "kind",
+// "author", "created", "peer"?, "effective", "op": {signed operation}}.
+// What the entry does not say is read from the signed operation: its
+// target (peer, name or policy), and the author and time of its proof.
 func parseLogEntry(raw json.RawMessage) (logEntry, error) {
 	var w struct {
 		ID        string          `json:"id"`
@@ -616,31 +617,33 @@ func parseLogEntry(raw json.RawMessage) (logEntry, error) {
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return logEntry{}, err
 	}
-	e := logEntry{ID: w.ID, Kind: w.Kind, Author: w.Author, Created: w.Created, Effective: w.Effective == nil || *w.Effective}
-	if len(w.Op) > 0 && w.Kind == "" {
-		// {"op": <signed op>, "effective": …, …}
+	var e logEntry
+	if len(w.Op) > 0 && string(w.Op) != "null" {
 		inner, err := parseLogEntry(w.Op)
 		if err != nil {
 			return logEntry{}, fmt.Errorf("op: %w", err)
 		}
-		inner.Effective = e.Effective
-		for _, f := range []struct {
-			dst *string
-			v   string
-		}{{&inner.ID, e.ID}, {&inner.Author, e.Author}, {&inner.Created, e.Created}} {
-			if f.v != "" {
-				*f.dst = f.v
-			}
-		}
-		return inner, nil
+		e = inner
 	}
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{{&e.ID, w.ID}, {&e.Kind, w.Kind}, {&e.Author, w.Author}, {&e.Created, w.Created}} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	e.Effective = w.Effective == nil || *w.Effective
 	switch {
 	case w.Peer != "":
 		e.Target = w.Peer
 	case w.Name != "":
 		e.Target = w.Name
 	case len(w.Policy) > 0 && string(w.Policy) != "null":
-		e.Target = string(w.Policy)
+		var buf bytes.Buffer
+		if json.Compact(&buf, w.Policy) == nil {
+			e.Target = buf.String()
+		}
 	}
 	if w.Proof != nil {
 		if e.Author == "" {

@@ -192,15 +192,14 @@ func testLog(t *testing.T) []any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var genesis map[string]any
-	if err := json.Unmarshal(signed, &genesis); err != nil {
-		t.Fatal(err)
+	var genesis json.RawMessage = signed
+	// docs/api.md: {"id", "kind", "author", "created", "peer"?, "effective", "op"}
+	return []any{
+		map[string]any{"id": "bafkreigenesis", "kind": "genesis", "effective": true, "op": genesis},
+		map[string]any{"id": "bafkreiadd", "kind": "add", "peer": peerB, "author": peerB,
+			"created": "2026-11-21T08:06:00Z", "effective": false,
+			"op": map[string]any{"type": "lmos:GroupOp", "kind": "add", "peer": peerB}},
 	}
-	genesis["effective"] = true
-	return []any{genesis, map[string]any{
-		"type": "lmos:GroupOp", "kind": "add", "peer": peerB, "author": peerB,
-		"created": "2026-11-21T08:06:00Z", "effective": false,
-	}}
 }
 
 func TestGroupResolve(t *testing.T) {

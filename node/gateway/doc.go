@@ -19,7 +19,9 @@
 //
 // ?publisher=PEER (a peer ID or did:key) selects the publisher of the id,
 // as in the directory API; without it the node's own Thing wins, else the
-// single publisher of the id, else 300 Multiple Choices.
+// single publisher of the id, else 300 Multiple Choices. A Thing that
+// Deps.Visible hides (restricted to groups this node may not see) does not
+// count: its TD is 404 as for an unknown Thing, a call of it 403 Forbidden.
 //
 // # Actions
 //
@@ -83,7 +85,9 @@
 //
 // Every error is an RFC 7807 problem (application/problem+json) with the
 // status of the LMOS error message: 400 invalid input (the detail names the
-// JSON pointer), 404 unknown Thing or affordance, 405 operation not allowed,
+// JSON pointer), 403 Forbidden (a Thing restricted to groups, refused by
+// its owner or by this node), 404 unknown Thing or affordance, 405
+// operation not allowed,
 // 502 backend or owner node unreachable, 504 timeout, and so on (see package
 // interact).
 //
