@@ -42,8 +42,13 @@ func (n *Node) buildGroups(key ed25519.PrivateKey) error {
 		PubSub:    n.ps,
 		Datastore: n.store,
 		OnChange:  n.groupChanged,
-		Things:    n.acceptScoped,
-		Logger:    n.log.With("component", "groups"),
+		OnMemberSync: func(_ string, p peer.ID) {
+			if n.memberSyncs.due(p) {
+				n.groupSync(p)
+			}
+		},
+		Things: n.acceptScoped,
+		Logger: n.log.With("component", "groups"),
 	}
 	if n.ps != nil {
 		p.TopicScore = topicScore()
@@ -127,6 +132,48 @@ func (n *Node) syncMembers(peers []peer.ID) {
 		}
 		cancel()
 	}
+}
+
+// groupSync syncs with p in the background: a member that holds this node
+// as a member serves it the Things it restricts to their groups.
+func (n *Node) groupSync(p peer.ID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	n.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(n.ctx, federation.SyncTimeout)
+		defer cancel()
+		if _, err := n.fed.Sync(ctx, p, federation.Filter{}); err != nil && n.ctx.Err() == nil {
+			n.log.Debug("sync with group member", "peer", p, "err", err)
+		}
+	})
+}
+
+// memberSyncEvery is the least time between two syncs groupSync starts
+// with one peer.
+const memberSyncEvery = 2 * time.Second
+
+// peerTimes notes when something was last done per peer.
+type peerTimes struct {
+	mu   sync.Mutex
+	last map[peer.ID]time.Time
+}
+
+// due reports whether memberSyncEvery passed since the last due(p), and
+// notes now.
+func (t *peerTimes) due(p peer.ID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil || len(t.last) > 4096 {
+		t.last = map[peer.ID]time.Time{}
+	}
+	if time.Since(t.last[p]) < memberSyncEvery {
+		return false
+	}
+	t.last[p] = time.Now()
+	return true
 }
 
 // groupSet is the set of groups this node was a member of at the last

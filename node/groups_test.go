@@ -240,6 +240,11 @@ func TestGroups(t *testing.T) {
 		t.Fatalf("join through another admin: %+v, %v", res, err)
 	}
 
+	testnet.WaitFor(t, "node 7 learns the group Thing", waitLong, func() (bool, string) {
+		_, ok := nodes[7].Directory().Get(nodes[1].PeerID(), thingID)
+		return ok, "not yet"
+	})
+
 	// A member restarts: its groups, log and membership survive.
 	nodes[3] = restartNode(t, cfg3, nodeOpts(3))
 	if st := mustState(t, nodes[3], gid); !st.IsAdmin(nodes[3].PeerID()) || st.Ops < ops {

@@ -93,6 +93,11 @@ type Params struct {
 	// after the membership, roles, scopes or the dissolution of a group
 	// changed, with the group's ID.
 	OnChange func(group string)
+	// OnMemberSync, if set, is called after a member p asked this node
+	// for its log of group: p holds this node as a member, so what p
+	// restricts to the group is open to this node now (the node asks p
+	// for its Things). It must not block.
+	OnMemberSync func(group string, p peer.ID)
 	// Things, if set, takes the group-scoped Things published on group
 	// topics; without it such messages are ignored.
 	Things ThingHandler

@@ -29,8 +29,14 @@ func (s *Service) handleSync(st network.Stream) {
 	remote := st.Conn().RemotePeer()
 	ans, g, resub := s.serveSync(st, remote)
 	writeAnswer(st, ans)
-	if resub && g != nil {
+	if g == nil {
+		return
+	}
+	if resub {
 		s.spawn(func() { s.resubscribe(g) })
+	}
+	if s.p.OnMemberSync != nil && g.state().IsMember(s.self) {
+		s.p.OnMemberSync(g.id, remote)
 	}
 }
 
