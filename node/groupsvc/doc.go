@@ -34,10 +34,12 @@
 //
 // PeerFilter keeps gossipsub from meshing or gossiping with non-members on
 // group topics, and SubscriptionFilter drops the subscriptions of
-// non-members to group topics, so that not even a flood-published message
-// of this node reaches an outsider. A peer whose subscription was dropped
-// and that becomes a member later is asked (with the sync protocol's
-// "resubscribe") to announce its subscription again.
+// non-members to group topics (of everyone, to the topic of a group the
+// node does not know), so that not even a flood-published message of this
+// node reaches an outsider, however early it subscribed. A peer whose
+// subscription was dropped and that is a member by this node's state
+// later is asked (with the sync protocol's "resubscribe") to announce its
+// subscription again.
 //
 // After a dissolve, or when the node is removed or leaves, it leaves the
 // topic and keeps the log read-only.

@@ -60,6 +60,8 @@ func TestGroupLife(t *testing.T) {
 	if got, err := a.svc.Resolve("diagnostics"); err != nil || got != id {
 		t.Fatalf("Resolve by name: %q, %v", got, err)
 	}
+	topic := groups.Topic(id)
+	outSub := rawSubscribe(t, out, topic)
 
 	// A single-use token bound to b, a multi-use one for anyone.
 	forB, _, err := a.svc.Invite(id, groupsvc.InviteOptions{For: b.id(), Once: true})
@@ -87,9 +89,8 @@ func TestGroupLife(t *testing.T) {
 		t.Fatal("Allowed: wrong answer for a member or an outsider")
 	}
 
-	// Posts reach every member and nobody else.
-	topic := groups.Topic(id)
-	outSub := rawSubscribe(t, out, topic)
+	// Posts reach every member and nobody else, not even an outsider that
+	// subscribed before the members joined.
 	var chans []<-chan groupsvc.Received
 	for _, m := range []*member{a, b, c} {
 		ch, stop, err := m.svc.Subscribe(id)
