@@ -50,7 +50,9 @@
 // (proto.WriteFrame) {"token": "lmosgroup:…"} and closes its write side;
 // the admin's node answers one frame: {"log": [signed operations…]} when
 // the stream's remote peer was added (or is a member already), else
-// {"error": "…", "status": 403|409|410|400}. The admin's node checks the
+// {"error": "…", "status": 403|409|410|400|429}. A node answers at most
+// ServeBurst join and sync requests of one peer at once, then one every
+// ServeEvery (429: the joiner tries again later). The admin's node checks the
 // token with groups.Log.CheckJoin against the authenticated remote peer,
 // signs the add with the invitation, spreads it, and answers.
 //

@@ -177,6 +177,8 @@ type Service struct {
 	// recMu serialises reconcile.
 	recMu sync.Mutex
 
+	serveLimit *peerLimiter // join and sync requests this node answers
+
 	changes *workSet // groups whose state changed, for the change worker
 	puts    *workSet // groups whose log is to be put in the DHT
 
@@ -251,19 +253,20 @@ func New(p Params) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
-		p:         p,
-		self:      self,
-		log:       p.Logger,
-		ctx:       ctx,
-		cancel:    cancel,
-		groups:    map[string]*group{},
-		pending:   map[string]*pendingJoin{},
-		changes:   newWorkSet(),
-		puts:      newWorkSet(),
-		dropped:   map[string]map[peer.ID]struct{}{},
-		resubAt:   map[string]time.Time{},
-		resubWait: map[string]bool{},
-		syncAt:    map[syncKey]time.Time{},
+		p:          p,
+		self:       self,
+		log:        p.Logger,
+		ctx:        ctx,
+		cancel:     cancel,
+		groups:     map[string]*group{},
+		pending:    map[string]*pendingJoin{},
+		changes:    newWorkSet(),
+		serveLimit: newPeerLimiter(),
+		puts:       newWorkSet(),
+		dropped:    map[string]map[peer.ID]struct{}{},
+		resubAt:    map[string]time.Time{},
+		resubWait:  map[string]bool{},
+		syncAt:     map[syncKey]time.Time{},
 	}
 	if err := s.load(ctx); err != nil {
 		cancel()

@@ -53,6 +53,9 @@ func (s *Service) serveSync(st network.Stream, remote peer.ID) (logAnswer, *grou
 	if err := st.SetDeadline(time.Now().Add(SyncTimeout)); err != nil {
 		return logAnswer{Error: err.Error()}, nil, false
 	}
+	if !s.serveLimit.allow(remote) {
+		return logAnswer{Error: "rate limited"}, nil, false
+	}
 	raw, err := lmosproto.ReadFrame(st, maxFrame)
 	if err != nil {
 		return logAnswer{Error: "read request: " + err.Error()}, nil, false
