@@ -223,6 +223,14 @@ func TestPendingJoinAndRestart(t *testing.T) {
 		t.Fatalf("Pending: %+v", p)
 	}
 
+	// The pending join survives a restart of the joiner.
+	dKey, dStore := d.key, d.store
+	d.stop()
+	d = startMember(t, dKey, dStore)
+	if p := d.svc.Pending(); len(p) != 1 || p[0].Group != info.ID {
+		t.Fatalf("Pending after restart: %+v", p)
+	}
+
 	a2 := startMember(t, aKey, aStore)
 	if st, ok := a2.svc.State(info.ID); !ok || !st.IsAdmin(a2.id()) {
 		t.Fatal("the restarted admin lost its group")
@@ -234,7 +242,6 @@ func TestPendingJoinAndRestart(t *testing.T) {
 	}
 
 	// d restarts: its group, log and membership survive.
-	dKey, dStore := d.key, d.store
 	d.stop()
 	d2 := startMember(t, dKey, dStore)
 	if !d2.svc.MemberOf(info.ID) {
