@@ -12,6 +12,7 @@ import (
 	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
@@ -41,8 +42,13 @@ func (n *Node) buildGroups(key ed25519.PrivateKey) error {
 		PubSub:    n.ps,
 		Datastore: n.store,
 		OnChange:  n.groupChanged,
-		Things:    n.acceptScoped,
-		Logger:    n.log.With("component", "groups"),
+		OnMemberSync: func(_ string, p peer.ID) {
+			if n.memberSyncs.due(p) {
+				n.groupSync(p)
+			}
+		},
+		Things: n.acceptScoped,
+		Logger: n.log.With("component", "groups"),
 	}
 	if n.ps != nil {
 		p.TopicScore = topicScore()
@@ -78,7 +84,7 @@ func (n *Node) acceptScoped(group string, from peer.ID, raw []byte) error {
 
 // groupChanged is the service's OnChange: running interactions of peers
 // no longer allowed end, and when this node became a member of the group
-// it asks the connected members for their Things (group-scoped ones
+// it asks the group's members for their Things (group-scoped ones
 // included, now that it may see them).
 func (n *Node) groupChanged(group string) {
 	n.reauthorize()
@@ -87,15 +93,49 @@ func (n *Node) groupChanged(group string) {
 		return
 	}
 	st, _ := n.groups.State(group)
-	for _, p := range n.host.Network().Peers() {
-		if p == n.peerID || !st.IsMember(p) || n.host.Network().Connectedness(p) != network.Connected {
-			continue
+	var peers []peer.ID
+	for p := range st.Members {
+		if p != n.peerID {
+			peers = append(peers, p)
 		}
-		n.groupSync(p)
+	}
+	if len(peers) > maxGroupSyncs {
+		peers = peers[:maxGroupSyncs]
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	n.wg.Go(func() { n.syncMembers(peers) })
+}
+
+// maxGroupSyncs bounds the members a node syncs with after it joined a
+// group.
+const maxGroupSyncs = 64
+
+// syncMembers syncs with each of peers in turn, finding those it is not
+// connected to through the DHT.
+func (n *Node) syncMembers(peers []peer.ID) {
+	for _, p := range peers {
+		if n.ctx.Err() != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, federation.SyncTimeout)
+		if n.host.Network().Connectedness(p) != network.Connected && len(n.host.Peerstore().Addrs(p)) == 0 {
+			if ai, err := n.dht.FindPeer(ctx, p); err == nil {
+				n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
+			}
+		}
+		if _, err := n.fed.Sync(ctx, p, federation.Filter{}); err != nil && n.ctx.Err() == nil {
+			n.log.Debug("sync with group member", "peer", p, "err", err)
+		}
+		cancel()
 	}
 }
 
-// groupSync syncs with p in the background.
+// groupSync syncs with p in the background: a member that holds this node
+// as a member serves it the Things it restricts to their groups.
 func (n *Node) groupSync(p peer.ID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -109,6 +149,31 @@ func (n *Node) groupSync(p peer.ID) {
 			n.log.Debug("sync with group member", "peer", p, "err", err)
 		}
 	})
+}
+
+// memberSyncEvery is the least time between two syncs groupSync starts
+// with one peer.
+const memberSyncEvery = 2 * time.Second
+
+// peerTimes notes when something was last done per peer.
+type peerTimes struct {
+	mu   sync.Mutex
+	last map[peer.ID]time.Time
+}
+
+// due reports whether memberSyncEvery passed since the last due(p), and
+// notes now.
+func (t *peerTimes) due(p peer.ID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil || len(t.last) > 4096 {
+		t.last = map[peer.ID]time.Time{}
+	}
+	if time.Since(t.last[p]) < memberSyncEvery {
+		return false
+	}
+	t.last[p] = time.Now()
+	return true
 }
 
 // groupSet is the set of groups this node was a member of at the last

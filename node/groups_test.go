@@ -16,6 +16,7 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/internal/testnet"
@@ -31,9 +32,10 @@ const groupNetSize = 10
 // node 0 founds it, nodes 1–5 join by invitation, members post, node 1
 // publishes a Thing restricted to the group, a member calls it and an
 // outsider (node 8) cannot; forged and expired invitations fail; a join
-// waits while the only admin is offline; a member restarts; node 2 is
-// removed (the time until it is refused everywhere is logged); the group
-// is dissolved.
+// waits while the only admin is offline; a join whose issuer is offline
+// goes through another admin found in the DHT log; a member restarts;
+// node 2 is removed (the time until it is refused everywhere is logged);
+// the group is dissolved.
 func TestGroups(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node test")
@@ -64,6 +66,7 @@ func TestGroups(t *testing.T) {
 	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups", `{"name": "diagnostics"}`, http.StatusCreated, &info)
 	gid := info.ID
 	topic := groups.Topic(gid)
+	outsiderGot := rawSubscribe(t, outsider, topic)
 	var forOne, forMany node.InvitationResponse
 	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups/"+gid+"/invitations",
 		fmt.Sprintf(`{"for": %q, "once": true}`, nodes[1].PeerID()), http.StatusCreated, &forOne)
@@ -89,8 +92,8 @@ func TestGroups(t *testing.T) {
 	d := testnet.WaitFor(t, "six members on every member", waitLong, testnet.All(members, hasMembers(gid, members...)))
 	t.Logf("five joins → every member knows all six: %s after the last join", d.Round(time.Millisecond))
 
-	// Posts reach every member, and nothing reaches the outsider.
-	outsiderGot := rawSubscribe(t, outsider, topic)
+	// Posts reach every member, and nothing reaches the outsider, which
+	// subscribed before anyone joined.
 	posts := make([]<-chan groupsvc.Received, len(members))
 	for i, n := range members {
 		ch, stop, err := n.Groups().Subscribe(gid)
@@ -189,29 +192,69 @@ func TestGroups(t *testing.T) {
 	nodes[0] = restartNode(t, cfg0, nodeOpts(0))
 	testnet.Connect(t, nodes[0], nodes[1])
 	testnet.Connect(t, nodes[0], nodes[9])
-	d = testnet.WaitFor(t, "the pending join completes", waitLong, func() (bool, string) {
+	testnet.WaitFor(t, "the pending join completes", waitLong, func() (bool, string) {
 		return nodes[6].Groups().MemberOf(gid) && len(nodes[6].Groups().Pending()) == 0, "still pending"
 	})
-	t.Logf("pending join completed %s after the admin restarted", (time.Since(restarted)).Round(time.Millisecond))
+	joinedAt := time.Now()
+	t.Logf("pending join completed %s after the admin restarted", joinedAt.Sub(restarted).Round(time.Millisecond))
 	if st, ok := nodes[0].Groups().State(gid); !ok || !st.IsAdmin(nodes[0].PeerID()) {
 		t.Fatal("the restarted admin lost its group")
 	}
-	_ = d
+	// The late member asks the members for their Things, and sees the
+	// group's.
+	testnet.WaitFor(t, "the late member learns the group Thing", waitLong, func() (bool, string) {
+		_, ok := nodes[6].Directory().Get(nodes[1].PeerID(), thingID)
+		return ok, "not yet"
+	})
+	t.Logf("late member learned the group Thing %s after joining", time.Since(joinedAt).Round(time.Millisecond))
 
-	// A member restarts: its groups, log and membership survive.
-	cfg4 := nodes[4].Config()
-	ops := mustState(t, nodes[4], gid).Ops
-	if err := nodes[4].Close(); err != nil {
+	// A second admin, node 3, invites node 7 and goes offline: node 7
+	// finds the other admin in the group's DHT log and joins through it.
+	apiDo(t, nodes[0], http.MethodPut, "/api/v1/groups/"+gid+"/admins/"+nodes[3].PeerID().String(), "", http.StatusOK, nil)
+	testnet.WaitFor(t, "node 3 is an admin on node 3", waitLong, func() (bool, string) {
+		return mustState(t, nodes[3], gid).IsAdmin(nodes[3].PeerID()), "not yet"
+	})
+	by3, _, err := nodes[3].Groups().Invite(gid, groupsvc.InviteOptions{For: nodes[7].PeerID(), Once: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	nodes[4] = restartNode(t, cfg4, nodeOpts(4))
-	if st := mustState(t, nodes[4], gid); !st.IsMember(nodes[4].PeerID()) || st.Ops < ops {
-		t.Fatalf("after restart node 4 has %d ops (had %d), member %v", st.Ops, ops, st.IsMember(nodes[4].PeerID()))
+	testnet.WaitFor(t, "the DHT log names node 3 an admin", waitLong, func() (bool, string) {
+		gctx, gcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer gcancel()
+		raw, err := nodes[5].DHT().GetValue(gctx, groups.Key(gid))
+		if err != nil {
+			return false, err.Error()
+		}
+		l, err := groups.ParseLog(gid, raw)
+		if err != nil {
+			return false, err.Error()
+		}
+		return l.State().IsAdmin(nodes[3].PeerID()), "not yet"
+	})
+	cfg3 := nodes[3].Config()
+	ops := mustState(t, nodes[3], gid).Ops
+	if err := nodes[3].Close(); err != nil {
+		t.Fatal(err)
 	}
-	testnet.Connect(t, nodes[4], nodes[3])
-	testnet.Connect(t, nodes[4], nodes[5])
-	members = []*node.Node{nodes[0], nodes[1], nodes[2], nodes[3], nodes[4], nodes[5], nodes[6]}
-	testnet.WaitFor(t, "seven members on every member", waitLong, testnet.All(members, hasMembers(gid, members...)))
+	res, err := nodes[7].Groups().Join(ctx, by3)
+	if err != nil || res.Pending {
+		t.Fatalf("join through another admin: %+v, %v", res, err)
+	}
+
+	testnet.WaitFor(t, "node 7 learns the group Thing", waitLong, func() (bool, string) {
+		_, ok := nodes[7].Directory().Get(nodes[1].PeerID(), thingID)
+		return ok, "not yet"
+	})
+
+	// A member restarts: its groups, log and membership survive.
+	nodes[3] = restartNode(t, cfg3, nodeOpts(3))
+	if st := mustState(t, nodes[3], gid); !st.IsAdmin(nodes[3].PeerID()) || st.Ops < ops {
+		t.Fatalf("after restart node 3 has %d ops (had %d), admin %v", st.Ops, ops, st.IsAdmin(nodes[3].PeerID()))
+	}
+	testnet.Connect(t, nodes[3], nodes[2])
+	testnet.Connect(t, nodes[3], nodes[4])
+	members = slices.Clone(nodes[:8])
+	testnet.WaitFor(t, "eight members on every member", waitLong, testnet.All(members, hasMembers(gid, members...)))
 
 	// Removal: from the Remove call until node 2's call is refused and
 	// every member's validator rejects its posts.
@@ -258,7 +301,7 @@ func TestGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	testnet.WaitFor(t, "a member rejects node 2's post", waitLong, func() (bool, string) {
-		for _, i := range []int{0, 1, 3, 4, 5, 6} {
+		for _, i := range []int{0, 1, 3, 4, 5, 6, 7} {
 			for _, v := range tracers[i].RefusedFrom(removed.PeerID()) {
 				if v.Author == removed.PeerID() && v.Reason == pubsub.RejectValidationFailed {
 					return true, ""
@@ -552,4 +595,70 @@ func restartNode(t *testing.T, cfg node.Config, opts []node.Option) *node.Node {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestGroupAPI checks the group routes' answers on one node: the statuses
+// of docs/groups.md and problem details naming the field.
+func TestGroupAPI(t *testing.T) {
+	n := testnet.New(t, 1, testnet.Options{}).Nodes[0]
+	var info groupsvc.Info
+	apiDo(t, n, http.MethodPost, "/api/v1/groups", `{"name": "lab", "policy": {"postRole": "admin"}}`, http.StatusCreated, &info)
+	if info.Policy.PostRole != groups.RoleAdmin || !info.Self.Admin || info.Ops != 1 {
+		t.Fatalf("created %+v", info)
+	}
+	var list []groupsvc.Info
+	apiDo(t, n, http.MethodGet, "/api/v1/groups", "", http.StatusOK, &list)
+	if len(list) != 1 || list[0].ID != info.ID {
+		t.Fatalf("list %+v", list)
+	}
+	apiDo(t, n, http.MethodPatch, "/api/v1/groups/lab", `{"name": "lab-2", "policy": {"postRole": "member"}}`, http.StatusOK, &info)
+	if info.Name != "lab-2" || info.Policy.PostRole != groups.RoleMember || info.Ops != 3 {
+		t.Fatalf("patched %+v", info)
+	}
+	apiDo(t, n, http.MethodPut, "/api/v1/groups/"+info.ID+"/admins/"+n.PeerID().String(), "", http.StatusOK, &info)
+	if info.Ops != 3 {
+		t.Fatalf("granting admin to an admin added an operation: %d ops", info.Ops)
+	}
+	var shown groupsvc.Info
+	apiDo(t, n, http.MethodGet, "/api/v1/groups/lab-2", "", http.StatusOK, &shown)
+	if len(shown.Log) != 3 || shown.Log[0].Kind != groups.KindGenesis || !shown.Log[2].Effective {
+		t.Fatalf("log %+v", shown.Log)
+	}
+	other, err := peer.Decode("12D3KooWGK79YXfbaPRNs5iQ1QqiYgftqgpkoj7dbggbxTHYNN6u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		detail             string
+	}{
+		{http.MethodPost, "/api/v1/groups", `{"nom": "x"}`, http.StatusBadRequest, "nom"},
+		{http.MethodPost, "/api/v1/groups", `{}`, http.StatusBadRequest, "name"},
+		{http.MethodPost, "/api/v1/groups", `{"name": "x", "policy": {"postRole": "boss"}}`, http.StatusBadRequest, "postRole"},
+		{http.MethodGet, "/api/v1/groups/nope", "", http.StatusNotFound, "nope"},
+		{http.MethodPost, "/api/v1/groups/lab-2/invitations", `{"ttl": "soon"}`, http.StatusBadRequest, "ttl"},
+		{http.MethodPost, "/api/v1/groups/lab-2/invitations", `{"for": "bob"}`, http.StatusBadRequest, "for"},
+		{http.MethodPost, "/api/v1/groups/join", `{"token": "lmosgroup:AAAA"}`, http.StatusBadRequest, "token"},
+		{http.MethodPost, "/api/v1/groups/join", `{}`, http.StatusBadRequest, "token"},
+		{http.MethodDelete, "/api/v1/groups/lab-2/members/bob", "", http.StatusBadRequest, "peer"},
+		{http.MethodDelete, "/api/v1/groups/lab-2/members/" + other.String(), "", http.StatusNotFound, other.String()},
+		{http.MethodDelete, "/api/v1/groups/lab-2/members/" + n.PeerID().String(), "", http.StatusConflict, "admin"},
+		{http.MethodDelete, "/api/v1/groups/lab-2/admins/" + n.PeerID().String(), "", http.StatusConflict, "admin"},
+		{http.MethodPost, "/api/v1/groups/lab-2/leave", "", http.StatusConflict, "admin"},
+		{http.MethodPost, "/api/v1/groups/lab-2/messages", `not json`, http.StatusBadRequest, "JSON"},
+	} {
+		var p node.Problem
+		apiDo(t, n, c.method, c.path, c.body, c.status, &p)
+		if p.Status != c.status || !strings.Contains(p.Detail, c.detail) {
+			t.Errorf("%s %s: %+v, want %d naming %q", c.method, c.path, p, c.status, c.detail)
+		}
+	}
+	apiDo(t, n, http.MethodPost, "/api/v1/groups/lab-2/messages", `"hi"`, http.StatusAccepted, nil)
+	apiDo(t, n, http.MethodDelete, "/api/v1/groups/lab-2", "", http.StatusOK, &info)
+	if !info.Dissolved || info.Self.Member {
+		t.Fatalf("dissolved %+v", info)
+	}
+	apiDo(t, n, http.MethodDelete, "/api/v1/groups/lab-2", "", http.StatusConflict, nil)
+	apiDo(t, n, http.MethodGet, "/api/v1/groups/lab-2/messages", "", http.StatusConflict, nil)
 }

@@ -68,6 +68,7 @@ type Node struct {
 	groups       *groupsvc.Service
 	groupFilter  groupFilter
 	joinedGroups groupSet
+	memberSyncs  peerTimes
 
 	// Interactions (invoke.go): the engine of the node's own Things, the
 	// libp2p server and client of proto.ProtocolInteract, the router that

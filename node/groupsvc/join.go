@@ -110,7 +110,9 @@ func (s *Service) Join(ctx context.Context, token string) (JoinResult, error) {
 	if inv.For != "" && inv.For != s.self {
 		return JoinResult{}, &RefusedError{Status: http.StatusForbidden, Reason: fmt.Sprintf("the invitation is for %s, this node is %s", inv.For, s.self)}
 	}
-	g, err := s.tryJoin(ctx, inv, token)
+	tctx, cancel := context.WithTimeout(ctx, JoinWait)
+	g, err := s.tryJoin(tctx, inv, token)
+	cancel()
 	var refused *RefusedError
 	switch {
 	case err == nil:
@@ -121,6 +123,8 @@ func (s *Service) Join(ctx context.Context, token string) (JoinResult, error) {
 		return JoinResult{}, err
 	case s.ctx.Err() != nil:
 		return JoinResult{}, ErrClosed
+	case ctx.Err() != nil:
+		return JoinResult{}, ctx.Err()
 	}
 	s.log.Info("join pending: no admin reachable", "group", inv.Group, "issuer", inv.Issuer, "err", err)
 	if err := s.addPending(inv, token); err != nil {
@@ -221,6 +225,9 @@ func (s *Service) askJoin(ctx context.Context, ai peer.AddrInfo, inv *groups.Inv
 	if err != nil {
 		return nil, err
 	}
+	if ans.Status == http.StatusTooManyRequests {
+		return nil, fmt.Errorf("%s: %s", ai.ID, ans.Error) // tried again later
+	}
 	if ans.Error != "" {
 		status := ans.Status
 		if status != http.StatusGone && status != http.StatusConflict {
@@ -291,6 +298,9 @@ func (s *Service) handleJoin(st network.Stream) {
 func (s *Service) serveJoin(st network.Stream, remote peer.ID) logAnswer {
 	if err := st.SetDeadline(time.Now().Add(JoinTimeout)); err != nil {
 		return logAnswer{Error: err.Error(), Status: http.StatusBadRequest}
+	}
+	if !s.serveLimit.allow(remote) {
+		return logAnswer{Error: "rate limited", Status: http.StatusTooManyRequests}
 	}
 	raw, err := lmosproto.ReadFrame(st, maxFrame)
 	if err != nil {

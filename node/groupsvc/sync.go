@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -18,23 +19,42 @@ import (
 
 // syncRequest is the request frame of the sync protocol.
 type syncRequest struct {
-	Group       string `json:"group"`
-	Resubscribe bool   `json:"resubscribe,omitempty"`
+	Group       string   `json:"group"`
+	Heads       []string `json:"heads,omitempty"`
+	Resubscribe bool     `json:"resubscribe,omitempty"`
 }
 
 // handleSync answers a sync request: the log, to current members only.
-func (s *Service) handleSync(st network.Stream) {
-	remote := st.Conn().RemotePeer()
-	ans, g, resub := s.serveSync(st, remote)
-	writeAnswer(st, ans)
-	if resub && g != nil {
+func (s *Service) handleSync(stream network.Stream) {
+	remote := stream.Conn().RemotePeer()
+	ans, g, resub := s.serveSync(stream, remote)
+	writeAnswer(stream, ans)
+	if g == nil {
+		return
+	}
+	if resub {
 		s.spawn(func() { s.resubscribe(g) })
+	}
+	st := g.state()
+	if !st.IsMember(s.self) {
+		return
+	}
+	// remote holds this node as a member: if its subscription was
+	// dropped here, it will answer a request to announce it again.
+	if st.IsMember(remote) && s.wasDropped(groups.Topic(g.id), remote) {
+		s.askResubscribe(g, st)
+	}
+	if s.p.OnMemberSync != nil {
+		s.p.OnMemberSync(g.id, remote)
 	}
 }
 
 func (s *Service) serveSync(st network.Stream, remote peer.ID) (logAnswer, *group, bool) {
 	if err := st.SetDeadline(time.Now().Add(SyncTimeout)); err != nil {
 		return logAnswer{Error: err.Error()}, nil, false
+	}
+	if !s.serveLimit.allow(remote) {
+		return logAnswer{Error: "rate limited"}, nil, false
 	}
 	raw, err := lmosproto.ReadFrame(st, maxFrame)
 	if err != nil {
@@ -50,20 +70,33 @@ func (s *Service) serveSync(st network.Stream, remote peer.ID) (logAnswer, *grou
 		// outsider learns nothing.
 		return logAnswer{Error: "not a member of a group this node knows"}, nil, false
 	}
+	if len(req.Heads) > groups.MaxLogOps {
+		return logAnswer{Error: fmt.Sprintf("heads: %d, at most %d", len(req.Heads), groups.MaxLogOps)}, nil, false
+	}
+	// The asker has operations this node lacks: ask back.
+	for _, h := range req.Heads {
+		if !g.log.Has(h) {
+			if s.due(remote, g.id, "heads", time.Second) {
+				s.spawn(func() { s.syncWith(g, remote, false) })
+			}
+			break
+		}
+	}
 	return logAnswer{Log: g.log.Marshal()}, g, req.Resubscribe && g.state().IsMember(s.self)
 }
 
 // syncWith asks p for its log of g and merges it; with resubscribe it
-// also asks p to announce its topic subscription again.
-func (s *Service) syncWith(g *group, p peer.ID, resubscribe bool) {
+// also asks p to announce its topic subscription again. It reports
+// whether p answered with a log.
+func (s *Service) syncWith(g *group, p peer.ID, resubscribe bool) bool {
 	if p == s.self || s.ctx.Err() != nil {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, SyncTimeout)
 	defer cancel()
-	req, err := json.Marshal(syncRequest{Group: g.id, Resubscribe: resubscribe})
+	req, err := json.Marshal(syncRequest{Group: g.id, Heads: g.log.Heads(), Resubscribe: resubscribe})
 	if err != nil {
-		return
+		return false
 	}
 	ans, err := s.exchange(ctx, p, protocol.ID(groups.ProtocolSync), req)
 	if err == nil && ans.Error != "" {
@@ -73,18 +106,19 @@ func (s *Service) syncWith(g *group, p peer.ID, resubscribe bool) {
 		if s.ctx.Err() == nil {
 			s.log.Debug("group sync failed", "group", g.id, "peer", p, "err", err)
 		}
-		return
+		return false
 	}
 	l, err := groups.ParseLog(g.id, ans.Log)
 	if err != nil {
 		s.log.Info("group log from peer does not check", "group", g.id, "peer", p, "err", err)
-		return
+		return true
 	}
 	if _, changed, err := s.adopt(l); err != nil {
 		s.log.Warn("merge group log", "group", g.id, "peer", p, "err", err)
 	} else if changed {
 		s.log.Debug("group log merged", "group", g.id, "peer", p)
 	}
+	return true
 }
 
 // watchIdentify syncs, for every group they share, with members that
@@ -101,7 +135,7 @@ func (s *Service) watchIdentify(sub event.Subscription) {
 		s.kickPending(e.Peer)
 		for _, g := range s.all() {
 			st := g.state()
-			if !st.IsMember(s.self) || !st.IsMember(e.Peer) || !s.syncDue(e.Peer, g.id) {
+			if !st.IsMember(s.self) || !st.IsMember(e.Peer) || !s.due(e.Peer, g.id, "connected", SyncEvery) {
 				continue
 			}
 			s.spawn(func() { s.syncWith(g, e.Peer, false) })
@@ -109,13 +143,13 @@ func (s *Service) watchIdentify(sub event.Subscription) {
 	}
 }
 
-// syncDue reports whether a sync with p for group may start now, and
-// notes it.
-func (s *Service) syncDue(p peer.ID, group string) bool {
+// due reports whether a sync with p for group, for the reason why, may
+// start now (none for this reason within every), and notes it.
+func (s *Service) due(p peer.ID, group, why string, every time.Duration) bool {
 	s.dropMu.Lock()
 	defer s.dropMu.Unlock()
-	k := syncKey{p: p, group: group}
-	if time.Since(s.syncAt[k]) < SyncEvery {
+	k := syncKey{p: p, group: group, why: why}
+	if time.Since(s.syncAt[k]) < every {
 		return false
 	}
 	if len(s.syncAt) > maxDropped {
@@ -123,6 +157,39 @@ func (s *Service) syncDue(p peer.ID, group string) bool {
 	}
 	s.syncAt[k] = time.Now()
 	return true
+}
+
+// antiEntropy syncs, every AntiEntropyEvery, each group the node is a
+// member of with one connected member picked at random.
+func (s *Service) antiEntropy() {
+	t := time.NewTicker(AntiEntropyEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		connected := s.p.Host.Network().Peers()
+		for _, g := range s.all() {
+			st := g.state()
+			if !st.IsMember(s.self) {
+				continue
+			}
+			s.askResubscribe(g, st)
+			var cands []peer.ID
+			for _, p := range connected {
+				if p != s.self && st.IsMember(p) {
+					cands = append(cands, p)
+				}
+			}
+			if len(cands) == 0 {
+				continue
+			}
+			p := cands[rand.IntN(len(cands))]
+			s.spawn(func() { s.syncWith(g, p, false) })
+		}
+	}
 }
 
 // fetchDHT gets the group's log from the DHT.
