@@ -66,6 +66,7 @@ func TestGroups(t *testing.T) {
 	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups", `{"name": "diagnostics"}`, http.StatusCreated, &info)
 	gid := info.ID
 	topic := groups.Topic(gid)
+	outsiderGot := rawSubscribe(t, outsider, topic)
 	var forOne, forMany node.InvitationResponse
 	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups/"+gid+"/invitations",
 		fmt.Sprintf(`{"for": %q, "once": true}`, nodes[1].PeerID()), http.StatusCreated, &forOne)
@@ -91,8 +92,8 @@ func TestGroups(t *testing.T) {
 	d := testnet.WaitFor(t, "six members on every member", waitLong, testnet.All(members, hasMembers(gid, members...)))
 	t.Logf("five joins → every member knows all six: %s after the last join", d.Round(time.Millisecond))
 
-	// Posts reach every member, and nothing reaches the outsider.
-	outsiderGot := rawSubscribe(t, outsider, topic)
+	// Posts reach every member, and nothing reaches the outsider, which
+	// subscribed before anyone joined.
 	posts := make([]<-chan groupsvc.Received, len(members))
 	for i, n := range members {
 		ch, stop, err := n.Groups().Subscribe(gid)

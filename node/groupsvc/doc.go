@@ -34,10 +34,12 @@
 //
 // PeerFilter keeps gossipsub from meshing or gossiping with non-members on
 // group topics, and SubscriptionFilter drops the subscriptions of
-// non-members to group topics, so that not even a flood-published message
-// of this node reaches an outsider. A peer whose subscription was dropped
-// and that becomes a member later is asked (with the sync protocol's
-// "resubscribe") to announce its subscription again.
+// non-members to group topics (of everyone, to the topic of a group the
+// node does not know), so that not even a flood-published message of this
+// node reaches an outsider, however early it subscribed. A peer whose
+// subscription was dropped and that is a member by this node's state
+// later is asked (with the sync protocol's "resubscribe") to announce its
+// subscription again.
 //
 // After a dissolve, or when the node is removed or leaves, it leaves the
 // topic and keeps the log read-only.
@@ -48,7 +50,9 @@
 // (proto.WriteFrame) {"token": "lmosgroup:…"} and closes its write side;
 // the admin's node answers one frame: {"log": [signed operations…]} when
 // the stream's remote peer was added (or is a member already), else
-// {"error": "…", "status": 403|409|410|400}. The admin's node checks the
+// {"error": "…", "status": 403|409|410|400|429}. A node answers at most
+// ServeBurst join and sync requests of one peer at once, then one every
+// ServeEvery (429: the joiner tries again later). The admin's node checks the
 // token with groups.Log.CheckJoin against the authenticated remote peer,
 // signs the add with the invitation, spreads it, and answers.
 //

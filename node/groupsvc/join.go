@@ -225,6 +225,9 @@ func (s *Service) askJoin(ctx context.Context, ai peer.AddrInfo, inv *groups.Inv
 	if err != nil {
 		return nil, err
 	}
+	if ans.Status == http.StatusTooManyRequests {
+		return nil, fmt.Errorf("%s: %s", ai.ID, ans.Error) // tried again later
+	}
 	if ans.Error != "" {
 		status := ans.Status
 		if status != http.StatusGone && status != http.StatusConflict {
@@ -295,6 +298,9 @@ func (s *Service) handleJoin(st network.Stream) {
 func (s *Service) serveJoin(st network.Stream, remote peer.ID) logAnswer {
 	if err := st.SetDeadline(time.Now().Add(JoinTimeout)); err != nil {
 		return logAnswer{Error: err.Error(), Status: http.StatusBadRequest}
+	}
+	if !s.serveLimit.allow(remote) {
+		return logAnswer{Error: "rate limited", Status: http.StatusTooManyRequests}
 	}
 	raw, err := lmosproto.ReadFrame(st, maxFrame)
 	if err != nil {

@@ -90,8 +90,9 @@ type Params struct {
 	// DatastorePrefix.
 	Datastore ds.Batching
 	// OnChange, if set, is called (from one goroutine, never concurrently)
-	// after the membership, roles, scopes or the dissolution of a group
-	// changed, with the group's ID.
+	// with a group's ID after operations were added to its log (its
+	// membership, roles, scopes, policy or dissolution may have changed);
+	// a burst of operations is one call.
 	OnChange func(group string)
 	// OnMemberSync, if set, is called after a member p asked this node
 	// for its log of group: p holds this node as a member, so what p
@@ -145,7 +146,7 @@ const (
 	// maxLogFrame bounds an answer frame: a log and its envelope.
 	maxLogFrame = groups.MaxLogSize + 64<<10
 	// maxDropped bounds the remembered dropped subscriptions.
-	maxDropped = 4096
+	maxDropped = 16384
 	// postBuffer is the queue of one local post subscriber.
 	postBuffer = 64
 )
@@ -176,13 +177,16 @@ type Service struct {
 	// recMu serialises reconcile.
 	recMu sync.Mutex
 
+	serveLimit *peerLimiter // join and sync requests this node answers
+
 	changes *workSet // groups whose state changed, for the change worker
 	puts    *workSet // groups whose log is to be put in the DHT
 
-	dropMu  sync.Mutex
-	dropped map[string]map[peer.ID]struct{} // topic → peers whose subscription was dropped
-	resubAt map[string]time.Time            // group → last resubscription
-	syncAt  map[syncKey]time.Time
+	dropMu    sync.Mutex
+	dropped   map[string]map[peer.ID]struct{} // topic → peers whose subscription was dropped
+	resubAt   map[string]time.Time            // group → last resubscription
+	resubWait map[string]bool                 // group → a resubscription waits for its turn
+	syncAt    map[syncKey]time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -249,18 +253,20 @@ func New(p Params) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
-		p:       p,
-		self:    self,
-		log:     p.Logger,
-		ctx:     ctx,
-		cancel:  cancel,
-		groups:  map[string]*group{},
-		pending: map[string]*pendingJoin{},
-		changes: newWorkSet(),
-		puts:    newWorkSet(),
-		dropped: map[string]map[peer.ID]struct{}{},
-		resubAt: map[string]time.Time{},
-		syncAt:  map[syncKey]time.Time{},
+		p:          p,
+		self:       self,
+		log:        p.Logger,
+		ctx:        ctx,
+		cancel:     cancel,
+		groups:     map[string]*group{},
+		pending:    map[string]*pendingJoin{},
+		changes:    newWorkSet(),
+		serveLimit: newPeerLimiter(),
+		puts:       newWorkSet(),
+		dropped:    map[string]map[peer.ID]struct{}{},
+		resubAt:    map[string]time.Time{},
+		resubWait:  map[string]bool{},
+		syncAt:     map[syncKey]time.Time{},
 	}
 	if err := s.load(ctx); err != nil {
 		cancel()
@@ -486,8 +492,22 @@ func (s *Service) reconcile(g *group) {
 		s.log.Info("left group", "group", g.id, "name", st.Name, "why", why)
 	}
 	if member {
-		for _, p := range s.undrop(groups.Topic(g.id), st) {
-			s.spawn(func() { s.syncWith(g, p, true) })
-		}
+		s.askResubscribe(g, st)
+	}
+}
+
+// askResubscribe asks the members (by st) whose subscriptions to g's topic
+// were dropped to announce them again. A member that does not answer (or
+// does not know this node as a member yet) is asked again later: at the
+// next change, when it syncs with this node, or at the next anti-entropy
+// round.
+func (s *Service) askResubscribe(g *group, st groups.State) {
+	topic := groups.Topic(g.id)
+	for _, p := range s.undrop(topic, st) {
+		s.spawn(func() {
+			if !s.syncWith(g, p, true) {
+				s.drop(topic, p)
+			}
+		})
 	}
 }

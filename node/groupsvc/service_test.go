@@ -60,6 +60,8 @@ func TestGroupLife(t *testing.T) {
 	if got, err := a.svc.Resolve("diagnostics"); err != nil || got != id {
 		t.Fatalf("Resolve by name: %q, %v", got, err)
 	}
+	topic := groups.Topic(id)
+	outSub := rawSubscribe(t, out, topic)
 
 	// A single-use token bound to b, a multi-use one for anyone.
 	forB, _, err := a.svc.Invite(id, groupsvc.InviteOptions{For: b.id(), Once: true})
@@ -87,9 +89,8 @@ func TestGroupLife(t *testing.T) {
 		t.Fatal("Allowed: wrong answer for a member or an outsider")
 	}
 
-	// Posts reach every member and nobody else.
-	topic := groups.Topic(id)
-	outSub := rawSubscribe(t, out, topic)
+	// Posts reach every member and nobody else, not even an outsider that
+	// subscribed before the members joined.
 	var chans []<-chan groupsvc.Received
 	for _, m := range []*member{a, b, c} {
 		ch, stop, err := m.svc.Subscribe(id)
@@ -222,6 +223,14 @@ func TestPendingJoinAndRestart(t *testing.T) {
 		t.Fatalf("Pending: %+v", p)
 	}
 
+	// The pending join survives a restart of the joiner.
+	dKey, dStore := d.key, d.store
+	d.stop()
+	d = startMember(t, dKey, dStore)
+	if p := d.svc.Pending(); len(p) != 1 || p[0].Group != info.ID {
+		t.Fatalf("Pending after restart: %+v", p)
+	}
+
 	a2 := startMember(t, aKey, aStore)
 	if st, ok := a2.svc.State(info.ID); !ok || !st.IsAdmin(a2.id()) {
 		t.Fatal("the restarted admin lost its group")
@@ -233,7 +242,6 @@ func TestPendingJoinAndRestart(t *testing.T) {
 	}
 
 	// d restarts: its group, log and membership survive.
-	dKey, dStore := d.key, d.store
 	d.stop()
 	d2 := startMember(t, dKey, dStore)
 	if !d2.svc.MemberOf(info.ID) {

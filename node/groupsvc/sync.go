@@ -25,17 +25,26 @@ type syncRequest struct {
 }
 
 // handleSync answers a sync request: the log, to current members only.
-func (s *Service) handleSync(st network.Stream) {
-	remote := st.Conn().RemotePeer()
-	ans, g, resub := s.serveSync(st, remote)
-	writeAnswer(st, ans)
+func (s *Service) handleSync(stream network.Stream) {
+	remote := stream.Conn().RemotePeer()
+	ans, g, resub := s.serveSync(stream, remote)
+	writeAnswer(stream, ans)
 	if g == nil {
 		return
 	}
 	if resub {
 		s.spawn(func() { s.resubscribe(g) })
 	}
-	if s.p.OnMemberSync != nil && g.state().IsMember(s.self) {
+	st := g.state()
+	if !st.IsMember(s.self) {
+		return
+	}
+	// remote holds this node as a member: if its subscription was
+	// dropped here, it will answer a request to announce it again.
+	if st.IsMember(remote) && s.wasDropped(groups.Topic(g.id), remote) {
+		s.askResubscribe(g, st)
+	}
+	if s.p.OnMemberSync != nil {
 		s.p.OnMemberSync(g.id, remote)
 	}
 }
@@ -43,6 +52,9 @@ func (s *Service) handleSync(st network.Stream) {
 func (s *Service) serveSync(st network.Stream, remote peer.ID) (logAnswer, *group, bool) {
 	if err := st.SetDeadline(time.Now().Add(SyncTimeout)); err != nil {
 		return logAnswer{Error: err.Error()}, nil, false
+	}
+	if !s.serveLimit.allow(remote) {
+		return logAnswer{Error: "rate limited"}, nil, false
 	}
 	raw, err := lmosproto.ReadFrame(st, maxFrame)
 	if err != nil {
@@ -74,16 +86,17 @@ func (s *Service) serveSync(st network.Stream, remote peer.ID) (logAnswer, *grou
 }
 
 // syncWith asks p for its log of g and merges it; with resubscribe it
-// also asks p to announce its topic subscription again.
-func (s *Service) syncWith(g *group, p peer.ID, resubscribe bool) {
+// also asks p to announce its topic subscription again. It reports
+// whether p answered with a log.
+func (s *Service) syncWith(g *group, p peer.ID, resubscribe bool) bool {
 	if p == s.self || s.ctx.Err() != nil {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, SyncTimeout)
 	defer cancel()
 	req, err := json.Marshal(syncRequest{Group: g.id, Heads: g.log.Heads(), Resubscribe: resubscribe})
 	if err != nil {
-		return
+		return false
 	}
 	ans, err := s.exchange(ctx, p, protocol.ID(groups.ProtocolSync), req)
 	if err == nil && ans.Error != "" {
@@ -93,18 +106,19 @@ func (s *Service) syncWith(g *group, p peer.ID, resubscribe bool) {
 		if s.ctx.Err() == nil {
 			s.log.Debug("group sync failed", "group", g.id, "peer", p, "err", err)
 		}
-		return
+		return false
 	}
 	l, err := groups.ParseLog(g.id, ans.Log)
 	if err != nil {
 		s.log.Info("group log from peer does not check", "group", g.id, "peer", p, "err", err)
-		return
+		return true
 	}
 	if _, changed, err := s.adopt(l); err != nil {
 		s.log.Warn("merge group log", "group", g.id, "peer", p, "err", err)
 	} else if changed {
 		s.log.Debug("group log merged", "group", g.id, "peer", p)
 	}
+	return true
 }
 
 // watchIdentify syncs, for every group they share, with members that
@@ -162,6 +176,7 @@ func (s *Service) antiEntropy() {
 			if !st.IsMember(s.self) {
 				continue
 			}
+			s.askResubscribe(g, st)
 			var cands []peer.ID
 			for _, p := range connected {
 				if p != s.self && st.IsMember(p) {

@@ -116,12 +116,26 @@ func (s *Service) leaveTopic(g *group) error {
 
 // resubscribe announces the node's subscription to g's topic again, at
 // most once every ResubscribeEvery: members that dropped it (the node was
-// not a member for them yet) learn it.
+// not a member for them yet) learn it. A request that comes sooner is
+// served by one announcement when the interval has passed.
 func (s *Service) resubscribe(g *group) {
 	s.dropMu.Lock()
-	if time.Since(s.resubAt[g.id]) < ResubscribeEvery {
+	if s.resubWait[g.id] {
 		s.dropMu.Unlock()
 		return
+	}
+	if wait := ResubscribeEvery - time.Since(s.resubAt[g.id]); wait > 0 {
+		s.resubWait[g.id] = true
+		s.dropMu.Unlock()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.dropMu.Lock()
+		delete(s.resubWait, g.id)
 	}
 	s.resubAt[g.id] = time.Now()
 	s.dropMu.Unlock()
@@ -472,10 +486,12 @@ func (s *Service) PeerFilter(pid peer.ID, topic string) bool {
 }
 
 // SubscriptionFilter returns the node's gossipsub subscription filter
-// (pubsub.WithSubscriptionFilter): it drops the subscriptions of peers
-// that are not members to the topics of the groups the node knows, so
-// that the node never sends them anything on those topics (not even its
-// own messages, which gossipsub floods to every subscribed peer).
+// (pubsub.WithSubscriptionFilter): it drops the subscriptions to group
+// topics of peers that are not members by this node's state (every peer,
+// for a group it does not know), so that the node never sends them
+// anything on those topics (not even its own messages, which gossipsub
+// floods to every subscribed peer). Members whose subscription was
+// dropped are asked to announce it again once they are members here.
 func (s *Service) SubscriptionFilter() pubsub.SubscriptionFilter { return subFilter{s} }
 
 type subFilter struct{ s *Service }
@@ -492,8 +508,10 @@ func (f subFilter) FilterIncomingSubscriptions(from peer.ID, subs []*pubsubpb.RP
 			out = append(out, so)
 			continue
 		}
+		// A group unknown here is dropped too: should this node join it
+		// later, an outsider's early subscription must not be kept.
 		g, isGroup := f.s.groupOfTopic(so.GetTopicid())
-		if !isGroup || g == nil || g.state().IsMember(from) {
+		if !isGroup || (g != nil && g.state().IsMember(from)) {
 			out = append(out, so)
 			continue
 		}
@@ -519,6 +537,15 @@ func (s *Service) drop(topic string, p peer.ID) {
 		s.dropped[topic] = ps
 	}
 	ps[p] = struct{}{}
+}
+
+// wasDropped reports whether the subscription of p to topic was dropped
+// and not asked for again yet.
+func (s *Service) wasDropped(topic string, p peer.ID) bool {
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
+	_, ok := s.dropped[topic][p]
+	return ok
 }
 
 // undrop forgets, and returns, the peers whose subscription to topic was
