@@ -55,6 +55,7 @@ BENCHES=(
 	"./node            NodeCost/nodes=50$   1x   -                    -"
 	"./node            NodeCost/nodes=100$  1x   -                    -"
 	"./node            RequestReply|Stream  1s   RequestReply|Stream  100ms"
+	"./node            GroupRemove          20x  GroupRemove/N=10$    5x"
 	"./node/interact   RequestReply         1s   RequestReply         100ms"
 	"./node/directory  Table                1s   Table                100ms"
 	"./cmd/lmosnode    Startup              10x  Startup              3x"
