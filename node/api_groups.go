@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,12 +39,20 @@ func mountGroups(mux *http.ServeMux, n *Node) {
 	mux.HandleFunc("POST /api/v1/groups/join", g.join)
 	mux.HandleFunc("GET /api/v1/groups/{id}", g.show)
 	mux.HandleFunc("PATCH /api/v1/groups/{id}", g.patch)
-	mux.HandleFunc("DELETE /api/v1/groups/{id}", g.dissolve)
+	mux.HandleFunc("DELETE /api/v1/groups/{id}", g.act(false, func(ctx context.Context, id string, _ peer.ID) (groupsvc.Info, error) {
+		return n.groups.Dissolve(ctx, id)
+	}))
 	mux.HandleFunc("POST /api/v1/groups/{id}/invitations", g.invite)
-	mux.HandleFunc("DELETE /api/v1/groups/{id}/members/{peer}", g.remove)
-	mux.HandleFunc("PUT /api/v1/groups/{id}/admins/{peer}", g.admin(true))
-	mux.HandleFunc("DELETE /api/v1/groups/{id}/admins/{peer}", g.admin(false))
-	mux.HandleFunc("POST /api/v1/groups/{id}/leave", g.leave)
+	mux.HandleFunc("DELETE /api/v1/groups/{id}/members/{peer}", g.act(true, n.groups.Remove))
+	mux.HandleFunc("PUT /api/v1/groups/{id}/admins/{peer}", g.act(true, func(ctx context.Context, id string, p peer.ID) (groupsvc.Info, error) {
+		return n.groups.SetAdmin(ctx, id, p, true)
+	}))
+	mux.HandleFunc("DELETE /api/v1/groups/{id}/admins/{peer}", g.act(true, func(ctx context.Context, id string, p peer.ID) (groupsvc.Info, error) {
+		return n.groups.SetAdmin(ctx, id, p, false)
+	}))
+	mux.HandleFunc("POST /api/v1/groups/{id}/leave", g.act(false, func(ctx context.Context, id string, _ peer.ID) (groupsvc.Info, error) {
+		return n.groups.Leave(ctx, id)
+	}))
 	mux.HandleFunc("POST /api/v1/groups/{id}/messages", g.post)
 	mux.HandleFunc("GET /api/v1/groups/{id}/messages", g.messages)
 }
@@ -197,17 +206,28 @@ func (g groupsAPI) patch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
-func (g groupsAPI) dissolve(w http.ResponseWriter, r *http.Request) {
-	id, ok := g.resolve(w, r)
-	if !ok {
-		return
+// act answers a group operation that needs only the group and, with
+// withPeer, the {peer} of the path: it resolves them, runs do and answers
+// the group's new GroupInfo.
+func (g groupsAPI) act(withPeer bool, do func(ctx context.Context, id string, p peer.ID) (groupsvc.Info, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := g.resolve(w, r)
+		if !ok {
+			return
+		}
+		var p peer.ID
+		if withPeer {
+			if p, ok = peerParam(w, r); !ok {
+				return
+			}
+		}
+		info, err := do(r.Context(), id, p)
+		if err != nil {
+			groupError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, info)
 	}
-	info, err := g.n.groups.Dissolve(r.Context(), id)
-	if err != nil {
-		groupError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, info)
 }
 
 // inviteRequest is the body of POST /api/v1/groups/{id}/invitations.
@@ -284,55 +304,6 @@ func (g groupsAPI) join(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res.Info)
-}
-
-func (g groupsAPI) remove(w http.ResponseWriter, r *http.Request) {
-	id, ok := g.resolve(w, r)
-	if !ok {
-		return
-	}
-	p, ok := peerParam(w, r)
-	if !ok {
-		return
-	}
-	info, err := g.n.groups.Remove(r.Context(), id, p)
-	if err != nil {
-		groupError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, info)
-}
-
-func (g groupsAPI) admin(grant bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := g.resolve(w, r)
-		if !ok {
-			return
-		}
-		p, ok := peerParam(w, r)
-		if !ok {
-			return
-		}
-		info, err := g.n.groups.SetAdmin(r.Context(), id, p, grant)
-		if err != nil {
-			groupError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, info)
-	}
-}
-
-func (g groupsAPI) leave(w http.ResponseWriter, r *http.Request) {
-	id, ok := g.resolve(w, r)
-	if !ok {
-		return
-	}
-	info, err := g.n.groups.Leave(r.Context(), id)
-	if err != nil {
-		groupError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, info)
 }
 
 func (g groupsAPI) post(w http.ResponseWriter, r *http.Request) {
