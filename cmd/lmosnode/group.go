@@ -904,26 +904,12 @@ interrupted (Ctrl-C) or the node ends the stream.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.apiURL+groupPath(id, "messages"), nil)
-			if err != nil {
-				return err
-			}
-			req.Header.Set("Accept", "text/event-stream")
-			resp, err := d.http.Do(req)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return d.explain(err)
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-				return d.explain(problemError(resp.StatusCode, b))
-			}
 			asJSON, _ := cmd.Flags().GetBool("json")
 			out := cmd.OutOrStdout()
-			done, err := readSSE(resp.Body, func(event, data string) (bool, error) {
+			return d.follow(ctx, d.apiURL+groupPath(id, "messages"), "group "+id, func(resp *http.Response) error {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+				return d.explain(problemError(resp.StatusCode, b))
+			}, func(event, data string) (bool, error) {
 				switch event {
 				case "error":
 					return true, problemError(http.StatusBadGateway, []byte(data))
@@ -943,16 +929,6 @@ interrupted (Ctrl-C) or the node ends the stream.`,
 				fmt.Fprintln(out, line)
 				return false, nil
 			})
-			if done {
-				return err
-			}
-			if ctx.Err() != nil {
-				return nil // interrupted: the normal end
-			}
-			if err != nil {
-				return fmt.Errorf("subscription to group %s ended: %w", id, err)
-			}
-			return fmt.Errorf("subscription to group %s ended by the node", id)
 		},
 	}
 	cmd.Flags().Bool("json", false, "print each post as JSON, one per line")

@@ -432,6 +432,23 @@ func runSubscribe(cmd *cobra.Command, args []string) error {
 	if kind == "properties" {
 		u = strings.Replace(u, "/properties/"+url.PathEscape(args[1]), "/properties/"+url.PathEscape(args[1])+"/observe", 1)
 	}
+	out := cmd.OutOrStdout()
+	return d.follow(ctx, u, fmt.Sprintf("%q", args[1]), func(resp *http.Response) error {
+		return printAnswer(out, resp)
+	}, func(event, data string) (bool, error) {
+		if event == "error" {
+			return true, problemError(http.StatusBadGateway, []byte(data))
+		}
+		fmt.Fprintln(out, data)
+		return false, nil
+	})
+}
+
+// follow reads the SSE stream at u, calling on for each event until on
+// says it is done, the node ends the stream, or ctx ends (the normal end
+// of a subscription: interrupted). refused answers a response other than
+// 200. what names the stream in errors.
+func (d *daemon) follow(ctx context.Context, u, what string, refused func(*http.Response) error, on func(event, data string) (bool, error)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
@@ -446,16 +463,9 @@ func runSubscribe(cmd *cobra.Command, args []string) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return printAnswer(cmd.OutOrStdout(), resp)
+		return refused(resp)
 	}
-	out := cmd.OutOrStdout()
-	done, err := readSSE(resp.Body, func(event, data string) (bool, error) {
-		if event == "error" {
-			return true, problemError(http.StatusBadGateway, []byte(data))
-		}
-		fmt.Fprintln(out, data)
-		return false, nil
-	})
+	done, err := readSSE(resp.Body, on)
 	if done {
 		return err
 	}
@@ -463,9 +473,9 @@ func runSubscribe(cmd *cobra.Command, args []string) error {
 		return nil // interrupted: the normal end
 	}
 	if err != nil {
-		return fmt.Errorf("subscription to %q ended: %w", args[1], err)
+		return fmt.Errorf("subscription to %s ended: %w", what, err)
 	}
-	return fmt.Errorf("subscription to %q ended by the node", args[1])
+	return fmt.Errorf("subscription to %s ended by the node", what)
 }
 
 // readSSE reads a text/event-stream and calls fn with each event's type
