@@ -41,6 +41,20 @@
 // later is asked (with the sync protocol's "resubscribe") to announce its
 // subscription again.
 //
+// gossipsub applies both filters only to arriving subscriptions, so a
+// member that is removed (or leaves) and does not unsubscribe would keep
+// getting the topic's messages. When the node's state of a group changes
+// such that a peer that was a member no longer is (compared at each
+// reconcile, after every batch of operations) and the node is still a
+// member, it closes its connections to that peer, which makes gossipsub
+// forget the peer's subscriptions, and dials it again in the background;
+// the subscription the peer announces on the new connection is refused.
+// It then syncs with the peer (again every ResubscribeEvery, at most a few
+// times, until the peer's log shows it is out), and the sync protocol
+// answers such a former member the log, so that it learns of the
+// operation it may have missed.
+// Interactions running over the closed connections are cut.
+//
 // After a dissolve, or when the node is removed or leaves, it leaves the
 // topic and keeps the log read-only.
 //
@@ -67,7 +81,7 @@
 // The asking node writes {"group": id, "heads": [its log's heads],
 // "resubscribe": bool} and closes its write side; the answering node
 // answers {"log": […]} if the asker is a current member of a group it
-// knows, else {"error": "…"}. When the asker's heads name operations the
+// knows (or a former member it evicted, see above), else {"error": "…"}. When the asker's heads name operations the
 // answering node lacks, it asks back. With "resubscribe" the answering
 // node also announces its subscription to the group topic again (at most
 // once every ResubscribeEvery). A node syncs with every member that

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,6 +148,9 @@ const (
 	maxLogFrame = groups.MaxLogSize + 64<<10
 	// maxDropped bounds the remembered dropped subscriptions.
 	maxDropped = 16384
+	// tellTries bounds the syncs with a former member that does not show
+	// yet that it knows it is one.
+	tellTries = 5
 	// postBuffer is the queue of one local post subscriber.
 	postBuffer = 64
 )
@@ -216,6 +220,24 @@ type group struct {
 
 	subsMu sync.Mutex
 	subs   map[*postSub]struct{}
+
+	// members are the members by the state reconcile last saw (nil
+	// before the first reconcile), under Service.recMu: the next
+	// reconcile evicts those that are members no longer.
+	members map[peer.ID]struct{}
+	// former are the peers reconcile saw stop being members, until they
+	// are members again; the sync protocol answers them the log, so that
+	// they learn of it. Under formerMu.
+	formerMu sync.Mutex
+	former   map[peer.ID]struct{}
+}
+
+// wasMember reports whether p is one of g's former members.
+func (g *group) wasMember(p peer.ID) bool {
+	g.formerMu.Lock()
+	defer g.formerMu.Unlock()
+	_, ok := g.former[p]
+	return ok
 }
 
 // state returns the group's current state.
@@ -472,6 +494,7 @@ func (s *Service) reconcile(g *group) {
 	}
 	st := g.state()
 	member := st.IsMember(s.self)
+	lost := g.lostMembers(st)
 	s.mu.RLock()
 	joined := g.topic != nil
 	s.mu.RUnlock()
@@ -492,8 +515,41 @@ func (s *Service) reconcile(g *group) {
 		s.log.Info("left group", "group", g.id, "name", st.Name, "why", why)
 	}
 	if member {
+		s.evict(g, lost)
 		s.askResubscribe(g, st)
 	}
+}
+
+// lostMembers returns the peers that were members of g at the previous
+// reconcile and are not by st (none at the first), and notes st's
+// members for the next. The caller holds recMu.
+func (g *group) lostMembers(st groups.State) []peer.ID {
+	prev := g.members
+	g.members = make(map[peer.ID]struct{}, len(st.Members))
+	for p := range st.Members {
+		if st.IsMember(p) {
+			g.members[p] = struct{}{}
+		}
+	}
+	var lost []peer.ID
+	for p := range prev {
+		if _, ok := g.members[p]; !ok {
+			lost = append(lost, p)
+		}
+	}
+	g.formerMu.Lock()
+	if g.former == nil {
+		g.former = map[peer.ID]struct{}{}
+	}
+	for p := range g.members {
+		delete(g.former, p)
+	}
+	for _, p := range lost {
+		g.former[p] = struct{}{}
+	}
+	g.formerMu.Unlock()
+	slices.Sort(lost)
+	return lost
 }
 
 // askResubscribe asks the members (by st) whose subscriptions to g's topic

@@ -24,7 +24,8 @@ type syncRequest struct {
 	Resubscribe bool     `json:"resubscribe,omitempty"`
 }
 
-// handleSync answers a sync request: the log, to current members only.
+// handleSync answers a sync request: the log, to current members (and
+// to the former members this node evicted) only.
 func (s *Service) handleSync(stream network.Stream) {
 	remote := stream.Conn().RemotePeer()
 	ans, g, resub := s.serveSync(stream, remote)
@@ -65,6 +66,12 @@ func (s *Service) serveSync(st network.Stream, remote peer.ID) (logAnswer, *grou
 		return logAnswer{Error: "request: " + err.Error()}, nil, false
 	}
 	g := s.get(req.Group)
+	if g != nil && !g.state().IsMember(remote) && g.wasMember(remote) {
+		// A member this node saw removed (or leave) learns of it: its
+		// subscription is refused here now, so it may have missed the
+		// operation on the topic. The log is in the DHT anyway.
+		return logAnswer{Log: g.log.Marshal()}, nil, false
+	}
 	if g == nil || !g.state().IsMember(remote) {
 		// The same answer for an unknown group and a non-member: an
 		// outsider learns nothing.
@@ -89,14 +96,21 @@ func (s *Service) serveSync(st network.Stream, remote peer.ID) (logAnswer, *grou
 // also asks p to announce its topic subscription again. It reports
 // whether p answered with a log.
 func (s *Service) syncWith(g *group, p peer.ID, resubscribe bool) bool {
+	_, ok := s.syncLog(g, p, resubscribe)
+	return ok
+}
+
+// syncLog is syncWith, and returns p's log too (nil if it does not
+// check).
+func (s *Service) syncLog(g *group, p peer.ID, resubscribe bool) (*groups.Log, bool) {
 	if p == s.self || s.ctx.Err() != nil {
-		return false
+		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, SyncTimeout)
 	defer cancel()
 	req, err := json.Marshal(syncRequest{Group: g.id, Heads: g.log.Heads(), Resubscribe: resubscribe})
 	if err != nil {
-		return false
+		return nil, false
 	}
 	ans, err := s.exchange(ctx, p, protocol.ID(groups.ProtocolSync), req)
 	if err == nil && ans.Error != "" {
@@ -106,19 +120,19 @@ func (s *Service) syncWith(g *group, p peer.ID, resubscribe bool) bool {
 		if s.ctx.Err() == nil {
 			s.log.Debug("group sync failed", "group", g.id, "peer", p, "err", err)
 		}
-		return false
+		return nil, false
 	}
 	l, err := groups.ParseLog(g.id, ans.Log)
 	if err != nil {
 		s.log.Info("group log from peer does not check", "group", g.id, "peer", p, "err", err)
-		return true
+		return nil, true
 	}
 	if _, changed, err := s.adopt(l); err != nil {
 		s.log.Warn("merge group log", "group", g.id, "peer", p, "err", err)
 	} else if changed {
 		s.log.Debug("group log merged", "group", g.id, "peer", p)
 	}
-	return true
+	return l, true
 }
 
 // watchIdentify syncs, for every group they share, with members that

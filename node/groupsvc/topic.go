@@ -11,6 +11,7 @@ import (
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/groups"
@@ -112,6 +113,84 @@ func (s *Service) leaveTopic(g *group) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// evict closes the node's connections to each of lost (peers that were
+// members of g and are not any more, while the node still is), so that
+// gossipsub forgets their subscriptions to g's topic, and dials them
+// again in the background: whatever else the node does with them (other
+// groups, the DHT, public Things) goes on over the new connection, where
+// their subscription to g's topic is refused, and they are told the log
+// (which they may not have got on the topic). Interactions running over
+// the closed connections are cut. The caller holds recMu.
+//
+// gossipsub (go-libp2p-pubsub v0.16) checks the peer and subscription
+// filters only when a subscription arrives, and sends on the topic map:
+//
+//   - PubSub.handleIncomingRPC passes the announced subscriptions through
+//     SubscriptionFilter.FilterIncomingSubscriptions before it adds them
+//     to PubSub.topics; nothing else adds to that map;
+//   - GossipSubRouter.rpcs (behind Publish, for the node's own messages
+//     and the ones it forwards) sends only to peers of PubSub.topics[topic]:
+//     every one of them for the node's own messages (flood publish), else
+//     the direct peers and floodsub peers among them and the mesh, whose
+//     peers GossipSubRouter.getPeers picks from PubSub.topics[topic]
+//     through PeerFilter (handleGraft, handleIHave and handleIWant check
+//     PeerFilter too);
+//   - a peer already in PubSub.topics stays there (and in the mesh) until
+//     it unsubscribes or dies: there is no way to drop one peer from one
+//     topic. When all its connections close, the pubsub stream to it ends
+//     (PubSub.handlePeerDead → notifyPeerDead) and PubSub.handleDeadPeers
+//     removes it from every topic (clearPeerFromTopicsState) and from the
+//     mesh and fanout (GossipSubRouter.OnClosedOutboundStream), even when
+//     a new connection is up already. On the new connection the peer
+//     announces its subscriptions again (the hello RPC), and
+//     handleIncomingRPC filters them by the state that excludes it.
+func (s *Service) evict(g *group, lost []peer.ID) {
+	nw := s.p.Host.Network()
+	for _, p := range lost {
+		if p == s.self || nw.Connectedness(p) != network.Connected {
+			continue
+		}
+		if err := nw.ClosePeer(p); err != nil {
+			s.log.Debug("close connections to a former member", "group", g.id, "peer", p, "err", err)
+		}
+		s.log.Info("closed connections to a former member", "group", g.id, "peer", p)
+		s.spawn(func() {
+			ctx, cancel := context.WithTimeout(s.ctx, JoinTimeout)
+			defer cancel()
+			if err := s.p.Host.Connect(ctx, peer.AddrInfo{ID: p}); err != nil {
+				s.log.Debug("reconnect to a former member", "group", g.id, "peer", p, "err", err)
+				return
+			}
+			s.tellFormer(g, p)
+		})
+	}
+}
+
+// tellFormer makes sure the former member p learns that it is one: it
+// may have missed the operation on the topic (this node closed the
+// connection it would have come by). Syncing shows p this node's heads,
+// p asks back (at most once a second per peer and group), and this node
+// answers it the log (serveSync); until p's log says p is out, this node
+// tries again every ResubscribeEvery, at most tellTries times.
+func (s *Service) tellFormer(g *group, p peer.ID) {
+	for range tellTries {
+		if st := g.state(); st.IsMember(p) || !st.IsMember(s.self) {
+			return
+		}
+		l, ok := s.syncLog(g, p, false)
+		if !ok || (l != nil && !l.State().IsMember(p)) {
+			return
+		}
+		t := time.NewTimer(ResubscribeEvery)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // resubscribe announces the node's subscription to g's topic again, at
