@@ -112,14 +112,6 @@ type Federation struct {
 	// peers gossipsub sends to; the topic watcher republishes when one
 	// joins and gossipsub can send to it. Guarded by pubMu.
 	unheard bool
-	// lastAnnounce is when the node last announced a new version of a
-	// public record (republications do not count: a peer connected
-	// before them got those records by sync on connect). A peer that
-	// was connected by then but joins the topic only afterwards may have
-	// missed it (gossipsub knew no subscription of it to send to, and
-	// sync on connect ran before the record existed): the topic watcher
-	// republishes for it too. Guarded by pubMu.
-	lastAnnounce time.Time
 
 	dhtq *dhtQueue
 

@@ -131,9 +131,7 @@ func (f *Federation) announce(ctx context.Context, rec *lmosproto.Record) {
 }
 
 // watchTopic republishes the own records when a peer joins the announce
-// topic after announcements it may have missed: ones that went out to
-// nobody, or any made while the peer was connected but not yet subscribed
-// (missedBy).
+// topic after announcements went out to nobody.
 //
 // A PeerJoin only means that the peer's subscription arrived. Gossipsub
 // sends to a peer only once it has set up its outbound queue to it, which
@@ -151,7 +149,10 @@ func (f *Federation) watchTopic(eh *pubsub.TopicEventHandler) {
 		if ev.Type != pubsub.PeerJoin {
 			continue
 		}
-		if f.missedBy(ev.Peer) {
+		f.pubMu.Lock()
+		unheard := f.unheard
+		f.pubMu.Unlock()
+		if unheard {
 			// Waiting must not hold up the events of other peers.
 			f.wg.Go(func() { f.republishTo(ev.Peer) })
 		}
@@ -173,35 +174,14 @@ func (f *Federation) republishTo(pid peer.ID) {
 	if !f.awaitTopicPeer(pid) {
 		return
 	}
-	if !f.missedBy(pid) {
-		return
-	}
 	f.pubMu.Lock()
+	unheard := f.unheard
 	f.unheard = false
 	f.pubMu.Unlock()
-	f.log.Debug("peer on the announce topic may have missed announcements; republishing", "peer", pid)
-	f.republish(true)
-}
-
-// missedBy reports whether pid may have missed an announcement: one went
-// out to nobody, or one went out after pid connected (so before it
-// subscribed, as it is joining only now).
-func (f *Federation) missedBy(pid peer.ID) bool {
-	f.pubMu.Lock()
-	unheard, last := f.unheard, f.lastAnnounce
-	f.pubMu.Unlock()
 	if unheard {
-		return true
+		f.log.Debug("first peer on the announce topic; republishing", "peer", pid)
+		f.republish(true)
 	}
-	if last.IsZero() {
-		return false
-	}
-	for _, c := range f.p.Host.Network().ConnsToPeer(pid) {
-		if c.Stat().Opened.Before(last) {
-			return true
-		}
-	}
-	return false
 }
 
 // awaitTopicPeer reports whether pid came to be listed among the announce

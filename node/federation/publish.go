@@ -68,7 +68,6 @@ func (f *Federation) Publish(ctx context.Context, td *lmosproto.TD, local *direc
 	if !ok { // impossible: just stored, and own Things do not expire
 		return directory.Entry{}, 0, fmt.Errorf("federation: publish thing %q: not in the directory after storing it", td.ID)
 	}
-	f.announced(rec)
 	f.spread(ctx, rec)
 	f.log.Info("published thing", "thing", rec.ThingID, "seq", rec.Seq, "change", change.String())
 	return entry, change, nil
@@ -102,18 +101,9 @@ func (f *Federation) Remove(ctx context.Context, id string) error {
 	if len(held.Groups) > 0 {
 		f.spreadScoped(ctx, held.Groups, rec)
 	}
-	f.announced(rec)
 	f.spread(ctx, rec)
 	f.log.Info("removed thing", "thing", id, "seq", rec.Seq)
 	return nil
-}
-
-// announced notes that rec, a new version, is about to be announced (see
-// Federation.lastAnnounce). The caller holds pubMu.
-func (f *Federation) announced(rec *lmosproto.Record) {
-	if public(rec) {
-		f.lastAnnounce = time.Now()
-	}
 }
 
 // spread announces rec and queues it for the DHT, or hands a group-scoped
