@@ -135,27 +135,3 @@ func (f *Federation) AcceptScoped(ctx context.Context, from peer.ID, group strin
 	f.log.Debug("learned thing", "via", "group", "group", group, "thing", rec.ThingID, "publisher", from, "seq", rec.Seq, "change", change.String())
 	return nil
 }
-
-// RespreadScoped hands every own live Thing that names group to
-// Params.Scoped again, as it is held (same seq and proof), and returns how
-// many it handed. The group service calls it when a member joins, so that
-// the newcomer hears the group's Things without waiting for the next
-// republication.
-func (f *Federation) RespreadScoped(ctx context.Context, group string) int {
-	f.pubMu.Lock()
-	defer f.pubMu.Unlock()
-	n := 0
-	for _, e := range f.dir.Own() {
-		if !slices.Contains(e.Groups, group) || ctx.Err() != nil || f.ctx.Err() != nil {
-			continue
-		}
-		rec, err := e.Record()
-		if err != nil {
-			f.log.Error("read own record", "thing", e.ThingID, "err", err)
-			continue
-		}
-		f.spreadScoped(ctx, rec.TD.Groups, rec)
-		n++
-	}
-	return n
-}

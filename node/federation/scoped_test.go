@@ -98,22 +98,6 @@ func TestPublishScoped(t *testing.T) {
 		t.Fatalf("the tombstone of a scoped Thing: groups %v, record %v (%v)", got.groups, rec, err)
 	}
 
-	// Respreading sends the live Things of a group again.
-	other := uniqueID()
-	if _, _, err := alice.Publish(ctx, scopedTD(t, other, "g-alpha"), nil); err != nil {
-		t.Fatal(err)
-	}
-	before := log.len()
-	if n := alice.RespreadScoped(ctx, "g-alpha"); n != 1 || log.len() != before+1 {
-		t.Fatalf("RespreadScoped: %d records, %d sent; want 1", n, log.len()-before)
-	}
-	if rec, err := alice.checkRecord(alice.id, log.last(t).record); err != nil || rec.ThingID != other {
-		t.Fatalf("respread record %v (%v), want %s", rec, err, other)
-	}
-	if n := alice.RespreadScoped(ctx, "g-beta"); n != 0 {
-		t.Fatalf("RespreadScoped of another group: %d", n)
-	}
-
 	// Without MemberOf every group is refused.
 	bob := newMember(t, nil)
 	if _, _, err := bob.Publish(ctx, scopedTD(t, uniqueID(), "g-alpha"), nil); !errors.Is(err, ErrNotMember) {
