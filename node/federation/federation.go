@@ -18,6 +18,7 @@ import (
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/peerlimit"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -115,8 +116,8 @@ type Federation struct {
 
 	dhtq *dhtQueue
 
-	serveLimit *peerLimiter // requests this node answers, per peer
-	syncLimit  *peerLimiter // on-connect syncs this node starts, per peer
+	serveLimit *peerlimit.Limiter // requests this node answers, per peer
+	syncLimit  *peerlimit.Limiter // on-connect syncs this node starts, per peer
 	syncSem    chan struct{}
 
 	mu      sync.Mutex
@@ -171,8 +172,8 @@ func New(p Params) (_ *Federation, err error) {
 		dir:        p.Directory,
 		ctx:        ctx,
 		cancel:     cancel,
-		serveLimit: newPeerLimiter(SyncEvery, SyncBurst),
-		syncLimit:  newPeerLimiter(SyncEvery, 1),
+		serveLimit: peerlimit.New(SyncEvery, SyncBurst),
+		syncLimit:  peerlimit.New(SyncEvery, 1),
 		syncSem:    make(chan struct{}, maxConcurrentSyncs),
 	}
 	f.dhtq = newDHTQueue(f)

@@ -159,7 +159,7 @@ func (f *Federation) serveSync(s network.Stream, remote peer.ID) error {
 		return fmt.Errorf("read request: %w", err)
 	}
 	flt, err := parseSyncRequest(p)
-	if err == nil && !f.serveLimit.allow(remote) {
+	if err == nil && !f.serveLimit.Allow(remote) {
 		err = fmt.Errorf("rate limited: at most %d requests, then one every %s", SyncBurst, SyncEvery)
 	}
 	if err != nil {
@@ -357,7 +357,7 @@ func (f *Federation) maybeSync(p peer.ID) {
 	if ok, err := f.p.Host.Peerstore().SupportsProtocols(p, lmosproto.ProtocolSync); err != nil || len(ok) == 0 {
 		return
 	}
-	if !f.syncLimit.allow(p) {
+	if !f.syncLimit.Allow(p) {
 		return
 	}
 	f.wg.Go(func() {

@@ -299,7 +299,7 @@ func (s *Service) serveJoin(st network.Stream, remote peer.ID) logAnswer {
 	if err := st.SetDeadline(time.Now().Add(JoinTimeout)); err != nil {
 		return logAnswer{Error: err.Error(), Status: http.StatusBadRequest}
 	}
-	if !s.serveLimit.allow(remote) {
+	if !s.serveLimit.Allow(remote) {
 		return logAnswer{Error: "rate limited", Status: http.StatusTooManyRequests}
 	}
 	raw, err := lmosproto.ReadFrame(st, maxFrame)

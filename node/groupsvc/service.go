@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/routing"
 
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/peerlimit"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -181,7 +182,7 @@ type Service struct {
 	// recMu serialises reconcile.
 	recMu sync.Mutex
 
-	serveLimit *peerLimiter // join and sync requests this node answers
+	serveLimit *peerlimit.Limiter // join and sync requests this node answers
 
 	changes *workSet // groups whose state changed, for the change worker
 	puts    *workSet // groups whose log is to be put in the DHT
@@ -283,7 +284,7 @@ func New(p Params) (*Service, error) {
 		groups:     map[string]*group{},
 		pending:    map[string]*pendingJoin{},
 		changes:    newWorkSet(),
-		serveLimit: newPeerLimiter(),
+		serveLimit: peerlimit.New(ServeEvery, ServeBurst),
 		puts:       newWorkSet(),
 		dropped:    map[string]map[peer.ID]struct{}{},
 		resubAt:    map[string]time.Time{},

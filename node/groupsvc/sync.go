@@ -54,7 +54,7 @@ func (s *Service) serveSync(st network.Stream, remote peer.ID) (logAnswer, *grou
 	if err := st.SetDeadline(time.Now().Add(SyncTimeout)); err != nil {
 		return logAnswer{Error: err.Error()}, nil, false
 	}
-	if !s.serveLimit.allow(remote) {
+	if !s.serveLimit.Allow(remote) {
 		return logAnswer{Error: "rate limited"}, nil, false
 	}
 	raw, err := lmosproto.ReadFrame(st, maxFrame)
