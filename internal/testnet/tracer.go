@@ -1,6 +1,7 @@
 package testnet
 
 import (
+	"bytes"
 	"sync"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -21,6 +22,8 @@ type Verdict struct {
 	Reason string
 	// Size is the length of the message's data.
 	Size int
+	// Data is the message's data (a copy), up to 64 KiB.
+	Data []byte
 }
 
 // Tracer is a pubsub.RawTracer that records the messages a node refused
@@ -97,7 +100,9 @@ func (tr *Tracer) RecvRPC(rpc *pubsub.RPC) {
 func (tr *Tracer) RejectMessage(msg *pubsub.Message, reason string) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	tr.refused = append(tr.refused, Verdict{From: msg.ReceivedFrom, Author: msg.GetFrom(), Reason: reason, Size: len(msg.GetData())})
+	data := msg.GetData()
+	tr.refused = append(tr.refused, Verdict{From: msg.ReceivedFrom, Author: msg.GetFrom(), Reason: reason, Size: len(data),
+		Data: bytes.Clone(data[:min(len(data), 64<<10)])})
 }
 
 // DeliverMessage counts a delivered message.
