@@ -14,59 +14,19 @@ import (
 	kaddht "github.com/libp2p/go-libp2p-kad-dht"
 	dhtpb "github.com/libp2p/go-libp2p-kad-dht/pb"
 	recpb "github.com/libp2p/go-libp2p-record/pb"
-	"github.com/libp2p/go-libp2p/core/control"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/multiformats/go-base32"
-	ma "github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
 	protobuf "google.golang.org/protobuf/proto"
+
+	"github.com/lmosnode/lmosnode/internal/loopback"
 )
-
-// loopbackOnly is a connection gater that refuses, and remembers, any dial
-// to an address that is not loopback: tests never send traffic off the
-// machine, and a test fails if something tried to.
-type loopbackOnly struct {
-	mu      sync.Mutex
-	refused []ma.Multiaddr
-}
-
-func (g *loopbackOnly) InterceptPeerDial(peer.ID) bool { return true }
-
-func (g *loopbackOnly) InterceptAddrDial(_ peer.ID, a ma.Multiaddr) bool {
-	if manet.IsIPLoopback(a) {
-		return true
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.refused = append(g.refused, a)
-	return false
-}
-
-func (g *loopbackOnly) InterceptAccept(network.ConnMultiaddrs) bool { return true }
-
-func (g *loopbackOnly) InterceptSecured(network.Direction, peer.ID, network.ConnMultiaddrs) bool {
-	return true
-}
-
-func (g *loopbackOnly) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) {
-	return true, 0
-}
-
-func (g *loopbackOnly) check(t *testing.T) {
-	t.Helper()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.refused) > 0 {
-		t.Errorf("dials off the machine attempted (and refused): %v", g.refused)
-	}
-}
 
 // newHost starts a libp2p host that listens on 127.0.0.1 only, over TCP
 // only, without relay or metrics, and is closed when the test ends.
-func newHost(t *testing.T, gater *loopbackOnly) host.Host {
+func newHost(t *testing.T, gater *loopback.Gater) host.Host {
 	t.Helper()
 	h, err := libp2p.New(
 		libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"),
@@ -96,7 +56,7 @@ type testNode struct {
 // newNode starts a host and a DHT configured by Options(p) plus extra, both
 // closed when the test ends (the DHT first). p.Datastore is set to a fresh
 // in-memory store.
-func newNode(t *testing.T, gater *loopbackOnly, p Params, extra ...kaddht.Option) *testNode {
+func newNode(t *testing.T, gater *loopback.Gater, p Params, extra ...kaddht.Option) *testNode {
 	t.Helper()
 	n := &testNode{
 		host:  newHost(t, gater),

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/routing"
 
+	"github.com/lmosnode/lmosnode/internal/loopback"
 	"github.com/lmosnode/lmosnode/proto"
 )
 
@@ -34,7 +35,7 @@ type ring struct {
 	mallory *testNode
 }
 
-func newRing(t *testing.T, gater *loopbackOnly) *ring {
+func newRing(t *testing.T, gater *loopback.Gater) *ring {
 	t.Helper()
 	start := time.Now()
 	defer func() { t.Logf("ring of %d up in %s", ringSize+1, time.Since(start).Round(time.Millisecond)) }()
@@ -74,8 +75,7 @@ func (r *ring) holders(t *testing.T, key string, value []byte) []int {
 }
 
 func TestNetwork(t *testing.T) {
-	gater := &loopbackOnly{}
-	defer gater.check(t)
+	gater := loopback.NewGater(t)
 	r := newRing(t, gater)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

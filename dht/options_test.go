@@ -14,6 +14,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/lmosnode/lmosnode/internal/loopback"
 )
 
 func TestParseMode(t *testing.T) {
@@ -101,8 +103,7 @@ func (groupValidator) Select(string, [][]byte) (int, error) { return 0, nil }
 // TestOptionsDHT builds lone DHTs from Options and checks what they speak,
 // what they store and where, and that they dial nobody.
 func TestOptionsDHT(t *testing.T) {
-	gater := &loopbackOnly{}
-	defer gater.check(t)
+	gater := loopback.NewGater(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 

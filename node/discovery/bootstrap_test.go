@@ -10,13 +10,15 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/internal/loopback"
 )
 
 // TestBootstrapRetry starts a with a bootstrap peer b that is down, brings
 // b up at the same address later, and then has b drop a: a reconnects both
 // times, without DHT or mDNS.
 func TestBootstrapRetry(t *testing.T) {
-	g := newGater(t)
+	g := loopback.NewGater(t)
 	key, _, err := crypto.GenerateEd25519Key(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +73,7 @@ func TestBootstrapRetry(t *testing.T) {
 // TestBootstrapNotWhileConnected checks that a node with peers leaves its
 // (unreachable) bootstrap peers alone after the first attempt.
 func TestBootstrapNotWhileConnected(t *testing.T) {
-	g := newGater(t)
+	g := loopback.NewGater(t)
 	down := newHost(t, g, nil)
 	downInfo := addrInfo(down)
 	down.Close()
@@ -140,7 +142,7 @@ func (r *recorder) count(msg string) int {
 // TestBootstrapClaimsConnectedPeer: a bootstrap peer that dialled us before
 // we dialled it is still named a bootstrap peer.
 func TestBootstrapClaimsConnectedPeer(t *testing.T) {
-	g := newGater(t)
+	g := loopback.NewGater(t)
 	ah, bh := newHost(t, g, nil), newHost(t, g, nil)
 	cfg := fastConfig()
 	cfg.Bootstrap = []peer.AddrInfo{addrInfo(bh)}

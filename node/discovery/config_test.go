@@ -7,6 +7,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/lmosnode/lmosnode/internal/loopback"
 )
 
 func TestDefaultConfigValid(t *testing.T) {
@@ -51,7 +53,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestNewRejects(t *testing.T) {
-	h := newHost(t, newGater(t), nil)
+	h := newHost(t, loopback.NewGater(t), nil)
 	bad := DefaultConfig()
 	bad.MaxPeers = -1
 	for _, tc := range []struct {

@@ -3,74 +3,25 @@ package discovery
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
 	kaddht "github.com/libp2p/go-libp2p-kad-dht"
-	"github.com/libp2p/go-libp2p/core/control"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
-	ma "github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/internal/loopback"
 )
-
-// loopbackOnly is a connection gater that refuses, and remembers, any dial
-// to an address that is not loopback: tests never send traffic off the
-// machine, and a test fails if something tried to.
-type loopbackOnly struct {
-	mu      sync.Mutex
-	refused []ma.Multiaddr
-}
-
-func (g *loopbackOnly) InterceptPeerDial(peer.ID) bool { return true }
-
-func (g *loopbackOnly) InterceptAddrDial(_ peer.ID, a ma.Multiaddr) bool {
-	if manet.IsIPLoopback(a) {
-		return true
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.refused = append(g.refused, a)
-	return false
-}
-
-func (g *loopbackOnly) InterceptAccept(network.ConnMultiaddrs) bool { return true }
-
-func (g *loopbackOnly) InterceptSecured(network.Direction, peer.ID, network.ConnMultiaddrs) bool {
-	return true
-}
-
-func (g *loopbackOnly) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) {
-	return true, 0
-}
-
-func (g *loopbackOnly) check(t *testing.T) {
-	t.Helper()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.refused) > 0 {
-		t.Errorf("dials off the machine attempted (and refused): %v", g.refused)
-	}
-}
-
-// newGater returns a gater that the test checks when it ends.
-func newGater(t *testing.T) *loopbackOnly {
-	g := &loopbackOnly{}
-	t.Cleanup(func() { g.check(t) })
-	return g
-}
 
 // newHost starts a libp2p host that listens on listen (default
 // 127.0.0.1, any port), over TCP only, without relay or metrics, and is
 // closed when the test ends.
-func newHost(t *testing.T, g *loopbackOnly, key crypto.PrivKey, listen ...string) host.Host {
+func newHost(t *testing.T, g *loopback.Gater, key crypto.PrivKey, listen ...string) host.Host {
 	t.Helper()
 	if len(listen) == 0 {
 		listen = []string{"/ip4/127.0.0.1/tcp/0"}

@@ -15,6 +15,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/internal/loopback"
 )
 
 // serviceGoroutines returns the stacks of goroutines running code of a
@@ -92,7 +93,7 @@ func randomPeer(t *testing.T) peer.ID {
 // checks that Close returns promptly and leaves no goroutine of the
 // service behind, while the host and DHT keep running.
 func TestCloseStopsEverything(t *testing.T) {
-	g := newGater(t)
+	g := loopback.NewGater(t)
 	h := newHost(t, g, nil)
 	d := newDHT(t, h, lmosdht.ModeServer)
 	cfg := fastConfig()
@@ -142,7 +143,7 @@ func TestCloseStopsEverything(t *testing.T) {
 }
 
 func TestStartTwice(t *testing.T) {
-	h := newHost(t, newGater(t), nil)
+	h := newHost(t, loopback.NewGater(t), nil)
 	s := newService(t, h, fastConfig())
 	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "already started") {
 		t.Errorf("second Start = %v, want 'already started'", err)
@@ -150,7 +151,7 @@ func TestStartTwice(t *testing.T) {
 }
 
 func TestCloseWithoutStart(t *testing.T) {
-	h := newHost(t, newGater(t), nil)
+	h := newHost(t, loopback.NewGater(t), nil)
 	s, err := New(h, fastConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestCloseWithoutStart(t *testing.T) {
 // TestSources checks the source map for inbound, on-request and closed
 // connections.
 func TestSources(t *testing.T) {
-	g := newGater(t)
+	g := loopback.NewGater(t)
 	ah, bh, ch := newHost(t, g, nil), newHost(t, g, nil), newHost(t, g, nil)
 	a := newService(t, ah, fastConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -214,7 +215,7 @@ func TestSources(t *testing.T) {
 // TestConnectRetriesAtOnce: a Connect right after a failed one dials
 // again instead of failing on the swarm's dial backoff.
 func TestConnectRetriesAtOnce(t *testing.T) {
-	g := newGater(t)
+	g := loopback.NewGater(t)
 	key, _, err := crypto.GenerateEd25519Key(nil)
 	if err != nil {
 		t.Fatal(err)

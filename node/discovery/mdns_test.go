@@ -9,6 +9,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/lmosnode/lmosnode/internal/loopback"
 )
 
 // These tests run the mDNS loop without mDNS: tests never multicast, so
@@ -25,7 +27,7 @@ func startMDNSLoop(s *Service) { s.wg.Go(s.mdnsLoop) }
 // the collision it prevents, a TCP simultaneous open, shows in the lab.)
 func TestMDNSPairFindsEachOther(t *testing.T) {
 	for range 3 {
-		g := newGater(t)
+		g := loopback.NewGater(t)
 		ah, bh := newHost(t, g, nil), newHost(t, g, nil)
 		cfg := fastConfig()
 		cfg.DialBackoff = Backoff{Min: time.Minute, Max: time.Minute}
@@ -51,7 +53,7 @@ func TestMDNSPairFindsEachOther(t *testing.T) {
 // with the greater ID waits mdnsYield before it dials, the other dials at
 // once.
 func TestMDNSGreaterIDYields(t *testing.T) {
-	g := newGater(t)
+	g := loopback.NewGater(t)
 	lo, hi := newHost(t, g, nil), newHost(t, g, nil)
 	if lo.ID() > hi.ID() {
 		lo, hi = hi, lo
@@ -98,7 +100,7 @@ func TestMDNSGreaterIDYields(t *testing.T) {
 // TestMDNSRedial checks that a LAN peer found once is dialled again when
 // its connection drops, without a new mDNS answer.
 func TestMDNSRedial(t *testing.T) {
-	g := newGater(t)
+	g := loopback.NewGater(t)
 	ah, bh := newHost(t, g, nil), newHost(t, g, nil)
 	a := newService(t, ah, fastConfig())
 	a.mdnsYield = 0
@@ -122,7 +124,7 @@ func TestMDNSRedial(t *testing.T) {
 // TestMDNSIgnoresSelfAndRespectsLimit: a find of ourselves is ignored, and
 // LAN peers are not dialled at MaxPeers.
 func TestMDNSIgnoresSelfAndRespectsLimit(t *testing.T) {
-	g := newGater(t)
+	g := loopback.NewGater(t)
 	ah := newHost(t, g, nil)
 	cfg := fastConfig()
 	cfg.MaxPeers = 2

@@ -11,6 +11,7 @@ import (
 	routingdisc "github.com/libp2p/go-libp2p/p2p/discovery/routing"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/internal/loopback"
 )
 
 // TestRendezvous runs six hosts with LMOS DHTs: two DHT servers (b, s) and
@@ -21,7 +22,7 @@ import (
 // all five others, and that every connection between two clients was
 // dialled by one side's rendezvous lookup.
 func TestRendezvous(t *testing.T) {
-	g := newGater(t)
+	g := loopback.NewGater(t)
 	type node struct {
 		name string
 		h    host.Host
@@ -90,7 +91,7 @@ func TestRendezvous(t *testing.T) {
 // MaxPeers: five clients advertise through one DHT server b, and a, with
 // MaxPeers 3, ends up with b and two of them.
 func TestRendezvousMaxPeers(t *testing.T) {
-	g := newGater(t)
+	g := loopback.NewGater(t)
 	bh := newHost(t, g, nil)
 	newDHT(t, bh, lmosdht.ModeServer)
 
