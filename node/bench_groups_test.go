@@ -88,7 +88,7 @@ func bgRemove(b *testing.B, n int) {
 		}
 		return c
 	}
-	if got := bgCall(b, ctx, client(nodes[2]), owner.PeerID(), thingID); got != "ok" {
+	if got := callThing(b, ctx, client(nodes[2]).Invoker(owner.PeerID()), thingID); got != "ok" {
 		b.Fatalf("a member's call: %s", got)
 	}
 
@@ -154,7 +154,7 @@ func bgRemove(b *testing.B, n int) {
 		// the next one is refused.
 		t1 := time.Now()
 		for got := ""; got != "403"; {
-			got = bgCall(b, ctx, client(v), owner.PeerID(), thingID)
+			got = callThing(b, ctx, client(v).Invoker(owner.PeerID()), thingID)
 			if got != "403" && (got != "502" || time.Since(t1) > 5*time.Second) {
 				b.Fatalf("the removed member's call: %s, want 403", got)
 			}
@@ -334,41 +334,4 @@ func bgTD(tb testing.TB, id, gid string) *lmosproto.TD {
 		tb.Fatal(err)
 	}
 	return td
-}
-
-// bgCall invokes "diagnose" on owner's Thing id straight over libp2p and
-// returns the output, or the status of the error answered.
-func bgCall(tb testing.TB, ctx context.Context, c *interact.Client, owner peer.ID, id string) string {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(ctx, bnDeadline)
-	defer cancel()
-	req := lmosproto.NewMessage(id, lmosproto.MsgInvokeAction)
-	req.Name = "diagnose"
-	s, err := c.Invoker(owner).Invoke(ctx, req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer s.Close()
-	for {
-		select {
-		case m, ok := <-s.Replies():
-			if !ok {
-				return "no answer"
-			}
-			switch m.Type {
-			case lmosproto.MsgError:
-				return m.Status
-			case lmosproto.MsgActionStatus:
-				if m.Status == lmosproto.ActionCompleted {
-					var out string
-					if err := m.Output.Decode(&out); err != nil {
-						tb.Fatal(err)
-					}
-					return out
-				}
-			}
-		case <-ctx.Done():
-			tb.Fatalf("call: %v", ctx.Err())
-		}
-	}
 }

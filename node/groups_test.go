@@ -522,7 +522,7 @@ func diagnoser() *interact.Thing {
 
 // callThing invokes "diagnose" and returns the output, or the status of
 // the error answered.
-func callThing(t *testing.T, ctx context.Context, inv interact.Invoker, id string) string {
+func callThing(t testing.TB, ctx context.Context, inv interact.Invoker, id string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()

@@ -291,7 +291,7 @@ func (m *matrix) invoke(t *testing.T, ctx context.Context, req *lmosproto.Messag
 	return s
 }
 
-func collect(t *testing.T, ctx context.Context, s interact.Session) []*lmosproto.Message {
+func collect(t testing.TB, ctx context.Context, s interact.Session) []*lmosproto.Message {
 	t.Helper()
 	var out []*lmosproto.Message
 	for {
