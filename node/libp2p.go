@@ -31,6 +31,7 @@ import (
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/groups"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -229,8 +230,9 @@ func messageID(m *pubsubpb.Message) string {
 
 // newPubSub builds the node's gossipsub router on h. It runs until ctx is
 // cancelled (go-libp2p-pubsub has no Close); the node cancels it after the
-// federation has left its topics. gf filters the peers of group topics.
-func newPubSub(ctx context.Context, h host.Host, o options, gf *groupFilter) (*pubsub.PubSub, error) {
+// federation has left its topics. The group service filters the peers of
+// group topics.
+func newPubSub(ctx context.Context, h host.Host, o options, groups *groupsvc.Service) (*pubsub.PubSub, error) {
 	params, thresholds := peerScore()
 	gs := pubsub.DefaultGossipSubParams()
 	if o.heartbeat > 0 {
@@ -257,8 +259,8 @@ func newPubSub(ctx context.Context, h host.Host, o options, gf *groupFilter) (*p
 		// docs/groups.md: on a group topic, only current members are
 		// meshed with, gossiped to and (their subscriptions kept) sent
 		// to, by the group service's view of each group.
-		pubsub.WithPeerFilter(gf.peerFilter),
-		pubsub.WithSubscriptionFilter(gf),
+		pubsub.WithPeerFilter(groups.PeerFilter),
+		pubsub.WithSubscriptionFilter(groups.SubscriptionFilter()),
 	}
 	for _, t := range o.tracers {
 		opts = append(opts, pubsub.WithRawTracer(t))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,74 @@ func scopedTD(t *testing.T, id string) *lmosproto.TD {
 	return td
 }
 
+// Membership says whether peer p may see and call the Thing thingID
+// restricted to groups (groupAccess.Allowed).
+type Membership func(groups []string, thingID string, p peer.ID) bool
+
+// testAccess stands in for the group service as the node's groupAccess:
+// the test sets who is a member, and where scoped records go.
+type testAccess struct {
+	self   peer.ID
+	mu     sync.Mutex
+	allow  Membership
+	scoped func(ctx context.Context, groups []string, record []byte) error
+}
+
+// setMembership makes m the predicate (nil allows no one).
+func (a *testAccess) setMembership(m Membership) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.allow = m
+}
+
+// setScopedPublisher makes pub receive the node's scoped records.
+func (a *testAccess) setScopedPublisher(pub func(ctx context.Context, groups []string, record []byte) error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.scoped = pub
+}
+
+func (a *testAccess) Allowed(groups []string, thingID string, p peer.ID) bool {
+	a.mu.Lock()
+	m := a.allow
+	a.mu.Unlock()
+	return m != nil && m(groups, thingID, p)
+}
+
+func (a *testAccess) MemberOf(group string) bool { return a.Allowed([]string{group}, "", a.self) }
+
+func (a *testAccess) PublishThing(ctx context.Context, groups []string, record []byte) (int, error) {
+	a.mu.Lock()
+	pub := a.scoped
+	a.mu.Unlock()
+	if pub == nil {
+		return 0, nil
+	}
+	return len(groups), pub(ctx, groups, record)
+}
+
+// startNodeWithAccess starts a node whose group decisions a returns.
+func startNodeWithAccess(t *testing.T, cfg Config) (*Node, *testAccess) {
+	t.Helper()
+	a := &testAccess{}
+	n, err := New(cfg, WithLogger(testLogger(t)), func(o *options) error { o.access = a; return nil })
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	a.self = n.PeerID()
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return n, a
+}
+
 // only is a membership predicate that allows the peers given.
 func only(peers ...peer.ID) Membership {
 	return func(_ []string, _ string, p peer.ID) bool {
@@ -76,8 +145,8 @@ func httpGet(t *testing.T, n *Node, path string) (int, string) {
 // subscriptions; the consumer's API shows the Thing only while it may see
 // it.
 func TestGroupEnforcement(t *testing.T) {
-	owner := startNode(t, testConfig(t))
-	consumer := startNode(t, testConfig(t))
+	owner, ownerGroups := startNodeWithAccess(t, testConfig(t))
+	consumer, consumerGroups := startNodeWithAccess(t, testConfig(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := consumer.Host().Connect(ctx, peer.AddrInfo{ID: owner.PeerID(), Addrs: owner.Host().Addrs()}); err != nil {
@@ -88,8 +157,8 @@ func TestGroupEnforcement(t *testing.T) {
 	th.OnProperty("model", func(context.Context) (lmosproto.Value, error) { return lmosproto.StringValue("T-1000"), nil }, nil)
 	// The group service's state is replaced by a predicate that says who
 	// is a member of g-alpha: first the owner alone.
-	owner.setMembership(only(owner.PeerID()))
-	consumer.setMembership(only(consumer.PeerID()))
+	ownerGroups.setMembership(only(owner.PeerID()))
+	consumerGroups.setMembership(only(consumer.PeerID()))
 	if _, err := owner.Register(scopedTD(t, id), th); err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +204,8 @@ func TestGroupEnforcement(t *testing.T) {
 	}
 
 	// The consumer becomes a member.
-	owner.setMembership(only(owner.PeerID(), consumer.PeerID()))
-	owner.reauthorize()
+	ownerGroups.setMembership(only(owner.PeerID(), consumer.PeerID()))
+	owner.own.Reauthorize()
 	if m := read(); m.Type != lmosproto.MsgPropertyReading || m.Value.String() != `"T-1000"` {
 		t.Fatalf("member over libp2p: %+v", m)
 	}
@@ -162,8 +231,8 @@ func TestGroupEnforcement(t *testing.T) {
 	if m := <-s.Replies(); m == nil || m.Type != lmosproto.MsgEvent {
 		t.Fatalf("member's event: %+v", m)
 	}
-	owner.setMembership(only(owner.PeerID()))
-	owner.reauthorize()
+	ownerGroups.setMembership(only(owner.PeerID()))
+	owner.own.Reauthorize()
 	var last *lmosproto.Message
 	for m := range s.Replies() {
 		last = m
@@ -175,7 +244,7 @@ func TestGroupEnforcement(t *testing.T) {
 	// Visibility on the consumer: while it may see the Thing its API
 	// lists and serves it; once not, it is unknown there, and a call is
 	// refused before it leaves.
-	owner.setMembership(only(owner.PeerID(), consumer.PeerID()))
+	ownerGroups.setMembership(only(owner.PeerID(), consumer.PeerID()))
 	for _, path := range []string{"/things/" + url.PathEscape(id), "/things/" + url.PathEscape(id) + "/td"} {
 		if status, body := httpGet(t, consumer, path); status != http.StatusOK {
 			t.Fatalf("member's GET %s: %d %s", path, status, body)
@@ -184,7 +253,7 @@ func TestGroupEnforcement(t *testing.T) {
 	if _, body := httpGet(t, consumer, "/things"); !strings.Contains(body, id) {
 		t.Fatalf("member's listing lacks the Thing: %s", body)
 	}
-	consumer.setMembership(only())
+	consumerGroups.setMembership(only())
 	for _, path := range []string{"/things/" + url.PathEscape(id), "/things/" + url.PathEscape(id) + "/td"} {
 		if status, body := httpGet(t, consumer, path); status != http.StatusNotFound {
 			t.Fatalf("non-member's GET %s: %d %s, want 404", path, status, body)
@@ -200,7 +269,7 @@ func TestGroupEnforcement(t *testing.T) {
 		t.Fatalf("non-member's call through its router (WebSocket, MQTT, SDK): %+v, want the local 403", m)
 	}
 	// The owner sees its own Thing whatever the predicate says.
-	owner.setMembership(only())
+	ownerGroups.setMembership(only())
 	if status, _ := httpGet(t, owner, "/things/"+url.PathEscape(id)); status != http.StatusOK {
 		t.Fatalf("owner's own Thing hidden: %d", status)
 	}
@@ -213,14 +282,14 @@ func TestGroupEnforcement(t *testing.T) {
 
 // The node hands its group-scoped records to the scoped publisher hook.
 func TestScopedPublisherHook(t *testing.T) {
-	n := startNode(t, testConfig(t))
-	n.setMembership(only(n.PeerID()))
+	n, groups := startNodeWithAccess(t, testConfig(t))
+	groups.setMembership(only(n.PeerID()))
 	type sent struct {
 		groups []string
 		record []byte
 	}
 	got := make(chan sent, 16)
-	n.setScopedPublisher(func(_ context.Context, groups []string, record []byte) error {
+	groups.setScopedPublisher(func(_ context.Context, groups []string, record []byte) error {
 		got <- sent{groups, record}
 		return nil
 	})

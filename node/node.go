@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	ds "github.com/ipfs/go-datastore"
@@ -29,7 +28,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
-	"github.com/lmosnode/lmosnode/node/tdcache"
+	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/wsgateway"
 )
@@ -63,28 +62,19 @@ type Node struct {
 	mqtt        *mqttgw.Gateway // nil without Config.MQTT
 	fanout      *fanout.Fanout  // nil without Config.Gossip
 
-	// Groups (groups.go): the group service, the gossipsub filter of
-	// group topics, and the groups this node was last a member of.
+	// Groups (groups.go): the group service and the groups this node was
+	// last a member of.
 	groups       *groupsvc.Service
-	groupFilter  groupFilter
 	joinedGroups groupSet
-	memberSyncs  peerTimes
 
-	// Interactions (invoke.go): the engine of the node's own Things, the
-	// libp2p server and client of proto.ProtocolInteract, the router that
-	// picks between them, and the HTTP binding.
-	backends       *backends
-	tds            *tdcache.Cache // parsed TDs of the directory's entries
-	engine         *interact.Engine
+	// Interactions (invoke.go): the node's own Things with the engine that
+	// serves them, the libp2p server and client of proto.ProtocolInteract,
+	// the router that picks between them, and the HTTP binding.
+	own            *own.Things
 	interactServer *interact.Server
 	interactClient *interact.Client
 	router         *interact.Router
 	gateway        *gateway.Handler
-
-	// Groups (membership.go): the membership predicate and the hook that
-	// spreads group-scoped records, both set by the group service.
-	membership atomic.Pointer[Membership]
-	scopedPub  atomic.Pointer[ScopedPublisher]
 
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
 	ctx    context.Context
@@ -169,36 +159,75 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if n.dht, err = newDHT(n.ctx, cfg, n.host, n.store, things); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	signing, err := SigningKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	// The construction order breaks the loop between gossipsub, the group
+	// service and the federation (groups.go): the intake, through which
+	// every learned record enters the directory, first; then the group
+	// service, which hands it the records of group topics; gossipsub, with
+	// the service's filters; the federation, with the service as its
+	// membership predicate and scoped publisher; and the own Things.
+	fedLog := o.logger.With("component", "federation")
+	intake, err := federation.NewIntake(n.dir, n.peerID, things, fedLog)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	gdeps := groupsvc.Deps{
+		Host:      n.host,
+		Key:       signing,
+		DHT:       n.dht,
+		Datastore: n.store,
+		// Both hooks run only once the node is started.
+		OnChange:     n.groupChanged,
+		OnMemberSync: func(_ string, p peer.ID) { n.fed.SyncMember(p) },
+		Things:       n.acceptScoped(intake),
+	}
+	if cfg.Gossip {
+		gdeps.TopicScore = topicScore()
+	}
+	if n.groups, err = groupsvc.New(gdeps, groupsvc.Config{}, groupsvc.WithLogger(o.logger.With("component", "groups"))); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	access := o.access
+	if access == nil {
+		access = n.groups
+	}
 	if cfg.Gossip {
 		// Gossipsub lives until its context ends; teardown ends it once
 		// the federation has left its topic.
 		psCtx, psCancel := context.WithCancel(context.Background())
 		n.psCancel = psCancel
-		if n.ps, err = newPubSub(psCtx, n.host, o, &n.groupFilter); err != nil {
+		if n.ps, err = newPubSub(psCtx, n.host, o, n.groups); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
-	signing, err := SigningKey(key)
+	n.fed, err = federation.New(federation.Deps{
+		Host:      n.host,
+		Key:       signing,
+		Directory: n.dir,
+		Intake:    intake,
+		DHT:       n.dht,
+		PubSub:    n.ps,
+		MemberOf:  access.MemberOf,
+		Scoped: func(ctx context.Context, groups []string, record []byte) error {
+			_, err := access.PublishThing(ctx, groups, record)
+			return err
+		},
+		Allowed: access.Allowed,
+	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect}, federation.WithLogger(fedLog))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.fed, err = federation.New(federation.Params{
-		Host:          n.host,
-		Key:           signing,
-		Directory:     n.dir,
-		DHT:           n.dht,
-		PubSub:        n.ps,
-		SyncOnConnect: cfg.SyncOnConnect,
-		Validator:     things,
-		MemberOf:      n.memberOf,
-		Scoped:        n.spreadScoped,
-		Allowed:       n.allowed,
-		Logger:        o.logger.With("component", "federation"),
-	})
+	n.own, err = own.New(own.Deps{
+		Directory: n.dir,
+		Self:      n.peerID,
+		Publisher: n.fed,
+		Access:    access,
+		Fetcher:   n.fed,
+	}, own.Config{}, own.WithLogger(o.logger.With("component", "interact")))
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
-	}
-	if err := n.buildGroups(signing); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	bootstrap, err := bootstrapPeers(cfg)
@@ -221,10 +250,10 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	n.gateway, err = gateway.New(gateway.Deps{
 		Directory: n.dir,
 		Self:      n.peerID,
-		Local:     n.engine,
+		Local:     n.own.Engine(),
 		Remote:    n.remote(),
 		Fetcher:   n.fed,
-		Visible:   n.visible,
+		Visible:   n.own.Visible,
 		Logger:    o.logger.With("component", "gateway"),
 	}, gateway.Config{BearerAuth: cfg.APIToken != ""})
 	if err != nil {
@@ -236,10 +265,11 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	n.tdd, err = tdd.New(tdd.Deps{
 		Directory:  n.dir,
 		PeerID:     n.peerID,
-		Publisher:  publisher{n},
+		Publisher:  n.own,
 		Finder:     n.fed,
 		Peers:      peerList{n.disc},
-		Visibility: n.visibility,
+		// Every caller of the API is this node's owner: one view.
+		Visibility: func(*http.Request) func(directory.Entry) bool { return n.own.Visible },
 		Logger:     o.logger.With("component", "tdd"),
 	}, tdd.Config{BearerAuth: cfg.APIToken != ""})
 	if err != nil {
@@ -276,17 +306,24 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.fed.Start(ctx); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
-	if err := n.groups.Start(ctx); err != nil {
+	if err := n.groups.Start(ctx, n.ps); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
 	if err := n.disc.Start(); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
-	for _, e := range n.dir.Own() {
-		n.fanOut(e)
+	// The fan-out and the MQTT gateway follow the own Things through the
+	// directory's events.
+	if n.fanout != nil {
+		if err := n.fanout.Follow(n.dir); err != nil {
+			return fmt.Errorf("node: start: fanout: %w", err)
+		}
 	}
 	if n.mqtt != nil {
 		if err := n.mqtt.Start(); err != nil {
+			return fmt.Errorf("node: start: mqtt: %w", err)
+		}
+		if err := n.mqtt.Follow(n.dir); err != nil {
 			return fmt.Errorf("node: start: mqtt: %w", err)
 		}
 	}

@@ -21,6 +21,9 @@ type options struct {
 	heartbeat time.Duration
 	// tracers observe the node's gossipsub router.
 	tracers []pubsub.RawTracer
+	// access, if set, replaces the group service as the node's
+	// groupAccess (tests).
+	access groupAccess
 }
 
 func defaultOptions() options {

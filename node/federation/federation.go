@@ -26,14 +26,15 @@ import (
 type DHT interface {
 	PutValue(ctx context.Context, key string, value []byte, opts ...routing.Option) error
 	GetValue(ctx context.Context, key string, opts ...routing.Option) ([]byte, error)
+	FindPeer(ctx context.Context, id peer.ID) (peer.AddrInfo, error)
 	Provide(ctx context.Context, key cid.Cid, broadcast bool) error
 	FindProvidersAsync(ctx context.Context, key cid.Cid, count int) <-chan peer.AddrInfo
 }
 
-// Params are the parts a Federation works with and its settings. Host, Key
-// and Directory are required; the caller keeps ownership of all of them
-// and closes them after the Federation.
-type Params struct {
+// Deps are the parts a Federation works with. Host, Key and Directory
+// are required; the caller keeps ownership of all of them and closes them
+// after the Federation.
+type Deps struct {
 	// Host is the node's libp2p host; the sync protocol runs on it.
 	Host host.Host
 	// Key is the node's identity key, the one Host's peer ID is derived
@@ -41,6 +42,10 @@ type Params struct {
 	Key ed25519.PrivateKey
 	// Directory holds the node's own Things and those it learns.
 	Directory *directory.Directory
+	// Intake checks and stores the records of other publishers; nil
+	// builds one on Directory with the protocol's limits and the
+	// Federation's clock. The node shares one with the group service.
+	Intake *Intake
 	// DHT stores records and provider records; nil runs without (records
 	// travel by gossip and sync only, and lookups stay local).
 	DHT DHT
@@ -48,16 +53,7 @@ type Params struct {
 	// without gossip. It must use content-derived message IDs and strict
 	// signing, as the node configures it.
 	PubSub *pubsub.PubSub
-	// SyncOnConnect asks every newly connected peer that speaks the sync
-	// protocol for its records. The node always answers such requests.
-	SyncOnConnect bool
 
-	// RepublishInterval is how often own records are re-signed and
-	// published again; 0 means dht.RepublishInterval.
-	RepublishInterval time.Duration
-	// Validator checks records from peers and the DHT; the zero value uses
-	// the protocol's limits and the system clock.
-	Validator lmosdht.ThingValidator
 	// MemberOf reports whether this node is a member of group. Publish
 	// refuses a TD that names a group this node is not a member of (an
 	// error wrapping ErrNotMember and a proto.ValidationErrors naming
@@ -80,21 +76,71 @@ type Params struct {
 	// Nil allows no one (learned group-scoped Things are then never
 	// answered; own ones always are).
 	Allowed func(groups []string, thingID string, p peer.ID) bool
+}
 
-	// Now is the clock that dates signatures; nil means time.Now.
-	Now func() time.Time
-	// Logger receives the federation's logs; nil discards them.
-	Logger *slog.Logger
+// Config configures a Federation. The zero value of every field selects
+// its default.
+type Config struct {
+	// SyncOnConnect asks every newly connected peer that speaks the sync
+	// protocol for its records. The node always answers such requests.
+	SyncOnConnect bool
+	// RepublishInterval is how often own records are re-signed and
+	// published again; 0 means dht.RepublishInterval.
+	RepublishInterval time.Duration
+}
+
+// Validate reports every field out of range.
+func (c Config) Validate() error {
+	if c.RepublishInterval < 0 {
+		return fmt.Errorf("federation: RepublishInterval: %s is negative", c.RepublishInterval)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.RepublishInterval == 0 {
+		c.RepublishInterval = lmosdht.RepublishInterval
+	}
+	return c
+}
+
+// Option sets what Config cannot hold.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+	now func() time.Time
+}
+
+// WithLogger sends the federation's logs to log.
+func WithLogger(log *slog.Logger) Option {
+	return func(o *options) {
+		if log != nil {
+			o.log = log
+		}
+	}
+}
+
+// WithClock replaces time.Now as the clock that dates signatures (tests).
+func WithClock(now func() time.Time) Option {
+	return func(o *options) {
+		if now != nil {
+			o.now = now
+		}
+	}
 }
 
 // Federation publishes the node's Things and learns those of its peers; see
 // the package documentation. Build it with New, start it with Start, stop
 // it with Close. It is safe for concurrent use.
 type Federation struct {
-	p    Params
-	self peer.ID
-	log  *slog.Logger
-	dir  *directory.Directory
+	p      Deps
+	cfg    Config
+	now    func() time.Time
+	self   peer.ID
+	log    *slog.Logger
+	dir    *directory.Directory
+	intake *Intake
 
 	topic      *pubsub.Topic // nil without gossip
 	validating bool          // the topic validator is registered
@@ -120,6 +166,8 @@ type Federation struct {
 	syncLimit  *peerlimit.Limiter // on-connect syncs this node starts, per peer
 	syncSem    chan struct{}
 
+	memberSyncs peerTimes // SyncMember's last sync per peer
+
 	mu      sync.Mutex
 	started bool
 	closed  bool
@@ -131,45 +179,50 @@ type Federation struct {
 	closeErr  error
 }
 
-// New checks p and builds a Federation: it joins the announce topic and
-// registers its validator, so that no announcement is accepted unchecked.
-// It starts nothing; Start does.
-func New(p Params) (_ *Federation, err error) {
+// New checks deps and cfg and builds a Federation: it joins the announce
+// topic and registers its validator, so that no announcement is accepted
+// unchecked. It starts nothing; Start does.
+func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
+	p := deps
 	switch {
 	case p.Host == nil:
-		return nil, errors.New("federation: Params.Host is nil")
+		return nil, errors.New("federation: Deps.Host is nil")
 	case len(p.Key) != ed25519.PrivateKeySize:
-		return nil, fmt.Errorf("federation: Params.Key: %d bytes, want an Ed25519 private key (%d)", len(p.Key), ed25519.PrivateKeySize)
+		return nil, fmt.Errorf("federation: Deps.Key: %d bytes, want an Ed25519 private key (%d)", len(p.Key), ed25519.PrivateKeySize)
 	case p.Directory == nil:
-		return nil, errors.New("federation: Params.Directory is nil")
-	case p.RepublishInterval < 0:
-		return nil, fmt.Errorf("federation: Params.RepublishInterval: %s is negative", p.RepublishInterval)
+		return nil, errors.New("federation: Deps.Directory is nil")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	o := options{log: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	self, err := lmosproto.PeerIDFromEd25519(p.Key.Public().(ed25519.PublicKey))
 	if err != nil {
-		return nil, fmt.Errorf("federation: Params.Key: %w", err)
+		return nil, fmt.Errorf("federation: Deps.Key: %w", err)
 	}
 	if self != p.Host.ID() {
-		return nil, fmt.Errorf("federation: Params.Key is the key of %s, the host is %s", self, p.Host.ID())
+		return nil, fmt.Errorf("federation: Deps.Key is the key of %s, the host is %s", self, p.Host.ID())
 	}
-	if p.RepublishInterval == 0 {
-		p.RepublishInterval = lmosdht.RepublishInterval
-	}
-	if p.Now == nil {
-		p.Now = time.Now
-	}
-	if p.Validator.Now == nil {
-		p.Validator.Now = p.Now
-	}
-	if p.Logger == nil {
-		p.Logger = slog.New(slog.DiscardHandler)
+	if p.Intake == nil {
+		if p.Intake, err = NewIntake(p.Directory, self, lmosdht.ThingValidator{Now: o.now}, o.log); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Federation{
 		p:          p,
+		cfg:        cfg,
+		now:        o.now,
 		self:       self,
-		log:        p.Logger,
+		log:        o.log,
 		dir:        p.Directory,
+		intake:     p.Intake,
 		ctx:        ctx,
 		cancel:     cancel,
 		serveLimit: peerlimit.New(SyncEvery, SyncBurst),
@@ -226,7 +279,7 @@ func (f *Federation) Start(ctx context.Context) error {
 		f.topicEH = eh
 		f.wg.Go(func() { f.watchTopic(eh) })
 	}
-	if f.p.SyncOnConnect {
+	if f.cfg.SyncOnConnect {
 		sub, err := f.p.Host.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
 		if err != nil {
 			return fmt.Errorf("federation: start: identify events: %w", err)
@@ -297,5 +350,6 @@ func (f *Federation) leaveTopic() error {
 // Directory returns the directory the federation keeps in step.
 func (f *Federation) Directory() *directory.Directory { return f.dir }
 
-// now is the federation's clock.
-func (f *Federation) now() time.Time { return f.p.Now() }
+// Intake returns the component through which the records of other
+// publishers enter the directory.
+func (f *Federation) Intake() *Intake { return f.intake }

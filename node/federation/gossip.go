@@ -2,7 +2,6 @@ package federation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
-	"github.com/lmosnode/lmosnode/node/directory"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -24,9 +22,6 @@ var (
 	errReplay = errors.New("replay of an older version")
 	// errNotAuthor: the message's author is not the record's publisher.
 	errNotAuthor = errors.New("announced by another peer than its publisher")
-	// errDuplicate: the record is not newer than the one held, and not a
-	// replay either.
-	errDuplicate = fmt.Errorf("%w", ErrNotNewer)
 	// errScopedAnnounced: a Thing restricted to groups on the public
 	// announce topic, where it never belongs.
 	errScopedAnnounced = errors.New("a Thing restricted to groups (lmos:groups) announced on the public topic")
@@ -55,7 +50,7 @@ func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult
 	if err := author.Validate(); err != nil {
 		return pubsub.ValidationReject, fmt.Errorf("author: %w", err)
 	}
-	rec, err := f.checkRecord(author, data)
+	rec, err := f.intake.Check(author, data)
 	if err != nil {
 		if errors.Is(err, lmosdht.ErrWrongPublisher) {
 			err = fmt.Errorf("%w: %w", errNotAuthor, err)
@@ -74,43 +69,14 @@ func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult
 		// messages itself, this keeps the directory safe if it did not.
 		return pubsub.ValidationIgnore, fmt.Errorf("thing %q: own record received from %s", rec.ThingID, msg.ReceivedFrom)
 	}
-	change, err := f.dir.Put(rec, nil)
+	_, err = f.intake.Store("gossip", rec)
 	switch {
-	case errors.Is(err, directory.ErrStale):
-		if held, ok := f.dir.Latest(author, rec.ThingID); ok && rec.Seq < held.Seq {
-			return pubsub.ValidationReject, fmt.Errorf("thing %q of %s: seq %d, held %d: %w", rec.ThingID, author, rec.Seq, held.Seq, errReplay)
-		}
-		return pubsub.ValidationIgnore, fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, author, rec.Seq, errDuplicate)
+	case errors.Is(err, errReplay):
+		return pubsub.ValidationReject, err
 	case err != nil:
-		f.log.Warn("store announced record", "thing", rec.ThingID, "publisher", author, "err", err)
 		return pubsub.ValidationIgnore, err
-	case change == directory.Unchanged:
-		return pubsub.ValidationIgnore, fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, author, rec.Seq, errDuplicate)
 	}
-	f.log.Debug("learned thing", "via", "gossip", "thing", rec.ThingID, "publisher", author, "seq", rec.Seq, "change", change.String())
 	return pubsub.ValidationAccept, nil
-}
-
-// checkRecord checks raw as a record published by publisher: size, proof,
-// TD or tombstone, freshness, and that publisher signed it
-// (dht.ThingValidator under the record's own key).
-func (f *Federation) checkRecord(publisher peer.ID, raw []byte) (*lmosproto.Record, error) {
-	if len(raw) > lmosproto.MaxRecordSize {
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", lmosdht.ErrTooLarge, len(raw), lmosproto.MaxRecordSize)
-	}
-	// The validator checks a record under its key, which names the thing
-	// id; read the id first (cheap next to verifying the proof), and let
-	// the validator check that the proof covers this id.
-	var probe struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, fmt.Errorf("%w: %w", lmosdht.ErrBadRecord, err)
-	}
-	if probe.ID == "" {
-		return nil, fmt.Errorf("%w: no thing id", lmosdht.ErrBadRecord)
-	}
-	return f.p.Validator.Check(lmosdht.ThingKey(publisher, probe.ID), raw)
 }
 
 // announce publishes rec on the announce topic. The caller holds pubMu, so

@@ -51,8 +51,8 @@ func TestAnnounceValidator(t *testing.T) {
 		heldAt uint64
 	}{
 		{"new version", message(alice.id, relay.id, v2.Raw), pubsub.ValidationAccept, nil, 2},
-		{"same record again", message(alice.id, relay.id, v2.Raw), pubsub.ValidationIgnore, errDuplicate, 2},
-		{"same seq, signed earlier", message(alice.id, relay.id, v2early.Raw), pubsub.ValidationIgnore, errDuplicate, 2},
+		{"same record again", message(alice.id, relay.id, v2.Raw), pubsub.ValidationIgnore, ErrNotNewer, 2},
+		{"same seq, signed earlier", message(alice.id, relay.id, v2early.Raw), pubsub.ValidationIgnore, ErrNotNewer, 2},
 		{"replay of a lower seq", message(alice.id, relay.id, v1.Raw), pubsub.ValidationReject, errReplay, 2},
 		{"bad signature", message(alice.id, relay.id, forged), pubsub.ValidationReject, lmosdht.ErrBadRecord, 2},
 		{"author is not the publisher", message(relay.id, relay.id, v3.Raw), pubsub.ValidationReject, errNotAuthor, 2},

@@ -58,7 +58,7 @@ type member struct {
 
 // newMember starts a Federation on a fresh host listening on 127.0.0.1,
 // with an in-memory directory; everything is closed when the test ends.
-func newMember(t *testing.T, configure func(*Params)) *member {
+func newMember(t *testing.T, configure func(*Deps, *Config)) *member {
 	t.Helper()
 	priv, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
@@ -81,11 +81,12 @@ func newMember(t *testing.T, configure func(*Params)) *member {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dir.Close() })
-	p := Params{Host: h, Key: key, Directory: dir, Now: clk.Now}
+	d := Deps{Host: h, Key: key, Directory: dir}
+	var c Config
 	if configure != nil {
-		configure(&p)
+		configure(&d, &c)
 	}
-	f, err := New(p)
+	f, err := New(d, c, WithClock(clk.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

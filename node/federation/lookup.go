@@ -173,11 +173,11 @@ func (f *Federation) fetchFromDHT(ctx context.Context, publisher peer.ID, id str
 		f.log.Debug("dht get failed", "thing", id, "publisher", publisher, "err", err)
 		return nil
 	}
-	rec, err := f.p.Validator.Check(key, raw)
+	rec, err := f.intake.CheckKey(key, raw)
 	if err != nil {
 		return fmt.Errorf("federation: fetch thing %q of %s: dht record: %w", id, publisher, err)
 	}
-	if _, err := f.dir.Put(rec, nil); err != nil && !errors.Is(err, directory.ErrStale) {
+	if _, err := f.intake.Store("dht", rec); err != nil && !errors.Is(err, ErrNotNewer) && !errors.Is(err, errReplay) {
 		return fmt.Errorf("federation: fetch thing %q of %s: %w", id, publisher, err)
 	}
 	return nil

@@ -49,7 +49,7 @@ func (c *countingDHT) counts() (int, map[cid.Cid]int) {
 	return c.puts, m
 }
 
-func newTestDHT(t *testing.T, p *Params) *countingDHT {
+func newTestDHT(t *testing.T, p *Deps) *countingDHT {
 	t.Helper()
 	opts, err := lmosdht.Options(lmosdht.Params{Mode: lmosdht.ModeServer})
 	if err != nil {
@@ -70,8 +70,8 @@ func newTestDHT(t *testing.T, p *Params) *countingDHT {
 // the DHT but provides nothing again; a new capability is provided.
 func TestProvideOncePerKey(t *testing.T) {
 	var dht *countingDHT
-	alice := newMember(t, func(p *Params) { dht = newTestDHT(t, p) })
-	bob := newMember(t, func(p *Params) { newTestDHT(t, p) })
+	alice := newMember(t, func(p *Deps, _ *Config) { dht = newTestDHT(t, p) })
+	bob := newMember(t, func(p *Deps, _ *Config) { newTestDHT(t, p) })
 	connect(t, alice, bob)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

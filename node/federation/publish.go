@@ -122,7 +122,7 @@ func (f *Federation) spread(ctx context.Context, rec *lmosproto.Record) {
 // then every RepublishInterval (re-signing all).
 func (f *Federation) republishLoop() {
 	f.republish(false)
-	t := time.NewTicker(f.p.RepublishInterval)
+	t := time.NewTicker(f.cfg.RepublishInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -152,7 +152,7 @@ func (f *Federation) republish(all bool) {
 			f.log.Error("read own record", "thing", e.ThingID, "err", err)
 			continue
 		}
-		if all || now.Sub(e.Signed) > f.p.RepublishInterval/2 {
+		if all || now.Sub(e.Signed) > f.cfg.RepublishInterval/2 {
 			if rec, err = f.resign(rec, now); err != nil {
 				f.log.Error("re-sign own record", "thing", e.ThingID, "seq", e.Seq, "err", err)
 				continue
@@ -322,7 +322,7 @@ func (q *dhtQueue) put(rec *lmosproto.Record) error {
 	// again. A key provided just before a republication is so provided
 	// again at the next one, at most 1.5 intervals later, well within a
 	// provider record's life (dht.MaxRecordAge, four intervals).
-	provideFresh := f.p.RepublishInterval / 2
+	provideFresh := f.cfg.RepublishInterval / 2
 	now := time.Now()
 	for c, at := range q.provided {
 		if now.Sub(at) >= provideFresh {

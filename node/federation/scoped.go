@@ -8,7 +8,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -76,62 +75,4 @@ func (f *Federation) allowed(groups []string, thingID string, p peer.ID) bool {
 // own Things, and group-scoped Things this node may see.
 func (f *Federation) visible(e directory.Entry) bool {
 	return e.Groups == nil || e.Own || f.allowed(e.Groups, e.ThingID, f.self)
-}
-
-// AcceptScoped checks a group-scoped record that peer from sent on the
-// topic of group and stores it: the record must check exactly like an
-// announcement (size, proof, freshness, signed by from: the publisher must
-// be the sender), its TD must name group in lmos:groups — for a tombstone,
-// the TD it removes, as held here — and it must be newer than the record
-// held (a lower seq is a replay). It returns nil for an accepted record,
-// including this node's own (stored already by Publish); an error wrapping
-// ErrNotNewer for a duplicate or a tombstone of a Thing not held (ignore
-// it); any other error for a record to reject (ErrNotPublisher,
-// ErrWrongGroup, a bad or forged proof, a replay, …). Whether from is a
-// member of group is the caller's to check.
-func (f *Federation) AcceptScoped(ctx context.Context, from peer.ID, group string, record []byte) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("federation: accept scoped record: %w", err)
-	}
-	if err := from.Validate(); err != nil {
-		return fmt.Errorf("federation: accept scoped record: sender: %w", err)
-	}
-	if group == "" {
-		return errors.New("federation: accept scoped record: empty group")
-	}
-	rec, err := f.checkRecord(from, record)
-	if err != nil {
-		if errors.Is(err, lmosdht.ErrWrongPublisher) {
-			err = fmt.Errorf("%w: %w", ErrNotPublisher, err)
-		}
-		return fmt.Errorf("federation: accept scoped record from %s: %w", from, err)
-	}
-	if rec.Tombstone() {
-		held, ok := f.dir.Get(from, rec.ThingID)
-		switch {
-		case !ok:
-			return fmt.Errorf("federation: accept scoped tombstone of %q from %s: no such Thing held: %w", rec.ThingID, from, ErrNotNewer)
-		case !slices.Contains(held.Groups, group):
-			return fmt.Errorf("federation: accept scoped tombstone of %q from %s: groups %v, not %q: %w", rec.ThingID, from, held.Groups, group, ErrWrongGroup)
-		}
-	} else if !slices.Contains(rec.TD.Groups, group) {
-		return fmt.Errorf("federation: accept scoped thing %q from %s: groups %v, not %q: %w", rec.ThingID, from, rec.TD.Groups, group, ErrWrongGroup)
-	}
-	if from == f.self {
-		return nil // our own: Publish stored it
-	}
-	change, err := f.dir.Put(rec, nil)
-	switch {
-	case errors.Is(err, directory.ErrStale):
-		if held, ok := f.dir.Latest(from, rec.ThingID); ok && rec.Seq < held.Seq {
-			return fmt.Errorf("federation: accept scoped thing %q from %s: seq %d, held %d: %w", rec.ThingID, from, rec.Seq, held.Seq, errReplay)
-		}
-		return fmt.Errorf("federation: accept scoped thing %q from %s: seq %d: %w", rec.ThingID, from, rec.Seq, ErrNotNewer)
-	case err != nil:
-		return fmt.Errorf("federation: accept scoped thing %q from %s: %w", rec.ThingID, from, err)
-	case change == directory.Unchanged:
-		return fmt.Errorf("federation: accept scoped thing %q from %s: seq %d: %w", rec.ThingID, from, rec.Seq, ErrNotNewer)
-	}
-	f.log.Debug("learned thing", "via", "group", "group", group, "thing", rec.ThingID, "publisher", from, "seq", rec.Seq, "change", change.String())
-	return nil
 }

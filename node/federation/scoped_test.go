@@ -62,7 +62,7 @@ func scopedTD(t *testing.T, id string, groups ...string) *lmosproto.TD {
 func TestPublishScoped(t *testing.T) {
 	ctx := context.Background()
 	var log scopedLog
-	alice := newMember(t, func(p *Params) {
+	alice := newMember(t, func(p *Deps, _ *Config) {
 		p.MemberOf = memberOf("g-alpha")
 		p.Scoped = log.hook
 	})
@@ -86,7 +86,7 @@ func TestPublishScoped(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := log.last(t)
-	rec, err := alice.checkRecord(alice.id, got.record)
+	rec, err := alice.Intake().Check(alice.id, got.record)
 	if err != nil || !slices.Equal(got.groups, []string{"g-alpha"}) || rec.TD == nil || rec.ThingID != id {
 		t.Fatalf("Scoped got groups %v, record %v (%v)", got.groups, rec, err)
 	}
@@ -94,7 +94,7 @@ func TestPublishScoped(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = log.last(t)
-	if rec, err := alice.checkRecord(alice.id, got.record); err != nil || !rec.Tombstone() || !slices.Equal(got.groups, []string{"g-alpha"}) {
+	if rec, err := alice.Intake().Check(alice.id, got.record); err != nil || !rec.Tombstone() || !slices.Equal(got.groups, []string{"g-alpha"}) {
 		t.Fatalf("the tombstone of a scoped Thing: groups %v, record %v (%v)", got.groups, rec, err)
 	}
 
@@ -108,7 +108,7 @@ func TestPublishScoped(t *testing.T) {
 func TestAcceptScoped(t *testing.T) {
 	ctx := context.Background()
 	var log scopedLog
-	alice := newMember(t, func(p *Params) {
+	alice := newMember(t, func(p *Deps, _ *Config) {
 		p.MemberOf = memberOf("g-alpha")
 		p.Scoped = log.hook
 	})
@@ -149,7 +149,7 @@ func TestAcceptScoped(t *testing.T) {
 		{"next version", alice.id, "g-alpha", v2, nil, 2},
 		{"replay of the first", alice.id, "g-alpha", v1, errReplay, 2},
 	} {
-		err := bob.AcceptScoped(ctx, step.from, step.group, step.record)
+		err := bob.Intake().AcceptScoped(ctx, step.from, step.group, step.record)
 		switch {
 		case step.is == nil && err != nil:
 			t.Errorf("%s: %v, want accepted", step.name, err)
@@ -172,20 +172,20 @@ func TestAcceptScoped(t *testing.T) {
 		t.Fatal(err)
 	}
 	tomb := log.last(t).record
-	if err := carol.AcceptScoped(ctx, alice.id, "g-alpha", tomb); !errors.Is(err, ErrNotNewer) {
+	if err := carol.Intake().AcceptScoped(ctx, alice.id, "g-alpha", tomb); !errors.Is(err, ErrNotNewer) {
 		t.Errorf("tombstone of a Thing not held: %v, want ErrNotNewer", err)
 	}
-	if err := bob.AcceptScoped(ctx, alice.id, "g-beta", tomb); !errors.Is(err, ErrWrongGroup) {
+	if err := bob.Intake().AcceptScoped(ctx, alice.id, "g-beta", tomb); !errors.Is(err, ErrWrongGroup) {
 		t.Errorf("tombstone on another group: %v, want ErrWrongGroup", err)
 	}
-	if err := bob.AcceptScoped(ctx, alice.id, "g-alpha", tomb); err != nil {
+	if err := bob.Intake().AcceptScoped(ctx, alice.id, "g-alpha", tomb); err != nil {
 		t.Errorf("tombstone: %v", err)
 	}
 	if e, ok := bob.dir.Latest(alice.id, id); !ok || !e.Tombstone {
 		t.Error("the tombstone did not remove bob's copy")
 	}
 	// The publisher's own message comes back through its validator.
-	if err := alice.AcceptScoped(ctx, alice.id, "g-alpha", v2); err != nil {
+	if err := alice.Intake().AcceptScoped(ctx, alice.id, "g-alpha", v2); err != nil {
 		t.Errorf("own record: %v", err)
 	}
 }
@@ -200,7 +200,7 @@ func TestSyncServesScopedToAllowedPeers(t *testing.T) {
 		mu      sync.Mutex
 		members = map[peer.ID]bool{}
 	)
-	alice := newMember(t, func(p *Params) {
+	alice := newMember(t, func(p *Deps, _ *Config) {
 		p.MemberOf = memberOf("g-alpha")
 		p.Allowed = func(groups []string, _ string, p peer.ID) bool {
 			mu.Lock()
@@ -248,7 +248,7 @@ func TestFindHidesScoped(t *testing.T) {
 		mu    sync.Mutex
 		allow bool
 	)
-	bob := newMember(t, func(p *Params) {
+	bob := newMember(t, func(p *Deps, _ *Config) {
 		p.Allowed = func([]string, string, peer.ID) bool {
 			mu.Lock()
 			defer mu.Unlock()

@@ -239,18 +239,9 @@ func (f *Federation) Sync(ctx context.Context, p peer.ID, flt Filter) (int, erro
 	if err != nil {
 		return 0, fmt.Errorf("federation: sync with %s: %w", p, err)
 	}
-	if len(recs) == 0 {
-		return 0, nil
-	}
-	changes, err := f.dir.PutMany(recs)
+	n, err := f.intake.StoreMany(recs)
 	if err != nil {
 		return 0, fmt.Errorf("federation: sync with %s: %w", p, err)
-	}
-	n := 0
-	for _, c := range changes {
-		if c != directory.Unchanged && c != directory.Stale {
-			n++
-		}
 	}
 	return n, nil
 }
@@ -310,7 +301,7 @@ func (f *Federation) exchange(ctx context.Context, s network.Stream, p peer.ID, 
 		if size += len(raw); size > MaxSyncBytes {
 			return nil, fmt.Errorf("response exceeds %d bytes", MaxSyncBytes)
 		}
-		rec, err := f.checkRecord(p, raw)
+		rec, err := f.intake.Check(p, raw)
 		if err == nil && !flt.matchesRecord(rec) {
 			err = fmt.Errorf("thing %q does not match the filter asked for", rec.ThingID)
 		}

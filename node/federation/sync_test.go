@@ -67,7 +67,7 @@ func TestSyncExchange(t *testing.T) {
 
 func TestSyncOnConnect(t *testing.T) {
 	ctx := context.Background()
-	withSync := func(p *Params) { p.SyncOnConnect = true }
+	withSync := func(_ *Deps, c *Config) { c.SyncOnConnect = true }
 	alice := newMember(t, withSync)
 	bob := newMember(t, withSync)
 	a, b := uniqueID(), uniqueID()

@@ -34,7 +34,6 @@ type member struct {
 	changes atomic.Int64
 
 	psCancel context.CancelFunc
-	holder   *atomic.Pointer[groupsvc.Service]
 }
 
 // newMember starts a member with a fresh key and datastore.
@@ -60,7 +59,16 @@ func startMember(t *testing.T, key ed25519.PrivateKey, store ds.Batching) *membe
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &member{t: t, key: key, host: h, store: store, holder: new(atomic.Pointer[groupsvc.Service])}
+	m := &member{t: t, key: key, host: h, store: store}
+	// The service first: gossipsub is built with its peer and
+	// subscription filters, and handed to it at Start.
+	m.svc, err = groupsvc.New(groupsvc.Deps{
+		Host: h, Key: key, Datastore: store,
+		OnChange: func(string) { m.changes.Add(1) },
+	}, groupsvc.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.psCancel = cancel
 	gs := pubsub.DefaultGossipSubParams()
@@ -74,24 +82,13 @@ func startMember(t *testing.T, key ed25519.PrivateKey, store ds.Batching) *membe
 			sum := sha256.Sum256(append([]byte(msg.GetTopic()+"\x00"), msg.GetData()...))
 			return string(sum[:])
 		}),
-		pubsub.WithPeerFilter(func(pid peer.ID, topic string) bool {
-			s := m.holder.Load()
-			return s != nil && s.PeerFilter(pid, topic)
-		}),
-		pubsub.WithSubscriptionFilter(lateFilter{m.holder}),
+		pubsub.WithPeerFilter(m.svc.PeerFilter),
+		pubsub.WithSubscriptionFilter(m.svc.SubscriptionFilter()),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.svc, err = groupsvc.New(groupsvc.Params{
-		Host: h, Key: key, PubSub: m.ps, Datastore: store,
-		OnChange: func(string) { m.changes.Add(1) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.holder.Store(m.svc)
-	if err := m.svc.Start(context.Background()); err != nil {
+	if err := m.svc.Start(context.Background(), m.ps); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.stop)
@@ -123,22 +120,6 @@ func (m *member) connect(o *member) {
 	if err := m.host.Connect(ctx, peer.AddrInfo{ID: o.id(), Addrs: o.host.Addrs()}); err != nil {
 		m.t.Fatal(err)
 	}
-}
-
-// lateFilter is the subscription filter of a service built after the
-// PubSub.
-type lateFilter struct {
-	p *atomic.Pointer[groupsvc.Service]
-}
-
-func (lateFilter) CanSubscribe(string) bool { return true }
-
-func (f lateFilter) FilterIncomingSubscriptions(from peer.ID, subs []*pubsubpb.RPC_SubOpts) ([]*pubsubpb.RPC_SubOpts, error) {
-	s := f.p.Load()
-	if s == nil {
-		return subs, nil
-	}
-	return s.SubscriptionFilter().FilterIncomingSubscriptions(from, subs)
 }
 
 // waitFor polls cond until it holds; timeout is a bound for a hung test.

@@ -96,7 +96,7 @@ func (s *Service) Join(ctx context.Context, token string) (JoinResult, error) {
 	if err := s.alive(); err != nil {
 		return JoinResult{}, err
 	}
-	inv, err := groups.ParseInvitation(token, s.p.Now())
+	inv, err := groups.ParseInvitation(token, s.now())
 	if err != nil {
 		if errors.Is(err, groups.ErrExpired) {
 			return JoinResult{}, &RefusedError{Status: http.StatusGone, Reason: err.Error()}
@@ -310,7 +310,7 @@ func (s *Service) serveJoin(st network.Stream, remote peer.ID) logAnswer {
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return logAnswer{Error: "request: " + err.Error(), Status: http.StatusBadRequest}
 	}
-	now := s.p.Now()
+	now := s.now()
 	inv, err := groups.ParseInvitation(req.Token, now)
 	if errors.Is(err, groups.ErrExpired) {
 		return logAnswer{Error: err.Error(), Status: http.StatusGone}
@@ -419,7 +419,7 @@ func (s *Service) retryPending(pj *pendingJoin) {
 			t.Stop()
 		case <-t.C:
 		}
-		if !s.p.Now().Before(pj.inv.Expires) {
+		if !s.now().Before(pj.inv.Expires) {
 			s.log.Info("pending join expired", "group", pj.inv.Group)
 			s.dropPending(pj.inv.ID)
 			return

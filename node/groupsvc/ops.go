@@ -23,7 +23,7 @@ func (s *Service) Create(ctx context.Context, name string, policy *groups.Policy
 	if strings.TrimSpace(name) == "" {
 		return Info{}, fmt.Errorf("%w: name: must not be empty", ErrBadRequest)
 	}
-	op, err := groups.Genesis(s.p.Key, name, policy, s.p.Now())
+	op, err := groups.Genesis(s.p.Key, name, policy, s.now())
 	if err != nil {
 		return Info{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
@@ -81,7 +81,7 @@ func (s *Service) Invite(id string, o InviteOptions) (string, time.Time, error) 
 			return "", time.Time{}, fmt.Errorf("%w: for: %w", ErrBadRequest, err)
 		}
 	}
-	now := s.p.Now()
+	now := s.now()
 	addrs := make([]string, 0, len(s.p.Host.Addrs()))
 	for _, a := range s.p.Host.Addrs() {
 		addrs = append(addrs, a.String()+"/p2p/"+s.self.String())
@@ -237,7 +237,7 @@ func (s *Service) act(ctx context.Context, id string, decide func(groups.State) 
 // the operation on the topic, reconciles, and queues the DHT put. The
 // caller holds opMu.
 func (s *Service) commitLocked(ctx context.Context, g *group, d groups.Draft) (*groups.Op, error) {
-	op, err := g.log.Sign(s.p.Key, d, s.p.Now())
+	op, err := g.log.Sign(s.p.Key, d, s.now())
 	if err != nil {
 		return nil, fmt.Errorf("group %s: sign %s: %w", g.id, d.Kind, err)
 	}

@@ -68,20 +68,18 @@ type DHT interface {
 // does not check, is not the author's, or does not name the group).
 type ThingHandler func(group string, from peer.ID, raw []byte) error
 
-// Params are the parts a Service works with. Host, Key and Datastore are
+// Deps are the parts a Service works with. Host, Key and Datastore are
 // required; the caller keeps ownership of all of them and closes them
-// after the Service.
-type Params struct {
+// after the Service. The gossipsub router comes at Start: it is built
+// after the Service, whose peer and subscription filters it uses
+// (PeerFilter, SubscriptionFilter).
+type Deps struct {
 	// Host is the node's libp2p host; the join and sync protocols run on
 	// it.
 	Host host.Host
 	// Key is the node's identity key, the one Host's peer ID is derived
 	// from; it signs the node's operations and invitations.
 	Key ed25519.PrivateKey
-	// PubSub carries the group topics; nil runs without (operations travel
-	// by the join and sync protocols and the DHT only, and there are no
-	// posts). It must use strict signing, as the node configures it.
-	PubSub *pubsub.PubSub
 	// TopicScore, if set, is the peer-score parameters of every group
 	// topic, so that messages the validator rejects count against their
 	// sender.
@@ -91,10 +89,10 @@ type Params struct {
 	// Datastore persists the logs and the pending joins, below
 	// DatastorePrefix.
 	Datastore ds.Batching
-	// OnChange, if set, is called (from one goroutine, never concurrently)
-	// with a group's ID after operations were added to its log (its
-	// membership, roles, scopes, policy or dissolution may have changed);
-	// a burst of operations is one call.
+	// OnChange, if set, is called (from one goroutine, never concurrently,
+	// and only after Start) with a group's ID after operations were added
+	// to its log (its membership, roles, scopes, policy or dissolution may
+	// have changed); a burst of operations is one call.
 	OnChange func(group string)
 	// OnMemberSync, if set, is called after a member p asked this node
 	// for its log of group: p holds this node as a member, so what p
@@ -104,10 +102,63 @@ type Params struct {
 	// Things, if set, takes the group-scoped Things published on group
 	// topics; without it such messages are ignored.
 	Things ThingHandler
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// Logger receives the service's logs; nil discards them.
-	Logger *slog.Logger
+}
+
+// Config configures a Service. The zero value of every field selects its
+// default.
+type Config struct {
+	// AntiEntropyEvery: see the constant AntiEntropyEvery.
+	AntiEntropyEvery time.Duration `json:"antiEntropyEvery,omitempty"`
+	// RepublishInterval: see the constant RepublishInterval.
+	RepublishInterval time.Duration `json:"republishInterval,omitempty"`
+}
+
+// Validate reports every field out of range.
+func (c Config) Validate() error {
+	var errs []error
+	if c.AntiEntropyEvery < 0 {
+		errs = append(errs, fmt.Errorf("groupsvc: antiEntropyEvery: %s is negative", c.AntiEntropyEvery))
+	}
+	if c.RepublishInterval < 0 {
+		errs = append(errs, fmt.Errorf("groupsvc: republishInterval: %s is negative", c.RepublishInterval))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.AntiEntropyEvery == 0 {
+		c.AntiEntropyEvery = AntiEntropyEvery
+	}
+	if c.RepublishInterval == 0 {
+		c.RepublishInterval = RepublishInterval
+	}
+	return c
+}
+
+// Option sets what Config cannot hold.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+	now func() time.Time
+}
+
+// WithLogger sends the Service's logs to log.
+func WithLogger(log *slog.Logger) Option {
+	return func(o *options) {
+		if log != nil {
+			o.log = log
+		}
+	}
+}
+
+// WithClock replaces time.Now (tests).
+func WithClock(now func() time.Time) Option {
+	return func(o *options) {
+		if now != nil {
+			o.now = now
+		}
+	}
 }
 
 // Settings of the background work.
@@ -159,9 +210,14 @@ const (
 // Service runs the node's groups; see the package documentation. Build it
 // with New, start it with Start, stop it with Close.
 type Service struct {
-	p    Params
+	p    Deps
+	cfg  Config
+	now  func() time.Time
 	self peer.ID
 	log  *slog.Logger
+	// ps carries the group topics from Start on; nil before, and without
+	// gossip.
+	ps atomic.Pointer[pubsub.PubSub]
 
 	// ctx is cancelled by Close; it scopes the goroutines and the network
 	// calls they make.
@@ -250,35 +306,41 @@ func (g *group) refresh() {
 	g.st.Store(&st)
 }
 
-// New checks p and builds a Service: it loads the persisted logs and
-// pending joins. It starts nothing; Start does.
-func New(p Params) (*Service, error) {
+// New checks deps and cfg and builds a Service: it loads the persisted
+// logs and pending joins. It starts nothing; Start does.
+func New(deps Deps, cfg Config, opts ...Option) (*Service, error) {
+	p := deps
 	switch {
 	case p.Host == nil:
-		return nil, errors.New("groupsvc: Params.Host is nil")
+		return nil, errors.New("groupsvc: Deps.Host is nil")
 	case len(p.Key) != ed25519.PrivateKeySize:
-		return nil, fmt.Errorf("groupsvc: Params.Key: %d bytes, want an Ed25519 private key (%d)", len(p.Key), ed25519.PrivateKeySize)
+		return nil, fmt.Errorf("groupsvc: Deps.Key: %d bytes, want an Ed25519 private key (%d)", len(p.Key), ed25519.PrivateKeySize)
 	case p.Datastore == nil:
-		return nil, errors.New("groupsvc: Params.Datastore is nil")
+		return nil, errors.New("groupsvc: Deps.Datastore is nil")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{log: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	self, err := lmosproto.PeerIDFromEd25519(p.Key.Public().(ed25519.PublicKey))
 	if err != nil {
-		return nil, fmt.Errorf("groupsvc: Params.Key: %w", err)
+		return nil, fmt.Errorf("groupsvc: Deps.Key: %w", err)
 	}
 	if self != p.Host.ID() {
-		return nil, fmt.Errorf("groupsvc: Params.Key is the key of %s, the host is %s", self, p.Host.ID())
-	}
-	if p.Now == nil {
-		p.Now = time.Now
-	}
-	if p.Logger == nil {
-		p.Logger = slog.New(slog.DiscardHandler)
+		return nil, fmt.Errorf("groupsvc: Deps.Key is the key of %s, the host is %s", self, p.Host.ID())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
 		p:          p,
+		cfg:        cfg.withDefaults(),
+		now:        o.now,
 		self:       self,
-		log:        p.Logger,
+		log:        o.log,
 		ctx:        ctx,
 		cancel:     cancel,
 		groups:     map[string]*group{},
@@ -302,11 +364,13 @@ func New(p Params) (*Service, error) {
 func (s *Service) Self() peer.ID { return s.self }
 
 // Start serves the join and sync protocols, joins the topics of the
-// node's groups, and starts the background work: the change and DHT
+// node's groups on ps (nil runs without gossip: operations travel by the
+// join and sync protocols and the DHT only, and there are no posts; ps
+// must use strict signing, as the node configures it), and starts the background work: the change and DHT
 // workers, the catch-up of every group from the DHT, syncs with members
 // as they connect, and the retries of pending joins. ctx bounds the start
 // itself.
-func (s *Service) Start(ctx context.Context) error {
+func (s *Service) Start(ctx context.Context, ps *pubsub.PubSub) error {
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -317,6 +381,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return errors.New("groupsvc: start: already started")
 	}
 	s.started = true
+	s.ps.Store(ps)
 	s.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("groupsvc: start: %w", err)

@@ -75,7 +75,7 @@ func (s *Service) load(ctx context.Context) error {
 	}
 	for _, e := range entries {
 		token := string(e.Value)
-		inv, err := groups.ParseInvitation(token, s.p.Now())
+		inv, err := groups.ParseInvitation(token, s.now())
 		if err != nil {
 			if errors.Is(err, groups.ErrExpired) {
 				s.log.Info("pending join expired", "key", e.Key)

@@ -176,7 +176,7 @@ func (s *Service) due(p peer.ID, group, why string, every time.Duration) bool {
 // antiEntropy syncs, every AntiEntropyEvery, each group the node is a
 // member of with one connected member picked at random.
 func (s *Service) antiEntropy() {
-	t := time.NewTicker(AntiEntropyEvery)
+	t := time.NewTicker(s.cfg.AntiEntropyEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -278,7 +278,7 @@ func (s *Service) put(g *group) {
 // republishLoop puts the logs of the node's groups in the DHT every
 // RepublishInterval.
 func (s *Service) republishLoop() {
-	t := time.NewTicker(RepublishInterval)
+	t := time.NewTicker(s.cfg.RepublishInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -37,30 +37,31 @@ type postSub struct {
 // joinTopic registers the validator of g's topic, joins it and subscribes.
 // The caller holds recMu.
 func (s *Service) joinTopic(g *group) (err error) {
-	if s.p.PubSub == nil {
+	ps := s.ps.Load()
+	if ps == nil {
 		return nil
 	}
 	name := groups.Topic(g.id)
-	if err := s.p.PubSub.RegisterTopicValidator(name, s.validate(g)); err != nil {
+	if err := ps.RegisterTopicValidator(name, s.validate(g)); err != nil {
 		return fmt.Errorf("topic %s: validator: %w", name, err)
 	}
-	topic, err := s.p.PubSub.Join(name)
+	topic, err := ps.Join(name)
 	if err != nil {
-		return errors.Join(fmt.Errorf("topic %s: join: %w", name, err), s.p.PubSub.UnregisterTopicValidator(name))
+		return errors.Join(fmt.Errorf("topic %s: join: %w", name, err), ps.UnregisterTopicValidator(name))
 	}
 	if s.p.TopicScore != nil {
 		if err := topic.SetScoreParams(s.p.TopicScore); err != nil {
-			return errors.Join(fmt.Errorf("topic %s: score parameters: %w", name, err), topic.Close(), s.p.PubSub.UnregisterTopicValidator(name))
+			return errors.Join(fmt.Errorf("topic %s: score parameters: %w", name, err), topic.Close(), ps.UnregisterTopicValidator(name))
 		}
 	}
 	sub, err := topic.Subscribe()
 	if err != nil {
-		return errors.Join(fmt.Errorf("topic %s: subscribe: %w", name, err), topic.Close(), s.p.PubSub.UnregisterTopicValidator(name))
+		return errors.Join(fmt.Errorf("topic %s: subscribe: %w", name, err), topic.Close(), ps.UnregisterTopicValidator(name))
 	}
 	events, err := topic.EventHandler()
 	if err != nil {
 		sub.Cancel()
-		return errors.Join(fmt.Errorf("topic %s: events: %w", name, err), topic.Close(), s.p.PubSub.UnregisterTopicValidator(name))
+		return errors.Join(fmt.Errorf("topic %s: events: %w", name, err), topic.Close(), ps.UnregisterTopicValidator(name))
 	}
 	done, evDone := make(chan struct{}), make(chan struct{})
 	evCtx, evCancel := context.WithCancel(s.ctx)
@@ -68,7 +69,7 @@ func (s *Service) joinTopic(g *group) (err error) {
 		evCancel()
 		events.Cancel()
 		sub.Cancel()
-		return errors.Join(ErrClosed, topic.Close(), s.p.PubSub.UnregisterTopicValidator(name))
+		return errors.Join(ErrClosed, topic.Close(), ps.UnregisterTopicValidator(name))
 	}
 	if !s.spawn(func() { defer close(evDone); s.watchTopic(evCtx, g, events) }) {
 		close(evDone)
@@ -108,7 +109,7 @@ func (s *Service) leaveTopic(g *group) error {
 		}
 	}
 	if validating {
-		if err := s.p.PubSub.UnregisterTopicValidator(groups.Topic(g.id)); err != nil {
+		if err := s.ps.Load().UnregisterTopicValidator(groups.Topic(g.id)); err != nil {
 			errs = append(errs, fmt.Errorf("topic %s: validator: %w", groups.Topic(g.id), err))
 		}
 	}
@@ -405,7 +406,7 @@ func (s *Service) publish(ctx context.Context, g *group, data []byte) error {
 	topic := g.topic
 	s.mu.RUnlock()
 	if topic == nil {
-		if s.p.PubSub == nil {
+		if s.ps.Load() == nil {
 			return ErrNoGossip
 		}
 		return fmt.Errorf("group %s: %w", g.id, ErrNotMember)
@@ -431,10 +432,10 @@ func (s *Service) Publish(ctx context.Context, id string, body json.RawMessage) 
 		return fmt.Errorf("group %s: this node: %w", id, ErrNotMember)
 	case !st.CanPost(s.self):
 		return fmt.Errorf("group %s: post role %q: %w", id, st.Policy.PostRole, ErrNotAllowed)
-	case s.p.PubSub == nil:
+	case s.ps.Load() == nil:
 		return ErrNoGossip
 	}
-	data, err := json.Marshal(groups.Message{Post: &groups.Post{Body: body, Sent: s.p.Now().UTC()}})
+	data, err := json.Marshal(groups.Message{Post: &groups.Post{Body: body, Sent: s.now().UTC()}})
 	if err != nil {
 		return fmt.Errorf("group %s: encode post: %w", id, err)
 	}
@@ -463,7 +464,7 @@ func (s *Service) Subscribe(id string) (<-chan Received, func(), error) {
 		return nil, nil, fmt.Errorf("group %s: %w", id, ErrDissolved)
 	case !st.IsMember(s.self):
 		return nil, nil, fmt.Errorf("group %s: this node: %w", id, ErrNotMember)
-	case s.p.PubSub == nil:
+	case s.ps.Load() == nil:
 		return nil, nil, ErrNoGossip
 	}
 	ps := &postSub{ch: make(chan Received, postBuffer)}

@@ -1,0 +1,164 @@
+package federation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/directory"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// Intake is the one way a record of another publisher enters the
+// directory, whichever path brought it: the announce topic, a sync, a DHT
+// lookup or a group topic. It checks the record (size, proof, TD or
+// tombstone, freshness, signed by the publisher named) and stores it as
+// learned, with one mapping of what the directory answers: a record older
+// than the one held is a replay (errReplay), one no newer a duplicate
+// (ErrNotNewer). The node builds it before the group service and the
+// federation, which both hand it records. It is safe for concurrent use.
+type Intake struct {
+	self      peer.ID
+	dir       *directory.Directory
+	validator lmosdht.ThingValidator
+	log       *slog.Logger
+}
+
+// NewIntake returns the Intake of dir for the node self. validator checks
+// the records; its zero value uses the protocol's limits and the system
+// clock. A nil log discards.
+func NewIntake(dir *directory.Directory, self peer.ID, validator lmosdht.ThingValidator, log *slog.Logger) (*Intake, error) {
+	if dir == nil {
+		return nil, errors.New("federation: intake: nil directory")
+	}
+	if err := self.Validate(); err != nil {
+		return nil, fmt.Errorf("federation: intake: self: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Intake{self: self, dir: dir, validator: validator, log: log}, nil
+}
+
+// Check checks raw as a record published by publisher: size, proof, TD or
+// tombstone, freshness, and that publisher signed it (dht.ThingValidator
+// under the record's own key).
+func (in *Intake) Check(publisher peer.ID, raw []byte) (*lmosproto.Record, error) {
+	if len(raw) > lmosproto.MaxRecordSize {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", lmosdht.ErrTooLarge, len(raw), lmosproto.MaxRecordSize)
+	}
+	// The validator checks a record under its key, which names the thing
+	// id; read the id first (cheap next to verifying the proof), and let
+	// the validator check that the proof covers this id.
+	var probe struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("%w: %w", lmosdht.ErrBadRecord, err)
+	}
+	if probe.ID == "" {
+		return nil, fmt.Errorf("%w: no thing id", lmosdht.ErrBadRecord)
+	}
+	return in.CheckKey(lmosdht.ThingKey(publisher, probe.ID), raw)
+}
+
+// CheckKey checks raw as the value of the DHT record key.
+func (in *Intake) CheckKey(key string, raw []byte) (*lmosproto.Record, error) {
+	return in.validator.Check(key, raw)
+}
+
+// Store stores rec, a checked record of another publisher that arrived
+// via a path ("gossip", "dht", "group"), and returns what changed. A
+// record older than the one held is an error wrapping errReplay; one no
+// newer (a duplicate) an error wrapping ErrNotNewer.
+func (in *Intake) Store(via string, rec *lmosproto.Record) (directory.Change, error) {
+	change, err := in.dir.Put(rec, nil)
+	switch {
+	case errors.Is(err, directory.ErrStale):
+		if held, ok := in.dir.Latest(rec.Publisher(), rec.ThingID); ok && rec.Seq < held.Seq {
+			return change, fmt.Errorf("thing %q of %s: seq %d, held %d: %w", rec.ThingID, rec.Publisher(), rec.Seq, held.Seq, errReplay)
+		}
+		return change, fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, rec.Publisher(), rec.Seq, ErrNotNewer)
+	case err != nil:
+		in.log.Warn("store learned record", "via", via, "thing", rec.ThingID, "publisher", rec.Publisher(), "err", err)
+		return change, fmt.Errorf("thing %q of %s: %w", rec.ThingID, rec.Publisher(), err)
+	case change == directory.Unchanged:
+		return change, fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, rec.Publisher(), rec.Seq, ErrNotNewer)
+	}
+	in.log.Debug("learned thing", "via", via, "thing", rec.ThingID, "publisher", rec.Publisher(), "seq", rec.Seq, "change", change.String())
+	return change, nil
+}
+
+// StoreMany stores checked records in one batch (a sync answer) and
+// returns how many changed the directory; records no newer than those
+// held are skipped.
+func (in *Intake) StoreMany(recs []*lmosproto.Record) (int, error) {
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	changes, err := in.dir.PutMany(recs)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range changes {
+		if c != directory.Unchanged && c != directory.Stale {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// AcceptScoped checks a group-scoped record that peer from sent on the
+// topic of group and stores it (groupsvc.ThingHandler): the record must
+// check like an announcement (size, proof, freshness, signed by from: the
+// publisher must be the sender), its TD must name group in lmos:groups —
+// for a tombstone, the TD it removes, as held here — and it must be newer
+// than the record held (a lower seq is a replay). It returns nil for an
+// accepted record, including this node's own (stored already by
+// Publish); an error wrapping ErrNotNewer for a duplicate or a tombstone
+// of a Thing not held (ignore it); any other error for a record to reject
+// (ErrNotPublisher, ErrWrongGroup, a bad or forged proof, a replay, …).
+// Whether from is a member of group is the caller's to check.
+func (in *Intake) AcceptScoped(ctx context.Context, from peer.ID, group string, record []byte) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("federation: accept scoped record: %w", err)
+	}
+	if err := from.Validate(); err != nil {
+		return fmt.Errorf("federation: accept scoped record: sender: %w", err)
+	}
+	if group == "" {
+		return errors.New("federation: accept scoped record: empty group")
+	}
+	rec, err := in.Check(from, record)
+	if err != nil {
+		if errors.Is(err, lmosdht.ErrWrongPublisher) {
+			err = fmt.Errorf("%w: %w", ErrNotPublisher, err)
+		}
+		return fmt.Errorf("federation: accept scoped record from %s: %w", from, err)
+	}
+	if rec.Tombstone() {
+		held, ok := in.dir.Get(from, rec.ThingID)
+		switch {
+		case !ok:
+			return fmt.Errorf("federation: accept scoped tombstone of %q from %s: no such Thing held: %w", rec.ThingID, from, ErrNotNewer)
+		case !slices.Contains(held.Groups, group):
+			return fmt.Errorf("federation: accept scoped tombstone of %q from %s: groups %v, not %q: %w", rec.ThingID, from, held.Groups, group, ErrWrongGroup)
+		}
+	} else if !slices.Contains(rec.TD.Groups, group) {
+		return fmt.Errorf("federation: accept scoped thing %q from %s: groups %v, not %q: %w", rec.ThingID, from, rec.TD.Groups, group, ErrWrongGroup)
+	}
+	if from == in.self {
+		return nil // our own: Publish stored it
+	}
+	if _, err := in.Store("group "+group, rec); err != nil {
+		return fmt.Errorf("federation: accept scoped record from %s: %w", from, err)
+	}
+	return nil
+}
