@@ -31,8 +31,8 @@ import (
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
-	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/groupsvc"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 

@@ -263,11 +263,11 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.tdd, err = tdd.New(tdd.Deps{
-		Directory:  n.dir,
-		PeerID:     n.peerID,
-		Publisher:  n.own,
-		Finder:     n.fed,
-		Peers:      peerList{n.disc},
+		Directory: n.dir,
+		PeerID:    n.peerID,
+		Publisher: n.own,
+		Finder:    n.fed,
+		Peers:     peerList{n.disc},
 		// Every caller of the API is this node's owner: one view.
 		Visibility: func(*http.Request) func(directory.Entry) bool { return n.own.Visible },
 		Logger:     o.logger.With("component", "tdd"),
