@@ -96,7 +96,7 @@ func (a *action) update(m *lmosproto.Message, now time.Time) bool {
 
 // invokeAction serves POST /things/{id}/actions/{name}.
 func (h *Handler) invokeAction(w http.ResponseWriter, r *http.Request) {
-	t, req, p := h.request(r, "actions", lmosproto.MsgInvokeAction)
+	t, req, p := h.request(r, lmosproto.MsgInvokeAction)
 	if p != nil {
 		writeProblem(w, r, p)
 		return

@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"net/http"
 
 	"github.com/lmosnode/lmosnode/node/interact"
@@ -11,7 +11,7 @@ import (
 
 // readProperty serves GET /things/{id}/properties/{name}.
 func (h *Handler) readProperty(w http.ResponseWriter, r *http.Request) {
-	t, req, p := h.request(r, "properties", lmosproto.MsgReadProperty)
+	t, req, p := h.request(r, lmosproto.MsgReadProperty)
 	if p != nil {
 		writeProblem(w, r, p)
 		return
@@ -26,7 +26,7 @@ func (h *Handler) readProperty(w http.ResponseWriter, r *http.Request) {
 
 // writeProperty serves PUT /things/{id}/properties/{name}.
 func (h *Handler) writeProperty(w http.ResponseWriter, r *http.Request) {
-	t, req, p := h.request(r, "properties", lmosproto.MsgWriteProperty)
+	t, req, p := h.request(r, lmosproto.MsgWriteProperty)
 	if p != nil {
 		writeProblem(w, r, p)
 		return
@@ -50,7 +50,7 @@ func (h *Handler) writeProperty(w http.ResponseWriter, r *http.Request) {
 
 // observeProperty serves GET /things/{id}/properties/{name}/observe.
 func (h *Handler) observeProperty(w http.ResponseWriter, r *http.Request) {
-	t, req, p := h.request(r, "properties", lmosproto.MsgObserveProperty)
+	t, req, p := h.request(r, lmosproto.MsgObserveProperty)
 	if p != nil {
 		writeProblem(w, r, p)
 		return
@@ -62,7 +62,7 @@ func (h *Handler) observeProperty(w http.ResponseWriter, r *http.Request) {
 
 // subscribeEvent serves GET /things/{id}/events/{name}.
 func (h *Handler) subscribeEvent(w http.ResponseWriter, r *http.Request) {
-	t, req, p := h.request(r, "events", lmosproto.MsgSubscribeEvent)
+	t, req, p := h.request(r, lmosproto.MsgSubscribeEvent)
 	if p != nil {
 		writeProblem(w, r, p)
 		return
@@ -72,40 +72,30 @@ func (h *Handler) subscribeEvent(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// request resolves the Thing of r, checks that its TD has the affordance
-// {name} of kind ("properties", "actions", "events") and returns the
-// request message of type typ.
-func (h *Handler) request(r *http.Request, kind string, typ lmosproto.MessageType) (target, *lmosproto.Message, *problem) {
+// request resolves the Thing of r and returns the request message of type
+// typ on its affordance {name}, which the TD must have.
+func (h *Handler) request(r *http.Request, typ lmosproto.MessageType) (target, *lmosproto.Message, *problem) {
 	t, p := h.resolve(r, true)
 	if p != nil {
 		return target{}, nil, p
 	}
-	name := r.PathValue("name")
 	td, err := h.tds.TD(t.entry)
 	if err != nil {
 		return target{}, nil, newProblem(http.StatusNotFound, "Thing %q of %s: %v", t.entry.ThingID, t.entry.Publisher, err)
 	}
-	var found bool
-	switch kind {
-	case "properties":
-		_, found = td.Properties[name]
-	case "actions":
-		_, found = td.Actions[name]
-	case "events":
-		_, found = td.Events[name]
-	}
-	if !found {
-		return target{}, nil, &problem{Status: http.StatusNotFound, Title: interact.TitleAffordanceNotFound,
-			Detail: fmt.Sprintf("Thing %q has no %s %q", t.entry.ThingID, singular[kind], name)}
-	}
 	req := lmosproto.NewMessage(t.entry.ThingID, typ)
-	req.Name = name
+	req.Name = r.PathValue("name")
 	req.Traceparent = r.Header.Get("traceparent")
 	req.Tracestate = r.Header.Get("tracestate")
+	// The owner's engine checks again; this answers an unknown affordance
+	// of another node's Thing without a round trip.
+	if err := interact.CheckAffordance(td, req); err != nil {
+		var p *lmosproto.Problem
+		errors.As(err, &p)
+		return target{}, nil, &problem{Status: p.Status, Title: p.Title, Detail: p.Detail}
+	}
 	return t, req, nil
 }
-
-var singular = map[string]string{"properties": "property", "actions": "action", "events": "event"}
 
 // roundTrip runs a request that has one answer and returns it, or the
 // problem it ended with.

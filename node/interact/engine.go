@@ -165,6 +165,9 @@ func (e *Engine) Invoke(ctx context.Context, req *proto.Message) (Session, error
 			return newClosedSession(req, nil), nil
 		}
 	}
+	if err := CheckAffordance(td, req); err != nil {
+		return e.reject(req, err), nil
+	}
 	switch req.Type {
 	case proto.MsgReadProperty, proto.MsgWriteProperty, proto.MsgObserveProperty:
 		p, err := e.checkProperty(td, req)
@@ -184,17 +187,11 @@ func (e *Engine) Invoke(ctx context.Context, req *proto.Message) (Session, error
 		return e.start(ctx, req, caller, multiWrite(e.log, b, req, names, values), nil), nil
 	case proto.MsgInvokeAction:
 		a := td.Actions[req.Name]
-		if a == nil {
-			return e.reject(req, problem(http.StatusNotFound, TitleAffordanceNotFound, "Thing %q has no action %q", req.ThingID, req.Name)), nil
-		}
 		if err := e.schemas.validateValue(a.Input, req.Input, "input"); err != nil {
 			return e.reject(req, err), nil
 		}
 		return e.start(ctx, req, caller, b, a.Input), nil
 	case proto.MsgSubscribeEvent:
-		if td.Events[req.Name] == nil {
-			return e.reject(req, problem(http.StatusNotFound, TitleAffordanceNotFound, "Thing %q has no event %q", req.ThingID, req.Name)), nil
-		}
 		return e.subscribe(ctx, req, caller, b, []feedKey{{thingID: req.ThingID, event: true, name: req.Name}}), nil
 	case proto.MsgSubscribeAllEvents:
 		names := make([]string, 0, len(td.Events))
@@ -237,13 +234,38 @@ func (e *Engine) reject(req *proto.Message, err error) Session {
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
-// checkProperty checks a property request against the TD: the property
-// exists, the operation is allowed, a written value matches the schema.
+// CheckAffordance checks that td has the affordance req names: the
+// property of readProperty, writeProperty and observeProperty, the action
+// of invokeAction, the event of subscribeEvent (a 404 problem if not).
+// Other requests pass. The engine checks every request with it; a gateway
+// may check first, to answer before a round trip to the owner node.
+func CheckAffordance(td *proto.TD, req *proto.Message) error {
+	var found bool
+	var kind string
+	switch req.Type {
+	case proto.MsgReadProperty, proto.MsgWriteProperty, proto.MsgObserveProperty:
+		_, found = td.Properties[req.Name]
+		kind = "property"
+	case proto.MsgInvokeAction:
+		_, found = td.Actions[req.Name]
+		kind = "action"
+	case proto.MsgSubscribeEvent:
+		_, found = td.Events[req.Name]
+		kind = "event"
+	default:
+		return nil
+	}
+	if !found {
+		return problem(http.StatusNotFound, TitleAffordanceNotFound, "Thing %q has no %s %q", req.ThingID, kind, req.Name)
+	}
+	return nil
+}
+
+// checkProperty checks a property request against the TD, whose property
+// CheckAffordance found: the operation is allowed, a written value
+// matches the schema.
 func (e *Engine) checkProperty(td *proto.TD, req *proto.Message) (*proto.PropertyAffordance, error) {
 	p := td.Properties[req.Name]
-	if p == nil {
-		return nil, problem(http.StatusNotFound, TitleAffordanceNotFound, "Thing %q has no property %q", req.ThingID, req.Name)
-	}
 	switch req.Type {
 	case proto.MsgReadProperty:
 		if isTrue(p.WriteOnly) {
