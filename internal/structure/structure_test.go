@@ -97,3 +97,84 @@ func TestDependencyDirection(t *testing.T) {
 		}
 	}
 }
+
+// nodeRank orders the packages below node/ (by path below the module; a
+// sub-package takes the rank of its longest listed prefix). A package may
+// import only packages of a lower rank:
+//
+//   - 0, leaves: small single-purpose helpers;
+//   - 1, the models the node is built on: the directory of Things and the
+//     interaction engine (the message model itself is proto);
+//   - 2, what reads them: the cache of parsed TDs;
+//   - 3, the transports and HTTP surfaces: they import only the message
+//     model, the interaction engine and the directory, and declare what
+//     else they need as interfaces;
+//   - 4, the services: the federation, groups, discovery and the node's
+//     own Things;
+//   - 5, the root package node, the composition root: nothing below
+//     node/ imports it.
+var nodeRank = map[string]int{
+	"node/peerlimit": 0,
+	"node/httpapi":   0,
+
+	"node/directory": 1,
+	"node/interact":  1,
+
+	"node/tdcache": 2,
+
+	"node/gateway":   3,
+	"node/wsgateway": 3,
+	"node/mqttgw":    3,
+	"node/fanout":    3,
+	"node/tdd":       3,
+
+	"node/discovery":  4,
+	"node/federation": 4,
+	"node/groupsvc":   4,
+	"node/own":        4,
+
+	"node": 5,
+}
+
+// rankOf returns the rank of a package below node/ by its longest listed
+// prefix, and false for an unlisted one.
+func rankOf(rel string) (int, bool) {
+	for p := rel; ; {
+		if r, ok := nodeRank[p]; ok {
+			return r, true
+		}
+		i := strings.LastIndex(p, "/")
+		if i < 0 {
+			return 0, false
+		}
+		p = p[:i]
+	}
+}
+
+func TestNodeLayers(t *testing.T) {
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(p.ImportPath, module+"/")
+		if top(p.ImportPath) != "node" {
+			continue
+		}
+		if rel != "node" {
+			if _, listed := nodeRank[rel]; !listed && !strings.Contains(strings.TrimPrefix(rel, "node/"), "/") {
+				t.Errorf("%s: package below node/ has no place in nodeRank; add it", p.ImportPath)
+				continue
+			}
+		}
+		rf, _ := rankOf(rel)
+		for _, imp := range p.Imports {
+			irel, ok := strings.CutPrefix(imp, module+"/")
+			if !ok || top(imp) != "node" {
+				continue
+			}
+			if family := strings.HasPrefix(irel+"/", rel+"/") || strings.HasPrefix(rel+"/", irel+"/"); family && rel != "node" && irel != "node" {
+				continue // a package and its sub-packages (node/tdd/tddtest)
+			}
+			if ri, _ := rankOf(irel); ri >= rf {
+				t.Errorf("%s (rank %d) imports %s (rank %d): below node/, a package imports only lower ranks (see nodeRank)", p.ImportPath, rf, imp, ri)
+			}
+		}
+	}
+}
