@@ -2,9 +2,11 @@ package own
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -13,29 +15,20 @@ import (
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
-// Owner implements interact.Owners for the router of the node's consumers
-// (WebSocket, MQTT, an embedding program): the node's own Thing first,
-// else the single publisher of the id. Things this node may not see do
-// not count; if only such Things have the id, the answer is 403
-// Forbidden.
-func (t *Things) Owner(_ context.Context, id string) (peer.ID, error) {
-	var all, hidden []directory.Entry
-	for _, e := range t.deps.Directory.Lookup(id) {
-		if t.Visible(e) {
-			all = append(all, e)
-		} else {
-			hidden = append(hidden, e)
-		}
-	}
-	switch {
-	case len(all) == 0 && len(hidden) > 0:
-		return "", Forbidden(hidden[0])
-	case len(all) == 0:
+// Owner implements interact.Owners for the router of the node's
+// consumers (WebSocket, MQTT, an embedding program) with Resolve's rule:
+// an error wrapping interact.ErrUnknownThing for an unknown Thing, else
+// Resolve's problem (403, 300 with candidates).
+func (t *Things) Owner(ctx context.Context, id string) (peer.ID, error) {
+	e, err := t.Resolve(ctx, Lookup{ID: id, Call: true})
+	var p *lmosproto.Problem
+	if errors.As(err, &p) && p.Status == http.StatusNotFound {
 		return "", fmt.Errorf("thing %q: %w", id, interact.ErrUnknownThing)
-	case len(all) == 1 || all[0].Own:
-		return all[0].Publisher, nil
 	}
-	return "", fmt.Errorf("thing %q is published by %d peers and none is this node; call the owner with Client.Do", id, len(all))
+	if err != nil {
+		return "", err
+	}
+	return e.Publisher, nil
 }
 
 // Forbidden is the answer to a call of e, a Thing restricted to groups
@@ -44,4 +37,85 @@ func Forbidden(e directory.Entry) *lmosproto.Problem {
 	return &lmosproto.Problem{Status: http.StatusForbidden, Title: interact.TitleForbidden,
 		Detail: fmt.Sprintf("Thing %q of %s is restricted to the groups %s, and this node may not call it",
 			e.ThingID, e.Publisher, strings.Join(e.Groups, ", "))}
+}
+
+// fetchTimeout bounds the DHT fetch of a Thing named with a publisher.
+const fetchTimeout = 10 * time.Second
+
+// Lookup names the Thing a consumer of this node addresses.
+type Lookup struct {
+	// ID is the Thing's id.
+	ID string
+	// Publisher, if set, pins the publisher (?publisher=).
+	Publisher peer.ID
+	// Call tells that the consumer calls the Thing rather than reads its
+	// TD: a Thing this node may not see is then refused with 403 instead
+	// of being unknown (404).
+	Call bool
+}
+
+// Resolve returns the Thing a consumer of this node addresses (the HTTP
+// binding, the directory API). With a publisher named it is that
+// publisher's Thing, fetched from the DHT (Deps.Fetcher) when the
+// directory lacks it; otherwise the node's own Thing first, else the one
+// publisher of the id. Things this node may not see do not count. Its
+// errors are *proto.Problem: 404 for an unknown Thing, 403 (Forbidden)
+// for a call of a Thing only hidden ones have, 300 Multiple Choices with
+// Candidates (Publisher, Title, Modified; the caller, who knows its
+// routes, fills Href) when several publishers have the id and none is
+// this node.
+func (t *Things) Resolve(ctx context.Context, l Lookup) (directory.Entry, error) {
+	var hidden directory.Entry
+	e, err := t.resolve(ctx, l, &hidden)
+	var p *lmosproto.Problem
+	if l.Call && errors.As(err, &p) && p.Status == http.StatusNotFound && len(hidden.Groups) > 0 {
+		return directory.Entry{}, Forbidden(hidden)
+	}
+	return e, err
+}
+
+func (t *Things) resolve(ctx context.Context, l Lookup, hidden *directory.Entry) (directory.Entry, error) {
+	if l.Publisher != "" {
+		e, ok := t.deps.Directory.Get(l.Publisher, l.ID)
+		if !ok && t.deps.Fetcher != nil && l.Publisher != t.deps.Self {
+			fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+			var err error
+			e, err = t.deps.Fetcher.FetchThing(fctx, l.Publisher, l.ID)
+			cancel()
+			ok = err == nil
+		}
+		if ok && !t.Visible(e) {
+			ok, *hidden = false, e
+		}
+		if !ok {
+			return directory.Entry{}, &lmosproto.Problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
+				Detail: fmt.Sprintf("no Thing %q published by %s", l.ID, l.Publisher)}
+		}
+		return e, nil
+	}
+	var all []directory.Entry
+	for _, e := range t.deps.Directory.Lookup(l.ID) {
+		if t.Visible(e) {
+			all = append(all, e)
+		} else if hidden.ThingID == "" {
+			*hidden = e
+		}
+	}
+	switch {
+	case len(all) == 0:
+		return directory.Entry{}, &lmosproto.Problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
+			Detail: fmt.Sprintf("no Thing %q in this node's directory", l.ID)}
+	case len(all) == 1 || all[0].Own: // Lookup puts the own Thing first
+		return all[0], nil
+	}
+	p := &lmosproto.Problem{Status: http.StatusMultipleChoices, Title: http.StatusText(http.StatusMultipleChoices),
+		Detail: fmt.Sprintf("Thing %q is published by %d peers and none is this node; choose one with ?publisher=", l.ID, len(all))}
+	for _, e := range all {
+		p.Candidates = append(p.Candidates, lmosproto.Candidate{
+			Publisher: e.Publisher.String(),
+			Title:     e.Title,
+			Modified:  e.Modified.UTC().Format(time.RFC3339),
+		})
+	}
+	return directory.Entry{}, p
 }
