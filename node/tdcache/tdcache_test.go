@@ -79,7 +79,8 @@ func TestVersions(t *testing.T) {
 	}
 }
 
-// TestSize: the cache holds at most its size.
+// TestSize: the cache holds at most its size and forgets the Thing used
+// least recently first.
 func TestSize(t *testing.T) {
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	self, err := lmosproto.PeerIDFromEd25519(key.Public().(ed25519.PublicKey))
@@ -96,6 +97,19 @@ func TestSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := tdcache.New(2)
+	entries := map[string]directory.Entry{}
+	parsed := map[string]*lmosproto.TD{}
+	get := func(id string) *lmosproto.TD {
+		t.Helper()
+		got, err := c.TD(entries[id])
+		if err != nil || got.ID != id {
+			t.Fatalf("%s: %v, %v", id, got, err)
+		}
+		if n := c.Len(); n > 2 {
+			t.Fatalf("%d Things cached, size 2", n)
+		}
+		return got
+	}
 	for _, id := range []string{"urn:x:1", "urn:x:2", "urn:x:3"} {
 		td, err := lmosproto.ParseTD(raw)
 		if err != nil {
@@ -109,13 +123,16 @@ func TestSize(t *testing.T) {
 		if _, err := dir.Put(rec, nil); err != nil {
 			t.Fatal(err)
 		}
-		e, _ := dir.Get(self, id)
-		got, err := c.TD(e)
-		if err != nil || got.ID != id {
-			t.Fatalf("%s: %v, %v", id, got, err)
-		}
-		if n := c.Len(); n > 2 {
-			t.Fatalf("%d Things cached, size 2", n)
-		}
+		entries[id], _ = dir.Get(self, id)
+	}
+	parsed["urn:x:1"] = get("urn:x:1")
+	parsed["urn:x:2"] = get("urn:x:2")
+	get("urn:x:1") // now 2 is the least recently used
+	get("urn:x:3")
+	if get("urn:x:1") != parsed["urn:x:1"] {
+		t.Error("urn:x:1, used recently, was forgotten")
+	}
+	if get("urn:x:2") == parsed["urn:x:2"] {
+		t.Error("urn:x:2, the least recently used, was kept")
 	}
 }
