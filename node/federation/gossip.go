@@ -14,6 +14,7 @@ import (
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/topicval"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -39,7 +40,7 @@ var (
 func (f *Federation) validateAnnounce(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	res, err := f.checkAnnounce(msg)
 	if err != nil {
-		f.log.Debug("announcement refused", "from", msg.ReceivedFrom, "result", resultName(res), "err", err)
+		f.log.Debug("announcement refused", "from", msg.ReceivedFrom, "result", topicval.ResultName(res), "err", err)
 	}
 	return res
 }
@@ -214,16 +215,4 @@ func (f *Federation) awaitTopicPeer(pid peer.ID) bool {
 // sync): not a Thing restricted to groups.
 func public(rec *lmosproto.Record) bool {
 	return rec.TD == nil || len(rec.TD.Groups) == 0
-}
-
-func resultName(r pubsub.ValidationResult) string {
-	switch r {
-	case pubsub.ValidationAccept:
-		return "accept"
-	case pubsub.ValidationReject:
-		return "reject"
-	case pubsub.ValidationIgnore:
-		return "ignore"
-	}
-	return fmt.Sprintf("ValidationResult(%d)", int(r))
 }
