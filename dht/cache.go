@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"sync"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/lmosnode/lmosnode/proto"
 )
 
@@ -25,15 +27,14 @@ const DefaultRecordCacheBytes = 1 << 20
 // depends on the key or on the clock (publisher, thing id, age) is checked
 // on every use. Records that fail are not cached. The cache holds records
 // of at most its limit in bytes (of the signed documents), forgetting the
-// oldest first. It is safe for concurrent use. Give each node its own: a
-// cache shared by several nodes in one process would let one verify for
-// the others.
+// least recently used first (golang-lru's LRU, weighed by size here). It
+// is safe for concurrent use. Give each node its own: a cache shared by
+// several nodes in one process would let one verify for the others.
 type RecordCache struct {
 	mu    sync.Mutex
 	limit int
-	bytes int
-	byKey map[[sha256.Size]byte]*proto.Record
-	order [][sha256.Size]byte // the keys held, oldest first
+	bytes int // of the records held
+	lru   *simplelru.LRU[[sha256.Size]byte, *proto.Record]
 }
 
 // NewRecordCache returns a cache of at most limit bytes of records
@@ -42,7 +43,17 @@ func NewRecordCache(limit int) *RecordCache {
 	if limit <= 0 {
 		limit = DefaultRecordCacheBytes
 	}
-	return &RecordCache{limit: limit, byKey: make(map[[sha256.Size]byte]*proto.Record)}
+	c := &RecordCache{limit: limit}
+	// Every record has at least one byte, so the LRU's own bound (a
+	// count) never binds before the byte limit does.
+	lru, err := simplelru.NewLRU(limit, func(_ [sha256.Size]byte, rec *proto.Record) {
+		c.bytes -= len(rec.Raw)
+	})
+	if err != nil { // impossible: limit > 0
+		panic(err)
+	}
+	c.lru = lru
+	return c
 }
 
 // parse returns proto.ParseRecord(raw), from the cache if raw was parsed
@@ -54,7 +65,7 @@ func (c *RecordCache) parse(raw []byte) (*proto.Record, error) {
 	}
 	sum := sha256.Sum256(raw)
 	c.mu.Lock()
-	held, ok := c.byKey[sum]
+	held, ok := c.lru.Get(sum)
 	c.mu.Unlock()
 	if ok {
 		return clone(held), nil
@@ -66,20 +77,17 @@ func (c *RecordCache) parse(raw []byte) (*proto.Record, error) {
 	if len(raw) > c.limit {
 		return rec, nil
 	}
+	held = clone(rec)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.byKey[sum]; ok {
+	if c.lru.Contains(sum) {
 		return rec, nil
 	}
-	for c.bytes+len(raw) > c.limit {
-		oldest := c.order[0]
-		c.order = c.order[1:]
-		c.bytes -= len(c.byKey[oldest].Raw)
-		delete(c.byKey, oldest)
+	c.lru.Add(sum, held)
+	c.bytes += len(held.Raw)
+	for c.bytes > c.limit {
+		c.lru.RemoveOldest()
 	}
-	c.byKey[sum] = clone(rec)
-	c.order = append(c.order, sum)
-	c.bytes += len(raw)
 	return rec, nil
 }
 
@@ -87,7 +95,7 @@ func (c *RecordCache) parse(raw []byte) (*proto.Record, error) {
 func (c *RecordCache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.byKey)
+	return c.lru.Len()
 }
 
 // clone copies rec deeply enough that no caller can change another's copy.

@@ -2,6 +2,7 @@ package dht
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"testing"
 	"time"
@@ -57,16 +58,25 @@ func TestRecordCache(t *testing.T) {
 		t.Errorf("cache holds %d records after a forged one, want 1", cache.Len())
 	}
 
-	// The limit: room for two records of this size, not three.
+	// The limit: room for two records of this size, not three; the one
+	// used least recently goes first.
 	small := NewRecordCache(2*len(good.Raw) + len(good.Raw)/2)
 	sv := ThingValidator{Now: fixedClock(t0), Cache: small}
-	for seq := range uint64(3) {
-		rec := alice.sign(t, id, seq+1, t0.Add(-time.Hour))
-		if _, err := sv.Check(key, rec.Raw); err != nil {
+	var recs [3][]byte
+	for i := range recs {
+		recs[i] = alice.sign(t, id, uint64(i+1), t0.Add(-time.Hour)).Raw
+	}
+	for _, raw := range [][]byte{recs[0], recs[1], recs[0], recs[2]} {
+		if _, err := sv.Check(key, raw); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if small.Len() != 2 || small.bytes > small.limit {
 		t.Errorf("small cache holds %d records, %d bytes (limit %d); want 2 within the limit", small.Len(), small.bytes, small.limit)
+	}
+	for i, want := range []bool{true, false, true} {
+		if got := small.lru.Contains(sha256.Sum256(recs[i])); got != want {
+			t.Errorf("record %d held: %v, want %v (the least recently used goes first)", i+1, got, want)
+		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lmosnode/lmosnode/node/atomicfile"
 )
 
 // The api file tells CLI commands where the running daemon's API is, like
@@ -21,7 +23,7 @@ import (
 // writeAPIFile records apiURL in home/api.
 func writeAPIFile(home, apiURL string) error {
 	path := filepath.Join(home, APIFile)
-	if err := writeFileAtomic(path, []byte(apiURL+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(path, []byte(apiURL+"\n"), 0o600); err != nil {
 		return fmt.Errorf("api file %s: %w", path, err)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/lmosnode/lmosnode/node/atomicfile"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 )
@@ -458,7 +459,7 @@ func WriteConfig(home string, cfg Config) error {
 		return fmt.Errorf("config: %w", err)
 	}
 	path := filepath.Join(home, ConfigFile)
-	if err := writeFileAtomic(path, append(data, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
 	return nil

@@ -93,48 +93,6 @@ func Init(home string) (created []string, err error) {
 	return created, nil
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory, synced and renamed into place, so a crash leaves either the old
-// file or the new one, never a torn one.
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, ignoreNotExist(os.Remove(tmp)))
-		}
-	}()
-	if err := f.Chmod(perm); err != nil {
-		return errors.Join(err, f.Close())
-	}
-	if _, err := f.Write(data); err != nil {
-		return errors.Join(err, f.Close())
-	}
-	if err := f.Sync(); err != nil {
-		return errors.Join(err, f.Close())
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename or link in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
-}
-
 func ignoreNotExist(err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 
+	"github.com/lmosnode/lmosnode/node/atomicfile"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -67,7 +68,7 @@ func loadOrCreateIdentity(home string) (key crypto.PrivKey, created bool, err er
 		return nil, false, fmt.Errorf("identity: marshal key: %w", err)
 	}
 	path := filepath.Join(home, IdentityFile)
-	switch err := createFileExclusive(path, data, 0o600); {
+	switch err := atomicfile.Create(path, data, 0o600); {
 	case errors.Is(err, fs.ErrExist):
 		// Another process created it first; use theirs.
 		key, err := LoadIdentity(home)
@@ -76,35 +77,6 @@ func loadOrCreateIdentity(home string) (key crypto.PrivKey, created bool, err er
 		return nil, false, fmt.Errorf("identity %s: %w", path, err)
 	}
 	return key, true, nil
-}
-
-// createFileExclusive writes data to path, failing with fs.ErrExist if path
-// exists. The file appears complete or not at all: it is written and synced
-// under a temporary name and hard-linked into place.
-func createFileExclusive(path string, data []byte, perm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(perm); err != nil {
-		return errors.Join(err, f.Close())
-	}
-	if _, err := f.Write(data); err != nil {
-		return errors.Join(err, f.Close())
-	}
-	if err := f.Sync(); err != nil {
-		return errors.Join(err, f.Close())
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Link(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
 }
 
 func readAllLimited(r io.Reader, limit int64) ([]byte, error) {

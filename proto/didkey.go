@@ -64,6 +64,24 @@ func ParseDIDKey(s string) (ed25519.PublicKey, error) {
 	return ed25519.PublicKey(key), nil
 }
 
+// ParsePublisher returns the peer ID of a publisher named by its peer ID or
+// by its did:key (a verification method URL too): the two name the same
+// publisher.
+func ParsePublisher(s string) (peer.ID, error) {
+	if strings.HasPrefix(s, didKeyPrefix) {
+		pub, err := ParseDIDKey(s)
+		if err != nil {
+			return "", err
+		}
+		return PeerIDFromEd25519(pub)
+	}
+	id, err := peer.Decode(s)
+	if err != nil {
+		return "", fmt.Errorf("%q is neither a peer ID nor a did:key: %w", s, err)
+	}
+	return id, nil
+}
+
 // PeerIDFromEd25519 returns the libp2p peer ID of an Ed25519 public key; it
 // names the same publisher as DIDKey(pub).
 func PeerIDFromEd25519(pub ed25519.PublicKey) (peer.ID, error) {

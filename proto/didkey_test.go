@@ -51,3 +51,23 @@ func TestParseDIDKeyRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePublisher: a peer ID, its did:key and its verification method
+// URL name the same publisher; anything else is refused.
+func TestParsePublisher(t *testing.T) {
+	pub := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+	id, err := PeerIDFromEd25519(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{id.String(), DIDKey(pub), DIDKeyVerificationMethod(pub)} {
+		if got, err := ParsePublisher(s); err != nil || got != id {
+			t.Errorf("ParsePublisher(%q) = %s, %v; want %s", s, got, err, id)
+		}
+	}
+	for _, s := range []string{"", "nobody", "12D3Koo", "did:key:zzz", "did:web:example.com"} {
+		if got, err := ParsePublisher(s); err == nil {
+			t.Errorf("ParsePublisher(%q) = %s, accepted", s, got)
+		}
+	}
+}

@@ -114,8 +114,11 @@ func TestDependencyDirection(t *testing.T) {
 //   - 5, the root package node, the composition root: nothing below
 //     node/ imports it.
 var nodeRank = map[string]int{
-	"node/peerlimit": 0,
-	"node/httpapi":   0,
+	"node/peerlimit":  0,
+	"node/httpapi":    0,
+	"node/backoff":    0,
+	"node/atomicfile": 0,
+	"node/topicval":   0,
 
 	"node/directory": 1,
 	"node/interact":  1,

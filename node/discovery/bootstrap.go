@@ -12,12 +12,12 @@ import (
 // host has no peer, waiting Config.BootstrapBackoff between failed
 // attempts and checking every BootstrapBackoff.Min otherwise.
 func (s *Service) bootstrapLoop() {
-	retry := s.bootstrapBackoff()
+	retry := s.cfg.BootstrapBackoff.start()
 	for first := true; ; first = false {
 		wait := s.cfg.BootstrapBackoff.Min
 		if first || len(s.h.Network().Peers()) == 0 {
 			if s.bootstrap() == 0 && len(s.h.Network().Peers()) == 0 {
-				wait = retry.Delay()
+				wait = retry.NextBackOff()
 				s.log.Warn("no bootstrap peer reachable", "peers", len(s.cfg.Bootstrap), "retryIn", wait)
 			} else {
 				retry.Reset()

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/node/backoff"
 )
 
 // RendezvousNamespace is the DHT rendezvous string every LMOS node
@@ -56,10 +58,16 @@ type Config struct {
 }
 
 // Backoff is a delay that starts at Min and grows, with jitter, up to Max
-// (go-libp2p's decorrelated-jitter exponential backoff, base 2).
+// (the node's backoff: exponential, base 2, ±50 % jitter, clamped to
+// [Min, Max]).
 type Backoff struct {
 	Min time.Duration
 	Max time.Duration
+}
+
+// start returns a fresh sequence of b's delays.
+func (b Backoff) start() *backoff.Backoff {
+	return backoff.New(b.Min, b.Max)
 }
 
 // DefaultConfig returns the configuration of a node on a LAN that also

@@ -7,8 +7,9 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/discovery/backoff"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/lmosnode/lmosnode/node/backoff"
 )
 
 // maxFailures bounds the per-peer backoff table; past it, entries whose
@@ -18,7 +19,7 @@ const maxFailures = 1024
 // failure is the dial backoff of one peer whose last dial failed.
 type failure struct {
 	next  time.Time // no dial by mDNS or rendezvous before this
-	strat backoff.BackoffStrategy
+	delay *backoff.Backoff
 }
 
 // tryDial dials ai in the background on behalf of src, unless ai is this
@@ -136,10 +137,10 @@ func (s *Service) recordDial(p peer.ID, err error) {
 	}
 	f := s.failures[p]
 	if f == nil {
-		f = &failure{strat: s.dialBackoff()}
+		f = &failure{delay: s.cfg.DialBackoff.start()}
 		s.failures[p] = f
 	}
-	f.next = now.Add(f.strat.Delay())
+	f.next = now.Add(f.delay.NextBackOff())
 }
 
 // forceDirect lets a dial to ai skip the swarm's per-address dial backoff

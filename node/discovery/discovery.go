@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand"
 	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/discovery/backoff"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	routingdisc "github.com/libp2p/go-libp2p/p2p/discovery/routing"
 )
@@ -25,10 +23,6 @@ type Service struct {
 	cfg Config
 	log *slog.Logger
 	rd  *routingdisc.RoutingDiscovery // nil without WithRouting
-
-	// Backoff strategies, one factory per Config field. Each factory
-	// owns its (locked) random source, shared by the strategies it makes.
-	dialBackoff, findBackoff, advertiseBackoff, bootstrapBackoff backoff.BackoffFactory
 
 	// ctx is cancelled by Close; it scopes the service's goroutines.
 	ctx    context.Context
@@ -77,16 +71,12 @@ func New(h host.Host, cfg Config, opts ...Option) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
-		h:                h,
-		cfg:              cfg,
-		log:              o.logger,
-		dialBackoff:      newBackoff(cfg.DialBackoff),
-		findBackoff:      newBackoff(cfg.FindBackoff),
-		advertiseBackoff: newBackoff(cfg.AdvertiseBackoff),
-		bootstrapBackoff: newBackoff(cfg.BootstrapBackoff),
-		ctx:              ctx,
-		cancel:           cancel,
-		dialSlots:        make(chan struct{}, maxConcurrentDials),
+		h:         h,
+		cfg:       cfg,
+		log:       o.logger,
+		ctx:       ctx,
+		cancel:    cancel,
+		dialSlots: make(chan struct{}, maxConcurrentDials),
 		// mDNS answers arrive in bursts of one per LAN peer; more than
 		// this many undialled finds at once are dropped and come again
 		// with the next announcement.
@@ -193,13 +183,6 @@ func (s *Service) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	// Otherwise another dial of ours is in flight; dial anyway, the swarm
 	// joins the two.
 	return s.connect(forceDirect(ctx, ai, "lmos connect"), ai, SourceConnect)
-}
-
-// newBackoff returns the factory of b's strategy: exponential (base 2)
-// with decorrelated jitter, from Min up to Max. go-libp2p wraps the random
-// source in a lock, so one source per factory is safe.
-func newBackoff(b Backoff) backoff.BackoffFactory {
-	return backoff.NewExponentialDecorrelatedJitter(b.Min, b.Max, 2, rand.NewSource(time.Now().UnixNano()))
 }
 
 // sleep waits d or until Close; it reports whether the service still runs.

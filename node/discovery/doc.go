@@ -34,7 +34,10 @@
 // success. Every dial is bounded by Config.DialTimeout, and at most
 // maxConcurrentDials run at once. A rendezvous round that dialled no new
 // peer makes the next one wait longer (Config.FindBackoff); a round that
-// found new peers brings the interval back to its minimum.
+// found new peers brings the interval back to its minimum. Every such delay
+// comes from the node's backoff (node/backoff): it doubles with each
+// failure, varies at random by ±50 % so that nodes do not retry in step,
+// and stays within the configured Min and Max.
 //
 // # How a peer was found
 //

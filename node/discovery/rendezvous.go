@@ -16,7 +16,7 @@ import (
 // a freshly started node unadvertised for two minutes after its first
 // attempt failed on an empty routing table.
 func (s *Service) advertiseLoop() {
-	retry := s.advertiseBackoff()
+	retry := s.cfg.AdvertiseBackoff.start()
 	for {
 		ttl, err := s.rd.Advertise(s.ctx, RendezvousNamespace)
 		if s.ctx.Err() != nil {
@@ -24,7 +24,7 @@ func (s *Service) advertiseLoop() {
 		}
 		wait := 7 * ttl / 8
 		if err != nil {
-			wait = retry.Delay()
+			wait = retry.NextBackOff()
 			s.log.Debug("rendezvous advertise failed", "namespace", RendezvousNamespace, "retryIn", wait, "err", err)
 		} else {
 			retry.Reset()
@@ -39,7 +39,7 @@ func (s *Service) advertiseLoop() {
 // findLoop looks up the other LMOS nodes under RendezvousNamespace and
 // dials them, at intervals set by Config.FindBackoff.
 func (s *Service) findLoop() {
-	interval := s.findBackoff()
+	interval := s.cfg.FindBackoff.start()
 	for {
 		dialled := s.findRound()
 		if dialled > 0 || len(s.h.Network().Peers()) == 0 {
@@ -47,7 +47,7 @@ func (s *Service) findLoop() {
 			// proves nothing, so it must not slow the next one down.
 			interval.Reset()
 		}
-		if !s.sleep(interval.Delay()) {
+		if !s.sleep(interval.NextBackOff()) {
 			return
 		}
 	}

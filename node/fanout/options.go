@@ -44,7 +44,8 @@ type Config struct {
 	// DefaultBuffer.
 	Buffer int `json:"buffer,omitempty"`
 	// Retry is the pause before re-subscribing to an own Thing's events
-	// after its feed ended. Default DefaultRetry.
+	// after its feed ended; it grows, with jitter (node/backoff), up to a
+	// minute while the feeds publish nothing. Default DefaultRetry.
 	Retry time.Duration `json:"retry,omitempty"`
 }
 

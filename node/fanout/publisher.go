@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lmosnode/lmosnode/node/backoff"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -82,20 +83,19 @@ func (f *Fanout) Unpublish(thingID string) error {
 const maxRetry = time.Minute
 
 // publishLoop subscribes to all events of the Thing and publishes them,
-// subscribing again when the feed ends: after Retry, doubled after every
-// attempt that published nothing, up to a minute.
+// subscribing again when the feed ends: after Retry, growing (node/backoff)
+// after every attempt that published nothing, up to a minute.
 func (f *Fanout) publishLoop(ctx context.Context, pb *publishing) {
-	delay := f.cfg.Retry
+	retry := backoff.New(f.cfg.Retry, max(maxRetry, f.cfg.Retry))
 	for {
 		if f.publishFeed(ctx, pb) {
-			delay = f.cfg.Retry
+			retry.Reset()
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(delay):
+		case <-time.After(retry.NextBackOff()):
 		}
-		delay = min(2*delay, max(maxRetry, f.cfg.Retry))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/topicval"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -34,7 +35,7 @@ var (
 func (f *Federation) validateAnnounce(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	res, err := f.checkAnnounce(msg)
 	if err != nil {
-		f.log.Debug("announcement refused", "from", msg.ReceivedFrom, "result", resultName(res), "err", err)
+		f.log.Debug("announcement refused", "from", msg.ReceivedFrom, "result", topicval.ResultName(res), "err", err)
 	}
 	return res
 }
@@ -180,16 +181,4 @@ func (f *Federation) awaitTopicPeer(pid peer.ID) bool {
 // sync): not a Thing restricted to groups.
 func public(rec *lmosproto.Record) bool {
 	return rec.TD == nil || len(rec.TD.Groups) == 0
-}
-
-func resultName(r pubsub.ValidationResult) string {
-	switch r {
-	case pubsub.ValidationAccept:
-		return "accept"
-	case pubsub.ValidationReject:
-		return "reject"
-	case pubsub.ValidationIgnore:
-		return "ignore"
-	}
-	return fmt.Sprintf("ValidationResult(%d)", int(r))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/topicval"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -69,7 +70,7 @@ func TestAnnounceValidator(t *testing.T) {
 	} {
 		got, err := self.checkAnnounce(step.msg)
 		if got != step.want {
-			t.Errorf("%s: %s (%v), want %s", step.name, resultName(got), err, resultName(step.want))
+			t.Errorf("%s: %s (%v), want %s", step.name, topicval.ResultName(got), err, topicval.ResultName(step.want))
 			continue
 		}
 		if step.is != nil && !errors.Is(err, step.is) {

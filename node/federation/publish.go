@@ -10,6 +10,7 @@ import (
 	"github.com/ipfs/go-cid"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/backoff"
 	"github.com/lmosnode/lmosnode/node/directory"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -189,9 +190,9 @@ func (f *Federation) resign(rec *lmosproto.Record, now time.Time) (*lmosproto.Re
 const (
 	// dhtTimeout bounds one record's put and provides.
 	dhtTimeout = time.Minute
-	// dhtRetryMin and dhtRetryMax bound the backoff of a failed put: a
-	// node that publishes before it has peers puts its records soon after
-	// it finds some.
+	// dhtRetryMin and dhtRetryMax bound the backoff (node/backoff) of a
+	// failed put: a node that publishes before it has peers puts its
+	// records soon after it finds some.
 	dhtRetryMin = 15 * time.Second
 	dhtRetryMax = 30 * time.Minute
 )
@@ -214,6 +215,7 @@ type dhtItem struct {
 	rec     *lmosproto.Record
 	attempt int
 	due     time.Time
+	retry   *backoff.Backoff // nil until the first failure
 }
 
 func newDHTQueue(f *Federation) *dhtQueue {
@@ -259,16 +261,17 @@ func (q *dhtQueue) next(now time.Time) ([]dhtItem, time.Time) {
 // its Thing was queued meanwhile.
 func (q *dhtQueue) retry(it dhtItem, now time.Time) {
 	key := lmosdht.ThingKey(it.rec.Publisher(), it.rec.ThingID)
-	backoff := dhtRetryMax
-	if it.attempt < 20 {
-		backoff = min(dhtRetryMin<<it.attempt, dhtRetryMax)
+	if it.retry == nil {
+		it.retry = backoff.New(dhtRetryMin, dhtRetryMax)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if _, ok := q.pending[key]; ok {
 		return
 	}
-	q.pending[key] = dhtItem{rec: it.rec, attempt: it.attempt + 1, due: now.Add(backoff)}
+	it.attempt++
+	it.due = now.Add(it.retry.NextBackOff())
+	q.pending[key] = it
 }
 
 // run is the DHT worker: it puts and provides the queued records one by

@@ -12,6 +12,7 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/node/topicval"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -278,7 +279,7 @@ func TestAnnounceRejectsScoped(t *testing.T) {
 	alice := newMember(t, nil)
 	rec := sign(t, alice.key, scopedTD(t, uniqueID(), "g-alpha"), self.clock.Now())
 	if got, err := self.checkAnnounce(message(alice.id, alice.id, rec.Raw)); got != pubsub.ValidationReject || !errors.Is(err, errScopedAnnounced) {
-		t.Fatalf("scoped announcement: %s (%v), want reject", resultName(got), err)
+		t.Fatalf("scoped announcement: %s (%v), want reject", topicval.ResultName(got), err)
 	}
 	if _, ok := self.dir.Latest(alice.id, rec.ThingID); ok {
 		t.Fatal("a scoped announcement was stored")

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -57,7 +55,7 @@ func (h *Handler) visible(e directory.Entry) bool {
 func (h *Handler) resolveVisible(r *http.Request) (target, *problem, directory.Entry) {
 	id := r.PathValue("id")
 	if s := r.URL.Query().Get("publisher"); s != "" {
-		pub, err := parsePublisher(s)
+		pub, err := lmosproto.ParsePublisher(s)
 		if err != nil {
 			return target{}, newProblem(http.StatusBadRequest, "query parameter publisher: %v", err), directory.Entry{}
 		}
@@ -122,20 +120,4 @@ func (t target) query() string {
 		return ""
 	}
 	return "?" + url.Values{"publisher": {t.entry.Publisher.String()}}.Encode()
-}
-
-// parsePublisher reads a peer ID or a did:key.
-func parsePublisher(s string) (peer.ID, error) {
-	if strings.HasPrefix(s, "did:key:") {
-		pub, err := lmosproto.ParseDIDKey(s)
-		if err != nil {
-			return "", err
-		}
-		return lmosproto.PeerIDFromEd25519(pub)
-	}
-	id, err := peer.Decode(s)
-	if err != nil {
-		return "", fmt.Errorf("%q is neither a peer ID nor a did:key: %w", s, err)
-	}
-	return id, nil
 }

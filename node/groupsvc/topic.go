@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/topicval"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -307,7 +308,7 @@ func (s *Service) validate(g *group) pubsub.ValidatorEx {
 	return func(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 		res, err := s.check(g, msg)
 		if err != nil {
-			s.log.Debug("group message refused", "group", g.id, "from", msg.ReceivedFrom, "author", msg.GetFrom(), "result", resultName(res), "err", err)
+			s.log.Debug("group message refused", "group", g.id, "from", msg.ReceivedFrom, "author", msg.GetFrom(), "result", topicval.ResultName(res), "err", err)
 		}
 		return res
 	}
@@ -642,16 +643,4 @@ func (s *Service) undrop(topic string, st groups.State) []peer.ID {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func resultName(r pubsub.ValidationResult) string {
-	switch r {
-	case pubsub.ValidationAccept:
-		return "accept"
-	case pubsub.ValidationReject:
-		return "reject"
-	case pubsub.ValidationIgnore:
-		return "ignore"
-	}
-	return fmt.Sprintf("ValidationResult(%d)", int(r))
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -22,16 +23,13 @@ import (
 // schema's JSON text. Keying by content compiles a schema once per TD
 // version (a new version with a changed schema has new text, an unchanged
 // affordance keeps its entry) and shares it between Things with the same
-// schema. The cache is bounded: when full, it starts over (schemas are
-// small and quick to compile; a node has far fewer distinct schemas than
-// the bound).
+// schema. The cache is bounded: when full, it forgets the schema used least
+// recently (golang-lru's LRU).
 //
-// It is safe for concurrent use.
+// It is safe for concurrent use; concurrent gets of one schema compile it
+// once.
 type schemaCache struct {
-	max int
-
-	mu      sync.Mutex
-	entries map[[sha256.Size]byte]*compiled
+	entries *lru.Cache[[sha256.Size]byte, *compiled]
 }
 
 type compiled struct {
@@ -40,23 +38,25 @@ type compiled struct {
 	err    error
 }
 
-func newSchemaCache(max int) *schemaCache {
-	return &schemaCache{max: max, entries: map[[sha256.Size]byte]*compiled{}}
+// newSchemaCache returns a cache of at most size schemas (size > 0).
+func newSchemaCache(size int) *schemaCache {
+	entries, err := lru.New[[sha256.Size]byte, *compiled](size)
+	if err != nil { // impossible: Validate refuses a negative size, withDefaults fills 0
+		panic(err)
+	}
+	return &schemaCache{entries: entries}
 }
 
 // get returns the compiled schema of raw (a JSON Schema document).
 func (c *schemaCache) get(raw []byte) (*jsonschema.Schema, error) {
 	key := sha256.Sum256(raw)
-	c.mu.Lock()
-	e, ok := c.entries[key]
+	e, ok := c.entries.Get(key)
 	if !ok {
-		if len(c.entries) >= c.max {
-			clear(c.entries)
-		}
 		e = &compiled{}
-		c.entries[key] = e
+		if held, ok, _ := c.entries.PeekOrAdd(key, e); ok {
+			e = held // another get added it meanwhile
+		}
 	}
-	c.mu.Unlock()
 	e.once.Do(func() { e.schema, e.err = compileSchema(raw) })
 	return e.schema, e.err
 }

@@ -37,8 +37,9 @@ type Config struct {
 	KeepAlive time.Duration `json:"keepAlive,omitempty"`
 	// ConnectTimeout bounds one connection attempt. Default 10 s.
 	ConnectTimeout time.Duration `json:"connectTimeout,omitempty"`
-	// ReconnectMin and ReconnectMax bound the exponential back-off between
-	// connection attempts. Defaults 250 ms and 30 s.
+	// ReconnectMin and ReconnectMax bound the exponential back-off, with
+	// jitter (node/backoff), between connection attempts. Defaults 250 ms
+	// and 30 s.
 	ReconnectMin time.Duration `json:"reconnectMin,omitempty"`
 	ReconnectMax time.Duration `json:"reconnectMax,omitempty"`
 	// ResubscribeDelay is the wait before an event or observation session

@@ -12,6 +12,7 @@ import (
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/lmosnode/lmosnode/node/backoff"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/proto"
 )
@@ -122,7 +123,7 @@ func (g *Gateway) Start() error {
 		KeepAlive:                     uint16(g.cfg.KeepAlive / time.Second),
 		CleanStartOnInitialConnection: true,
 		ConnectTimeout:                g.cfg.ConnectTimeout,
-		ReconnectBackoff:              backoff(g.cfg.ReconnectMin, g.cfg.ReconnectMax),
+		ReconnectBackoff:              reconnectBackoff(g.cfg.ReconnectMin, g.cfg.ReconnectMax),
 		OnConnectionUp: func(cm *autopaho.ConnectionManager, _ *paho.Connack) {
 			g.log.Info("mqtt connected")
 			g.goOwned(func() { g.subscribeAll(cm) })
@@ -357,16 +358,17 @@ func (g *Gateway) publish(ctx context.Context, p *paho.Publish) error {
 	return nil
 }
 
-// backoff is an exponential back-off from lo to hi.
-func backoff(lo, hi time.Duration) autopaho.Backoff {
+// reconnectBackoff adapts the node's backoff (node/backoff) to autopaho's:
+// no delay before the first attempt of a (re)connection, then lo growing,
+// with jitter, up to hi. autopaho calls it from its one connecting
+// goroutine, counting attempts from 0 for each connection it establishes.
+func reconnectBackoff(lo, hi time.Duration) autopaho.Backoff {
+	b := backoff.New(lo, hi)
 	return func(attempt int) time.Duration {
 		if attempt <= 0 {
+			b.Reset()
 			return 0
 		}
-		d := lo
-		for i := 1; i < attempt && d < hi; i++ {
-			d *= 2
-		}
-		return min(d, hi)
+		return b.NextBackOff()
 	}
 }

@@ -6,13 +6,15 @@
 // A record is immutable for a given (publisher, thing id, lmos:seq,
 // signing time): a new version of a Thing has a higher seq, so the cache
 // needs no invalidation; an entry of an older version is replaced by the
-// newer one. The TDs it returns are shared: callers must not modify them.
+// newer one. When full, the cache forgets the Thing used least recently.
+// The TDs it returns are shared: callers must not modify them.
 package tdcache
 
 import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node/directory"
@@ -35,13 +37,12 @@ type slot struct {
 	td     *lmosproto.TD
 }
 
-// Cache maps directory entries to their parsed TDs. It is safe for
+// Cache maps directory entries to their parsed TDs, forgetting the Thing
+// used least recently when full (golang-lru's LRU). It is safe for
 // concurrent use. The zero value is not usable; call New.
 type Cache struct {
-	size int
-
-	mu    sync.RWMutex
-	slots map[key]slot
+	mu    sync.Mutex
+	slots *simplelru.LRU[key, slot]
 }
 
 // New returns a cache of at most size Things (DefaultSize if size ≤ 0).
@@ -49,15 +50,19 @@ func New(size int) *Cache {
 	if size <= 0 {
 		size = DefaultSize
 	}
-	return &Cache{size: size, slots: make(map[key]slot)}
+	slots, err := simplelru.NewLRU[key, slot](size, nil)
+	if err != nil { // impossible: size > 0
+		panic(err)
+	}
+	return &Cache{slots: slots}
 }
 
 // TD returns the TD of e, parsed once per version of the record.
 func (c *Cache) TD(e directory.Entry) (*lmosproto.TD, error) {
 	k := key{e.Publisher, e.ThingID}
-	c.mu.RLock()
-	s, ok := c.slots[k]
-	c.mu.RUnlock()
+	c.mu.Lock()
+	s, ok := c.slots.Get(k)
+	c.mu.Unlock()
 	if ok && s.seq == e.Seq && s.signed.Equal(e.Signed) {
 		return s.td, nil
 	}
@@ -72,22 +77,16 @@ func (c *Cache) TD(e directory.Entry) (*lmosproto.TD, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.slots[k]; ok && old.seq > e.Seq {
+	if old, ok := c.slots.Peek(k); ok && old.seq > e.Seq {
 		return rec.TD, nil // a newer version is cached; keep it
 	}
-	if len(c.slots) >= c.size {
-		for k := range c.slots { // evict an arbitrary Thing
-			delete(c.slots, k)
-			break
-		}
-	}
-	c.slots[k] = slot{seq: e.Seq, signed: e.Signed, td: rec.TD}
+	c.slots.Add(k, slot{seq: e.Seq, signed: e.Signed, td: rec.TD})
 	return rec.TD, nil
 }
 
 // Len returns the number of Things cached.
 func (c *Cache) Len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.slots)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.slots.Len()
 }

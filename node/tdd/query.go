@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node/directory"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -63,7 +62,7 @@ func (h *Handler) parseListQuery(r *http.Request) (listQuery, *Problem) {
 	lq.q.Group = v.Get("group")
 	lq.q.Text = v.Get("q")
 	if s := v.Get("publisher"); s != "" {
-		id, err := parsePublisher(s)
+		id, err := lmosproto.ParsePublisher(s)
 		if err != nil {
 			return lq, badRequest("query parameter publisher: %v", err)
 		}
@@ -90,23 +89,6 @@ func single(v url.Values, name string) (string, bool) {
 		return "", false
 	}
 	return v.Get(name), true
-}
-
-// parsePublisher accepts a peer ID or a did:key (a verification method URL
-// too) and returns the peer ID.
-func parsePublisher(s string) (peer.ID, error) {
-	if strings.HasPrefix(s, "did:key:") {
-		pub, err := lmosproto.ParseDIDKey(s)
-		if err != nil {
-			return "", err
-		}
-		return lmosproto.PeerIDFromEd25519(pub)
-	}
-	id, err := peer.Decode(s)
-	if err != nil {
-		return "", fmt.Errorf("%q is neither a peer ID nor a did:key: %w", s, err)
-	}
-	return id, nil
 }
 
 // findRemote asks the Finder for the capability of q after a local miss

@@ -91,7 +91,7 @@ func (h *Handler) resolve(r *http.Request, id string) (directory.Entry, *Problem
 	vis := h.visible(r)
 	ok := func(e directory.Entry) bool { return vis == nil || vis(e) }
 	if s := r.URL.Query().Get("publisher"); s != "" {
-		pub, err := parsePublisher(s)
+		pub, err := lmosproto.ParsePublisher(s)
 		if err != nil {
 			return directory.Entry{}, badRequest("query parameter publisher: %v", err)
 		}
@@ -304,7 +304,7 @@ func (h *Handler) checkWrite(r *http.Request, id string) *Problem {
 		return &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing id in the path: %s /things/{id}", r.Method)}
 	}
 	if s := r.URL.Query().Get("publisher"); s != "" {
-		pub, err := parsePublisher(s)
+		pub, err := lmosproto.ParsePublisher(s)
 		if err != nil {
 			return badRequest("query parameter publisher: %v", err)
 		}
