@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/fanout"
 	"github.com/lmosnode/lmosnode/node/interact"
@@ -86,20 +84,6 @@ func (n *Node) closeInteract() error {
 	return errors.Join(errs...)
 }
 
-// remoteThings reaches other nodes' Things over libp2p; with gossip on,
-// event subscriptions are served from each Thing's events topic instead
-// of a stream per subscriber to the owner.
-type remoteThings struct {
-	client *interact.Client
-	fanout *fanout.Fanout // nil without gossip
-}
-
-// Invoker implements interact.Remote and gateway.Remote.
-func (r remoteThings) Invoker(owner peer.ID) interact.Invoker {
-	if r.fanout == nil {
-		return r.client.Invoker(owner)
-	}
-	return &fanout.Invoker{Owner: owner, Remote: r.client.Invoker(owner), Fanout: r.fanout}
-}
-
-func (n *Node) remote() remoteThings { return remoteThings{client: n.interactClient, fanout: n.fanout} }
+// remote reaches other nodes' Things: over libp2p, with event
+// subscriptions served from the gossip fan-out when gossip is on.
+func (n *Node) remote() fanout.Remote { return fanout.Remote{Client: n.interactClient, Fanout: n.fanout} }
