@@ -271,22 +271,6 @@ func (m Message) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// EndsAction reports whether m ends an action invocation or a streaming
-// session: an actionStatus whose status is completed, failed or cancelled,
-// or an error.
-func (m *Message) EndsAction() bool {
-	switch m.Type {
-	case MsgError:
-		return true
-	case MsgActionStatus:
-		switch m.Status {
-		case ActionCompleted, ActionFailed, ActionCancelled:
-			return true
-		}
-	}
-	return false
-}
-
 // Errors that Validate and the codecs wrap in a MemberError.
 var (
 	ErrMissingMember = errors.New("missing")

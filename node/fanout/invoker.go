@@ -29,7 +29,7 @@ var _ interact.Invoker = (*Invoker)(nil)
 
 // Invoke implements interact.Invoker.
 func (iv *Invoker) Invoke(ctx context.Context, req *lmosproto.Message) (interact.Session, error) {
-	if iv.Fanout == nil || req.OneWay || (req.Type != lmosproto.MsgSubscribeEvent && req.Type != lmosproto.MsgSubscribeAllEvents) {
+	if iv.Fanout == nil || req.OneWay || req.Type.ReplyType() != lmosproto.MsgEvent {
 		return iv.Remote.Invoke(ctx, req)
 	}
 	s := &session{req: req}
@@ -65,10 +65,11 @@ func (s *session) Request() *lmosproto.Message { return s.req }
 // Replies implements interact.Session.
 func (s *session) Replies() <-chan *lmosproto.Message { return s.c.ch }
 
-// Send implements interact.Session: unsubscribeEvent or
-// unsubscribeAllEvents end the subscription.
+// Send implements interact.Session: an unsubscribe that matches the
+// subscription (lmosproto.MessageType.Unsubscribes) ends it; any other
+// message is refused with interact.ErrNotInSession.
 func (s *session) Send(_ context.Context, m *lmosproto.Message) error {
-	if m.Type != lmosproto.MsgUnsubscribeEvent && m.Type != lmosproto.MsgUnsubscribeAllEvents {
+	if !m.Type.Unsubscribes(s.req.Type) {
 		return fmt.Errorf("%w: %s in a %s session", interact.ErrNotInSession, m.Type, s.req.Type)
 	}
 	s.c.cancel()

@@ -162,13 +162,13 @@ func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target,
 		}
 		return err == nil && rc.Flush() == nil
 	}
-	if !write(first) || interact.Ends(req, first) {
+	if !write(first) || first.Ends(req) {
 		return
 	}
 	for {
 		select {
 		case m, ok := <-sess.Replies():
-			if !ok || !write(m) || interact.Ends(req, m) {
+			if !ok || !write(m) || m.Ends(req) {
 				return
 			}
 		case <-ctx.Done():

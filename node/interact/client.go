@@ -106,7 +106,7 @@ func (c *Client) Do(ctx context.Context, owner peer.ID, req *proto.Message) (Ses
 	unreachable := func(err error) (Session, error) {
 		c.wg.Done()
 		c.opts.Logger.Debug("owner unreachable", "owner", owner, "request", req, "err", err)
-		if !expectsReply(req) {
+		if !req.ExpectsReply() {
 			return newClosedSession(req, nil), nil
 		}
 		if errors.Is(err, network.ErrResourceLimitExceeded) {
@@ -125,7 +125,7 @@ func (c *Client) Do(ctx context.Context, owner peer.ID, req *proto.Message) (Ses
 		_ = str.Reset()
 		return unreachable(err)
 	}
-	if !expectsReply(req) {
+	if !req.ExpectsReply() {
 		// one-way: the owner reads the request even after our close
 		_ = str.CloseWrite()
 		_ = str.Close()
@@ -183,7 +183,7 @@ func (s *remoteSession) readLoop() {
 			// unsubscribe); every other end before the terminal message is
 			// a failure.
 			s.mu.Lock()
-			quiet := s.ending || s.over || (err == io.EOF && !hasTerminal(s.req))
+			quiet := s.ending || s.over || (err == io.EOF && s.req.Type.Subscribes())
 			s.mu.Unlock()
 			if !quiet {
 				msg := "the stream ended before the final message"
@@ -194,7 +194,7 @@ func (s *remoteSession) readLoop() {
 			}
 			break
 		}
-		terminal := Ends(s.req, &m)
+		terminal := m.Ends(s.req)
 		if terminal {
 			s.mu.Lock()
 			s.over = true
@@ -237,7 +237,7 @@ func (s *remoteSession) Send(ctx context.Context, m *proto.Message) error {
 	}
 	s.mu.Lock()
 	over := s.ending || s.over
-	if endsSubscription(s.req, m) {
+	if m.Type.Unsubscribes(s.req.Type) {
 		s.ending = true
 	}
 	s.mu.Unlock()
@@ -279,15 +279,4 @@ func (s *remoteSession) Close() error {
 		<-s.read
 	})
 	return nil
-}
-
-// hasTerminal reports whether the interaction req opens ends with a
-// terminal message of its own (subscriptions and observations end only by
-// the consumer or by an error).
-func hasTerminal(req *proto.Message) bool {
-	switch req.Type {
-	case proto.MsgSubscribeEvent, proto.MsgSubscribeAllEvents, proto.MsgObserveProperty:
-		return false
-	}
-	return true
 }

@@ -7,9 +7,11 @@
 //
 // A consumer opens an interaction with Invoker.Invoke(ctx, request) and
 // gets a Session: the Thing's replies in order on a channel, closed after
-// the terminal message (see Ends), and Send for the consumer's further
-// messages (streamInput, streamEnd, cancelAction, queryAction,
-// unsubscribe…). The Engine is the Invoker of the node's own Things; the
+// the terminal message (see proto.Message.Ends), and Send for the
+// consumer's further messages (streamInput, streamEnd, cancelAction,
+// queryAction, unsubscribe…). Which message ends, continues or opens an
+// interaction is the message model's rule (proto/rules.go), not this
+// package's. The Engine is the Invoker of the node's own Things; the
 // Client is the Invoker of Things owned by another node, reached over a
 // libp2p stream served by that node's Server, which feeds its Engine. A
 // gateway (HTTP, WebSocket, MQTT) adapts a Session to its protocol and

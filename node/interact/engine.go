@@ -136,10 +136,10 @@ func (e *Engine) Invoke(ctx context.Context, req *proto.Message) (Session, error
 		return e.reject(req, err), nil
 	}
 	caller := CallerFrom(ctx)
-	switch req.Type {
-	case proto.MsgQueryAction, proto.MsgCancelAction, proto.MsgStreamInput, proto.MsgStreamEnd:
+	switch {
+	case req.Type.FollowsAction():
 		return e.toAction(ctx, req, caller), nil
-	case proto.MsgUnsubscribeEvent, proto.MsgUnsubscribeAllEvents, proto.MsgUnobserveProperty:
+	case req.Type.EndsSubscription():
 		e.unsubscribe(req, caller)
 		return newClosedSession(req, nil), nil
 	}
@@ -215,8 +215,7 @@ func checkRequest(req *proto.Message) error {
 	if err := req.Validate(); err != nil && !errors.Is(err, proto.ErrNotUUID) {
 		return problem(http.StatusBadRequest, TitleBadRequest, "%v", err)
 	}
-	switch req.Type {
-	case proto.MsgActionStatus, proto.MsgEvent, proto.MsgPropertyReading, proto.MsgPropertyReadings, proto.MsgError:
+	if req.Type.FromThing() {
 		return problem(http.StatusBadRequest, TitleBadRequest, "%s is a message from a Thing, not a request", req.Type)
 	}
 	return nil
@@ -225,7 +224,7 @@ func checkRequest(req *proto.Message) error {
 // reject answers req with the error err describes, or with nothing when
 // req expects no reply.
 func (e *Engine) reject(req *proto.Message, err error) Session {
-	if !expectsReply(req) {
+	if !req.ExpectsReply() {
 		e.log.Debug("request without reply refused", "request", req, "err", err)
 		return newClosedSession(req, nil)
 	}

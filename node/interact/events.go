@@ -233,11 +233,11 @@ func (e *Engine) unsubscribe(req *proto.Message, caller string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	match := func(s *subscription) bool {
-		return s.caller == caller && s.req.ThingID == req.ThingID && endsSubscription(s.req, req) &&
-			(req.Type == proto.MsgUnsubscribeAllEvents || req.Name == s.req.Name)
+		return s.caller == caller && s.req.ThingID == req.ThingID && req.Type.Unsubscribes(s.req.Type) &&
+			(!req.Type.Named() || req.Name == s.req.Name)
 	}
 	if req.CorrelationID != "" {
-		if s := e.subs[req.CorrelationID]; s != nil && s.caller == caller && s.req.ThingID == req.ThingID && endsSubscription(s.req, req) {
+		if s := e.subs[req.CorrelationID]; s != nil && s.caller == caller && s.req.ThingID == req.ThingID && req.Type.Unsubscribes(s.req.Type) {
 			e.endSubLocked(s, nil)
 		}
 		return

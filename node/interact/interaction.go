@@ -222,22 +222,9 @@ func (i *interaction) feed(ctx context.Context, m *proto.Message) error {
 }
 
 // allowedReply reports whether a backend may answer req with a message of
-// type t.
+// type t: an error or req's reply type.
 func allowedReply(req *proto.Message, t proto.MessageType) bool {
-	if t == proto.MsgError {
-		return true
-	}
-	switch req.Type {
-	case proto.MsgInvokeAction:
-		return t == proto.MsgActionStatus
-	case proto.MsgReadProperty, proto.MsgWriteProperty, proto.MsgObserveProperty:
-		return t == proto.MsgPropertyReading
-	case proto.MsgWriteMultipleProperties:
-		return t == proto.MsgPropertyReadings
-	case proto.MsgSubscribeEvent:
-		return t == proto.MsgEvent
-	}
-	return false
+	return t == proto.MsgError || t == req.Type.ReplyType()
 }
 
 // complete fills what a backend may leave empty in a reply to req and
@@ -248,7 +235,7 @@ func (e *Engine) complete(req, m *proto.Message) {
 	if m.MessageID == "" {
 		m.MessageID = proto.NewMessage(req.ThingID, m.Type).MessageID
 	}
-	if m.Name == "" && m.Type != proto.MsgPropertyReadings {
+	if m.Name == "" && m.Type.Named() {
 		m.Name = req.Name
 	}
 	if m.Traceparent == "" {
@@ -297,7 +284,7 @@ func (i *interaction) reply(m *proto.Message) error {
 	if m.Type == proto.MsgActionStatus || m.Type == proto.MsgError {
 		i.last = m
 	}
-	if Ends(i.req, m) {
+	if m.Ends(i.req) {
 		i.final = true
 	}
 	i.mu.Unlock()
@@ -367,7 +354,7 @@ func (i *interaction) finalFor(err error) *proto.Message {
 		i.e.complete(i.req, m)
 		return m
 	}
-	return newErrorMessage(i.req, http.StatusBadGateway, TitleBadGateway, "the Thing's backend returned no %s", map[bool]string{true: "propertyReadings", false: "propertyReading"}[i.req.Type == proto.MsgWriteMultipleProperties])
+	return newErrorMessage(i.req, http.StatusBadGateway, TitleBadGateway, "the Thing's backend returned no %s", i.req.Type.ReplyType())
 }
 
 func (i *interaction) isFinished() bool {

@@ -68,7 +68,7 @@ func (r *Router) Invoke(ctx context.Context, req *proto.Message) (Session, error
 
 // reject is Engine.reject without an engine.
 func reject(req *proto.Message, err error) Session {
-	if !expectsReply(req) {
+	if !req.ExpectsReply() {
 		return newClosedSession(req, nil)
 	}
 	return newClosedSession(req, errorMessage(req, err))

@@ -24,9 +24,9 @@ type Session interface {
 	// Replies delivers the Thing's messages in the order the Thing sent
 	// them. The channel is closed
 	//
-	//   - after the terminal message of the interaction (see Ends): an
-	//     error, the final actionStatus of an invocation or session, the
-	//     propertyReading of a read or write, …;
+	//   - after the terminal message of the interaction (see
+	//     proto.Message.Ends): an error, the final actionStatus of an
+	//     invocation or session, the propertyReading of a read or write, …;
 	//   - right after the consumer ended the interaction itself (an
 	//     unsubscribeEvent, unsubscribeAllEvents or unobserveProperty sent
 	//     with Send, or Close);
@@ -87,71 +87,14 @@ var (
 	ErrNotAccepted = errors.New("interact: streaming session not accepted by the Thing")
 )
 
-// Ends reports whether reply is the last message of the interaction that
-// req opened: every error; for invokeAction an actionStatus that ends the
-// action (proto.Message.EndsAction); for readProperty and writeProperty the
-// propertyReading; for writeMultipleProperties the propertyReadings; for
-// queryAction and cancelAction the actionStatus. Subscriptions and
-// observations have no terminal message but errors: the consumer ends them.
-func Ends(req, reply *proto.Message) bool {
-	if reply.Type == proto.MsgError {
-		return true
-	}
-	switch req.Type {
-	case proto.MsgInvokeAction:
-		return reply.EndsAction()
-	case proto.MsgReadProperty, proto.MsgWriteProperty:
-		return reply.Type == proto.MsgPropertyReading
-	case proto.MsgWriteMultipleProperties:
-		return reply.Type == proto.MsgPropertyReadings
-	case proto.MsgQueryAction, proto.MsgCancelAction:
-		return reply.Type == proto.MsgActionStatus
-	case proto.MsgObserveProperty, proto.MsgSubscribeEvent, proto.MsgSubscribeAllEvents:
-		return false
-	}
-	return true
-}
-
-// expectsReply reports whether a request opens an interaction with replies.
-// One-way requests and the messages that only act on another interaction
-// (unsubscribe, unobserve, streamInput, streamEnd) have none.
-func expectsReply(req *proto.Message) bool {
-	if req.OneWay {
-		return false
-	}
-	switch req.Type {
-	case proto.MsgUnsubscribeEvent, proto.MsgUnsubscribeAllEvents, proto.MsgUnobserveProperty,
-		proto.MsgStreamInput, proto.MsgStreamEnd:
-		return false
-	}
-	return true
-}
-
-// endsSubscription reports whether a consumer message sent within a
-// session ends that session (the consumer's unsubscribe or unobserve).
-func endsSubscription(req, m *proto.Message) bool {
-	switch m.Type {
-	case proto.MsgUnsubscribeEvent:
-		return req.Type == proto.MsgSubscribeEvent
-	case proto.MsgUnsubscribeAllEvents:
-		return req.Type == proto.MsgSubscribeAllEvents || req.Type == proto.MsgSubscribeEvent
-	case proto.MsgUnobserveProperty:
-		return req.Type == proto.MsgObserveProperty
-	}
-	return false
-}
-
 // allowedInSession reports whether a consumer may send m within the
 // session opened by req.
 func allowedInSession(req, m *proto.Message) bool {
-	switch req.Type {
-	case proto.MsgInvokeAction:
-		switch m.Type {
-		case proto.MsgStreamInput, proto.MsgStreamEnd, proto.MsgCancelAction, proto.MsgQueryAction:
-			return true
-		}
-	case proto.MsgSubscribeEvent, proto.MsgSubscribeAllEvents, proto.MsgObserveProperty:
-		return endsSubscription(req, m)
+	switch {
+	case req.Type == proto.MsgInvokeAction:
+		return m.Type.FollowsAction()
+	case req.Type.Subscribes():
+		return m.Type.Unsubscribes(req.Type)
 	}
 	return false
 }
@@ -169,7 +112,7 @@ func fillFromRequest(req, m *proto.Message) *proto.Message {
 	if m.CorrelationID == "" {
 		m.CorrelationID = req.Correlation()
 	}
-	if m.Name == "" && m.Type != proto.MsgUnsubscribeAllEvents {
+	if m.Name == "" && m.Type.Named() {
 		m.Name = req.Name
 	}
 	if m.Traceparent == "" {

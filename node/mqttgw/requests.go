@@ -122,7 +122,7 @@ func (g *Gateway) decode(p *paho.Publish) *inbound {
 			delete(m.Extensions, memberResponseTopic)
 		}
 		in.req = &m
-		in.followUp = rt.kind == levelActions && followUpTypes[m.Type]
+		in.followUp = rt.kind == levelActions && m.Type.FollowsAction()
 		switch {
 		case m.Type != want && !in.followUp:
 			in.bad = fmt.Errorf("topic %q takes %s, not %q", p.Topic, want, m.Type)
@@ -210,7 +210,7 @@ func (g *Gateway) serve(in *inbound, ls *liveSession) {
 	}
 	for m := range s.Replies() {
 		g.reply(ctx, in, m)
-		if interact.Ends(req, m) {
+		if m.Ends(req) {
 			return
 		}
 	}

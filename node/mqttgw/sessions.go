@@ -10,15 +10,6 @@ import (
 	"github.com/lmosnode/lmosnode/proto"
 )
 
-// followUpTypes are the messages that act on a running invocation; they
-// are accepted on the action topic next to invokeAction.
-var followUpTypes = map[proto.MessageType]bool{
-	proto.MsgCancelAction: true,
-	proto.MsgQueryAction:  true,
-	proto.MsgStreamInput:  true,
-	proto.MsgStreamEnd:    true,
-}
-
 // followUpQueue bounds the follow-ups waiting for one session.
 const followUpQueue = 64
 

@@ -165,9 +165,7 @@ func (c *agentConn) toAgent(m *proto.Message) {
 // until the consumer gateway's write timeout drops that consumer, which
 // ends the call.
 func (c *agentConn) deliver(m *proto.Message) {
-	switch m.Type {
-	case proto.MsgActionStatus, proto.MsgPropertyReading, proto.MsgPropertyReadings, proto.MsgEvent, proto.MsgError:
-	default:
+	if !m.Type.FromThing() {
 		e := proto.NewError(m, http.StatusBadRequest, interact.TitleBadRequest,
 			fmt.Sprintf("an agent socket carries replies and %s/%s; %s (Thing %q, correlationID %q) is a consumer request: send it to the consumer endpoint",
 				MsgRegisterThing, MsgUnregisterThing, m.Type, m.ThingID, m.Correlation()))

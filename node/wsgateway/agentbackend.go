@@ -83,7 +83,7 @@ func (b *agentBackend) Handle(ctx context.Context, x *interact.Exchange) error {
 				return b.problem(http.StatusBadGateway, interact.TitleBadGateway,
 					"the agent of Thing %q answered %s (correlationID %q) wrongly: %v", b.thingID, req.Type, req.Correlation(), err)
 			}
-			if interact.Ends(req, m) {
+			if m.Ends(req) {
 				return nil
 			}
 		case <-ctx.Done():
@@ -119,19 +119,14 @@ func (b *agentBackend) relayInputs(ctx context.Context, done <-chan struct{}, re
 }
 
 // cancelAtAgent tells the agent that an interaction it serves is over on
-// the node's side: cancelAction for an invocation, unsubscribeEvent or
-// unobserveProperty for a feed. Reads and writes have nothing to cancel.
+// the node's side with the message that cancels it
+// (proto.MessageType.CancelledBy): cancelAction for an invocation,
+// unsubscribeEvent or unobserveProperty for a feed. Reads and writes have
+// nothing to cancel.
 // It does not wait for room in a full write queue.
 func (b *agentBackend) cancelAtAgent(req *proto.Message, corr string) {
-	var typ proto.MessageType
-	switch req.Type {
-	case proto.MsgInvokeAction:
-		typ = proto.MsgCancelAction
-	case proto.MsgSubscribeEvent:
-		typ = proto.MsgUnsubscribeEvent
-	case proto.MsgObserveProperty:
-		typ = proto.MsgUnobserveProperty
-	default:
+	typ := req.Type.CancelledBy()
+	if typ == "" {
 		return
 	}
 	m := proto.NewMessage(req.ThingID, typ)

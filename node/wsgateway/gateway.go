@@ -137,29 +137,8 @@ func (c *consumerConn) reply(m *proto.Message, typ websocket.MessageType) {
 	}
 }
 
-// isFollowUp reports whether a consumer message acts on an interaction
-// already open.
-func isFollowUp(t proto.MessageType) bool {
-	switch t {
-	case proto.MsgCancelAction, proto.MsgQueryAction, proto.MsgStreamInput, proto.MsgStreamEnd,
-		proto.MsgUnsubscribeEvent, proto.MsgUnsubscribeAllEvents, proto.MsgUnobserveProperty:
-		return true
-	}
-	return false
-}
-
-// isSubscription reports whether req opens a subscription or observation,
-// whose notifications are dropped rather than waited for.
-func isSubscription(req *proto.Message) bool {
-	switch req.Type {
-	case proto.MsgSubscribeEvent, proto.MsgSubscribeAllEvents, proto.MsgObserveProperty:
-		return true
-	}
-	return false
-}
-
 func (c *consumerConn) handle(m *proto.Message, typ websocket.MessageType) {
-	if isFollowUp(m.Type) {
+	if m.Type.FollowUp() {
 		if ws := c.target(m); ws != nil && c.forward(ws, inbound{m, typ}) {
 			return
 		}
@@ -196,15 +175,12 @@ func (c *consumerConn) target(m *proto.Message) *wsSession {
 	if m.CorrelationID != "" {
 		return c.sessions[m.CorrelationID]
 	}
+	if !m.Type.EndsSubscription() {
+		return nil
+	}
 	for _, ws := range c.sessions {
 		r := ws.req
-		if r.ThingID != m.ThingID {
-			continue
-		}
-		switch {
-		case m.Type == proto.MsgUnsubscribeEvent && r.Type == proto.MsgSubscribeEvent && r.Name == m.Name,
-			m.Type == proto.MsgUnobserveProperty && r.Type == proto.MsgObserveProperty && r.Name == m.Name,
-			m.Type == proto.MsgUnsubscribeAllEvents && r.Type == proto.MsgSubscribeAllEvents:
+		if r.ThingID == m.ThingID && r.Type.CancelledBy() == m.Type && (!m.Type.Named() || r.Name == m.Name) {
 			return ws
 		}
 	}
@@ -305,7 +281,7 @@ func (c *consumerConn) run(corr string, ws *wsSession) {
 // reaches the Thing); notifications of a subscription never wait: when
 // the queue is full the subscription is dropped with a 503 error.
 func (c *consumerConn) pump(ws *wsSession) {
-	sub := isSubscription(ws.req)
+	sub := ws.req.Type.Subscribes()
 	for m := range ws.s.Replies() {
 		if sub {
 			ok, err := c.sock.trySend(m, ws.typ)

@@ -1,0 +1,10 @@
+package proto
+
+import (
+	"maps"
+	"slices"
+)
+
+// KnownTypes lists every message type Known accepts, so that the tests of
+// the message rules can check that they cover each one.
+var KnownTypes = slices.Sorted(maps.Keys(msgTypes))
