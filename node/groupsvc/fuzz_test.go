@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/topicval"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -56,14 +57,14 @@ func FuzzTopicMessage(f *testing.F) {
 			}
 		case pubsub.ValidationReject, pubsub.ValidationIgnore:
 			if err == nil {
-				t.Fatalf("%s without an error", resultName(res))
+				t.Fatalf("%s without an error", topicval.ResultName(res))
 			}
 			if msg.ValidatorData != nil {
-				t.Fatalf("%s, yet delivers %v", resultName(res), msg.ValidatorData)
+				t.Fatalf("%s, yet delivers %v", topicval.ResultName(res), msg.ValidatorData)
 			}
 			return
 		default:
-			t.Fatalf("result %s", resultName(res))
+			t.Fatalf("result %s", topicval.ResultName(res))
 		}
 		m, err := groups.ParseMessage(data)
 		if err != nil {

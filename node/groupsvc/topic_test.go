@@ -25,6 +25,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/topicval"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -129,11 +130,10 @@ func newTopicFixture(t testing.TB) *topicFixture {
 		t.Fatal(err)
 	}
 	f.hook = &recordHook{}
-	f.svc, err = New(Params{
+	f.svc, err = New(Deps{
 		Host: h, Key: bob.key, Datastore: dssync.MutexWrap(ds.NewMapDatastore()),
 		Things: f.hook.take,
-		Now:    func() time.Time { return topicT0.Add(time.Hour) },
-	})
+	}, Config{}, WithClock(func() time.Time { return topicT0.Add(time.Hour) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func (f *topicFixture) check(t testing.TB, data []byte, from peer.ID, local bool
 	pending := g.log.Pending()
 	msg := f.message(data, from, local)
 	res, err := f.svc.check(g, msg)
-	v := topicVerdict{Verdict: resultName(res)}
+	v := topicVerdict{Verdict: topicval.ResultName(res)}
 	if err != nil {
 		v.Error = err.Error()
 	}
