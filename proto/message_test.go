@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -317,7 +318,7 @@ func TestProblem(t *testing.T) {
 	// A handler's *Problem becomes the error message as it is.
 	custom := &proto.Problem{Type: "https://example.com/probs/out-of-credit", Title: "Out of credit", Status: 403, Detail: "balance 30", Instance: "/account/1"}
 	e = proto.ErrorFor(req, fmt.Errorf("charging: %w", custom))
-	if got := e.Problem(); *got != *custom {
+	if got := e.Problem(); !reflect.DeepEqual(got, custom) {
 		t.Errorf("ErrorFor(problem) = %+v, want %+v", got, custom)
 	}
 	// Any other error is a 500.
@@ -325,8 +326,15 @@ func TestProblem(t *testing.T) {
 	if e.Status != "500" || e.Detail != "disk on fire" || e.Validate() != nil {
 		t.Errorf("ErrorFor(plain error) = %+v (%v)", e, e.Validate())
 	}
-	if got := custom.Error(); got != "Out of credit (403): balance 30" {
+	if got := custom.Error(); got != "403 Out of credit: balance 30" {
 		t.Errorf("Problem.Error() = %q", got)
+	}
+	// Validation errors follow, one a line; a detail that repeats the
+	// title is said once.
+	invalid := &proto.Problem{Title: "Bad Request", Status: 400, Detail: "Bad Request",
+		ValidationErrors: []proto.FieldError{{Field: "/title", Description: "required"}, {Description: "not an object"}}}
+	if got := invalid.Error(); got != "400 Bad Request\n  /title: required\n  (root): not an object" {
+		t.Errorf("Problem.Error() with validation errors = %q", got)
 	}
 	// Without a request, the caller fills thingID.
 	e = proto.NewError(nil, 400, "Bad Request", "not JSON")
