@@ -22,6 +22,32 @@ func Problemf(status int, format string, args ...any) *lmosproto.Problem {
 // empty instance with r's path, and leaves out the type "about:blank". A
 // status that is no HTTP status code answers 500.
 func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
+	p := responseOf(r, err)
+	body, merr := json.Marshal(&p)
+	if merr != nil { // impossible: strings and ints only
+		p.Status = http.StatusInternalServerError
+		body = []byte(`{"title":"Internal Server Error","status":500}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", lmosproto.ContentTypeProblemJSON)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Del("Content-Length") // a handler may have set one for the body it meant to send
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(body, '\n')) // the client went away; nothing to do
+}
+
+// ProblemEvent is the server-sent event of type typ whose data is the
+// problem err describes, filled in as WriteProblem fills it: how a stream
+// that has begun reports a failure.
+func ProblemEvent(r *http.Request, typ string, err error) Event {
+	p := responseOf(r, err)
+	body, _ := json.Marshal(&p) // strings and ints only
+	return Event{Type: typ, Data: string(body)}
+}
+
+// responseOf is the problem err describes as a response to r shows it.
+func responseOf(r *http.Request, err error) lmosproto.Problem {
 	var p lmosproto.Problem
 	if pp := (*lmosproto.Problem)(nil); errors.As(err, &pp) && pp != nil {
 		p = *pp
@@ -40,18 +66,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Type == lmosproto.ProblemTypeBlank {
 		p.Type = ""
 	}
-	body, merr := json.Marshal(&p)
-	if merr != nil { // impossible: strings and ints only
-		p.Status = http.StatusInternalServerError
-		body = []byte(`{"title":"Internal Server Error","status":500}`)
-	}
-	h := w.Header()
-	h.Set("Content-Type", lmosproto.ContentTypeProblemJSON)
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Del("Content-Length") // a handler may have set one for the body it meant to send
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(append(body, '\n')) // the client went away; nothing to do
+	return p
 }
 
 // ResponseProblem is the problem a response with an error status
