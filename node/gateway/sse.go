@@ -47,10 +47,10 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t target, req *
 	}
 
 	s, err := httpapi.StartStream(w, httpapi.StreamConfig{KeepAlive: h.cfg.KeepAlive, WriteTimeout: h.cfg.WriteTimeout})
-	defer s.Close()
 	if err != nil {
 		return
 	}
+	defer s.Close()
 	send := func(m *lmosproto.Message) bool {
 		if m.Type == lmosproto.MsgError {
 			p := problemOf(m)

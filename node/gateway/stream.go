@@ -86,10 +86,10 @@ func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target,
 	rc := http.NewResponseController(w)
 	_ = rc.EnableFullDuplex() // HTTP/2 is always full duplex
 	s, err := httpapi.StartStream(w, httpapi.StreamConfig{WriteTimeout: h.cfg.WriteTimeout})
-	defer s.Close()
 	if err != nil {
 		return
 	}
+	defer s.Close()
 
 	// The consumer's further chunks, while the outputs flow back. The
 	// reader ends at the end of the body, on a bad chunk, or when the

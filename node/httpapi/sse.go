@@ -57,12 +57,9 @@ type Stream struct {
 // StartStream answers with 200 and the headers of an event stream, sends
 // cfg.Retry and flushes, so that the client sees the stream open at once.
 // The caller sets any other header before, and calls Close when done. An
-// error means the client is gone; the Stream is still to be closed.
+// error means the client is gone.
 func StartStream(w http.ResponseWriter, cfg StreamConfig) (*Stream, error) {
 	s := &Stream{w: w, rc: http.NewResponseController(w), cfg: cfg}
-	if cfg.KeepAlive > 0 {
-		s.tick = time.NewTicker(cfg.KeepAlive)
-	}
 	h := w.Header()
 	h.Set("Content-Type", ContentTypeEventStream)
 	h.Set("Cache-Control", "no-cache")
@@ -72,7 +69,13 @@ func StartStream(w http.ResponseWriter, cfg StreamConfig) (*Stream, error) {
 	if ms := cfg.Retry.Milliseconds(); ms > 0 {
 		s.buf.WriteString("retry: " + strconv.FormatInt(ms, 10) + "\n\n")
 	}
-	return s, s.flush()
+	if err := s.flush(); err != nil {
+		return nil, err
+	}
+	if cfg.KeepAlive > 0 {
+		s.tick = time.NewTicker(cfg.KeepAlive)
+	}
+	return s, nil
 }
 
 // Send writes ev and flushes it.

@@ -154,7 +154,10 @@ func TestReadEventsErrors(t *testing.T) {
 		t.Errorf("read %q, error %v; want [1] and %v", got, last, errBroken)
 	}
 	n := 0
-	for range httpapi.ReadEvents(strings.NewReader("data: 1\n\ndata: 2\n\n"), 0) {
+	for _, err := range httpapi.ReadEvents(strings.NewReader("data: 1\n\ndata: 2\n\n"), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		n++
 		break
 	}

@@ -72,10 +72,10 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		KeepAlive:    h.cfg.Heartbeat,
 		WriteTimeout: 2 * h.cfg.Heartbeat, // a client that stops reading must not hold the stream forever
 	})
-	defer s.Close()
 	if err != nil {
 		return
 	}
+	defer s.Close()
 	vis := h.visible(r)
 	for {
 		select {
