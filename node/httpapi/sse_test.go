@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/httpapi"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // The writer's bytes: headers, retry first, then each event with its
@@ -249,4 +250,18 @@ func TestStreamLive(t *testing.T) {
 		t.Errorf("a stream without KeepAlive ticks (%v)", err)
 	}
 	s.Close()
+}
+
+// A stream that has begun reports a failure as an event whose data is the
+// problem, filled in as a problem response would be.
+func TestProblemEvent(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/things/urn:ex:lamp/events/overheat", nil)
+	ev := httpapi.ProblemEvent(r, "error", &lmosproto.Problem{Type: lmosproto.ProblemTypeBlank, Status: http.StatusBadGateway, Detail: "owner gone"})
+	want := `{"title":"Bad Gateway","status":502,"detail":"owner gone","instance":"/things/urn:ex:lamp/events/overheat"}`
+	if ev.Type != "error" || ev.Data != want || ev.ID != "" {
+		t.Errorf("ProblemEvent = %+v, want data %s", ev, want)
+	}
+	if ev := httpapi.ProblemEvent(r, "failed", errors.New("boom")); !strings.Contains(ev.Data, `"status":500,"detail":"boom"`) {
+		t.Errorf("ProblemEvent of a plain error = %+v", ev)
+	}
 }
