@@ -113,7 +113,7 @@ func TestAPITokenRequired(t *testing.T) {
 	if err != nil || info.PeerID != n.PeerID().String() {
 		t.Errorf("FetchNodeInfo with the token: %+v, %v", info, err)
 	}
-	var p *node.Problem
+	var p *lmosproto.Problem
 	if _, err := node.FetchNodeInfo(context.Background(), http.DefaultClient, base); !errors.As(err, &p) || p.Status != http.StatusUnauthorized {
 		t.Errorf("FetchNodeInfo without the token: %v, want a 401 problem", err)
 	}

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,10 +11,13 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/gateway"
+	"github.com/lmosnode/lmosnode/node/httpapi"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
-// The local HTTP API. Every response body is JSON; errors are RFC 7807
-// problem details (application/problem+json).
+// The local HTTP API. Every response body is JSON; errors are RFC 9457
+// problem details (application/problem+json, a proto.Problem), written by
+// package httpapi as on every HTTP surface of the node.
 
 // NodeInfo is the body of GET /api/v1/node.
 type NodeInfo struct {
@@ -30,36 +32,6 @@ type NodeInfo struct {
 	// APIURL is the base URL of this API.
 	APIURL string `json:"apiURL"`
 }
-
-// Problem is an RFC 7807 problem details object, the body of every error
-// response of the API. It implements error, so API clients return it.
-type Problem struct {
-	// Type is a URI naming the kind of problem; "about:blank" (omitted)
-	// means the HTTP status says it all.
-	Type string `json:"type,omitempty"`
-	// Title is a short summary of the kind of problem.
-	Title string `json:"title"`
-	// Status is the HTTP status code.
-	Status int `json:"status"`
-	// Detail explains this occurrence.
-	Detail string `json:"detail,omitempty"`
-	// Instance is the request path the problem occurred on.
-	Instance string `json:"instance,omitempty"`
-}
-
-// Error returns "status title: detail".
-func (p *Problem) Error() string {
-	s := fmt.Sprintf("%d %s", p.Status, p.Title)
-	if p.Detail != "" {
-		s += ": " + p.Detail
-	}
-	return s
-}
-
-const (
-	contentTypeJSON    = "application/json"
-	contentTypeProblem = "application/problem+json"
-)
 
 // apiHandler builds the API's routes for n.
 func apiHandler(n *Node) http.Handler {
@@ -92,7 +64,7 @@ func apiHandler(n *Node) http.Handler {
 	mux.Handle(wsPath, n.ws)
 	mux.Handle(wsAgentPath, n.wsAgent)
 	mux.Handle("/", n.tdd)
-	return recoverProblem(n.log, guardAPI(n.cfg.APIToken, mux))
+	return httpapi.Recover(n.log, guardAPI(n.cfg.APIToken, mux))
 }
 
 // guardAPI is the API's access control (see access.go): the bearer token
@@ -129,34 +101,13 @@ func (n *Node) handleNode(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, n.Info())
 }
 
+// writeJSON and writeProblem keep the API's handlers short.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", contentTypeJSON)
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to do
+	httpapi.WriteJSON(w, status, v)
 }
 
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail string) {
-	p := Problem{Title: http.StatusText(status), Status: status, Detail: detail, Instance: r.URL.Path}
-	w.Header().Set("Content-Type", contentTypeProblem)
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(p) // the client went away; nothing to do
-}
-
-// recoverProblem turns a panicking handler into a 500 problem instead of a
-// dropped connection, and logs it.
-func recoverProblem(log *slog.Logger, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				log.Error("api handler panicked", "path", r.URL.Path, "panic", v)
-				writeProblem(w, r, http.StatusInternalServerError, "internal error")
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
+	httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: status, Detail: detail})
 }
 
 // newAPIServer returns the http.Server for the API, with timeouts that keep

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/lmosnode/lmosnode/node/atomicfile"
+	"github.com/lmosnode/lmosnode/node/httpapi"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // The api file tells CLI commands where the running daemon's API is, like
@@ -57,7 +59,7 @@ func ReadAPIFile(home string) (string, error) {
 }
 
 // FetchNodeInfo asks the API at apiURL for GET /api/v1/node. An error
-// response is returned as a *Problem.
+// response is returned as a *proto.Problem.
 func FetchNodeInfo(ctx context.Context, client *http.Client, apiURL string) (NodeInfo, error) {
 	var info NodeInfo
 	if err := getJSON(ctx, client, strings.TrimSuffix(apiURL, "/")+"/api/v1/node", &info); err != nil {
@@ -67,31 +69,32 @@ func FetchNodeInfo(ctx context.Context, client *http.Client, apiURL string) (Nod
 }
 
 // getJSON GETs url and decodes a JSON body into v, or a problem body into a
-// *Problem error.
+// *proto.Problem error.
 func getJSON(ctx context.Context, client *http.Client, url string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", url, err)
 	}
-	req.Header.Set("Accept", contentTypeJSON+", "+contentTypeProblem)
+	req.Header.Set("Accept", lmosproto.ContentTypeJSON+", "+lmosproto.ContentTypeProblemJSON)
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	body := io.LimitReader(resp.Body, 1<<20)
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode >= 300 {
-		p := &Problem{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
-		if ct == contentTypeProblem {
-			if err := json.NewDecoder(body).Decode(p); err != nil {
-				return fmt.Errorf("GET %s: %s, undecodable problem body: %w", url, resp.Status, err)
-			}
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return fmt.Errorf("GET %s: %s, read problem body: %w", url, resp.Status, err)
+		}
+		p, err := httpapi.ResponseProblem(resp, b)
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", url, err)
 		}
 		return fmt.Errorf("GET %s: %w", url, p)
 	}
-	if ct != contentTypeJSON {
-		return fmt.Errorf("GET %s: content type %q, want %s", url, ct, contentTypeJSON)
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != lmosproto.ContentTypeJSON {
+		return fmt.Errorf("GET %s: content type %q, want %s", url, ct, lmosproto.ContentTypeJSON)
 	}
 	if err := json.NewDecoder(body).Decode(v); err != nil {
 		return fmt.Errorf("GET %s: decode body: %w", url, err)

@@ -44,8 +44,9 @@
 //
 // # HTTP API
 //
-// GET /api/v1/node returns NodeInfo. Errors are RFC 7807 problem details
-// (application/problem+json, type Problem). Without Config.APIToken the
+// GET /api/v1/node returns NodeInfo. Errors are RFC 9457 problem details
+// (application/problem+json, type proto.Problem, written by package
+// httpapi); FetchNodeInfo returns them as errors. Without Config.APIToken the
 // API listens on a loopback address only and takes no credentials; with
 // it, every request must carry "Authorization: Bearer <token>" and the API
 // may listen on any address (see access.go and docs/api.md#access).

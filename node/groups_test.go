@@ -652,7 +652,7 @@ func TestGroupAPI(t *testing.T) {
 		{http.MethodPost, "/api/v1/groups/lab-2/leave", "", http.StatusConflict, "admin"},
 		{http.MethodPost, "/api/v1/groups/lab-2/messages", `not json`, http.StatusBadRequest, "JSON"},
 	} {
-		var p node.Problem
+		var p lmosproto.Problem
 		apiDo(t, n, c.method, c.path, c.body, c.status, &p)
 		if p.Status != c.status || !strings.Contains(p.Detail, c.detail) {
 			t.Errorf("%s %s: %+v, want %d naming %q", c.method, c.path, p, c.status, c.detail)

@@ -86,4 +86,6 @@ func (n *Node) closeInteract() error {
 
 // remote reaches other nodes' Things: over libp2p, with event
 // subscriptions served from the gossip fan-out when gossip is on.
-func (n *Node) remote() fanout.Remote { return fanout.Remote{Client: n.interactClient, Fanout: n.fanout} }
+func (n *Node) remote() fanout.Remote {
+	return fanout.Remote{Client: n.interactClient, Fanout: n.fanout}
+}

@@ -17,6 +17,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 func TestTwoNodesConnect(t *testing.T) {
@@ -243,7 +245,7 @@ func TestAPIProblems(t *testing.T) {
 			if got := resp.Header.Get("Allow"); got != tc.allow {
 				t.Errorf("Allow %q, want %q", got, tc.allow)
 			}
-			var p Problem
+			var p lmosproto.Problem
 			if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
 				t.Fatal(err)
 			}
@@ -275,9 +277,9 @@ func TestAPIProblems(t *testing.T) {
 	})
 
 	_, err := FetchNodeInfo(context.Background(), http.DefaultClient, base+"/nope")
-	var p *Problem
+	var p *lmosproto.Problem
 	if !errors.As(err, &p) || p.Status != http.StatusNotFound {
-		t.Errorf("FetchNodeInfo on a bad base: err = %v, want a 404 *Problem", err)
+		t.Errorf("FetchNodeInfo on a bad base: err = %v, want a 404 *proto.Problem", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/tdd"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // requestTimeout bounds one API call of a command; a capability search may
@@ -68,7 +69,7 @@ func (d *daemon) explain(err error) error {
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return fmt.Errorf("no running node in %s (its api file names %s, which does not answer): start it with 'lmosnode up'", d.home, d.apiURL)
 	}
-	if p := (*tdd.Problem)(nil); errors.As(err, &p) && p.Status == http.StatusUnauthorized {
+	if p := (*lmosproto.Problem)(nil); errors.As(err, &p) && p.Status == http.StatusUnauthorized {
 		return fmt.Errorf("%w: the node's API requires its token: set apiToken in %s or $%s", err, filepath.Join(d.home, node.ConfigFile), node.APITokenEnv)
 	}
 	return err

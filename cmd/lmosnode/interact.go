@@ -14,7 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/tdd"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // pollInterval is how often invoke asks for the status of a long-running
@@ -220,7 +222,7 @@ func printAnswer(w io.Writer, resp *http.Response) error {
 
 // problemError turns an RFC 7807 body into an error.
 func problemError(status int, body []byte) error {
-	var p tdd.Problem
+	var p lmosproto.Problem
 	if json.Unmarshal(body, &p) == nil && (p.Title != "" || p.Detail != "") {
 		if p.Status == 0 {
 			p.Status = status
@@ -232,9 +234,9 @@ func problemError(status int, body []byte) error {
 
 // actionState is the status body of a long-running action.
 type actionState struct {
-	Status string          `json:"status"`
-	Output json.RawMessage `json:"output,omitempty"`
-	Error  *tdd.Problem    `json:"error,omitempty"`
+	Status string             `json:"status"`
+	Output json.RawMessage    `json:"output,omitempty"`
+	Error  *lmosproto.Problem `json:"error,omitempty"`
 }
 
 func runInvoke(cmd *cobra.Command, args []string) error {
@@ -478,27 +480,21 @@ func (d *daemon) follow(ctx context.Context, u, what string, refused func(*http.
 	return fmt.Errorf("subscription to %s ended by the node", what)
 }
 
+// maxEvent bounds one server-sent event the CLI reads.
+const maxEvent = 8 << 20
+
 // readSSE reads a text/event-stream and calls fn with each event's type
-// ("" for plain data events) and its data, one call per data line. It stops
-// when fn reports done (returning fn's error) or the stream ends (returning
-// the read error, if any, with done false).
+// ("" for plain data events) and its data (multi-line data joined). It
+// stops when fn reports done (returning fn's error) or the stream ends
+// (returning the read error, if any, with done false).
 func readSSE(r io.Reader, fn func(event, data string) (done bool, err error)) (bool, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
-	event := ""
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			event = ""
-		case strings.HasPrefix(line, "event:"):
-			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:"):
-			data := strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
-			if done, err := fn(event, data); done {
-				return true, err
-			}
+	for ev, err := range httpapi.ReadEvents(r, maxEvent) {
+		if err != nil {
+			return false, err
+		}
+		if done, err := fn(ev.Type, ev.Data); done {
+			return true, err
 		}
 	}
-	return false, sc.Err()
+	return false, nil
 }

@@ -189,3 +189,27 @@ func TestInteractCommands(t *testing.T) {
 		t.Errorf("subscribe --property: %v (stderr %s)", err, stderr.String())
 	}
 }
+
+// readSSE hands over whole events: a problem whose JSON spans several
+// data lines arrives as one, and the events after a done one are not
+// read.
+func TestReadSSEWholeEvents(t *testing.T) {
+	in := ": keep-alive\n\n" +
+		"data: \"a\"\n\n" +
+		"event: failed\ndata: {\"title\": \"Bad Request\",\ndata:  \"status\": 400, \"detail\": \"bad chunk\"}\n\n" +
+		"data: \"never\"\n\n"
+	var got []string
+	done, err := readSSE(strings.NewReader(in), func(event, data string) (bool, error) {
+		got = append(got, event+"|"+data)
+		if event == "failed" {
+			return true, problemError(502, []byte(data))
+		}
+		return false, nil
+	})
+	if !done || err == nil || err.Error() != "400 Bad Request: bad chunk" {
+		t.Errorf("done %v, err %v; want the failed event's problem", done, err)
+	}
+	if len(got) != 2 || got[0] != `|"a"` {
+		t.Errorf("events %q", got)
+	}
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -100,7 +99,7 @@ clears it.`,
 // tdProblem rewrites the fields of an invalid "td" member of the publish
 // request to pointers into the user's file.
 func tdProblem(err error) error {
-	var p *tdd.Problem
+	var p *lmosproto.Problem
 	if !errors.As(err, &p) || len(p.ValidationErrors) == 0 {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -31,16 +32,16 @@ type action struct {
 	mu       sync.Mutex
 	status   string
 	output   lmosproto.Value
-	err      *problem
+	err      *lmosproto.Problem
 	finished time.Time
 }
 
 // statusBody is the JSON of an invocation's status.
 type statusBody struct {
-	Status string          `json:"status"`
-	Output json.RawMessage `json:"output,omitempty"`
-	Error  *problem        `json:"error,omitempty"`
-	Href   string          `json:"href,omitempty"`
+	Status string             `json:"status"`
+	Output json.RawMessage    `json:"output,omitempty"`
+	Error  *lmosproto.Problem `json:"error,omitempty"`
+	Href   string             `json:"href,omitempty"`
 }
 
 // writeStatus answers with the status of a in format f: the JSON object
@@ -98,7 +99,7 @@ func (a *action) update(m *lmosproto.Message, now time.Time) bool {
 func (h *Handler) invokeAction(w http.ResponseWriter, r *http.Request) {
 	t, req, p := h.request(r, lmosproto.MsgInvokeAction)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	if isNDJSON(r) {
@@ -107,7 +108,7 @@ func (h *Handler) invokeAction(w http.ResponseWriter, r *http.Request) {
 	}
 	in, p := readValue(w, r)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	req.Input = in
@@ -124,7 +125,7 @@ func (h *Handler) invokeAction(w http.ResponseWriter, r *http.Request) {
 	sess, err := h.invoker(t).Invoke(actx, req)
 	if err != nil {
 		acancel()
-		writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "invoking action %q of Thing %q: %v", req.Name, req.ThingID, err))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusServiceUnavailable, "invoking action %q of Thing %q: %v", req.Name, req.ThingID, err))
 		return
 	}
 	a := &action{id: req.CorrelationID, thingID: req.ThingID, name: req.Name, sess: sess, cancel: acancel,
@@ -137,7 +138,7 @@ func (h *Handler) invokeAction(w http.ResponseWriter, r *http.Request) {
 	case m, ok := <-sess.Replies():
 		if !ok {
 			abandon()
-			writeProblem(w, r, newProblem(http.StatusBadGateway, "action %q of Thing %q ended without an answer", req.Name, req.ThingID))
+			httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadGateway, "action %q of Thing %q ended without an answer", req.Name, req.ThingID))
 			return
 		}
 		if a.update(m, time.Now()) {
@@ -151,14 +152,14 @@ func (h *Handler) invokeAction(w http.ResponseWriter, r *http.Request) {
 		return
 	case <-h.ctx.Done():
 		abandon()
-		writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "node shutting down"))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusServiceUnavailable, "node shutting down"))
 		return
 	}
 
 	// Long-running: follow it and hand out its status URL.
 	if p := h.track(a); p != nil {
 		abandon()
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	href := fmt.Sprintf("/things/%s/actions/%s/%s%s", url.PathEscape(a.thingID), url.PathEscape(a.name), url.PathEscape(a.id), t.query())
@@ -174,33 +175,33 @@ func (h *Handler) writeFinal(w http.ResponseWriter, r *http.Request, a *action) 
 	a.mu.Unlock()
 	switch {
 	case perr != nil:
-		writeProblem(w, r, perr)
+		httpapi.WriteProblem(w, r, perr)
 	case status == lmosproto.ActionCompleted && output.Present():
 		writeValue(w, r, http.StatusOK, responseFormat(r), output)
 	case status == lmosproto.ActionCompleted:
 		w.WriteHeader(http.StatusNoContent)
 	case status == lmosproto.ActionCancelled:
-		writeProblem(w, r, &problem{Status: interact.StatusClientClosed, Title: interact.TitleCancelled,
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: interact.StatusClientClosed, Title: interact.TitleCancelled,
 			Detail: fmt.Sprintf("action %q of Thing %q was cancelled", a.name, a.thingID)})
 	default:
 		detail := fmt.Sprintf("action %q of Thing %q failed", a.name, a.thingID)
 		if output.Present() {
 			detail += ": " + string(output.JSON())
 		}
-		writeProblem(w, r, &problem{Status: http.StatusInternalServerError, Title: interact.TitleInternal, Detail: detail})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusInternalServerError, Title: interact.TitleInternal, Detail: detail})
 	}
 }
 
 // track keeps a and starts following its replies.
-func (h *Handler) track(a *action) *problem {
+func (h *Handler) track(a *action) *lmosproto.Problem {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ctx.Err() != nil {
-		return newProblem(http.StatusServiceUnavailable, "node shutting down")
+		return httpapi.Problemf(http.StatusServiceUnavailable, "node shutting down")
 	}
 	h.pruneLocked(time.Now())
 	if len(h.actions) >= h.cfg.MaxActions {
-		return newProblem(http.StatusServiceUnavailable, "this node follows %d long-running invocations already", len(h.actions))
+		return httpapi.Problemf(http.StatusServiceUnavailable, "this node follows %d long-running invocations already", len(h.actions))
 	}
 	h.actions[a.id] = a
 	h.wg.Go(func() { h.follow(a) })
@@ -219,7 +220,7 @@ func (h *Handler) follow(a *action) {
 				a.mu.Lock()
 				if a.finished.IsZero() {
 					a.status = lmosproto.ActionFailed
-					a.err = newProblem(http.StatusBadGateway, "action %q of Thing %q ended without a final status", a.name, a.thingID)
+					a.err = httpapi.Problemf(http.StatusBadGateway, "action %q of Thing %q ended without a final status", a.name, a.thingID)
 					a.finished = time.Now()
 				}
 				a.mu.Unlock()
@@ -247,7 +248,7 @@ func (h *Handler) pruneLocked(now time.Time) {
 }
 
 // lookup finds the invocation of r.
-func (h *Handler) lookup(r *http.Request) (*action, *problem) {
+func (h *Handler) lookup(r *http.Request) (*action, *lmosproto.Problem) {
 	t, p := h.resolve(r, true)
 	if p != nil {
 		return nil, p
@@ -258,7 +259,7 @@ func (h *Handler) lookup(r *http.Request) (*action, *problem) {
 	a, ok := h.actions[id]
 	h.mu.Unlock()
 	if !ok || a.thingID != t.entry.ThingID || a.name != name {
-		return nil, &problem{Status: http.StatusNotFound, Title: interact.TitleActionNotFound,
+		return nil, &lmosproto.Problem{Status: http.StatusNotFound, Title: interact.TitleActionNotFound,
 			Detail: fmt.Sprintf("no invocation %q of action %q of Thing %q", id, name, t.entry.ThingID)}
 	}
 	return a, nil
@@ -268,7 +269,7 @@ func (h *Handler) lookup(r *http.Request) (*action, *problem) {
 func (h *Handler) queryAction(w http.ResponseWriter, r *http.Request) {
 	a, p := h.lookup(r)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	a.writeStatus(w, http.StatusOK, responseFormat(r), "")
@@ -279,7 +280,7 @@ func (h *Handler) queryAction(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) cancelAction(w http.ResponseWriter, r *http.Request) {
 	a, p := h.lookup(r)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	select {
@@ -294,7 +295,7 @@ func (h *Handler) cancelAction(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-a.done:
 		case <-ctx.Done():
-			writeProblem(w, r, &problem{Status: http.StatusGatewayTimeout, Title: interact.TitleTimeout,
+			httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusGatewayTimeout, Title: interact.TitleTimeout,
 				Detail: fmt.Sprintf("action %q of Thing %q did not confirm the cancellation within %v", a.name, a.thingID, cancelWait)})
 			return
 		}
@@ -324,7 +325,7 @@ func (h *Handler) invokeOneWay(w http.ResponseWriter, r *http.Request, t target,
 	req.OneWay = true
 	sess, err := h.invoker(t).Invoke(h.ctx, req)
 	if err != nil {
-		writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "invoking action %q of Thing %q: %v", req.Name, req.ThingID, err))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusServiceUnavailable, "invoking action %q of Thing %q: %v", req.Name, req.ThingID, err))
 		return
 	}
 	_ = sess.Close() // nothing will come back; closing does not cancel a one-way action

@@ -58,16 +58,18 @@
 // and node-wot see them): each data line is the event's data or the
 // property's new value (JSON), the id the LMOS messageID. A failure ends
 // the stream with an event of type "error" whose data is an RFC 7807
-// object. Closing the connection unsubscribes. Comment lines keep idle
-// streams alive; a consumer that reads nothing for Config.WriteTimeout is
-// disconnected.
+// object. Closing the connection unsubscribes. The streams, those of
+// sessions too, are package httpapi's: keep-alive comment lines every
+// Config.KeepAlive keep idle streams alive; a consumer that reads nothing
+// for Config.WriteTimeout is disconnected.
 //
 // # Content negotiation
 //
 // Property values (GET, PUT), action input and output (POST) and action
 // status bodies (201, GET and DELETE on an invocation) are JSON or CBOR
-// (RFC 8949). Accept picks the answer's format: application/cbor (or a
-// +cbor type) with a higher quality than every JSON type answers in CBOR;
+// (RFC 8949). Accept picks the answer's format (httpapi.Negotiate):
+// application/cbor (or a +cbor type) with a higher quality than every JSON
+// type answers in CBOR;
 // no Accept, a tie or a wildcard answers in JSON. A CBOR value is the
 // data item of the JSON value as the LMOS CBOR codec writes payloads
 // (proto.Value.MarshalCBOR: integers beyond 64 bits as bignums, floats as
@@ -83,12 +85,13 @@
 //
 // # Errors
 //
-// Every error is an RFC 7807 problem (application/problem+json) with the
-// status of the LMOS error message: 400 invalid input (the detail names the
-// JSON pointer), 403 Forbidden (a Thing restricted to groups, refused by
-// its owner or by this node), 404 unknown Thing or affordance, 405
-// operation not allowed,
-// 502 backend or owner node unreachable, 504 timeout, and so on (see package
+// Every error is an RFC 9457 problem (application/problem+json, a
+// proto.Problem written by httpapi.WriteProblem) with the status of the
+// LMOS error message: 300 with candidates (an id several publishers
+// have), 400 invalid input (the detail names the JSON pointer), 403
+// Forbidden (a Thing restricted to groups, refused by its owner or by this
+// node), 404 unknown Thing or affordance, 405 operation not allowed, 502
+// backend or owner node unreachable, 504 timeout, and so on (see package
 // interact).
 //
 // # The consumer view of a TD

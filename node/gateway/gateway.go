@@ -15,8 +15,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/tdcache"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 const (
@@ -210,7 +212,7 @@ func Patterns() []string {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, pattern := h.mux.Handler(r)
 	if pattern == "" {
-		writeProblem(w, r, &problem{Status: http.StatusMethodNotAllowed, Title: http.StatusText(http.StatusMethodNotAllowed),
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusMethodNotAllowed, Title: http.StatusText(http.StatusMethodNotAllowed),
 			Detail: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
 		return
 	}
@@ -223,7 +225,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if isTD {
 				offered = "application/json"
 			}
-			writeProblem(w, r, newProblem(http.StatusNotAcceptable, "Accept %q: this resource is offered as %s only", r.Header.Get("Accept"), offered))
+			httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusNotAcceptable, "Accept %q: this resource is offered as %s only", r.Header.Get("Accept"), offered))
 			return
 		}
 	}
@@ -257,14 +259,14 @@ func (h *Handler) requestContext(r *http.Request) (context.Context, context.Canc
 }
 
 // readBody reads a bounded request body; empty is nil.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *problem) {
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *lmosproto.Problem) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, newProblem(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody)
+			return nil, httpapi.Problemf(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody)
 		}
-		return nil, newProblem(http.StatusBadRequest, "reading body: %v", err)
+		return nil, httpapi.Problemf(http.StatusBadRequest, "reading body: %v", err)
 	}
 	return b, nil
 }

@@ -3,10 +3,10 @@ package gateway
 import (
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -36,47 +36,20 @@ func isCBORType(mt string) bool {
 	return mt == lmosproto.ContentTypeCBOR || strings.HasSuffix(mt, "+cbor")
 }
 
-// negotiate picks the format of r's answer from its Accept header: the
-// acceptable one with the higher quality, JSON on a tie or without Accept.
-// cborOK is false on routes that answer with JSON only. ok is false when
-// the header admits neither (406).
+// negotiate picks the format of r's answer from its Accept header
+// (httpapi.Negotiate): the acceptable one with the higher quality, JSON on
+// a tie or without Accept. cborOK is false on routes that answer with JSON
+// only. ok is false when the header admits neither (406).
 func negotiate(r *http.Request, cborOK bool) (f format, ok bool) {
-	accept := r.Header.Values("Accept")
-	if len(accept) == 0 {
-		return formatJSON, true
+	offers := []string{lmosproto.ContentTypeJSON}
+	if cborOK {
+		offers = append(offers, lmosproto.ContentTypeCBOR)
 	}
-	qJSON, qCBOR := -1.0, -1.0
-	for _, v := range accept {
-		for _, part := range strings.Split(v, ",") {
-			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			q := 1.0
-			if s, ok := params["q"]; ok {
-				if q, err = strconv.ParseFloat(s, 64); err != nil {
-					continue
-				}
-			}
-			wild := mt == "*/*" || mt == "application/*"
-			if (wild || isJSONType(mt)) && q > qJSON {
-				qJSON = q
-			}
-			if (wild || isCBORType(mt)) && q > qCBOR {
-				qCBOR = q
-			}
-		}
+	mt, ok := httpapi.Negotiate(r, offers...)
+	if mt == lmosproto.ContentTypeCBOR {
+		return formatCBOR, ok
 	}
-	if !cborOK {
-		qCBOR = -1
-	}
-	switch {
-	case qCBOR > 0 && qCBOR > qJSON:
-		return formatCBOR, true
-	case qJSON > 0:
-		return formatJSON, true
-	}
-	return formatJSON, false
+	return formatJSON, ok
 }
 
 // responseFormat is the format of r's answer; ServeHTTP has already
@@ -88,7 +61,7 @@ func responseFormat(r *http.Request) format {
 
 // requestFormat is the format of r's body from its Content-Type: JSON
 // without one.
-func requestFormat(r *http.Request) (format, *problem) {
+func requestFormat(r *http.Request) (format, *lmosproto.Problem) {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return formatJSON, nil
@@ -101,7 +74,7 @@ func requestFormat(r *http.Request) (format, *problem) {
 	case isCBORType(mt):
 		return formatCBOR, nil
 	}
-	return formatJSON, newProblem(http.StatusUnsupportedMediaType, "Content-Type %q: the body must be application/json or application/cbor", ct)
+	return formatJSON, httpapi.Problemf(http.StatusUnsupportedMediaType, "Content-Type %q: the body must be application/json or application/cbor", ct)
 }
 
 // writeValue answers with v (null when absent) in format f.
@@ -112,7 +85,7 @@ func writeValue(w http.ResponseWriter, r *http.Request, status int, f format, v 
 	}
 	b, err := v.MarshalCBOR()
 	if err != nil { // impossible: a Value always has a CBOR form
-		writeProblem(w, r, newProblem(http.StatusInternalServerError, "encoding the value as CBOR: %v", err))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusInternalServerError, "encoding the value as CBOR: %v", err))
 		return
 	}
 	writeBody(w, status, lmosproto.ContentTypeCBOR, b)

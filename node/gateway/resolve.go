@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -29,7 +30,7 @@ type target struct {
 // the id; several publishers are a 300 with candidates. Things that
 // Deps.Visible hides do not count: if only such Things have the id, the
 // answer is 404 as for an unknown Thing, or 403 Forbidden for a call.
-func (h *Handler) resolve(r *http.Request, call bool) (target, *problem) {
+func (h *Handler) resolve(r *http.Request, call bool) (target, *lmosproto.Problem) {
 	t, p, hidden := h.resolveVisible(r)
 	if p != nil && p.Status == http.StatusNotFound && call && len(hidden.Groups) > 0 {
 		return target{}, forbidden(hidden)
@@ -39,8 +40,8 @@ func (h *Handler) resolve(r *http.Request, call bool) (target, *problem) {
 
 // forbidden is the answer to a call of a Thing restricted to groups that
 // this node is not allowed to see.
-func forbidden(e directory.Entry) *problem {
-	return &problem{Status: http.StatusForbidden, Title: interact.TitleForbidden,
+func forbidden(e directory.Entry) *lmosproto.Problem {
+	return &lmosproto.Problem{Status: http.StatusForbidden, Title: interact.TitleForbidden,
 		Detail: fmt.Sprintf("Thing %q of %s is restricted to the groups %s, and this node may not call it",
 			e.ThingID, e.Publisher, strings.Join(e.Groups, ", "))}
 }
@@ -52,12 +53,12 @@ func (h *Handler) visible(e directory.Entry) bool {
 
 // resolveVisible is resolve, and, when it fails with 404, a Thing with
 // the id that Deps.Visible hid (zero if none).
-func (h *Handler) resolveVisible(r *http.Request) (target, *problem, directory.Entry) {
+func (h *Handler) resolveVisible(r *http.Request) (target, *lmosproto.Problem, directory.Entry) {
 	id := r.PathValue("id")
 	if s := r.URL.Query().Get("publisher"); s != "" {
 		pub, err := lmosproto.ParsePublisher(s)
 		if err != nil {
-			return target{}, newProblem(http.StatusBadRequest, "query parameter publisher: %v", err), directory.Entry{}
+			return target{}, httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err), directory.Entry{}
 		}
 		e, ok := h.deps.Directory.Get(pub, id)
 		if !ok && h.deps.Fetcher != nil && pub != h.deps.Self {
@@ -71,7 +72,7 @@ func (h *Handler) resolveVisible(r *http.Request) (target, *problem, directory.E
 			ok, hidden = false, e
 		}
 		if !ok {
-			return target{}, &problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
+			return target{}, &lmosproto.Problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
 				Detail: fmt.Sprintf("no Thing %q published by %s", id, pub)}, hidden
 		}
 		return target{entry: e, pinned: true}, nil, directory.Entry{}
@@ -87,15 +88,15 @@ func (h *Handler) resolveVisible(r *http.Request) (target, *problem, directory.E
 	}
 	switch {
 	case len(all) == 0:
-		return target{}, &problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
+		return target{}, &lmosproto.Problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
 			Detail: fmt.Sprintf("no Thing %q in this node's directory", id)}, hidden
 	case len(all) == 1 || all[0].Own: // Lookup puts the own Thing first
 		return target{entry: all[0]}, nil, directory.Entry{}
 	}
-	p := newProblem(http.StatusMultipleChoices, "Thing %q is published by %d peers and none is this node; choose one with ?publisher=", id, len(all))
+	p := httpapi.Problemf(http.StatusMultipleChoices, "Thing %q is published by %d peers and none is this node; choose one with ?publisher=", id, len(all))
 	for _, e := range all {
 		q := url.Values{"publisher": {e.Publisher.String()}}
-		p.Candidates = append(p.Candidates, candidate{
+		p.Candidates = append(p.Candidates, lmosproto.Candidate{
 			Publisher: e.Publisher.String(),
 			Title:     e.Title,
 			Href:      r.URL.Path + "?" + q.Encode(),

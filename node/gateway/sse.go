@@ -1,12 +1,10 @@
 package gateway
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -23,7 +21,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t target, req *
 	defer cancel()
 	sess, err := h.invoker(t).Invoke(ctx, req)
 	if err != nil {
-		writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "%s of %q on Thing %q: %v", req.Type, req.Name, req.ThingID, err))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusServiceUnavailable, "%s of %q on Thing %q: %v", req.Type, req.Name, req.ThingID, err))
 		return
 	}
 	defer func() { _ = sess.Close() }()
@@ -35,10 +33,10 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t target, req *
 		grace.Stop()
 		switch {
 		case !ok:
-			writeProblem(w, r, newProblem(http.StatusBadGateway, "%s of %q on Thing %q ended at once", req.Type, req.Name, req.ThingID))
+			httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadGateway, "%s of %q on Thing %q ended at once", req.Type, req.Name, req.ThingID))
 			return
 		case m.Type == lmosproto.MsgError:
-			writeProblem(w, r, problemOf(m))
+			httpapi.WriteProblem(w, r, problemOf(m))
 			return
 		}
 		first = m
@@ -48,52 +46,35 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, t target, req *
 		return
 	}
 
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", interact.ContentTypeEventStream)
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout)) }
+	s, err := httpapi.StartStream(w, httpapi.StreamConfig{KeepAlive: h.cfg.KeepAlive, WriteTimeout: h.cfg.WriteTimeout})
+	if err != nil {
+		return
+	}
+	defer s.Close()
 	send := func(m *lmosproto.Message) bool {
-		deadline()
 		if m.Type == lmosproto.MsgError {
 			p := problemOf(m)
 			p.Instance = r.URL.Path
-			b, _ := json.Marshal(p) // a problem always encodes
-			_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
-			_ = rc.Flush()
+			_ = s.Send(httpapi.ProblemEvent(r, "error", p))
 			return false
 		}
 		v, ok := payload(m)
 		if !ok {
 			return true // not a notification (nothing else is expected)
 		}
-		if _, err := fmt.Fprintf(w, "id: %s\ndata: %s\n\n", m.MessageID, valueJSON(v)); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		return s.Send(httpapi.Event{ID: m.MessageID, Data: string(valueJSON(v))}) == nil
 	}
-	deadline()
 	if first != nil && !send(first) {
 		return
 	}
-	if err := rc.Flush(); err != nil {
-		return
-	}
-	tick := time.NewTicker(h.cfg.KeepAlive)
-	defer tick.Stop()
 	for {
 		select {
 		case m, ok := <-sess.Replies():
 			if !ok || !send(m) {
 				return
 			}
-		case <-tick.C:
-			deadline()
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
-				return
-			}
-			if rc.Flush() != nil {
+		case <-s.KeepAlive():
+			if s.Ping() != nil {
 				return
 			}
 		case <-ctx.Done():

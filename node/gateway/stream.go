@@ -3,7 +3,6 @@ package gateway
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -50,7 +50,7 @@ func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target,
 	}
 	in, ok, err := next()
 	if err != nil {
-		writeProblem(w, r, newProblem(http.StatusBadRequest, "streaming action %q of Thing %q: %v", req.Name, req.ThingID, err))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "streaming action %q of Thing %q: %v", req.Name, req.ThingID, err))
 		return
 	}
 	if ok {
@@ -62,7 +62,7 @@ func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target,
 	defer cancel()
 	sess, err := h.invoker(t).Invoke(ctx, req)
 	if err != nil {
-		writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "invoking action %q of Thing %q: %v", req.Name, req.ThingID, err))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusServiceUnavailable, "invoking action %q of Thing %q: %v", req.Name, req.ThingID, err))
 		return
 	}
 	defer func() { _ = sess.Close() }()
@@ -72,10 +72,10 @@ func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target,
 	case m, ok := <-sess.Replies():
 		switch {
 		case !ok:
-			writeProblem(w, r, newProblem(http.StatusBadGateway, "action %q of Thing %q ended without an answer", req.Name, req.ThingID))
+			httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadGateway, "action %q of Thing %q ended without an answer", req.Name, req.ThingID))
 			return
 		case m.Type == lmosproto.MsgError:
-			writeProblem(w, r, problemOf(m))
+			httpapi.WriteProblem(w, r, problemOf(m))
 			return
 		}
 		first = m
@@ -85,10 +85,11 @@ func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target,
 
 	rc := http.NewResponseController(w)
 	_ = rc.EnableFullDuplex() // HTTP/2 is always full duplex
-	w.Header().Set("Content-Type", interact.ContentTypeEventStream)
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	_ = rc.Flush()
+	s, err := httpapi.StartStream(w, httpapi.StreamConfig{WriteTimeout: h.cfg.WriteTimeout})
+	if err != nil {
+		return
+	}
+	defer s.Close()
 
 	// The consumer's further chunks, while the outputs flow back. The
 	// reader ends at the end of the body, on a bad chunk, or when the
@@ -131,36 +132,32 @@ func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target,
 	}
 
 	write := func(m *lmosproto.Message) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout))
-		var err error
+		var ev httpapi.Event
 		switch {
 		case m.Type == lmosproto.MsgError:
 			p := problemOf(m)
 			p.Instance = r.URL.Path
-			b, _ := json.Marshal(p) // a problem always encodes
-			_, err = fmt.Fprintf(w, "event: failed\ndata: %s\n\n", b)
+			ev = httpapi.ProblemEvent(r, "failed", p)
 		case m.Type != lmosproto.MsgActionStatus:
 			return true
 		case m.Status == lmosproto.ActionCompleted:
+			ev = httpapi.Event{Type: "completed"}
 			if m.Output.Present() {
-				_, err = fmt.Fprintf(w, "event: completed\ndata: %s\n\n", m.Output.JSON())
-			} else {
-				_, err = fmt.Fprint(w, "event: completed\ndata:\n\n")
+				ev.Data = string(m.Output.JSON())
 			}
 		case m.Status == lmosproto.ActionFailed || m.Status == lmosproto.ActionCancelled:
-			p := &problem{Status: http.StatusInternalServerError, Title: interact.TitleInternal,
+			p := &lmosproto.Problem{Status: http.StatusInternalServerError, Title: interact.TitleInternal,
 				Detail: fmt.Sprintf("action %q of Thing %q %s", req.Name, req.ThingID, m.Status)}
 			if m.Status == lmosproto.ActionCancelled {
 				p.Status, p.Title = interact.StatusClientClosed, interact.TitleCancelled
 			}
-			b, _ := json.Marshal(p) // a problem always encodes
-			_, err = fmt.Fprintf(w, "event: failed\ndata: %s\n\n", b)
+			ev = httpapi.ProblemEvent(r, "failed", p)
 		case m.Output.Present():
-			_, err = fmt.Fprintf(w, "data: %s\n\n", m.Output.JSON())
+			ev = httpapi.Event{Data: string(m.Output.JSON())}
 		default:
 			return true // an accept or a status without output
 		}
-		return err == nil && rc.Flush() == nil
+		return s.Send(ev) == nil
 	}
 	if !write(first) || first.Ends(req) {
 		return

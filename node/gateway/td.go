@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/lmosnode/lmosnode/node/httpapi"
 )
 
 // ContentTypeTD is the media type of a Thing Description.
@@ -25,17 +27,17 @@ const (
 func (h *Handler) getTD(w http.ResponseWriter, r *http.Request) {
 	t, p := h.resolve(r, false)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	rec, err := t.entry.Record()
 	if err != nil || rec.Tombstone() {
-		writeProblem(w, r, newProblem(http.StatusNotFound, "Thing %q of %s was removed", t.entry.ThingID, t.entry.Publisher))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusNotFound, "Thing %q of %s was removed", t.entry.ThingID, t.entry.Publisher))
 		return
 	}
 	view, err := ConsumerView(rec.Raw, "http://"+r.Host, t.query(), h.cfg.BearerAuth)
 	if err != nil {
-		writeProblem(w, r, newProblem(http.StatusInternalServerError, "Thing %q of %s: %v", t.entry.ThingID, t.entry.Publisher, err))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusInternalServerError, "Thing %q of %s: %v", t.entry.ThingID, t.entry.Publisher, err))
 		return
 	}
 	w.Header().Set("Content-Type", ContentTypeTD)

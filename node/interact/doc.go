@@ -145,6 +145,11 @@
 //	                   the node invokes it the ordinary way with the input
 //	                   alone (the consumer sees a non-streaming invocation).
 //
+// Event streams are read with httpapi.ReadEvents (the parser of
+// tmaxmax/go-sse): data spread over several data lines is joined with LF,
+// comments and retry fields are skipped, one event may hold a value as
+// large as a message.
+//
 // Timeouts are the engine's (RequestTimeout, ActionTimeout): a backend that
 // does not answer in time is a 504 for the consumer.
 //

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/proto"
 )
 
@@ -32,9 +33,13 @@ const (
 
 // Media types of the HTTP backend contract.
 const (
-	ContentTypeEventStream = "text/event-stream"
+	ContentTypeEventStream = httpapi.ContentTypeEventStream
 	ContentTypeNDJSON      = "application/x-ndjson"
 )
+
+// maxEvent bounds one server-sent event of a backend: a value as large as
+// a message may carry, and its field names.
+const maxEvent = proto.MaxMessageSize + 64<<10
 
 // DefaultPollInterval is how often the HTTP backend polls the status of a
 // long-running action when the backend gives no Retry-After.
@@ -419,8 +424,8 @@ func (b *HTTPBackend) events(ctx context.Context, x *Exchange, target string, em
 		data, _ := readBody(resp)
 		return responseProblem(resp, data)
 	}
-	err = readSSE(resp.Body, func(ev sseEvent) error {
-		v, err := proto.ParseValue([]byte(ev.data))
+	err = eachEvent(resp.Body, func(ev httpapi.Event) error {
+		v, err := proto.ParseValue([]byte(ev.Data))
 		if err != nil {
 			return problem(http.StatusBadGateway, TitleBadGateway, "the backend's event data is not JSON: %v", err)
 		}
@@ -440,6 +445,20 @@ func (b *HTTPBackend) events(ctx context.Context, x *Exchange, target string, em
 		return problem(http.StatusBadGateway, TitleBadGateway, "the backend's event stream broke: %v", err)
 	}
 	return problem(http.StatusBadGateway, TitleBadGateway, "the backend ended the event stream")
+}
+
+// eachEvent calls fn for every event of a backend's event stream until the
+// stream ends, fn fails (its error) or reading fails.
+func eachEvent(r io.Reader, fn func(httpapi.Event) error) error {
+	for ev, err := range httpapi.ReadEvents(r, maxEvent) {
+		if err != nil {
+			return fmt.Errorf("event stream: %w", err)
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // session runs a streaming session: the request body is NDJSON (the
@@ -516,16 +535,16 @@ func (b *HTTPBackend) session(ctx context.Context, x *Exchange) error {
 		return err
 	}
 	done := false
-	err = readSSE(resp.Body, func(ev sseEvent) error {
-		switch ev.typ {
+	err = eachEvent(resp.Body, func(ev httpapi.Event) error {
+		switch ev.Type {
 		case "", "message", "output":
-			v, err := proto.ParseValue([]byte(ev.data))
+			v, err := proto.ParseValue([]byte(ev.Data))
 			if err != nil {
 				return problem(http.StatusBadGateway, TitleBadGateway, "the backend's output chunk is not JSON: %v", err)
 			}
 			return x.Status(proto.ActionRunning, v)
 		case proto.ActionCompleted:
-			v, err := bodyValue([]byte(ev.data))
+			v, err := bodyValue([]byte(ev.Data))
 			if err != nil {
 				return err
 			}
@@ -533,8 +552,8 @@ func (b *HTTPBackend) session(ctx context.Context, x *Exchange) error {
 			return x.Status(proto.ActionCompleted, v)
 		case proto.ActionFailed:
 			p := &proto.Problem{}
-			if json.Unmarshal([]byte(ev.data), p) != nil || p.Status < 400 || p.Status > 599 {
-				p = problem(http.StatusInternalServerError, TitleInternal, "%s", ev.data)
+			if json.Unmarshal([]byte(ev.Data), p) != nil || p.Status < 400 || p.Status > 599 {
+				p = problem(http.StatusInternalServerError, TitleInternal, "%s", ev.Data)
 			}
 			done = true
 			return p

@@ -17,6 +17,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -26,17 +27,17 @@ const maxAdminBody = lmosproto.MaxTDSize + 16<<10
 // adminPublish serves POST /api/v1/things.
 func (h *Handler) adminPublish(w http.ResponseWriter, r *http.Request) {
 	if p := h.checkWrite(r, ""); p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	var req PublishRequest
 	if p := decodeBody(w, r, maxAdminBody, &req); p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	if len(bytes.TrimSpace(req.TD)) == 0 || string(bytes.TrimSpace(req.TD)) == "null" {
-		writeProblem(w, r, &Problem{Status: http.StatusBadRequest, Detail: "request body: td is required",
-			ValidationErrors: []FieldError{{Field: "/td", Description: "required: the Thing Description to publish"}}})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusBadRequest, Detail: "request body: td is required",
+			ValidationErrors: []lmosproto.FieldError{{Field: "/td", Description: "required: the Thing Description to publish"}}})
 		return
 	}
 	var local *directory.Local
@@ -44,8 +45,8 @@ func (h *Handler) adminPublish(w http.ResponseWriter, r *http.Request) {
 		if b := *req.Backend; b != "" {
 			u, err := url.Parse(b)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				writeProblem(w, r, &Problem{Status: http.StatusBadRequest, Detail: fmt.Sprintf("request body: backend: %q is not an absolute http(s) URL", b),
-					ValidationErrors: []FieldError{{Field: "/backend", Description: "must be an absolute http or https URL"}}})
+				httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusBadRequest, Detail: fmt.Sprintf("request body: backend: %q is not an absolute http(s) URL", b),
+					ValidationErrors: []lmosproto.FieldError{{Field: "/backend", Description: "must be an absolute http or https URL"}}})
 				return
 			}
 		}
@@ -53,7 +54,7 @@ func (h *Handler) adminPublish(w http.ResponseWriter, r *http.Request) {
 	}
 	td, p := parseTD("td", "/td", req.TD)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	if td.ID == "" {
@@ -76,7 +77,7 @@ func (h *Handler) adminPublish(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 		w.Header().Set("Location", h.thingURL(r, td.ID, ""))
 	}
-	writeJSON(w, status, PublishResult{ThingInfo: info, Change: change.String()})
+	httpapi.WriteJSON(w, status, PublishResult{ThingInfo: info, Change: change.String()})
 }
 
 // adminList serves GET /api/v1/things: the node's own Things.
@@ -90,7 +91,7 @@ func (h *Handler) adminList(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, info)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // adminDelete serves DELETE /api/v1/things/{id}.
@@ -101,7 +102,7 @@ func (h *Handler) adminDelete(w http.ResponseWriter, r *http.Request) {
 // peers serves GET /api/v1/peers.
 func (h *Handler) peers(w http.ResponseWriter, r *http.Request) {
 	if h.deps.Peers == nil {
-		writeProblem(w, r, &Problem{Status: http.StatusNotImplemented, Detail: "this node does not report its peers"})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusNotImplemented, Detail: "this node does not report its peers"})
 		return
 	}
 	ps := h.deps.Peers.Peers()
@@ -110,23 +111,23 @@ func (h *Handler) peers(w http.ResponseWriter, r *http.Request) {
 		out = append(out, toWirePeer(p))
 	}
 	slices.SortFunc(out, func(a, b Peer) int { return strings.Compare(a.PeerID, b.PeerID) })
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // connect serves POST /api/v1/connect.
 func (h *Handler) connect(w http.ResponseWriter, r *http.Request) {
 	if h.deps.Peers == nil {
-		writeProblem(w, r, &Problem{Status: http.StatusNotImplemented, Detail: "this node cannot connect to peers on request"})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusNotImplemented, Detail: "this node cannot connect to peers on request"})
 		return
 	}
 	var req ConnectRequest
 	if p := decodeBody(w, r, 64<<10, &req); p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	fieldErr := func(desc string) {
-		writeProblem(w, r, &Problem{Status: http.StatusBadRequest, Detail: fmt.Sprintf("request body: addr: %s", desc),
-			ValidationErrors: []FieldError{{Field: "/addr", Description: desc}}})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusBadRequest, Detail: fmt.Sprintf("request body: addr: %s", desc),
+			ValidationErrors: []lmosproto.FieldError{{Field: "/addr", Description: desc}}})
 	}
 	if req.Addr == "" {
 		fieldErr("required: the peer's multiaddr, ending in /p2p/<peer ID>")
@@ -154,14 +155,14 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			status = http.StatusGatewayTimeout
 		}
-		writeProblem(w, r, &Problem{Status: status, Detail: fmt.Sprintf("connect to %s: %v", info.ID, err)})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: status, Detail: fmt.Sprintf("connect to %s: %v", info.ID, err)})
 		return
 	}
-	writeJSON(w, http.StatusOK, toWirePeer(pi))
+	httpapi.WriteJSON(w, http.StatusOK, toWirePeer(pi))
 }
 
 // decodeBody decodes a JSON request body into v, refusing unknown members.
-func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *Problem {
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *lmosproto.Problem {
 	if p := checkContentType(r, ContentTypeJSON); p != nil {
 		return p
 	}
@@ -175,28 +176,16 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *Pro
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
 			field := "/" + strings.ReplaceAll(typeErr.Field, ".", "/")
-			return &Problem{Status: http.StatusBadRequest, Detail: fmt.Sprintf("request body: %s: %v", typeErr.Field, err),
-				ValidationErrors: []FieldError{{Field: field, Description: fmt.Sprintf("must be a JSON %s, not %s", typeErr.Type, typeErr.Value)}}}
+			return &lmosproto.Problem{Status: http.StatusBadRequest, Detail: fmt.Sprintf("request body: %s: %v", typeErr.Field, err),
+				ValidationErrors: []lmosproto.FieldError{{Field: field, Description: fmt.Sprintf("must be a JSON %s, not %s", typeErr.Type, typeErr.Value)}}}
 		}
 		if errors.Is(err, io.EOF) {
-			return badRequest("request body: empty; want a JSON object")
+			return httpapi.Problemf(http.StatusBadRequest, "request body: empty; want a JSON object")
 		}
-		return badRequest("request body: %v", err)
+		return httpapi.Problemf(http.StatusBadRequest, "request body: %v", err)
 	}
 	if dec.More() {
-		return badRequest("request body: data after the JSON object")
+		return httpapi.Problemf(http.StatusBadRequest, "request body: data after the JSON object")
 	}
 	return nil
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil { // impossible: API types marshal
-		status, body = http.StatusInternalServerError, []byte(`{"title":"Internal Server Error","status":500}`)
-		w.Header().Set("Content-Type", ContentTypeProblem)
-	} else {
-		w.Header().Set("Content-Type", ContentTypeJSON)
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
 }

@@ -65,7 +65,7 @@ func TestAdminThings(t *testing.T) {
 	if err := c.Remove(ctx, "urn:a"); err != nil {
 		t.Fatal(err)
 	}
-	var p *tdd.Problem
+	var p *lmosproto.Problem
 	if err := c.Remove(ctx, "urn:a"); !errors.As(err, &p) || p.Status != http.StatusNotFound {
 		t.Errorf("second remove: %v", err)
 	}
@@ -110,7 +110,7 @@ func TestAdminPublishInvalid(t *testing.T) {
 	problem(t, do(t, http.MethodPost, env.URL+"/api/v1/things", []byte(`{}`), "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
 	// The client returns the problem with its fields.
 	_, err := tdd.NewClient(env.URL, nil).Publish(context.Background(), []byte(`{"title":5}`), nil)
-	var p *tdd.Problem
+	var p *lmosproto.Problem
 	if !errors.As(err, &p) || p.Status != http.StatusBadRequest || !strings.Contains(err.Error(), "/td/title") {
 		t.Errorf("client error %v", err)
 	}
@@ -149,7 +149,7 @@ func TestAdminPeers(t *testing.T) {
 		{"/ip4/127.0.0.1/tcp/4002/p2p/" + env.Self.ID.String(), 400, "this node itself"},
 	} {
 		_, err := c.Connect(ctx, tc.addr)
-		var p *tdd.Problem
+		var p *lmosproto.Problem
 		if !errors.As(err, &p) || p.Status != tc.status || !strings.Contains(p.Detail, tc.detail) {
 			t.Errorf("connect %q: %v, want %d naming %q", tc.addr, err, tc.status, tc.detail)
 			continue
@@ -160,7 +160,7 @@ func TestAdminPeers(t *testing.T) {
 	}
 	env.Peers.ConnectErr = errors.New("dial backoff")
 	_, err = c.Connect(ctx, addr)
-	var pr *tdd.Problem
+	var pr *lmosproto.Problem
 	if !errors.As(err, &pr) || pr.Status != http.StatusBadGateway || !strings.Contains(pr.Detail, "dial backoff") || !strings.Contains(pr.Detail, b.ID.String()) {
 		t.Errorf("failed connect: %v", err)
 	}
@@ -169,7 +169,7 @@ func TestAdminPeers(t *testing.T) {
 func TestAdminPeersNotImplemented(t *testing.T) {
 	env := tddtest.NewEnv(t, func(d *tdd.Deps, _ *tdd.Config) { d.Peers = nil })
 	c := tdd.NewClient(env.URL, nil)
-	var p *tdd.Problem
+	var p *lmosproto.Problem
 	if _, err := c.Peers(context.Background()); !errors.As(err, &p) || p.Status != http.StatusNotImplemented {
 		t.Errorf("peers: %v", err)
 	}
@@ -196,7 +196,7 @@ func TestClientFind(t *testing.T) {
 	if res, err := c.Find(context.Background(), tdd.FindQuery{}); err != nil || !res.More || len(res.Things) != 2 {
 		t.Errorf("first page: %d things, more %v, %v", len(res.Things), res.More, err)
 	}
-	var p *tdd.Problem
+	var p *lmosproto.Problem
 	if _, err := c.Find(context.Background(), tdd.FindQuery{Type: "agent", Limit: -1, Capability: "x@bad range"}); !errors.As(err, &p) || p.Status != 400 {
 		t.Errorf("bad find: %v", err)
 	}

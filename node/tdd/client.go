@@ -14,6 +14,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -21,7 +22,7 @@ import (
 const maxResponse = 256 << 20
 
 // Client calls the API of a running node. An error response is returned
-// as a *Problem. A Client is safe for concurrent use.
+// as a *proto.Problem. A Client is safe for concurrent use.
 type Client struct {
 	base string
 	hc   *http.Client
@@ -159,7 +160,7 @@ func (c *Client) Find(ctx context.Context, q FindQuery) (FindResult, error) {
 }
 
 // do sends a request and decodes a JSON response into out (if not nil), or
-// an error response into a *Problem.
+// an error response into a *proto.Problem.
 func (c *Client) do(ctx context.Context, method, path, contentType string, body []byte, out any) (http.Header, error) {
 	var rd io.Reader
 	if body != nil {
@@ -182,16 +183,14 @@ func (c *Client) do(ctx context.Context, method, path, contentType string, body 
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read response: %w", method, path, err)
 	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode >= 300 {
-		p := &Problem{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
-		if ct == ContentTypeProblem {
-			if err := json.Unmarshal(data, p); err != nil {
-				return nil, fmt.Errorf("%s %s: %s, undecodable problem body: %w", method, path, resp.Status, err)
-			}
+		p, err := httpapi.ResponseProblem(resp, data)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, err)
 		}
 		return resp.Header, p
 	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return resp.Header, nil
 	}

@@ -27,9 +27,11 @@
 //	GET    /api/v1/peers           the peers the node knows
 //	POST   /api/v1/connect         {"addr": MULTIADDR}: connect to a peer
 //
-// Errors are RFC 9457 (RFC 7807) problem details (application/problem+json);
-// an invalid TD gives 400 with "validationErrors": [{"field": JSON pointer,
-// "description": …}], as the WoT Discovery spec asks. Request bodies are
+// Errors are RFC 9457 (RFC 7807) problem details (application/problem+json),
+// the node's one problem type proto.Problem written by package httpapi;
+// Client returns it as the error. An invalid TD gives 400 with
+// "validationErrors": [{"field": JSON pointer, "description": …}], as the
+// WoT Discovery spec asks. Request bodies are
 // bounded (proto.MaxTDSize: 413 beyond) and must carry a JSON media type
 // (415 otherwise; this also keeps cross-origin browser POSTs out, which a
 // browser sends unasked only as forms, text/plain or untyped). A failing
@@ -82,8 +84,10 @@
 // applies by replacing). A Last-Event-ID header resumes after that event;
 // an ID whose successors are no longer held gives 410 Gone (re-read the
 // directory, then subscribe afresh). A stream that falls too far behind is
-// ended, and the client resumes with Last-Event-ID. Comment lines keep idle
-// streams alive. Handler.Close ends every stream.
+// ended, and the client resumes with Last-Event-ID. The stream is
+// httpapi's: it opens with "retry: 2000", keep-alive comment lines every
+// Config.Heartbeat keep idle streams alive, and a client that reads
+// nothing for two heartbeats is dropped. Handler.Close ends every stream.
 //
 // # Visibility
 //

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/httpapi"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // eventTypes are the event types a stream can be narrowed to.
@@ -25,7 +27,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	if s := r.PathValue("type"); s != "" {
 		t, ok := eventTypes[s]
 		if !ok {
-			writeProblem(w, r, &Problem{Status: http.StatusNotFound,
+			httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusNotFound,
 				Detail: fmt.Sprintf("no event type %q: want thing_created, thing_updated or thing_deleted", s)})
 			return
 		}
@@ -35,23 +37,23 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	if s, ok := single(r.URL.Query(), "diff"); ok {
 		b, err := strconv.ParseBool(s)
 		if err != nil {
-			writeProblem(w, r, badRequest("query parameter diff: %q: want true or false", s))
+			httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "query parameter diff: %q: want true or false", s))
 			return
 		}
 		diff = b
 	}
-	last := r.Header.Get("Last-Event-ID")
+	last := httpapi.LastEventID(r)
 	ch, cancel, err := h.deps.Directory.Subscribe(last)
 	switch {
 	case errors.Is(err, directory.ErrEventsLost):
-		writeProblem(w, r, &Problem{Status: http.StatusGone,
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusGone,
 			Detail: fmt.Sprintf("header Last-Event-ID: the events after %q are no longer held: read the directory again, then subscribe without Last-Event-ID", last)})
 		return
 	case errors.Is(err, directory.ErrEventID):
-		writeProblem(w, r, badRequest("header Last-Event-ID: %q is not an event id of this directory", last))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "header Last-Event-ID: %q is not an event id of this directory", last))
 		return
 	case errors.Is(err, directory.ErrClosed):
-		writeProblem(w, r, &Problem{Status: http.StatusServiceUnavailable, Detail: "the directory is closed (the node is stopping)"})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusServiceUnavailable, Detail: "the directory is closed (the node is stopping)"})
 		return
 	case err != nil:
 		h.writeInternal(w, r, "subscribe", "", err)
@@ -60,40 +62,29 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 
 	if !h.startStream() {
-		writeProblem(w, r, &Problem{Status: http.StatusServiceUnavailable, Detail: "the API is shutting down"})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusServiceUnavailable, Detail: "the API is shutting down"})
 		return
 	}
 	defer h.streams.Done()
 
-	rc := http.NewResponseController(w)
-	hdr := w.Header()
-	hdr.Set("Content-Type", ContentTypeEventStream)
-	hdr.Set("Cache-Control", "no-cache")
-	hdr.Set("X-Accel-Buffering", "no") // no buffering in a reverse proxy
-	w.WriteHeader(http.StatusOK)
-	vis := h.visible(r)
-	send := func(b []byte) bool {
-		// A client that stops reading must not hold the stream forever.
-		_ = rc.SetWriteDeadline(time.Now().Add(2 * h.cfg.Heartbeat))
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	// retry: how long an EventSource waits before it reconnects.
-	if !send([]byte("retry: 2000\n\n")) {
+	s, err := httpapi.StartStream(w, httpapi.StreamConfig{
+		Retry:        2 * time.Second, // how long an EventSource waits before it reconnects
+		KeepAlive:    h.cfg.Heartbeat,
+		WriteTimeout: 2 * h.cfg.Heartbeat, // a client that stops reading must not hold the stream forever
+	})
+	if err != nil {
 		return
 	}
-	tick := time.NewTicker(h.cfg.Heartbeat)
-	defer tick.Stop()
+	defer s.Close()
+	vis := h.visible(r)
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-h.done:
 			return
-		case <-tick.C:
-			if !send([]byte(": heartbeat\n\n")) {
+		case <-s.KeepAlive():
+			if s.Ping() != nil {
 				return
 			}
 		case ev, ok := <-ch:
@@ -113,7 +104,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 				h.log.Warn("event not sent", "event", ev.ID, "thing", ev.ThingID, "err", err)
 				continue
 			}
-			if !send(msg) {
+			if s.Send(msg) != nil {
 				return
 			}
 		}
@@ -126,30 +117,28 @@ type eventData struct {
 	Publisher string `json:"publisher"`
 }
 
-// formatEvent writes ev as an SSE message.
-func formatEvent(ev directory.Event, diff bool) ([]byte, error) {
+// formatEvent is ev as a server-sent event.
+func formatEvent(ev directory.Event, diff bool) (httpapi.Event, error) {
 	var data []byte
 	if diff && ev.Type != directory.EventDeleted {
 		rec, err := ev.Entry.Record()
 		if err != nil {
-			return nil, err
+			return httpapi.Event{}, err
 		}
 		if rec.Tombstone() {
-			return nil, fmt.Errorf("thing %q of %s: %s event carries a tombstone", ev.ThingID, ev.Publisher, ev.Type)
+			return httpapi.Event{}, fmt.Errorf("thing %q of %s: %s event carries a tombstone", ev.ThingID, ev.Publisher, ev.Type)
 		}
-		// SSE data lines end at a newline; compact JSON has none.
+		// Compact: one data line.
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, rec.Raw); err != nil {
-			return nil, err
+			return httpapi.Event{}, err
 		}
 		data = buf.Bytes()
 	} else {
 		var err error
 		if data, err = json.Marshal(eventData{ID: ev.ThingID, Publisher: ev.Publisher.String()}); err != nil {
-			return nil, err
+			return httpapi.Event{}, err
 		}
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "event: %s\nid: %s\ndata: %s\n\n", ev.Type, ev.ID, data)
-	return b.Bytes(), nil
+	return httpapi.Event{Type: string(ev.Type), ID: ev.ID, Data: string(data)}, nil
 }

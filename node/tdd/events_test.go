@@ -211,7 +211,7 @@ func TestEventsHeartbeat(t *testing.T) {
 	for {
 		select {
 		case ev := <-s.events:
-			if ev.comment == "heartbeat" {
+			if ev.comment == "keep-alive" {
 				return
 			}
 		case <-timeout:

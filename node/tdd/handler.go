@@ -16,6 +16,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -305,12 +306,12 @@ func (h *Handler) routes() *http.ServeMux {
 		allow := strings.Join(allowed, ", ")
 		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			writeProblem(w, r, &Problem{Status: http.StatusMethodNotAllowed,
+			httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusMethodNotAllowed,
 				Detail: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow)})
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no such endpoint: %s", r.URL.Path)})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no such endpoint: %s", r.URL.Path)})
 	})
 	return mux
 }

@@ -133,7 +133,7 @@ func do(t testing.TB, method, url string, body []byte, hdr ...string) response {
 }
 
 // problem checks that r is a problem response of status and returns it.
-func problem(t testing.TB, r response, status int) tdd.Problem {
+func problem(t testing.TB, r response, status int) lmosproto.Problem {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
@@ -141,7 +141,7 @@ func problem(t testing.TB, r response, status int) tdd.Problem {
 	if ct := r.contentType(); ct != tdd.ContentTypeProblem {
 		t.Fatalf("content type %q, want %s; body %s", ct, tdd.ContentTypeProblem, r.body)
 	}
-	var p tdd.Problem
+	var p lmosproto.Problem
 	if err := json.Unmarshal(r.body, &p); err != nil {
 		t.Fatalf("problem body %s: %v", r.body, err)
 	}
@@ -152,7 +152,7 @@ func problem(t testing.TB, r response, status int) tdd.Problem {
 }
 
 // fields returns the fields of a problem's validation errors.
-func fields(p tdd.Problem) []string {
+func fields(p lmosproto.Problem) []string {
 	var out []string
 	for _, fe := range p.ValidationErrors {
 		out = append(out, fe.Field)

@@ -13,6 +13,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -23,37 +24,37 @@ type listQuery struct {
 }
 
 // parseListQuery checks the query parameters of GET /things.
-func (h *Handler) parseListQuery(r *http.Request) (listQuery, *Problem) {
+func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem) {
 	v := r.URL.Query()
 	lq := listQuery{limit: h.cfg.DefaultLimit}
 	if s, ok := single(v, "offset"); ok {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
-			return lq, badRequest("query parameter offset: %q is not a non-negative integer", s)
+			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter offset: %q is not a non-negative integer", s)
 		}
 		lq.offset = n
 	}
 	if s, ok := single(v, "limit"); ok {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			return lq, badRequest("query parameter limit: %q is not a positive integer", s)
+			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter limit: %q is not a positive integer", s)
 		}
 		lq.limit = min(n, h.cfg.MaxLimit)
 	}
 	if s, ok := single(v, "format"); ok && s != "array" {
 		if s == "collection" {
-			return lq, &Problem{Status: http.StatusNotImplemented, Detail: `query parameter format: "collection" is not supported; use "array" (the default)`}
+			return lq, &lmosproto.Problem{Status: http.StatusNotImplemented, Detail: `query parameter format: "collection" is not supported; use "array" (the default)`}
 		}
-		return lq, badRequest(`query parameter format: %q: want "array"`, s)
+		return lq, httpapi.Problemf(http.StatusBadRequest, `query parameter format: %q: want "array"`, s)
 	}
 	for _, p := range []string{"sort_by", "sort_order"} {
 		if v.Has(p) {
-			return lq, &Problem{Status: http.StatusNotImplemented, Detail: fmt.Sprintf("query parameter %s: sorting is not supported; results are ordered by relevance (with q), then title, publisher and id", p)}
+			return lq, &lmosproto.Problem{Status: http.StatusNotImplemented, Detail: fmt.Sprintf("query parameter %s: sorting is not supported; results are ordered by relevance (with q), then title, publisher and id", p)}
 		}
 	}
 	for _, p := range []string{"offset", "limit", "format", "type", "capability", "vendor", "publisher", "group", "q"} {
 		if len(v[p]) > 1 {
-			return lq, badRequest("query parameter %s: given %d times, want at most once", p, len(v[p]))
+			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter %s: given %d times, want at most once", p, len(v[p]))
 		}
 	}
 	lq.q.Type = v.Get("type")
@@ -64,18 +65,18 @@ func (h *Handler) parseListQuery(r *http.Request) (listQuery, *Problem) {
 	if s := v.Get("publisher"); s != "" {
 		id, err := lmosproto.ParsePublisher(s)
 		if err != nil {
-			return lq, badRequest("query parameter publisher: %v", err)
+			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err)
 		}
 		lq.q.Publisher = id
 	}
 	if c := lq.q.Capability; c != "" {
 		id, rng, hasRange := splitCapability(c)
 		if id == "" {
-			return lq, badRequest("query parameter capability: %q has no capability id before '@'", c)
+			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter capability: %q has no capability id before '@'", c)
 		}
 		if hasRange {
 			if _, err := semver.NewConstraint(rng); err != nil {
-				return lq, badRequest("query parameter capability: %q: version range %q: %v", c, rng, err)
+				return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter capability: %q: version range %q: %v", c, rng, err)
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -22,13 +23,13 @@ import (
 func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 	lq, p := h.parseListQuery(r)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	lq.q.Visible = h.visible(r)
 	res, err := h.deps.Directory.Search(lq.q)
 	if err != nil {
-		writeProblem(w, r, badRequest("%v", err))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "%v", err))
 		return
 	}
 	entries, total := res.Entries, res.Total
@@ -67,12 +68,12 @@ func (h *Handler) getThing(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	e, p := h.resolve(r, id)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	rec, err := e.Record()
 	if err != nil || rec.Tombstone() {
-		writeProblem(w, r, &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("thing %q of %s was removed", id, e.Publisher)})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("thing %q of %s was removed", id, e.Publisher)})
 		return
 	}
 	setRegistrationHeaders(w.Header(), e)
@@ -84,20 +85,20 @@ func (h *Handler) getThing(w http.ResponseWriter, r *http.Request) {
 
 // resolve finds the Thing a read of /things/{id} means (see the package
 // documentation, "Identity").
-func (h *Handler) resolve(r *http.Request, id string) (directory.Entry, *Problem) {
+func (h *Handler) resolve(r *http.Request, id string) (directory.Entry, *lmosproto.Problem) {
 	if id == "" {
-		return directory.Entry{}, &Problem{Status: http.StatusNotFound, Detail: "no thing id in the path: GET /things/{id}"}
+		return directory.Entry{}, &lmosproto.Problem{Status: http.StatusNotFound, Detail: "no thing id in the path: GET /things/{id}"}
 	}
 	vis := h.visible(r)
 	ok := func(e directory.Entry) bool { return vis == nil || vis(e) }
 	if s := r.URL.Query().Get("publisher"); s != "" {
 		pub, err := lmosproto.ParsePublisher(s)
 		if err != nil {
-			return directory.Entry{}, badRequest("query parameter publisher: %v", err)
+			return directory.Entry{}, httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err)
 		}
 		e, found := h.deps.Directory.Get(pub, id)
 		if !found || !ok(e) {
-			return directory.Entry{}, &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing %q published by %s", id, pub)}
+			return directory.Entry{}, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing %q published by %s", id, pub)}
 		}
 		return e, nil
 	}
@@ -109,16 +110,16 @@ func (h *Handler) resolve(r *http.Request, id string) (directory.Entry, *Problem
 	}
 	switch {
 	case len(all) == 0:
-		return directory.Entry{}, &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing %q", id)}
+		return directory.Entry{}, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing %q", id)}
 	case len(all) == 1 || all[0].Own: // Lookup puts the own Thing first
 		return all[0], nil
 	}
-	p := &Problem{
+	p := &lmosproto.Problem{
 		Status: http.StatusMultipleChoices,
 		Detail: fmt.Sprintf("thing %q is published by %d peers and none is this node; choose one with ?publisher=", id, len(all)),
 	}
 	for _, e := range all {
-		p.Candidates = append(p.Candidates, Candidate{
+		p.Candidates = append(p.Candidates, lmosproto.Candidate{
 			Publisher: e.Publisher.String(),
 			Title:     e.Title,
 			Href:      h.thingURL(r, id, e.Publisher),
@@ -136,12 +137,12 @@ const timeLayout = "2006-01-02T15:04:05Z07:00"
 func (h *Handler) putThing(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if p := h.checkWrite(r, id); p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	td, p := readTD(w, r)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	switch td.ID {
@@ -149,9 +150,9 @@ func (h *Handler) putThing(w http.ResponseWriter, r *http.Request) {
 		td.ID = id
 	case id:
 	default:
-		writeProblem(w, r, &Problem{Status: http.StatusBadRequest,
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusBadRequest,
 			Detail:           fmt.Sprintf("the TD's id %q differs from the id %q in the path", td.ID, id),
-			ValidationErrors: []FieldError{{Field: "/id", Description: fmt.Sprintf("must be %q, the id in the path", id)}}})
+			ValidationErrors: []lmosproto.FieldError{{Field: "/id", Description: fmt.Sprintf("must be %q, the id in the path", id)}}})
 		return
 	}
 	h.wmu.Lock()
@@ -172,18 +173,18 @@ func (h *Handler) putThing(w http.ResponseWriter, r *http.Request) {
 // createAnonymous serves POST /things: a TD without id gets a urn:uuid id.
 func (h *Handler) createAnonymous(w http.ResponseWriter, r *http.Request) {
 	if p := h.checkWrite(r, ""); p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	td, p := readTD(w, r)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	if td.ID != "" {
-		writeProblem(w, r, &Problem{Status: http.StatusBadRequest,
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusBadRequest,
 			Detail:           fmt.Sprintf("POST /things creates an anonymous TD, but this one has id %q: use PUT /things/{id}", td.ID),
-			ValidationErrors: []FieldError{{Field: "/id", Description: "must be absent: the directory assigns the id of an anonymous TD"}}})
+			ValidationErrors: []lmosproto.FieldError{{Field: "/id", Description: "must be absent: the directory assigns the id of an anonymous TD"}}})
 		return
 	}
 	td.ID = "urn:uuid:" + uuid.NewString()
@@ -203,25 +204,25 @@ func (h *Handler) createAnonymous(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if p := h.checkWrite(r, id); p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	if p := checkContentType(r, ContentTypeMergePatch); p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	body, p := readBody(w, r, lmosproto.MaxTDSize)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	patch, err := decodeJSON(body)
 	if err != nil {
-		writeProblem(w, r, badRequest("request body: not JSON: %v", err))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "request body: not JSON: %v", err))
 		return
 	}
 	if _, ok := patch.(map[string]any); !ok {
-		writeProblem(w, r, badRequest("request body: a merge patch of a TD must be a JSON object"))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "request body: a merge patch of a TD must be a JSON object"))
 		return
 	}
 
@@ -229,7 +230,7 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 	defer h.wmu.Unlock()
 	e, p := h.ownThing(r, id)
 	if p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	raw, err := e.Raw()
@@ -247,23 +248,23 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 	}
 	merged := mergePatch(current, patch)
 	if got, _ := merged.(map[string]any)["id"].(string); got != id {
-		writeProblem(w, r, &Problem{Status: http.StatusBadRequest,
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusBadRequest,
 			Detail:           fmt.Sprintf("the patch changes the id of thing %q; the id names the Thing and cannot change", id),
-			ValidationErrors: []FieldError{{Field: "/id", Description: fmt.Sprintf("must stay %q", id)}}})
+			ValidationErrors: []lmosproto.FieldError{{Field: "/id", Description: fmt.Sprintf("must stay %q", id)}}})
 		return
 	}
 	doc, err := encodeJSON(merged)
 	if err != nil {
-		writeProblem(w, r, badRequest("patched thing %q: %v", id, err))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "patched thing %q: %v", id, err))
 		return
 	}
 	if err := lmosproto.ValidateTD(doc); err != nil {
-		writeProblem(w, r, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err))
+		httpapi.WriteProblem(w, r, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err))
 		return
 	}
 	td, err := lmosproto.ParseTD(doc)
 	if err != nil {
-		writeProblem(w, r, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err))
+		httpapi.WriteProblem(w, r, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err))
 		return
 	}
 	if _, _, err := h.publish(r.Context(), td, nil); err != nil {
@@ -277,13 +278,13 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) deleteThing(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if p := h.checkWrite(r, id); p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
 	if _, p := h.ownThing(r, id); p != nil {
-		writeProblem(w, r, p)
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	if err := h.remove(r.Context(), id); err != nil {
@@ -296,20 +297,20 @@ func (h *Handler) deleteThing(w http.ResponseWriter, r *http.Request) {
 // checkWrite refuses a write when the node cannot publish, when the path
 // has no id (id "" is allowed only for POST /things), or when the request
 // names another publisher.
-func (h *Handler) checkWrite(r *http.Request, id string) *Problem {
+func (h *Handler) checkWrite(r *http.Request, id string) *lmosproto.Problem {
 	if h.deps.Publisher == nil {
-		return &Problem{Status: http.StatusNotImplemented, Detail: "this node has no publisher: its directory is read-only"}
+		return &lmosproto.Problem{Status: http.StatusNotImplemented, Detail: "this node has no publisher: its directory is read-only"}
 	}
 	if r.Method != http.MethodPost && id == "" {
-		return &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing id in the path: %s /things/{id}", r.Method)}
+		return &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing id in the path: %s /things/{id}", r.Method)}
 	}
 	if s := r.URL.Query().Get("publisher"); s != "" {
 		pub, err := lmosproto.ParsePublisher(s)
 		if err != nil {
-			return badRequest("query parameter publisher: %v", err)
+			return httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err)
 		}
 		if pub != h.deps.PeerID {
-			return &Problem{Status: http.StatusForbidden,
+			return &lmosproto.Problem{Status: http.StatusForbidden,
 				Detail: fmt.Sprintf("thing %q of %s is read-only: this node (%s) changes only its own Things", id, pub, h.deps.PeerID)}
 		}
 	}
@@ -318,7 +319,7 @@ func (h *Handler) checkWrite(r *http.Request, id string) *Problem {
 
 // ownThing returns the node's own Thing id for a PATCH or DELETE: 404 if
 // there is none, 403 if only other publishers have one.
-func (h *Handler) ownThing(r *http.Request, id string) (directory.Entry, *Problem) {
+func (h *Handler) ownThing(r *http.Request, id string) (directory.Entry, *lmosproto.Problem) {
 	if e, ok := h.deps.Directory.Get(h.deps.PeerID, id); ok {
 		return e, nil
 	}
@@ -330,10 +331,10 @@ func (h *Handler) ownThing(r *http.Request, id string) (directory.Entry, *Proble
 		}
 	}
 	if len(others) > 0 {
-		return directory.Entry{}, &Problem{Status: http.StatusForbidden,
+		return directory.Entry{}, &lmosproto.Problem{Status: http.StatusForbidden,
 			Detail: fmt.Sprintf("thing %q is published by %s, not by this node; other publishers' Things are read-only", id, strings.Join(others, ", "))}
 	}
-	return directory.Entry{}, &Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing %q published by this node", id)}
+	return directory.Entry{}, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing %q published by this node", id)}
 }
 
 func (h *Handler) publish(ctx context.Context, td *lmosproto.TD, local *directory.Local) (directory.Entry, directory.Change, error) {
@@ -368,13 +369,13 @@ func (h *Handler) writePublishErrorAt(w http.ResponseWriter, r *http.Request, id
 	var verr lmosproto.ValidationError
 	switch {
 	case errors.As(err, &verrs), errors.As(err, &verr):
-		writeProblem(w, r, invalidTD(fmt.Sprintf("thing %q", id), prefix, err))
+		httpapi.WriteProblem(w, r, invalidTD(fmt.Sprintf("thing %q", id), prefix, err))
 	case errors.Is(err, directory.ErrStale):
-		writeProblem(w, r, &Problem{Status: http.StatusConflict, Detail: fmt.Sprintf("thing %q: a newer version is already held: %v", id, err)})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusConflict, Detail: fmt.Sprintf("thing %q: a newer version is already held: %v", id, err)})
 	case errors.Is(err, directory.ErrClosed):
-		writeProblem(w, r, &Problem{Status: http.StatusServiceUnavailable, Detail: fmt.Sprintf("thing %q: the directory is closed (the node is stopping)", id)})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusServiceUnavailable, Detail: fmt.Sprintf("thing %q: the directory is closed (the node is stopping)", id)})
 	case errors.Is(err, context.DeadlineExceeded):
-		writeProblem(w, r, &Problem{Status: http.StatusGatewayTimeout, Detail: fmt.Sprintf("thing %q: publishing did not finish within %s: %v", id, h.cfg.WriteTimeout, err)})
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusGatewayTimeout, Detail: fmt.Sprintf("thing %q: publishing did not finish within %s: %v", id, h.cfg.WriteTimeout, err)})
 	default:
 		h.writeInternal(w, r, "publish", id, err)
 	}
@@ -382,11 +383,11 @@ func (h *Handler) writePublishErrorAt(w http.ResponseWriter, r *http.Request, id
 
 func (h *Handler) writeInternal(w http.ResponseWriter, r *http.Request, op, id string, err error) {
 	h.log.Error("tdd request failed", "op", op, "thing", id, "path", r.URL.Path, "err", err)
-	writeProblem(w, r, &Problem{Status: http.StatusInternalServerError, Detail: fmt.Sprintf("%s thing %q: %v", op, id, err)})
+	httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusInternalServerError, Detail: fmt.Sprintf("%s thing %q: %v", op, id, err)})
 }
 
 // readTD reads, validates and parses a TD request body.
-func readTD(w http.ResponseWriter, r *http.Request) (*lmosproto.TD, *Problem) {
+func readTD(w http.ResponseWriter, r *http.Request) (*lmosproto.TD, *lmosproto.Problem) {
 	if p := checkContentType(r, ContentTypeTD, ContentTypeJSON, ContentTypeLDJSON); p != nil {
 		return nil, p
 	}
@@ -399,7 +400,7 @@ func readTD(w http.ResponseWriter, r *http.Request) (*lmosproto.TD, *Problem) {
 
 // parseTD validates and parses a TD document; problems name their fields
 // with prefix before the pointer.
-func parseTD(what, prefix string, doc []byte) (*lmosproto.TD, *Problem) {
+func parseTD(what, prefix string, doc []byte) (*lmosproto.TD, *lmosproto.Problem) {
 	if err := lmosproto.ValidateTD(doc); err != nil {
 		return nil, invalidTD(what, prefix, err)
 	}
@@ -414,7 +415,7 @@ func parseTD(what, prefix string, doc []byte) (*lmosproto.TD, *Problem) {
 // 415. Requiring a JSON media type also keeps web pages out: a browser sends
 // a cross-origin POST without asking the server first (CORS preflight) only
 // with a form or text/plain body, or with no Content-Type at all.
-func checkContentType(r *http.Request, allowed ...string) *Problem {
+func checkContentType(r *http.Request, allowed ...string) *lmosproto.Problem {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if err == nil {
@@ -424,19 +425,19 @@ func checkContentType(r *http.Request, allowed ...string) *Problem {
 			}
 		}
 	}
-	return &Problem{Status: http.StatusUnsupportedMediaType,
+	return &lmosproto.Problem{Status: http.StatusUnsupportedMediaType,
 		Detail: fmt.Sprintf("header Content-Type: %q: want %s", ct, strings.Join(allowed, " or "))}
 }
 
 // readBody reads a request body of at most limit bytes.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Problem) {
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *lmosproto.Problem) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, &Problem{Status: http.StatusRequestEntityTooLarge, Detail: fmt.Sprintf("request body: more than the %d bytes allowed", limit)}
+			return nil, &lmosproto.Problem{Status: http.StatusRequestEntityTooLarge, Detail: fmt.Sprintf("request body: more than the %d bytes allowed", limit)}
 		}
-		return nil, badRequest("request body: %v", err)
+		return nil, httpapi.Problemf(http.StatusBadRequest, "request body: %v", err)
 	}
 	return body, nil
 }

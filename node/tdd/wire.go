@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/httpapi"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // Media types of the API.
@@ -22,7 +24,10 @@ const (
 	// ContentTypeMergePatch is the body of PATCH /things/{id}.
 	ContentTypeMergePatch = "application/merge-patch+json"
 	// ContentTypeEventStream is the body of /events.
-	ContentTypeEventStream = "text/event-stream"
+	ContentTypeEventStream = httpapi.ContentTypeEventStream
+	// ContentTypeProblem is the body of every error response, an RFC 9457
+	// problem (a *proto.Problem).
+	ContentTypeProblem = lmosproto.ContentTypeProblemJSON
 )
 
 // Response headers carrying registration information (see the package

@@ -18,8 +18,9 @@
 // An HTTP GET upgraded with the standard WebSocket handshake that offers
 // the sub-protocol lmosprotocol in Sec-WebSocket-Protocol; the answer
 // (101) selects it. A WebSocket handshake that does not offer it is
-// refused with 400 and an RFC 7807 application/problem+json body naming
-// the sub-protocol; a request that is no WebSocket handshake gets the
+// refused with 400 and an RFC 9457 application/problem+json body naming
+// the sub-protocol (httpapi.WriteProblem, as every HTTP surface of the
+// node answers errors); a request that is no WebSocket handshake gets the
 // library's 426 Upgrade Required. Browser clients must come from the
 // request's own host or an Options.OriginPatterns origin; clients without
 // an Origin header (programs, agents) are always allowed.

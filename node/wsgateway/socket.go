@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/proto"
 )
@@ -30,23 +31,16 @@ func offersSubprotocol(r *http.Request) bool {
 	return false
 }
 
-// writeProblem answers a plain HTTP request with an RFC 7807 body.
-func writeProblem(w http.ResponseWriter, status int, title, detail string) {
-	w.Header().Set("Content-Type", proto.ContentTypeProblemJSON)
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(&proto.Problem{Type: proto.ProblemTypeBlank, Status: status, Title: title, Detail: detail})
-}
-
 // accept upgrades r to a WebSocket speaking lmosprotocol, or answers it
 // with an HTTP error and returns nil.
 func accept(w http.ResponseWriter, r *http.Request, opts Options, cs *conns) *websocket.Conn {
 	if cs.isClosed() {
-		writeProblem(w, http.StatusServiceUnavailable, interact.TitleUnavailable, "the node is shutting down")
+		httpapi.WriteProblem(w, r, &proto.Problem{Status: http.StatusServiceUnavailable, Title: interact.TitleUnavailable, Detail: "the node is shutting down"})
 		return nil
 	}
 	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && !offersSubprotocol(r) {
-		writeProblem(w, http.StatusBadRequest, interact.TitleBadRequest,
-			fmt.Sprintf("this endpoint speaks only the WebSocket sub-protocol %q; offer it in Sec-WebSocket-Protocol", proto.WebSocketSubprotocol))
+		httpapi.WriteProblem(w, r, &proto.Problem{Status: http.StatusBadRequest, Title: interact.TitleBadRequest,
+			Detail: fmt.Sprintf("this endpoint speaks only the WebSocket sub-protocol %q; offer it in Sec-WebSocket-Protocol", proto.WebSocketSubprotocol)})
 		return nil
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{

@@ -1,0 +1,47 @@
+// Package httpapi is what every HTTP surface of the node shares: the
+// directory API (node/tdd), the WoT HTTP binding (node/gateway), the
+// WebSocket endpoints' plain HTTP answers (node/wsgateway), the groups API
+// and the root API of package node, and their clients (the CLI, the HTTP
+// backend of node/interact). Surfaces still to come (MCP over streamable
+// HTTP, the web console) build on it too.
+//
+// # Problems
+//
+// Every error response is an RFC 9457 problem (application/problem+json)
+// whose body is a *proto.Problem, the one problem type of the code base:
+// type, title, status, detail, instance, and the extension members
+// validationErrors (WoT Discovery §7.3.2.1: the JSON pointer of each
+// member at fault in the request body) and candidates (300 Multiple
+// Choices: each publisher of an ambiguous Thing id). WriteProblem writes
+// one from any error: the *proto.Problem it is or wraps, otherwise a 500
+// with the error's text as detail. Title defaults to the status text,
+// instance to the request path; "about:blank" as type is left out, as
+// RFC 9457 allows. Every problem response carries Cache-Control: no-store
+// and X-Content-Type-Options: nosniff. Recover turns a panicking handler
+// into a 500 problem. ResponseProblem is the client side: the problem a
+// response describes. testdata/*.http holds the exact responses.
+//
+// # JSON and content negotiation
+//
+// WriteJSON writes a JSON body. Negotiate picks the media type of an
+// answer from the Accept header (parsed with munnerz/goautoneg): the
+// offer with the highest quality, the first one on a tie; a type with a
+// structured syntax suffix (application/td+json) counts as its base type
+// (application/json).
+//
+// # Server-sent events
+//
+// A Stream is the one writer of text/event-stream responses: it sends the
+// headers (Content-Type text/event-stream, Cache-Control no-cache,
+// X-Accel-Buffering no, so that a reverse proxy does not buffer), the
+// retry field, and then events (id, event and data fields; data with line
+// breaks becomes several data lines), each under a write deadline
+// (http.ResponseController) and flushed at once; KeepAlive ticks the
+// handler to send a comment line on an idle stream, so that proxies keep
+// the connection. LastEventID reads the Last-Event-ID header a client
+// resumes with. ReadEvents is the one reader, built on the parser of
+// tmaxmax/go-sse: it joins multi-line data and skips comments.
+//
+// Nothing here keeps state between requests; every function is safe for
+// concurrent use, a Stream belongs to its handler.
+package httpapi
