@@ -49,7 +49,7 @@ func (n *Node) buildInteract() error {
 		return err
 	}
 	if n.ps != nil {
-		n.fanout, err = fanout.New(fanout.Params{
+		n.fanout, err = fanout.New(fanout.Deps{
 			PubSub:     n.ps,
 			Self:       n.peerID,
 			Local:      n.own.Engine(),

@@ -145,10 +145,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.dir, err = directory.Open(n.store, n.peerID, directory.Options{
-		TTL:    time.Duration(cfg.ThingTTL),
-		Logger: o.logger.With("component", "directory"),
-	})
+	n.dir, err = directory.Open(directory.Deps{Datastore: n.store, Self: n.peerID},
+		directory.Config{TTL: time.Duration(cfg.ThingTTL)},
+		directory.WithLogger(o.logger.With("component", "directory")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -238,9 +237,8 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	dcfg.MDNS = cfg.MDNS
 	dcfg.Bootstrap = bootstrap
 	dcfg.MaxPeers = max(cfg.ConnMgr.Low, 1)
-	n.disc, err = discovery.New(n.host, dcfg,
-		discovery.WithLogger(o.logger.With("component", "discovery")),
-		discovery.WithRouting(n.dht))
+	n.disc, err = discovery.New(discovery.Deps{Host: n.host, Routing: n.dht}, dcfg,
+		discovery.WithLogger(o.logger.With("component", "discovery")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

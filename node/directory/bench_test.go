@@ -146,7 +146,7 @@ var benchSizes = []int{10_000, 100_000}
 
 func benchOpen(b *testing.B, ds datastore.Batching) *Directory {
 	b.Helper()
-	d, err := Open(ds, newPublisher(b, 1).id, Options{})
+	d, err := Open(Deps{Datastore: ds, Self: newPublisher(b, 1).id}, Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func BenchmarkMemory(b *testing.B) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			d, err := Open(datastore.NewNullDatastore(), newPublisher(b, 1).id, Options{EventHistory: 1})
+			d, err := Open(Deps{Datastore: datastore.NewNullDatastore(), Self: newPublisher(b, 1).id}, Config{EventHistory: 1})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -297,7 +297,7 @@ func BenchmarkOpen(b *testing.B) {
 		b.Run(fmt.Sprintf("n=%dk", n/1000), func(b *testing.B) {
 			dir := b.TempDir()
 			ds := pebbleStore(b, dir)
-			d, err := Open(ds, newPublisher(b, 1).id, Options{})
+			d, err := Open(Deps{Datastore: ds, Self: newPublisher(b, 1).id}, Config{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -310,7 +310,7 @@ func BenchmarkOpen(b *testing.B) {
 			}
 			ds = pebbleStore(b, dir)
 			for b.Loop() {
-				d, err := Open(ds, newPublisher(b, 1).id, Options{})
+				d, err := Open(Deps{Datastore: ds, Self: newPublisher(b, 1).id}, Config{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -24,7 +24,7 @@ const (
 	// EventDeleted: a Thing was removed by its tombstone or expired.
 	EventDeleted EventType = "thing_deleted"
 	// EventOverflow is the last event of a subscriber that fell more than
-	// Options.SubscriberBuffer events behind; its channel is closed right
+	// Config.SubscriberBuffer events behind; its channel is closed right
 	// after. It carries the ID of the last event delivered before it, so the
 	// subscriber can resubscribe from there.
 	EventOverflow EventType = "overflow"

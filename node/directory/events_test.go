@@ -40,7 +40,7 @@ func isClosed(t *testing.T, ch <-chan Event) bool {
 
 func TestEvents(t *testing.T) {
 	self, other := newPublisher(t, 1), newPublisher(t, 2)
-	d := open(t, memStore(), self.id, newClock(), Options{})
+	d := open(t, memStore(), self.id, newClock(), Config{})
 	ch, cancel, err := d.Subscribe("")
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestEvents(t *testing.T) {
 // went, so a group-aware consumer can tell who may learn of it.
 func TestEventDeletedKeepsGroups(t *testing.T) {
 	self, other := newPublisher(t, 1), newPublisher(t, 2)
-	d := open(t, memStore(), self.id, newClock(), Options{})
+	d := open(t, memStore(), self.id, newClock(), Config{})
 	mustPut(t, d, other.sign(t, thingSpec{id: thingID, title: "Secret", seq: 1, groups: []string{"g1"}}, t0), nil, Created)
 	ch, cancel, _ := d.Subscribe("")
 	defer cancel()
@@ -101,7 +101,7 @@ func TestEventDeletedKeepsGroups(t *testing.T) {
 
 func TestEventsResume(t *testing.T) {
 	self := newPublisher(t, 1)
-	d := open(t, memStore(), self.id, newClock(), Options{EventHistory: 3})
+	d := open(t, memStore(), self.id, newClock(), Config{EventHistory: 3})
 	ch, cancel, _ := d.Subscribe("")
 	defer cancel()
 	var ids []string
@@ -146,7 +146,7 @@ func TestEventsResume(t *testing.T) {
 
 func TestEventsLiveAfterReplay(t *testing.T) {
 	self := newPublisher(t, 1)
-	d := open(t, memStore(), self.id, newClock(), Options{})
+	d := open(t, memStore(), self.id, newClock(), Config{})
 	ch, cancel, _ := d.Subscribe("")
 	defer cancel()
 	mustPut(t, d, self.sign(t, thingSpec{id: "urn:1", seq: 1}, t0), nil, Created)
@@ -165,7 +165,7 @@ func TestEventsLiveAfterReplay(t *testing.T) {
 
 func TestSlowSubscriberIsDropped(t *testing.T) {
 	self := newPublisher(t, 1)
-	d := open(t, memStore(), self.id, newClock(), Options{SubscriberBuffer: 2})
+	d := open(t, memStore(), self.id, newClock(), Config{SubscriberBuffer: 2})
 	slow, cancel, _ := d.Subscribe("")
 	defer cancel()
 	fast, fcancel, _ := d.Subscribe("")
@@ -209,7 +209,7 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 
 func TestCloseEndsSubscriptions(t *testing.T) {
 	self := newPublisher(t, 1)
-	d := open(t, memStore(), self.id, newClock(), Options{})
+	d := open(t, memStore(), self.id, newClock(), Config{})
 	ch, cancel, _ := d.Subscribe("")
 	d.Close()
 	if !isClosed(t, ch) {

@@ -20,7 +20,7 @@ func Example() {
 	peerKey := ed25519.NewKeyFromSeed(append([]byte{1}, make([]byte, ed25519.SeedSize-1)...))
 
 	ds := dssync.MutexWrap(datastore.NewMapDatastore()) // a node uses pebble
-	dir, err := directory.Open(ds, self, directory.Options{})
+	dir, err := directory.Open(directory.Deps{Datastore: ds, Self: self}, directory.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -162,10 +162,9 @@ func pebbleStore(t testing.TB, dir string) *pebbleds.Datastore {
 }
 
 // open opens a directory for self with a fake clock, closed at cleanup.
-func open(t testing.TB, ds datastore.Batching, self peer.ID, clock *fakeClock, opts Options) *Directory {
+func open(t testing.TB, ds datastore.Batching, self peer.ID, clock *fakeClock, cfg Config) *Directory {
 	t.Helper()
-	opts.Now = clock.Now
-	d, err := Open(ds, self, opts)
+	d, err := Open(Deps{Datastore: ds, Self: self}, cfg, WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestKillDurability(t *testing.T) {
 	ds := pebbleStore(t, dir)
 	defer ds.Close()
 	self := newPublisher(t, 1)
-	d := open(t, ds, self.id, newClock(), Options{})
+	d := open(t, ds, self.id, newClock(), Config{})
 	for _, id := range acked {
 		if _, ok := d.Get(self.id, id); !ok {
 			t.Fatalf("acknowledged thing %s lost (%d acknowledged, %d held)", id, len(acked), d.Len())
@@ -68,7 +68,7 @@ func TestKillDurability(t *testing.T) {
 func killChild(t *testing.T, dir string) {
 	ds := pebbleStore(t, dir)
 	self := newPublisher(t, 1)
-	d, err := Open(ds, self.id, Options{})
+	d, err := Open(Deps{Datastore: ds, Self: self.id}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

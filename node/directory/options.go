@@ -5,9 +5,23 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	datastore "github.com/ipfs/go-datastore"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// Defaults of Options.
+// Deps are what a Directory works with. Both are required; the caller
+// keeps ownership of the datastore and closes it after Close.
+type Deps struct {
+	// Datastore holds the directory's state (see the package
+	// documentation for the layout).
+	Datastore datastore.Batching
+	// Self is the node's peer ID: records it signed are the node's own
+	// Things.
+	Self peer.ID
+}
+
+// Defaults of Config.
 const (
 	// DefaultTTL is how long a learned Thing is kept after its record was
 	// last seen: the lifetime of a DHT record, after which a publisher that
@@ -29,9 +43,9 @@ const (
 	DefaultSubscriberBuffer = 256
 )
 
-// Options configure a Directory. The zero value of every field selects its
+// Config configures a Directory. The zero value of every field selects its
 // default.
-type Options struct {
+type Config struct {
 	// TTL is how long a learned Thing (or learned tombstone) is kept after
 	// its record was last seen; every Put of the record refreshes it.
 	// Default DefaultTTL.
@@ -48,56 +62,73 @@ type Options struct {
 	// SubscriberBuffer is the channel capacity of a subscriber; one that
 	// falls further behind is dropped. Default DefaultSubscriberBuffer.
 	SubscriberBuffer int
-
-	// Logger receives the directory's logs. Default: discarded.
-	Logger *slog.Logger
-	// Now is the clock, injected by tests. Default time.Now.
-	Now func() time.Time
 }
 
-// withDefaults returns o with every zero field set to its default.
-func (o Options) withDefaults() Options {
-	if o.TTL == 0 {
-		o.TTL = DefaultTTL
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
 	}
-	if o.TombstoneTTL == 0 {
-		o.TombstoneTTL = DefaultTombstoneTTL
+	if c.TombstoneTTL == 0 {
+		c.TombstoneTTL = DefaultTombstoneTTL
 	}
-	if o.PurgeInterval == 0 {
-		o.PurgeInterval = DefaultPurgeInterval
+	if c.PurgeInterval == 0 {
+		c.PurgeInterval = DefaultPurgeInterval
 	}
-	if o.EventHistory == 0 {
-		o.EventHistory = DefaultEventHistory
+	if c.EventHistory == 0 {
+		c.EventHistory = DefaultEventHistory
 	}
-	if o.SubscriberBuffer == 0 {
-		o.SubscriberBuffer = DefaultSubscriberBuffer
+	if c.SubscriberBuffer == 0 {
+		c.SubscriberBuffer = DefaultSubscriberBuffer
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	return o
+	return c
 }
 
-// Validate reports every option out of range.
-func (o Options) Validate() error {
+// Validate reports every field out of range.
+func (c Config) Validate() error {
 	var errs []error
-	if o.TTL < 0 {
-		errs = append(errs, fmt.Errorf("directory options: TTL: %s is negative", o.TTL))
+	if c.TTL < 0 {
+		errs = append(errs, fmt.Errorf("directory: TTL: %s is negative", c.TTL))
 	}
-	if o.TombstoneTTL < 0 {
-		errs = append(errs, fmt.Errorf("directory options: TombstoneTTL: %s is negative", o.TombstoneTTL))
+	if c.TombstoneTTL < 0 {
+		errs = append(errs, fmt.Errorf("directory: TombstoneTTL: %s is negative", c.TombstoneTTL))
 	}
-	if o.PurgeInterval < 0 {
-		errs = append(errs, fmt.Errorf("directory options: PurgeInterval: %s is negative", o.PurgeInterval))
+	if c.PurgeInterval < 0 {
+		errs = append(errs, fmt.Errorf("directory: PurgeInterval: %s is negative", c.PurgeInterval))
 	}
-	if o.EventHistory < 0 {
-		errs = append(errs, fmt.Errorf("directory options: EventHistory: %d is negative", o.EventHistory))
+	if c.EventHistory < 0 {
+		errs = append(errs, fmt.Errorf("directory: EventHistory: %d is negative", c.EventHistory))
 	}
-	if o.SubscriberBuffer < 0 {
-		errs = append(errs, fmt.Errorf("directory options: SubscriberBuffer: %d is negative", o.SubscriberBuffer))
+	if c.SubscriberBuffer < 0 {
+		errs = append(errs, fmt.Errorf("directory: SubscriberBuffer: %d is negative", c.SubscriberBuffer))
 	}
 	return errors.Join(errs...)
+}
+
+// Option sets what Config cannot hold.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+	now func() time.Time
+}
+
+// WithLogger sends the directory's logs to log. Default: discarded; a nil
+// log is ignored.
+func WithLogger(log *slog.Logger) Option {
+	return func(o *options) {
+		if log != nil {
+			o.log = log
+		}
+	}
+}
+
+// WithClock replaces time.Now as the directory's clock, which dates
+// registrations and expiries (tests). A nil clock is ignored.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) {
+		if now != nil {
+			o.now = now
+		}
+	}
 }

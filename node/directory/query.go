@@ -238,7 +238,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 	if f.text && len(f.terms) == 0 {
 		return Result{}, nil
 	}
-	now := d.opts.Now().UnixNano()
+	now := d.now().UnixNano()
 	keep := q.Offset + q.Limit
 	if q.Limit == 0 || keep < 0 {
 		keep = math.MaxInt

@@ -22,7 +22,7 @@ func capv(id, version string) lmosproto.Capability {
 func newQueryFixture(t *testing.T) queryFixture {
 	t.Helper()
 	f := queryFixture{p0: newPublisher(t, 1), p1: newPublisher(t, 2), p2: newPublisher(t, 3)}
-	f.d = open(t, memStore(), f.p0.id, newClock(), Options{})
+	f.d = open(t, memStore(), f.p0.id, newClock(), Config{})
 	things := []struct {
 		p    publisher
 		spec thingSpec
@@ -175,7 +175,7 @@ func TestSearchText(t *testing.T) {
 
 func TestSearchTextTitleWeighsMore(t *testing.T) {
 	p := newPublisher(t, 1)
-	d := open(t, memStore(), p.id, newClock(), Options{})
+	d := open(t, memStore(), p.id, newClock(), Config{})
 	desc := "A general assistant."
 	mustPut(t, d, p.sign(t, thingSpec{id: "urn:a", title: "Assistant", description: "Helps with geology questions.", seq: 1}, t0), nil, Created)
 	mustPut(t, d, p.sign(t, thingSpec{id: "urn:b", title: "Geology Assistant", description: desc, seq: 1}, t0), nil, Created)
@@ -241,7 +241,7 @@ func TestSearchFollowsChanges(t *testing.T) {
 
 func TestSearchCapabilityListedTwice(t *testing.T) {
 	p := newPublisher(t, 1)
-	d := open(t, memStore(), p.id, newClock(), Options{})
+	d := open(t, memStore(), p.id, newClock(), Config{})
 	mustPut(t, d, p.sign(t, thingSpec{id: "urn:two", seq: 1,
 		caps: []lmosproto.Capability{capv("convert", "1.4.0"), capv("convert", "2.1.0")}}, t0), nil, Created)
 	mustPut(t, d, p.sign(t, thingSpec{id: "urn:one", seq: 1,
@@ -268,7 +268,7 @@ func TestSearchCapabilityListedTwice(t *testing.T) {
 func TestConcurrentSearchAndPut(t *testing.T) {
 	p := newPublisher(t, 1)
 	clock := newClock()
-	d := open(t, memStore(), p.id, clock, Options{})
+	d := open(t, memStore(), p.id, clock, Config{})
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {

@@ -73,7 +73,8 @@ const maxVersionCache = 4096
 type Directory struct {
 	ds   datastore.Batching
 	self peer.ID
-	opts Options
+	cfg  Config
+	now  func() time.Time
 	log  *slog.Logger
 	seed maphash.Seed
 
@@ -99,31 +100,38 @@ type Directory struct {
 	wg        sync.WaitGroup
 }
 
-// Open loads the directory kept in ds and starts its purge loop. self is the
-// node's peer ID: records it signed are the node's own Things. The caller
-// keeps ownership of ds and closes it after Close.
-func Open(ds datastore.Batching, self peer.ID, opts Options) (*Directory, error) {
-	if ds == nil {
-		return nil, errors.New("directory: no datastore")
+// Open loads the directory kept in deps.Datastore and starts its purge
+// loop. The caller keeps ownership of the datastore and closes it after
+// Close.
+func Open(deps Deps, cfg Config, opts ...Option) (*Directory, error) {
+	if deps.Datastore == nil {
+		return nil, errors.New("directory: Deps.Datastore is nil")
 	}
-	if err := self.Validate(); err != nil {
-		return nil, fmt.Errorf("directory: self: %w", err)
+	if err := deps.Self.Validate(); err != nil {
+		return nil, fmt.Errorf("directory: Deps.Self: %w", err)
 	}
-	if err := opts.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
+	cfg = cfg.withDefaults()
+	o := options{log: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
 	d := &Directory{
-		ds:       ds,
-		self:     self,
-		opts:     opts,
-		log:      opts.Logger,
+		ds:       deps.Datastore,
+		self:     deps.Self,
+		cfg:      cfg,
+		now:      o.now,
+		log:      o.log,
 		seed:     maphash.MakeSeed(),
 		versions: make(map[string]*semver.Version),
 		byID:     make(map[string][]*thing),
 		own:      make(map[string]*thing),
 		idx:      newIndex(),
-		events:   newEvents(opts.EventHistory, opts.SubscriberBuffer),
+		events:   newEvents(cfg.EventHistory, cfg.SubscriberBuffer),
 		done:     make(chan struct{}),
 	}
 	if err := d.checkLayout(); err != nil {
@@ -187,7 +195,7 @@ func (d *Directory) load() (err error) {
 			err = errors.Join(err, fmt.Errorf("directory: load: %w", cerr))
 		}
 	}()
-	now := d.opts.Now()
+	now := d.now()
 
 	type decoded struct {
 		t  *thing
@@ -252,8 +260,8 @@ func (d *Directory) decodeStored(r query.Result, now time.Time) (*thing, []termF
 	if !t.own && t.expires == 0 {
 		// Stored as own under another node identity: now it is a learned
 		// Thing like any other, and expires unless seen again.
-		t.ttl = int64(d.opts.TTL)
-		t.expires = now.Add(d.opts.TTL).UnixNano()
+		t.ttl = int64(d.cfg.TTL)
+		t.expires = now.Add(d.cfg.TTL).UnixNano()
 		t.local = Local{}
 	}
 	return t, tf, true
@@ -467,7 +475,7 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 		return nil, ErrClosed
 	}
 	ctx := context.Background()
-	now := d.opts.Now()
+	now := d.now()
 	changes := make([]Change, len(items))
 	ops := make([]putOp, 0, len(items))
 	var pending map[thingRef]staged
@@ -576,9 +584,9 @@ func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, old
 	}
 	switch {
 	case env.Own && env.Tombstone:
-		env.TTL = d.opts.TombstoneTTL
+		env.TTL = d.cfg.TombstoneTTL
 	case !env.Own:
-		env.TTL = d.opts.TTL
+		env.TTL = d.cfg.TTL
 	}
 	if env.TTL > 0 {
 		env.Expires = now.Add(env.TTL)
@@ -648,7 +656,7 @@ func (d *Directory) envelopeOf(rec *lmosproto.Record, t *thing) *envelope {
 }
 
 // Purge drops every entry expired at now and returns how many it dropped.
-// The purge loop calls it every Options.PurgeInterval; a failed write is
+// The purge loop calls it every Config.PurgeInterval; a failed write is
 // logged and retried on the next call.
 func (d *Directory) Purge(now time.Time) int {
 	d.wmu.Lock()
@@ -704,14 +712,14 @@ func (d *Directory) Purge(now time.Time) int {
 }
 
 func (d *Directory) purgeLoop() {
-	tick := time.NewTicker(d.opts.PurgeInterval)
+	tick := time.NewTicker(d.cfg.PurgeInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-d.done:
 			return
 		case <-tick.C:
-			d.Purge(d.opts.Now())
+			d.Purge(d.now())
 		}
 	}
 }
@@ -729,7 +737,7 @@ func (d *Directory) Get(publisher peer.ID, id string) (Entry, bool) {
 // included: what a node answers a fetch with, and what the sequence number
 // of a new version must exceed.
 func (d *Directory) Latest(publisher peer.ID, id string) (Entry, bool) {
-	now := d.opts.Now().UnixNano()
+	now := d.now().UnixNano()
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	t := d.find(publisher, id)
@@ -742,7 +750,7 @@ func (d *Directory) Latest(publisher peer.ID, id string) (Entry, bool) {
 // Lookup returns the live Things of every publisher that has one with this
 // id: the node's own first, then by publisher.
 func (d *Directory) Lookup(id string) []Entry {
-	now := d.opts.Now().UnixNano()
+	now := d.now().UnixNano()
 	d.mu.RLock()
 	var out []Entry
 	for _, t := range d.byID[id] {
@@ -775,7 +783,7 @@ func (d *Directory) OwnRecords() []Entry {
 }
 
 func (d *Directory) ownEntries(tombstones bool) []Entry {
-	now := d.opts.Now().UnixNano()
+	now := d.now().UnixNano()
 	d.mu.RLock()
 	out := make([]Entry, 0, len(d.own))
 	for _, t := range d.own {

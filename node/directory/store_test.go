@@ -86,7 +86,7 @@ func TestPutOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := open(t, memStore(), pubs[0].id, newClock(), Options{})
+			d := open(t, memStore(), pubs[0].id, newClock(), Config{})
 			recs := make([]*lmosproto.Record, len(tt.steps))
 			for i, s := range tt.steps {
 				p := pubs[s.pub]
@@ -140,7 +140,7 @@ func TestPutEqualSeqAndTime(t *testing.T) {
 		winner = b
 	}
 	for _, order := range [][]*lmosproto.Record{{a, b}, {b, a}} {
-		d := open(t, memStore(), p.id, newClock(), Options{})
+		d := open(t, memStore(), p.id, newClock(), Config{})
 		mustPut(t, d, order[0], nil, Created)
 		_, _ = d.Put(order[1], nil)
 		e, ok := d.Get(p.id, thingID)
@@ -159,7 +159,7 @@ func TestPutEqualSeqAndTime(t *testing.T) {
 
 func TestPutRejects(t *testing.T) {
 	self, other := newPublisher(t, 1), newPublisher(t, 2)
-	d := open(t, memStore(), self.id, newClock(), Options{})
+	d := open(t, memStore(), self.id, newClock(), Config{})
 	rec := other.sign(t, thingSpec{id: thingID, seq: 1}, t0)
 	if _, err := d.Put(rec, &Local{Backend: "http://127.0.0.1:9"}); err == nil {
 		t.Error("local metadata accepted for another publisher's Thing")
@@ -184,7 +184,7 @@ func TestPutRejects(t *testing.T) {
 
 func TestPutMany(t *testing.T) {
 	self, other := newPublisher(t, 1), newPublisher(t, 2)
-	d := open(t, memStore(), self.id, newClock(), Options{})
+	d := open(t, memStore(), self.id, newClock(), Config{})
 	v1 := other.sign(t, thingSpec{id: thingID, title: "A", seq: 1}, t0)
 	v2 := other.sign(t, thingSpec{id: thingID, title: "B", seq: 2}, t0)
 	x := other.sign(t, thingSpec{id: "urn:x", title: "X", seq: 1}, t0)
@@ -214,7 +214,7 @@ func TestPutMany(t *testing.T) {
 func TestOwnThings(t *testing.T) {
 	self, other := newPublisher(t, 1), newPublisher(t, 2)
 	clock := newClock()
-	d := open(t, memStore(), self.id, clock, Options{})
+	d := open(t, memStore(), self.id, clock, Config{})
 	local := &Local{Backend: "http://127.0.0.1:8081/weather"}
 	rec := self.sign(t, thingSpec{id: thingID, title: "Mine", seq: 1}, t0)
 	mustPut(t, d, rec, local, Created)
@@ -266,7 +266,7 @@ func TestPersistence(t *testing.T) {
 	gone := other.tombstone(t, "urn:gone", 4, t0)
 
 	ds := pebbleStore(t, dir)
-	d, err := Open(ds, self.id, Options{Now: clock.Now})
+	d, err := Open(Deps{Datastore: ds, Self: self.id}, Config{}, WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestPersistence(t *testing.T) {
 
 	ds = pebbleStore(t, dir)
 	defer ds.Close()
-	d = open(t, ds, self.id, clock, Options{})
+	d = open(t, ds, self.id, clock, Config{})
 	if d.Len() != 2 {
 		t.Fatalf("Len = %d after reopening, want 2", d.Len())
 	}
@@ -330,7 +330,7 @@ func TestOpenRefusesOtherLayout(t *testing.T) {
 	if err := ds.Put(context.Background(), keyVersion, []byte("99")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(ds, newPublisher(t, 1).id, Options{}); err == nil {
+	if _, err := Open(Deps{Datastore: ds, Self: newPublisher(t, 1).id}, Config{}); err == nil {
 		t.Fatal("opened a datastore of another layout")
 	}
 }
@@ -338,14 +338,14 @@ func TestOpenRefusesOtherLayout(t *testing.T) {
 func TestOpenSkipsCorruptEntry(t *testing.T) {
 	ds := memStore()
 	self := newPublisher(t, 1)
-	d := open(t, ds, self.id, newClock(), Options{})
+	d := open(t, ds, self.id, newClock(), Config{})
 	mustPut(t, d, self.sign(t, thingSpec{id: thingID, seq: 1}, t0), nil, Created)
 	d.Close()
 	bad := thingKey(self.id, "urn:bad")
 	if err := ds.Put(context.Background(), bad, []byte{envelopeFormat, 0, 0xff}); err != nil {
 		t.Fatal(err)
 	}
-	d = open(t, ds, self.id, newClock(), Options{})
+	d = open(t, ds, self.id, newClock(), Config{})
 	if d.Len() != 1 {
 		t.Fatalf("Len = %d, want 1", d.Len())
 	}
@@ -358,7 +358,7 @@ func TestPurge(t *testing.T) {
 	self, other := newPublisher(t, 1), newPublisher(t, 2)
 	clock := newClock()
 	ds := memStore()
-	d := open(t, ds, self.id, clock, Options{TTL: time.Hour, TombstoneTTL: 3 * time.Hour})
+	d := open(t, ds, self.id, clock, Config{TTL: time.Hour, TombstoneTTL: 3 * time.Hour})
 	learned := other.sign(t, thingSpec{id: "urn:learned", title: "Learned", seq: 1}, t0)
 	refreshed := other.sign(t, thingSpec{id: "urn:refreshed", title: "Refreshed", seq: 1}, t0)
 	mustPut(t, d, learned, nil, Created)
@@ -415,7 +415,7 @@ func TestPurge(t *testing.T) {
 func TestPurgeLoop(t *testing.T) {
 	self, other := newPublisher(t, 1), newPublisher(t, 2)
 	clock := newClock()
-	d := open(t, memStore(), self.id, clock, Options{TTL: time.Hour, PurgeInterval: 5 * time.Millisecond})
+	d := open(t, memStore(), self.id, clock, Config{TTL: time.Hour, PurgeInterval: 5 * time.Millisecond})
 	mustPut(t, d, other.sign(t, thingSpec{id: thingID, seq: 1}, t0), nil, Created)
 	clock.Advance(2 * time.Hour)
 	deadline := time.Now().Add(5 * time.Second)
@@ -432,7 +432,7 @@ func TestPurgeLoop(t *testing.T) {
 
 func TestClosed(t *testing.T) {
 	self := newPublisher(t, 1)
-	d := open(t, memStore(), self.id, newClock(), Options{})
+	d := open(t, memStore(), self.id, newClock(), Config{})
 	d.Close()
 	if _, err := d.Put(self.sign(t, thingSpec{id: thingID, seq: 1}, t0), nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Put after Close: %v", err)
@@ -443,13 +443,13 @@ func TestClosed(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
-	if err := (Options{TTL: -time.Second, EventHistory: -1}).Validate(); err == nil {
+	if err := (Config{TTL: -time.Second, EventHistory: -1}).Validate(); err == nil {
 		t.Fatal("negative options accepted")
 	}
-	if _, err := Open(memStore(), newPublisher(t, 1).id, Options{TTL: -1}); err == nil {
+	if _, err := Open(Deps{Datastore: memStore(), Self: newPublisher(t, 1).id}, Config{TTL: -1}); err == nil {
 		t.Fatal("Open accepted a negative TTL")
 	}
-	if _, err := Open(memStore(), "", Options{}); err == nil {
+	if _, err := Open(Deps{Datastore: memStore()}, Config{}); err == nil {
 		t.Fatal("Open accepted an empty self")
 	}
 }
@@ -462,10 +462,10 @@ func TestOpenWithAnotherIdentity(t *testing.T) {
 	ds := memStore()
 	before, after := newPublisher(t, 1), newPublisher(t, 2)
 	clock := newClock()
-	d := open(t, ds, before.id, clock, Options{})
+	d := open(t, ds, before.id, clock, Config{})
 	mustPut(t, d, before.sign(t, thingSpec{id: thingID, seq: 1}, t0), &Local{Backend: "http://127.0.0.1:1"}, Created)
 	d.Close()
-	d = open(t, ds, after.id, clock, Options{TTL: time.Hour})
+	d = open(t, ds, after.id, clock, Config{TTL: time.Hour})
 	e, ok := d.Get(before.id, thingID)
 	if !ok || e.Own || e.Local != (Local{}) || !e.Expires.Equal(t0.Add(time.Hour)) || len(d.Own()) != 0 {
 		t.Fatalf("after the identity change: %+v", e)

@@ -205,7 +205,7 @@ func benchTableQueries(b *testing.B, n int) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	d, err := Open(datastore.NewNullDatastore(), newPublisher(b, 1).id, Options{EventHistory: 1})
+	d, err := Open(Deps{Datastore: datastore.NewNullDatastore(), Self: newPublisher(b, 1).id}, Config{EventHistory: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestBootstrapRetry(t *testing.T) {
 	cfg := fastConfig()
 	cfg.Bootstrap = []peer.AddrInfo{{ID: bID, Addrs: bAddrs}}
 	logs := newRecorder(t)
-	a := newService(t, ah, cfg, WithLogger(slog.New(logs)))
+	a := newService(t, Deps{Host: ah}, cfg, WithLogger(slog.New(logs)))
 
 	waitFor(t, "a to fail bootstrapping twice", 5*time.Second, func() bool {
 		return logs.count("no bootstrap peer reachable") >= 2
@@ -88,7 +88,7 @@ func TestBootstrapNotWhileConnected(t *testing.T) {
 	cfg := fastConfig()
 	cfg.Bootstrap = []peer.AddrInfo{downInfo}
 	logs := newRecorder(t)
-	a := newService(t, ah, cfg, WithLogger(slog.New(logs)))
+	a := newService(t, Deps{Host: ah}, cfg, WithLogger(slog.New(logs)))
 	time.Sleep(10 * cfg.BootstrapBackoff.Max)
 	if n := logs.count("no bootstrap peer reachable"); n != 0 {
 		t.Errorf("%d bootstrap failures reported by a node with a peer", n)
@@ -146,7 +146,7 @@ func TestBootstrapClaimsConnectedPeer(t *testing.T) {
 	ah, bh := newHost(t, g, nil), newHost(t, g, nil)
 	cfg := fastConfig()
 	cfg.Bootstrap = []peer.AddrInfo{addrInfo(bh)}
-	a, err := New(ah, cfg, WithLogger(testLogger(t, ah)))
+	a, err := New(Deps{Host: ah}, cfg, WithLogger(testLogger(t, ah)))
 	if err != nil {
 		t.Fatal(err)
 	}

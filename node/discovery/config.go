@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -101,29 +102,25 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate checks the configuration and returns an error naming the first
-// bad field, e.g. `discovery config: bootstrap[1]: peer 12D3…: no address`.
+// Validate reports every field out of range, each in an error that names
+// it, e.g. `discovery config: bootstrap[1]: peer 12D3…: no address`.
 func (c Config) Validate() error {
-	if err := c.validate(); err != nil {
-		return fmt.Errorf("discovery config: %w", err)
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("discovery config: "+format, args...))
 	}
-	return nil
-}
-
-func (c Config) validate() error {
 	for i, ai := range c.Bootstrap {
 		if err := ai.ID.Validate(); err != nil {
-			return fmt.Errorf("bootstrap[%d]: peer ID: %w", i, err)
-		}
-		if len(ai.Addrs) == 0 {
-			return fmt.Errorf("bootstrap[%d]: peer %s: no address", i, ai.ID)
+			bad("bootstrap[%d]: peer ID: %w", i, err)
+		} else if len(ai.Addrs) == 0 {
+			bad("bootstrap[%d]: peer %s: no address", i, ai.ID)
 		}
 	}
 	if c.MaxPeers <= 0 {
-		return fmt.Errorf("maxPeers: %d: must be positive", c.MaxPeers)
+		bad("maxPeers: %d: must be positive", c.MaxPeers)
 	}
 	if c.DialTimeout <= 0 {
-		return fmt.Errorf("dialTimeout: %s: must be positive", c.DialTimeout)
+		bad("dialTimeout: %s: must be positive", c.DialTimeout)
 	}
 	for _, b := range []struct {
 		name string
@@ -135,10 +132,10 @@ func (c Config) validate() error {
 		{"bootstrapBackoff", c.BootstrapBackoff},
 	} {
 		if err := b.b.validate(); err != nil {
-			return fmt.Errorf("%s: %w", b.name, err)
+			bad("%s: %w", b.name, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (b Backoff) validate() error {

@@ -52,6 +52,19 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+func TestConfigValidateReportsEveryField(t *testing.T) {
+	c := DefaultConfig()
+	c.MaxPeers = 0
+	c.DialTimeout = -time.Second
+	c.FindBackoff = Backoff{}
+	err := c.Validate()
+	for _, want := range []string{"maxPeers: 0", "dialTimeout: -1s", "findBackoff: min: 0s"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want an error containing %q", err, want)
+		}
+	}
+}
+
 func TestNewRejects(t *testing.T) {
 	h := newHost(t, loopback.NewGater(t), nil)
 	bad := DefaultConfig()
@@ -61,10 +74,9 @@ func TestNewRejects(t *testing.T) {
 		err  func() error
 		want string
 	}{
-		{"nil host", func() error { _, err := New(nil, DefaultConfig()); return err }, "host is nil"},
-		{"nil logger", func() error { _, err := New(h, DefaultConfig(), WithLogger(nil)); return err }, "WithLogger: logger is nil"},
-		{"nil routing", func() error { _, err := New(h, DefaultConfig(), WithRouting(nil)); return err }, "WithRouting: routing is nil"},
-		{"bad config", func() error { _, err := New(h, bad); return err }, "maxPeers: -1"},
+		{"nil host", func() error { _, err := New(Deps{}, DefaultConfig()); return err }, "discovery: Deps.Host is nil"},
+		{"nil logger", func() error { _, err := New(Deps{Host: h}, DefaultConfig(), WithLogger(nil)); return err }, "WithLogger: logger is nil"},
+		{"bad config", func() error { _, err := New(Deps{Host: h}, bad); return err }, "maxPeers: -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.err(); err == nil || !strings.Contains(err.Error(), tc.want) {

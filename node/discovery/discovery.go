@@ -11,9 +11,21 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/routing"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	routingdisc "github.com/libp2p/go-libp2p/p2p/discovery/routing"
 )
+
+// Deps are what a Service works with. Host is required; the caller keeps
+// ownership of both and closes them after Close.
+type Deps struct {
+	// Host is the libp2p host that discovery connects to other LMOS nodes.
+	Host host.Host
+	// Routing, if set, turns on DHT rendezvous: the service advertises and
+	// finds LMOS nodes through it (the node passes its *kaddht.IpfsDHT).
+	// Without it the service discovers by mDNS and bootstrap peers only.
+	Routing routing.ContentRouting
+}
 
 // Service discovers LMOS nodes by mDNS, bootstrap peers and DHT rendezvous
 // and connects the host to them (see the package doc). Its methods are safe
@@ -22,7 +34,7 @@ type Service struct {
 	h   host.Host
 	cfg Config
 	log *slog.Logger
-	rd  *routingdisc.RoutingDiscovery // nil without WithRouting
+	rd  *routingdisc.RoutingDiscovery // nil without Deps.Routing
 
 	// ctx is cancelled by Close; it scopes the service's goroutines.
 	ctx    context.Context
@@ -50,12 +62,16 @@ type Service struct {
 	closeErr  error
 }
 
-// New builds a discovery service for h. It validates cfg and starts
-// tracking h's connections (for Peers) but dials nothing and starts no
-// goroutine: Start does.
-func New(h host.Host, cfg Config, opts ...Option) (*Service, error) {
+// New builds a discovery service for deps.Host. It validates cfg and
+// starts tracking the host's connections (for Peers) but dials nothing and
+// starts no goroutine: Start does.
+func New(deps Deps, cfg Config, opts ...Option) (*Service, error) {
+	h := deps.Host
 	if h == nil {
-		return nil, errors.New("discovery: host is nil")
+		return nil, errors.New("discovery: Deps.Host is nil")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -65,9 +81,6 @@ func New(h host.Host, cfg Config, opts ...Option) (*Service, error) {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("discovery: %w", err)
 		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
@@ -86,8 +99,8 @@ func New(h host.Host, cfg Config, opts ...Option) (*Service, error) {
 		pending:   make(map[peer.ID]Source),
 		failures:  make(map[peer.ID]*failure),
 	}
-	if o.routing != nil {
-		s.rd = routingdisc.NewRoutingDiscovery(o.routing)
+	if deps.Routing != nil {
+		s.rd = routingdisc.NewRoutingDiscovery(deps.Routing)
 	}
 	s.notifiee = &network.NotifyBundle{
 		ConnectedF:    s.connected,
@@ -98,7 +111,7 @@ func New(h host.Host, cfg Config, opts ...Option) (*Service, error) {
 }
 
 // Start starts mDNS (if Config.MDNS), the bootstrap loop (if there are
-// bootstrap peers) and the rendezvous loops (if WithRouting was given). Call
+// bootstrap peers) and the rendezvous loops (if Deps.Routing is set). Call
 // it after the host listens: mDNS announces the host's listen addresses.
 // If mDNS cannot start (no multicast-capable interface, no IP address to
 // announce), Start logs a warning and runs without it. It fails only on a

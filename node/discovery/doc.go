@@ -9,7 +9,7 @@
 //     at Start, and again, with a growing delay (Config.BootstrapBackoff),
 //     whenever the host has no peer at all.
 //   - DHT rendezvous, across networks: given the node's content routing
-//     (WithRouting; the node passes its Kademlia DHT), the service
+//     (Deps.Routing; the node passes its Kademlia DHT), the service
 //     advertises itself as a provider of RendezvousNamespace and
 //     periodically looks for the other providers, dialling those it is not
 //     connected to while the host has fewer than Config.MaxPeers peers.

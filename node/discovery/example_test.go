@@ -12,7 +12,7 @@ import (
 )
 
 // Two hosts on 127.0.0.1: the second one knows the first as its bootstrap
-// peer. (A node would also pass WithRouting(itsDHT) and keep mDNS on.)
+// peer. (A node would also set Deps.Routing to its DHT and keep mDNS on.)
 func Example() {
 	first, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableMetrics())
 	if err != nil {
@@ -28,7 +28,7 @@ func Example() {
 	cfg := discovery.DefaultConfig()
 	cfg.MDNS = false // examples and tests never use the LAN
 	cfg.Bootstrap = []peer.AddrInfo{{ID: first.ID(), Addrs: first.Addrs()}}
-	d, err := discovery.New(second, cfg)
+	d, err := discovery.New(discovery.Deps{Host: second}, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -75,10 +75,10 @@ func fastConfig() Config {
 
 // newService builds and starts a Service, closed when the test ends
 // (before the DHT and host it uses, which were built earlier).
-func newService(t *testing.T, h host.Host, cfg Config, opts ...Option) *Service {
+func newService(t *testing.T, deps Deps, cfg Config, opts ...Option) *Service {
 	t.Helper()
-	opts = append([]Option{WithLogger(testLogger(t, h))}, opts...)
-	s, err := New(h, cfg, opts...)
+	opts = append([]Option{WithLogger(testLogger(t, deps.Host))}, opts...)
+	s, err := New(deps, cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func TestLabMDNS(t *testing.T) {
 	cfg.DialBackoff = Backoff{Min: 200 * time.Millisecond, Max: 2 * time.Second}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).
 		With("host", h.ID().String())
-	s, err := New(h, cfg, WithLogger(log))
+	s, err := New(Deps{Host: h}, cfg, WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

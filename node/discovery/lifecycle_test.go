@@ -99,7 +99,7 @@ func TestCloseStopsEverything(t *testing.T) {
 	cfg := fastConfig()
 	cfg.DialTimeout = time.Minute
 	cfg.Bootstrap = []peer.AddrInfo{{ID: randomPeer(t), Addrs: []ma.Multiaddr{silentListener(t)}}}
-	s, err := New(h, cfg, WithLogger(testLogger(t, h)), WithRouting(d))
+	s, err := New(Deps{Host: h, Routing: d}, cfg, WithLogger(testLogger(t, h)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestCloseStopsEverything(t *testing.T) {
 
 func TestStartTwice(t *testing.T) {
 	h := newHost(t, loopback.NewGater(t), nil)
-	s := newService(t, h, fastConfig())
+	s := newService(t, Deps{Host: h}, fastConfig())
 	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "already started") {
 		t.Errorf("second Start = %v, want 'already started'", err)
 	}
@@ -152,7 +152,7 @@ func TestStartTwice(t *testing.T) {
 
 func TestCloseWithoutStart(t *testing.T) {
 	h := newHost(t, loopback.NewGater(t), nil)
-	s, err := New(h, fastConfig())
+	s, err := New(Deps{Host: h}, fastConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestCloseWithoutStart(t *testing.T) {
 func TestSources(t *testing.T) {
 	g := loopback.NewGater(t)
 	ah, bh, ch := newHost(t, g, nil), newHost(t, g, nil), newHost(t, g, nil)
-	a := newService(t, ah, fastConfig())
+	a := newService(t, Deps{Host: ah}, fastConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 
@@ -225,7 +225,7 @@ func TestConnectRetriesAtOnce(t *testing.T) {
 	down.Close()
 
 	ah := newHost(t, g, nil)
-	a := newService(t, ah, fastConfig())
+	a := newService(t, Deps{Host: ah}, fastConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := a.Connect(ctx, target); err == nil {

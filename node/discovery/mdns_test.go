@@ -31,7 +31,7 @@ func TestMDNSPairFindsEachOther(t *testing.T) {
 		ah, bh := newHost(t, g, nil), newHost(t, g, nil)
 		cfg := fastConfig()
 		cfg.DialBackoff = Backoff{Min: time.Minute, Max: time.Minute}
-		a, b := newService(t, ah, cfg), newService(t, bh, cfg)
+		a, b := newService(t, Deps{Host: ah}, cfg), newService(t, Deps{Host: bh}, cfg)
 		startMDNSLoop(a)
 		startMDNSLoop(b)
 
@@ -68,7 +68,7 @@ func TestMDNSGreaterIDYields(t *testing.T) {
 		{"lower ID dials at once", lo, hi, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := New(tc.from, fastConfig(), WithLogger(testLogger(t, tc.from)))
+			s, err := New(Deps{Host: tc.from}, fastConfig(), WithLogger(testLogger(t, tc.from)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +102,7 @@ func TestMDNSGreaterIDYields(t *testing.T) {
 func TestMDNSRedial(t *testing.T) {
 	g := loopback.NewGater(t)
 	ah, bh := newHost(t, g, nil), newHost(t, g, nil)
-	a := newService(t, ah, fastConfig())
+	a := newService(t, Deps{Host: ah}, fastConfig())
 	a.mdnsYield = 0
 	startMDNSLoop(a)
 	mdnsNotifee{a}.HandlePeerFound(addrInfo(bh))
@@ -128,7 +128,7 @@ func TestMDNSIgnoresSelfAndRespectsLimit(t *testing.T) {
 	ah := newHost(t, g, nil)
 	cfg := fastConfig()
 	cfg.MaxPeers = 2
-	a := newService(t, ah, cfg)
+	a := newService(t, Deps{Host: ah}, cfg)
 	a.mdnsYield = 0
 	startMDNSLoop(a)
 	mdnsNotifee{a}.HandlePeerFound(addrInfo(ah)) // ourselves

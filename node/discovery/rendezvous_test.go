@@ -35,7 +35,7 @@ func TestRendezvous(t *testing.T) {
 		for _, b := range bootstrap {
 			cfg.Bootstrap = append(cfg.Bootstrap, addrInfo(b))
 		}
-		return &node{name: name, h: h, s: newService(t, h, cfg, WithRouting(d))}
+		return &node{name: name, h: h, s: newService(t, Deps{Host: h, Routing: d}, cfg)}
 	}
 	b := mk("b", lmosdht.ModeServer)
 	s := mk("s", lmosdht.ModeServer, b.h)
@@ -120,7 +120,7 @@ func TestRendezvousMaxPeers(t *testing.T) {
 	cfg := fastConfig()
 	cfg.MaxPeers = 3
 	cfg.Bootstrap = []peer.AddrInfo{addrInfo(bh)}
-	a := newService(t, ah, cfg, WithRouting(ad))
+	a := newService(t, Deps{Host: ah, Routing: ad}, cfg)
 
 	waitFor(t, "a has 3 peers", 20*time.Second, func() bool { return len(ah.Network().Peers()) >= 3 })
 	// Give more lookups the chance to overshoot.

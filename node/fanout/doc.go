@@ -54,7 +54,7 @@
 //     cache of two minutes).
 //   - Accept otherwise.
 //
-// With Params.TopicScore set, a rejected message counts against the peer
+// With Deps.TopicScore set, a rejected message counts against the peer
 // that forwarded it in the peer score (P4, invalid message deliveries), so
 // a node relaying forged events loses its mesh places.
 //
@@ -73,7 +73,7 @@
 // context is cancelled. The owner calls Publish for each own Thing with
 // events (and Unpublish, then Publish again, when its TD changes or it is
 // withdrawn): the Fanout subscribes to all its events through
-// Params.Local (the Engine; it is one more subscriber of the Engine's
+// Deps.Local (the Engine; it is one more subscriber of the Engine's
 // shared feeds, so the owner's backend is called once however many nodes
 // listen) and publishes each event. Consumers call Subscribe, or reach
 // remote Things' events through the Invoker adapter, which the router uses

@@ -27,7 +27,7 @@ func Example() {
 		own    *lmosproto.TD                               // an own Thing with events
 		owner  peer.ID                                     // another node
 	)
-	f, err := fanout.New(fanout.Params{PubSub: ps, Self: h.ID(), Local: engine, TD: lookup, TopicScore: score}, fanout.Config{})
+	f, err := fanout.New(fanout.Deps{PubSub: ps, Self: h.ID(), Local: engine, TD: lookup, TopicScore: score}, fanout.Config{})
 	if err != nil {
 		return
 	}

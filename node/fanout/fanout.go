@@ -22,14 +22,15 @@ var (
 	// ErrGroupScoped: the Thing is restricted to groups (lmos:groups); its
 	// events do not travel on public topics.
 	ErrGroupScoped = errors.New("fanout: thing is restricted to groups; its events are not fanned out on a public topic")
-	// ErrUnknownThing: the Thing's TD is not known (Params.TD).
+	// ErrUnknownThing: the Thing's TD is not known (Deps.TD).
 	ErrUnknownThing = errors.New("fanout: unknown thing")
 	// ErrUnknownEvent: the Thing's TD has no such event.
 	ErrUnknownEvent = errors.New("fanout: the thing has no such event")
 )
 
-// Params are the dependencies of a Fanout.
-type Params struct {
+// Deps are what a Fanout works with. PubSub and Self are required; the
+// caller keeps ownership of the PubSub and of Local.
+type Deps struct {
 	// PubSub is the node's gossipsub router (required). Its options make
 	// the topics' behaviour: content-derived message IDs, StrictSign,
 	// flood publishing.
@@ -56,7 +57,7 @@ type Params struct {
 // safe for concurrent use. It owns one goroutine per published Thing and
 // one per topic with local subscribers; Close stops them.
 type Fanout struct {
-	p   Params
+	p   Deps
 	cfg Config
 	log *slog.Logger
 	now func() time.Time
@@ -80,26 +81,29 @@ type joined struct {
 	refs  int
 }
 
-// New returns a Fanout on p.PubSub. It joins no topic yet.
-func New(p Params, cfg Config, opts ...Option) (*Fanout, error) {
-	if p.PubSub == nil {
-		return nil, errors.New("fanout: New: PubSub is nil")
+// New returns a Fanout on deps.PubSub. It joins no topic yet.
+func New(deps Deps, cfg Config, opts ...Option) (*Fanout, error) {
+	if deps.PubSub == nil {
+		return nil, errors.New("fanout: Deps.PubSub is nil")
 	}
-	if err := p.Self.Validate(); err != nil {
-		return nil, fmt.Errorf("fanout: New: Self: %w", err)
+	if err := deps.Self.Validate(); err != nil {
+		return nil, fmt.Errorf("fanout: Deps.Self: %w", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	o := options{log: slog.New(slog.DiscardHandler), now: time.Now}
 	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Fanout{
-		p:         p,
+		p:         deps,
 		cfg:       cfg.withDefaults(),
 		log:       o.log,
 		now:       o.now,

@@ -174,9 +174,9 @@ func parseTD(t *testing.T, s string) *lmosproto.TD {
 	return td
 }
 
-func newFanout(t *testing.T, p Params, cfg Config) *Fanout {
+func newFanout(t *testing.T, deps Deps, cfg Config) *Fanout {
 	t.Helper()
-	f, err := New(p, cfg)
+	f, err := New(deps, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestFanoutRing(t *testing.T) {
 	t.Cleanup(func() { _ = engine.Close() })
 	sensor := interact.NewThing()
 	engine.SetBackend(td.ID, sensor)
-	pub := newFanout(t, Params{PubSub: nodes[0].ps, Self: owner, Local: engine, TopicScore: testTopicScore}, Config{})
+	pub := newFanout(t, Deps{PubSub: nodes[0].ps, Self: owner, Local: engine, TopicScore: testTopicScore}, Config{})
 	if err := pub.Publish(td); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestFanoutRing(t *testing.T) {
 	const buffer = 8
 	subs := make([]*Fanout, 5)
 	for i := 1; i <= 4; i++ {
-		subs[i] = newFanout(t, Params{PubSub: nodes[i].ps, Self: nodes[i].h.ID(), TD: lookup, TopicScore: testTopicScore}, Config{Buffer: buffer})
+		subs[i] = newFanout(t, Deps{PubSub: nodes[i].ps, Self: nodes[i].h.ID(), TD: lookup, TopicScore: testTopicScore}, Config{Buffer: buffer})
 	}
 	ctx := context.Background()
 	ticks := map[int]<-chan *lmosproto.Message{}

@@ -19,7 +19,7 @@ type publishing struct {
 }
 
 // Publish starts fanning out the events of the own Thing td: the Fanout
-// subscribes to all its events through Params.Local and publishes each on
+// subscribes to all its events through Deps.Local and publishes each on
 // the Thing's topic, until Unpublish or Close. A Thing without events needs
 // nothing and is ignored; a Thing restricted to groups is refused with
 // ErrGroupScoped. Publishing a Thing again is a no-op.
@@ -34,7 +34,7 @@ func (f *Fanout) Publish(td *lmosproto.TD) error {
 		return nil
 	}
 	if f.p.Local == nil {
-		return fmt.Errorf("fanout: Publish: thing %q: no local Invoker (Params.Local)", td.ID)
+		return fmt.Errorf("fanout: Publish: thing %q: no local Invoker (Deps.Local)", td.ID)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

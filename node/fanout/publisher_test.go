@@ -20,7 +20,7 @@ func TestPublisherRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer engine.Close()
-	f := newFanout(t, Params{PubSub: nodes[0].ps, Self: nodes[0].h.ID(), Local: engine}, Config{Retry: 20 * time.Millisecond})
+	f := newFanout(t, Deps{PubSub: nodes[0].ps, Self: nodes[0].h.ID(), Local: engine}, Config{Retry: 20 * time.Millisecond})
 	if err := f.Publish(td); err != nil {
 		t.Fatal(err)
 	}

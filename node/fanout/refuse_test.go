@@ -33,7 +33,7 @@ func TestRefusals(t *testing.T) {
 		}
 		return nil, false
 	}
-	f := newFanout(t, Params{PubSub: nodes[0].ps, Self: self, TD: lookup, Local: &failInvoker{}}, Config{})
+	f := newFanout(t, Deps{PubSub: nodes[0].ps, Self: self, TD: lookup, Local: &failInvoker{}}, Config{})
 	ctx := context.Background()
 	for _, tt := range []struct {
 		name           string

@@ -45,7 +45,7 @@ type consumer struct {
 // the topic.
 //
 // It fails for the node's own Things (subscribe through the Engine),
-// for Things restricted to groups (ErrGroupScoped), and, when Params.TD is
+// for Things restricted to groups (ErrGroupScoped), and, when Deps.TD is
 // set, for unknown Things and events (ErrUnknownThing, ErrUnknownEvent).
 func (f *Fanout) Subscribe(ctx context.Context, publisher peer.ID, thingID, event string) (<-chan *lmosproto.Message, func(), error) {
 	typ := lmosproto.MsgSubscribeAllEvents

@@ -76,7 +76,7 @@ func newMember(t *testing.T, configure func(*Deps, *Config)) *member {
 	}
 	key := ed25519.PrivateKey(raw)
 	clk := newClock()
-	dir, err := directory.Open(dssync.MutexWrap(ds.NewMapDatastore()), h.ID(), directory.Options{Now: clk.Now})
+	dir, err := directory.Open(directory.Deps{Datastore: dssync.MutexWrap(ds.NewMapDatastore()), Self: h.ID()}, directory.Config{}, directory.WithClock(clk.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

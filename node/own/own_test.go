@@ -50,7 +50,7 @@ func newThings(t *testing.T, access own.Access) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := directory.Open(dssync.MutexWrap(ds.NewMapDatastore()), h.ID(), directory.Options{})
+	dir, err := directory.Open(directory.Deps{Datastore: dssync.MutexWrap(ds.NewMapDatastore()), Self: h.ID()}, directory.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

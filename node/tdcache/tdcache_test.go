@@ -36,7 +36,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := directory.Open(dssync.MutexWrap(datastore.NewMapDatastore()), self, directory.Options{})
+	dir, err := directory.Open(directory.Deps{Datastore: dssync.MutexWrap(datastore.NewMapDatastore()), Self: self}, directory.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // streams end.
 func Example() {
 	self := tddtest.NewIdentity(1)
-	dir, err := directory.Open(dssync.MutexWrap(datastore.NewMapDatastore()), self.ID, directory.Options{})
+	dir, err := directory.Open(directory.Deps{Datastore: dssync.MutexWrap(datastore.NewMapDatastore()), Self: self.ID}, directory.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -196,7 +196,7 @@ func NewEnv(t testing.TB, setups ...Setup) *Env {
 	t.Helper()
 	clock := NewClock()
 	self := NewIdentity(1)
-	dir, err := directory.Open(dssync.MutexWrap(datastore.NewMapDatastore()), self.ID, directory.Options{Now: clock.Now})
+	dir, err := directory.Open(directory.Deps{Datastore: dssync.MutexWrap(datastore.NewMapDatastore()), Self: self.ID}, directory.Config{}, directory.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
