@@ -16,10 +16,11 @@ import (
 
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
+	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 )
 
 // The node's signed agent groups (docs/groups.md): the group service
-// (package groupsvc) and its wiring. New builds the service after
+// (package groupsvc), its HTTP API (package groupapi) and its wiring. New builds the service after
 // gossipsub, the datastore, the DHT and the federation; it becomes the
 // node's membership predicate (membership.go), the federation's way to
 // spread group-scoped Things, the gossipsub peer and subscription filter
@@ -61,6 +62,9 @@ func (n *Node) buildGroups(key ed25519.PrivateKey) error {
 		return err
 	}
 	n.groups = svc
+	if n.groupAPI, err = groupapi.New(groupapi.Deps{Groups: svc}); err != nil {
+		return err
+	}
 	n.groupFilter.set(svc)
 	n.setMembership(svc.Allowed)
 	n.setScopedPublisher(func(ctx context.Context, groups []string, record []byte) error {

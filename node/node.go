@@ -27,6 +27,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
+	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/tdcache"
@@ -66,6 +67,7 @@ type Node struct {
 	// Groups (groups.go): the group service, the gossipsub filter of
 	// group topics, and the groups this node was last a member of.
 	groups       *groupsvc.Service
+	groupAPI     *groupapi.Handler
 	groupFilter  groupFilter
 	joinedGroups groupSet
 	memberSyncs  peerTimes
@@ -348,6 +350,10 @@ func (n *Node) teardown() error {
 	if n.tdd != nil {
 		// Ends open /events streams, which would otherwise hold Shutdown.
 		errs = append(errs, n.tdd.Close())
+	}
+	if n.groupAPI != nil {
+		// Ends group message streams likewise.
+		errs = append(errs, n.groupAPI.Close())
 	}
 	errs = append(errs, n.closeGateways())
 	if n.gateway != nil {
