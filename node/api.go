@@ -13,6 +13,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
+	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 )
 
 // The local HTTP API. Every response body is JSON; errors are RFC 9457
@@ -53,8 +54,10 @@ func apiHandler(n *Node) http.Handler {
 			writeProblem(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; allowed: %s", r.Method, allow))
 		})
 	}
-	// Signed agent groups (api_groups.go).
-	mountGroups(mux, n)
+	// Signed agent groups (package groupapi).
+	for _, pattern := range groupapi.Patterns() {
+		mux.Handle(pattern, n.groupAPI)
+	}
 	// The WoT HTTP binding of every Thing the node knows (package gateway).
 	for _, pattern := range gateway.Patterns() {
 		mux.Handle(pattern, n.gateway)

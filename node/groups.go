@@ -14,7 +14,8 @@ import (
 )
 
 // The node's signed agent groups (docs/groups.md): the group service
-// (package groupsvc) and its wiring. New builds the service before
+// (package groupsvc), its HTTP API (package groupsvc/groupapi) and its
+// wiring. New builds the service before
 // gossipsub and the federation, which are built with it: it is the
 // gossipsub peer and subscription filter of group topics, the membership
 // predicate of the federation and of the own Things (groupAccess), and

@@ -16,12 +16,12 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
+	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -62,17 +62,17 @@ func TestGroups(t *testing.T) {
 	t.Logf("%d nodes up and linked in %s", groupNetSize, time.Since(begin).Round(time.Millisecond))
 
 	// Found the group and invite over the HTTP API.
-	var info groupsvc.Info
+	var info groupapi.GroupInfo
 	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups", `{"name": "diagnostics"}`, http.StatusCreated, &info)
 	gid := info.ID
 	topic := groups.Topic(gid)
 	outsiderGot := rawSubscribe(t, outsider, topic)
-	var forOne, forMany node.InvitationResponse
+	var forOne, forMany groupapi.Invitation
 	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups/"+gid+"/invitations",
 		fmt.Sprintf(`{"for": %q, "once": true}`, nodes[1].PeerID()), http.StatusCreated, &forOne)
 	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups/diagnostics/invitations", `{"ttl": "1h"}`, http.StatusCreated, &forMany)
 
-	var joined groupsvc.Info
+	var joined groupapi.GroupInfo
 	apiDo(t, nodes[1], http.MethodPost, "/api/v1/groups/join", fmt.Sprintf(`{"token": %q}`, forOne.Token), http.StatusOK, &joined)
 	if !joined.Self.Member || joined.ID != gid {
 		t.Fatalf("node 1 joined: %+v", joined)
@@ -599,70 +599,4 @@ func restartNode(t *testing.T, cfg node.Config, opts []node.Option) *node.Node {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// TestGroupAPI checks the group routes' answers on one node: the statuses
-// of docs/groups.md and problem details naming the field.
-func TestGroupAPI(t *testing.T) {
-	n := testnet.New(t, 1, testnet.Options{}).Nodes[0]
-	var info groupsvc.Info
-	apiDo(t, n, http.MethodPost, "/api/v1/groups", `{"name": "lab", "policy": {"postRole": "admin"}}`, http.StatusCreated, &info)
-	if info.Policy.PostRole != groups.RoleAdmin || !info.Self.Admin || info.Ops != 1 {
-		t.Fatalf("created %+v", info)
-	}
-	var list []groupsvc.Info
-	apiDo(t, n, http.MethodGet, "/api/v1/groups", "", http.StatusOK, &list)
-	if len(list) != 1 || list[0].ID != info.ID {
-		t.Fatalf("list %+v", list)
-	}
-	apiDo(t, n, http.MethodPatch, "/api/v1/groups/lab", `{"name": "lab-2", "policy": {"postRole": "member"}}`, http.StatusOK, &info)
-	if info.Name != "lab-2" || info.Policy.PostRole != groups.RoleMember || info.Ops != 3 {
-		t.Fatalf("patched %+v", info)
-	}
-	apiDo(t, n, http.MethodPut, "/api/v1/groups/"+info.ID+"/admins/"+n.PeerID().String(), "", http.StatusOK, &info)
-	if info.Ops != 3 {
-		t.Fatalf("granting admin to an admin added an operation: %d ops", info.Ops)
-	}
-	var shown groupsvc.Info
-	apiDo(t, n, http.MethodGet, "/api/v1/groups/lab-2", "", http.StatusOK, &shown)
-	if len(shown.Log) != 3 || shown.Log[0].Kind != groups.KindGenesis || !shown.Log[2].Effective {
-		t.Fatalf("log %+v", shown.Log)
-	}
-	other, err := peer.Decode("12D3KooWGK79YXfbaPRNs5iQ1QqiYgftqgpkoj7dbggbxTHYNN6u")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		method, path, body string
-		status             int
-		detail             string
-	}{
-		{http.MethodPost, "/api/v1/groups", `{"nom": "x"}`, http.StatusBadRequest, "nom"},
-		{http.MethodPost, "/api/v1/groups", `{}`, http.StatusBadRequest, "name"},
-		{http.MethodPost, "/api/v1/groups", `{"name": "x", "policy": {"postRole": "boss"}}`, http.StatusBadRequest, "postRole"},
-		{http.MethodGet, "/api/v1/groups/nope", "", http.StatusNotFound, "nope"},
-		{http.MethodPost, "/api/v1/groups/lab-2/invitations", `{"ttl": "soon"}`, http.StatusBadRequest, "ttl"},
-		{http.MethodPost, "/api/v1/groups/lab-2/invitations", `{"for": "bob"}`, http.StatusBadRequest, "for"},
-		{http.MethodPost, "/api/v1/groups/join", `{"token": "lmosgroup:AAAA"}`, http.StatusBadRequest, "token"},
-		{http.MethodPost, "/api/v1/groups/join", `{}`, http.StatusBadRequest, "token"},
-		{http.MethodDelete, "/api/v1/groups/lab-2/members/bob", "", http.StatusBadRequest, "peer"},
-		{http.MethodDelete, "/api/v1/groups/lab-2/members/" + other.String(), "", http.StatusNotFound, other.String()},
-		{http.MethodDelete, "/api/v1/groups/lab-2/members/" + n.PeerID().String(), "", http.StatusConflict, "admin"},
-		{http.MethodDelete, "/api/v1/groups/lab-2/admins/" + n.PeerID().String(), "", http.StatusConflict, "admin"},
-		{http.MethodPost, "/api/v1/groups/lab-2/leave", "", http.StatusConflict, "admin"},
-		{http.MethodPost, "/api/v1/groups/lab-2/messages", `not json`, http.StatusBadRequest, "JSON"},
-	} {
-		var p lmosproto.Problem
-		apiDo(t, n, c.method, c.path, c.body, c.status, &p)
-		if p.Status != c.status || !strings.Contains(p.Detail, c.detail) {
-			t.Errorf("%s %s: %+v, want %d naming %q", c.method, c.path, p, c.status, c.detail)
-		}
-	}
-	apiDo(t, n, http.MethodPost, "/api/v1/groups/lab-2/messages", `"hi"`, http.StatusAccepted, nil)
-	apiDo(t, n, http.MethodDelete, "/api/v1/groups/lab-2", "", http.StatusOK, &info)
-	if !info.Dissolved || info.Self.Member {
-		t.Fatalf("dissolved %+v", info)
-	}
-	apiDo(t, n, http.MethodDelete, "/api/v1/groups/lab-2", "", http.StatusConflict, nil)
-	apiDo(t, n, http.MethodGet, "/api/v1/groups/lab-2/messages", "", http.StatusConflict, nil)
 }

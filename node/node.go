@@ -26,6 +26,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
+	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/own"
@@ -65,6 +66,7 @@ type Node struct {
 	// Groups (groups.go): the group service and the groups this node was
 	// last a member of.
 	groups       *groupsvc.Service
+	groupAPI     *groupapi.Handler
 	joinedGroups groupSet
 
 	// Interactions (invoke.go): the node's own Things with the engine that
@@ -187,6 +189,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		gdeps.TopicScore = topicScore()
 	}
 	if n.groups, err = groupsvc.New(gdeps, groupsvc.Config{}, groupsvc.WithLogger(o.logger.With("component", "groups"))); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if n.groupAPI, err = groupapi.New(groupapi.Deps{Groups: n.groups}); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	access := o.access
@@ -383,6 +388,10 @@ func (n *Node) teardown() error {
 	if n.tdd != nil {
 		// Ends open /events streams, which would otherwise hold Shutdown.
 		errs = append(errs, n.tdd.Close())
+	}
+	if n.groupAPI != nil {
+		// Ends group message streams likewise.
+		errs = append(errs, n.groupAPI.Close())
 	}
 	errs = append(errs, n.closeGateways())
 	if n.gateway != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -26,9 +27,10 @@ type daemon struct {
 	home   string
 	apiURL string
 	// http sends the API token ($LMOS_API_TOKEN or the home's apiToken),
-	// if any, with every request; client uses it.
+	// if any, with every request; client and groups use it.
 	http   *http.Client
 	client *tdd.Client
+	groups *groupapi.Client
 }
 
 // connectDaemon finds the running node of the command's home through its
@@ -50,7 +52,7 @@ func connectDaemon(cmd *cobra.Command) (*daemon, error) {
 		return nil, err
 	}
 	hc := node.NewAPIClient(token)
-	return &daemon{home: home, apiURL: apiURL, http: hc, client: tdd.NewClient(apiURL, hc)}, nil
+	return &daemon{home: home, apiURL: apiURL, http: hc, client: tdd.NewClient(apiURL, hc), groups: groupapi.NewClient(apiURL, hc)}, nil
 }
 
 // ctx scopes one API call.

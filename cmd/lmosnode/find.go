@@ -135,7 +135,7 @@ func shortPeerID(id string) string {
 // groupNames maps the IDs of the groups the node knows to their names;
 // empty if the node has no group API.
 func groupNames(ctx context.Context, d *daemon) map[string]string {
-	gs, err := d.groups(ctx)
+	gs, err := d.groups.List(ctx)
 	if err != nil {
 		return nil
 	}

@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,55 +15,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/spf13/cobra"
 
-	lmosproto "github.com/lmosnode/lmosnode/proto"
+	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/groupsvc"
+	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 )
 
 // The group commands are thin clients of the node's group API
-// (docs/groups.md, "HTTP API"); the types below are its JSON shapes.
-
-// groupsPath is the root of the group API.
-const groupsPath = "/api/v1/groups"
-
-// invitePrefix starts every invitation token.
-const invitePrefix = "lmosgroup:"
-
-// groupInfo is the API's GroupInfo.
-type groupInfo struct {
-	ID        string        `json:"id"`
-	Name      string        `json:"name"`
-	Founder   string        `json:"founder"`
-	Created   string        `json:"created"`
-	Dissolved bool          `json:"dissolved"`
-	Policy    groupPolicy   `json:"policy"`
-	Members   []groupMember `json:"members"`
-	Self      struct {
-		Member bool `json:"member"`
-		Admin  bool `json:"admin"`
-	} `json:"self"`
-	Heads []string          `json:"heads"`
-	Ops   int               `json:"ops"`
-	Log   []json.RawMessage `json:"log,omitempty"`
-}
-
-type groupPolicy struct {
-	PostRole   string `json:"postRole,omitempty"`
-	MaxMembers int    `json:"maxMembers,omitempty"`
-}
-
-type groupMember struct {
-	Peer   string   `json:"peer"`
-	Role   string   `json:"role"`
-	Admin  bool     `json:"admin"`
-	Things []string `json:"things"`
-	Since  string   `json:"since"`
-}
-
-// groupPost is one message of the group's SSE stream.
-type groupPost struct {
-	From string          `json:"from"`
-	Body json.RawMessage `json:"body"`
-	Sent string          `json:"sent"`
-}
+// (docs/groups.md, "HTTP API"), through groupapi.Client.
 
 func newGroupCmd() *cobra.Command {
 	group := &cobra.Command{
@@ -100,55 +55,6 @@ See docs/groups.md.`,
 	return group
 }
 
-// groupCall sends one request of the group API and decodes a 2xx JSON
-// answer into out (if not nil); any other answer is the problem it
-// carries.
-func (d *daemon) groupCall(ctx context.Context, method, path string, body any, out any) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, d.apiURL+path, rd)
-	if err != nil {
-		return 0, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := d.http.Do(req)
-	if err != nil {
-		return 0, d.explain(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if resp.StatusCode >= 300 {
-		return resp.StatusCode, d.explain(problemError(resp.StatusCode, b))
-	}
-	if out != nil && len(bytes.TrimSpace(b)) > 0 {
-		if err := json.Unmarshal(b, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: answer: %w", method, path, err)
-		}
-	}
-	return resp.StatusCode, nil
-}
-
-// groups lists the groups the node knows.
-func (d *daemon) groups(ctx context.Context) ([]groupInfo, error) {
-	var gs []groupInfo
-	if _, err := d.groupCall(ctx, http.MethodGet, groupsPath, nil, &gs); err != nil {
-		return nil, err
-	}
-	return gs, nil
-}
-
 // resolveGroup turns a GROUP argument into a group ID: an ID the node
 // knows, else the one group of this node with that name (groups this node
 // belongs to first). Anything else that looks like an ID is passed on, so
@@ -157,11 +63,11 @@ func resolveGroup(ctx context.Context, d *daemon, arg string) (string, error) {
 	if arg == "" {
 		return "", errors.New("GROUP: empty")
 	}
-	gs, err := d.groups(ctx)
+	gs, err := d.groups.List(ctx)
 	if err != nil {
-		return "", err
+		return "", d.explain(err)
 	}
-	var named, mine []groupInfo
+	var named, mine []groupapi.GroupInfo
 	for _, g := range gs {
 		if g.ID == arg {
 			return g.ID, nil
@@ -214,22 +120,13 @@ func looksLikeGroupID(s string) bool {
 	return true
 }
 
-// groupPath is the API path of group id, with more path elements.
-func groupPath(id string, elems ...string) string {
-	p := groupsPath + "/" + url.PathEscape(id)
-	for _, e := range elems {
-		p += "/" + url.PathEscape(e)
-	}
-	return p
-}
-
 // parsePeerArg checks a PEER argument.
-func parsePeerArg(s string) (string, error) {
+func parsePeerArg(s string) (peer.ID, error) {
 	id, err := peer.Decode(s)
 	if err != nil {
 		return "", fmt.Errorf("PEER %q is not a peer ID: %w", s, err)
 	}
-	return id.String(), nil
+	return id, nil
 }
 
 // groupCommand runs fn with the daemon, a request context and the
@@ -245,12 +142,12 @@ func groupCommand(cmd *cobra.Command, arg string, fn func(ctx context.Context, d
 	if err != nil {
 		return err
 	}
-	return fn(ctx, d, id)
+	return d.explain(fn(ctx, d, id))
 }
 
 // printGroupResult prints the GroupInfo a change answers with: --json as
 // is, else one line.
-func printGroupResult(cmd *cobra.Command, verb string, g groupInfo) error {
+func printGroupResult(cmd *cobra.Command, verb string, g groupapi.GroupInfo) error {
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		return printJSON(cmd.OutOrStdout(), g)
 	}
@@ -258,7 +155,7 @@ func printGroupResult(cmd *cobra.Command, verb string, g groupInfo) error {
 	return err
 }
 
-func dissolvedNote(g groupInfo) string {
+func dissolvedNote(g groupapi.GroupInfo) string {
 	if g.Dissolved {
 		return ", dissolved"
 	}
@@ -268,13 +165,13 @@ func dissolvedNote(g groupInfo) string {
 // changeCmd builds the commands that make one change and answer with the
 // group: remove, rename, leave, dissolve.
 func changeCmd(use, short, long, example string, args cobra.PositionalArgs,
-	do func(ctx context.Context, d *daemon, id string, args []string, out *groupInfo) error, verb string) *cobra.Command {
+	do func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error), verb string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: use, Short: short, Long: long, Example: example, Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				var g groupInfo
-				if err := do(ctx, d, id, args, &g); err != nil {
+				g, err := do(ctx, d.groups, id, args)
+				if err != nil {
 					return err
 				}
 				return printGroupResult(cmd, verb, g)
@@ -295,18 +192,18 @@ its founder and first admin. The group ID is derived from the genesis.`,
   lmosnode group create ops --post-role admin --max-members 10`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{"name": args[0]}
-			var pol groupPolicy
+			var pol groups.Policy
 			pol.PostRole, _ = cmd.Flags().GetString("post-role")
 			pol.MaxMembers, _ = cmd.Flags().GetInt("max-members")
-			if pol.PostRole != "" && pol.PostRole != "member" && pol.PostRole != "admin" {
+			if pol.PostRole != "" && pol.PostRole != groups.RoleMember && pol.PostRole != groups.RoleAdmin {
 				return fmt.Errorf("--post-role: %q: want member or admin", pol.PostRole)
 			}
 			if pol.MaxMembers < 0 {
 				return fmt.Errorf("--max-members: %d is negative", pol.MaxMembers)
 			}
-			if pol != (groupPolicy{}) {
-				body["policy"] = pol
+			var policy *groups.Policy
+			if pol != (groups.Policy{}) {
+				policy = &pol
 			}
 			d, err := connectDaemon(cmd)
 			if err != nil {
@@ -314,9 +211,9 @@ its founder and first admin. The group ID is derived from the genesis.`,
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			var g groupInfo
-			if _, err := d.groupCall(ctx, http.MethodPost, groupsPath, body, &g); err != nil {
-				return err
+			g, err := d.groups.Create(ctx, args[0], policy)
+			if err != nil {
+				return d.explain(err)
 			}
 			return printGroupResult(cmd, "created", g)
 		},
@@ -339,47 +236,37 @@ with 'lmosnode group join TOKEN'. The token is printed alone on stdout.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
-			body := map[string]any{}
+			var o groupsvc.InviteOptions
 			if s, _ := f.GetString("for"); s != "" {
 				p, err := parsePeerArg(s)
 				if err != nil {
 					return fmt.Errorf("--for: %w", err)
 				}
-				body["for"] = p
+				o.For = p
 			}
 			if f.Changed("ttl") {
-				ttl, _ := f.GetDuration("ttl")
-				if ttl <= 0 {
-					return fmt.Errorf("--ttl: %s: want a positive duration", ttl)
+				o.TTL, _ = f.GetDuration("ttl")
+				if o.TTL <= 0 {
+					return fmt.Errorf("--ttl: %s: want a positive duration", o.TTL)
 				}
-				body["ttl"] = ttl.String()
 			}
-			if once, _ := f.GetBool("once"); once {
-				body["once"] = true
-			}
-			if role, _ := f.GetString("role"); role != "" {
-				body["role"] = role
-			}
-			if things, _ := f.GetStringArray("thing"); len(things) > 0 {
-				body["things"] = things
-			}
+			o.Once, _ = f.GetBool("once")
+			o.Role, _ = f.GetString("role")
+			o.Things, _ = f.GetStringArray("thing")
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				var inv struct {
-					Token   string `json:"token"`
-					Expires string `json:"expires"`
-				}
-				if _, err := d.groupCall(ctx, http.MethodPost, groupPath(id, "invitations"), body, &inv); err != nil {
+				inv, err := d.groups.Invite(ctx, id, o)
+				if err != nil {
 					return err
 				}
 				if asJSON, _ := f.GetBool("json"); asJSON {
 					return printJSON(cmd.OutOrStdout(), inv)
 				}
-				if !strings.HasPrefix(inv.Token, invitePrefix) {
-					return fmt.Errorf("the node answered a token without the %s prefix: %q", invitePrefix, inv.Token)
+				if !strings.HasPrefix(inv.Token, groups.InvitePrefix) {
+					return fmt.Errorf("the node answered a token without the %s prefix: %q", groups.InvitePrefix, inv.Token)
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), inv.Token)
-				if inv.Expires != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "expires %s\n", inv.Expires)
+				if !inv.Expires.IsZero() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "expires %s\n", timeText(inv.Expires))
 				}
 				return nil
 			})
@@ -393,31 +280,6 @@ with 'lmosnode group join TOKEN'. The token is printed alone on stdout.`,
 	f.StringArray("thing", nil, "restrict the member to this Thing of the group (repeatable)")
 	f.Bool("json", false, "print the token and its expiry as JSON")
 	return cmd
-}
-
-// tokenClaims reads what a token says about itself, unverified, for
-// messages only: the node verifies the token.
-func tokenClaims(token string) (group, name string, expires time.Time, err error) {
-	body, ok := strings.CutPrefix(strings.TrimSpace(token), invitePrefix)
-	if !ok {
-		return "", "", time.Time{}, fmt.Errorf("TOKEN: does not start with %q", invitePrefix)
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(body, "="))
-	if err != nil {
-		return "", "", time.Time{}, fmt.Errorf("TOKEN: not base64url: %w", err)
-	}
-	var c struct {
-		Group   string    `json:"group"`
-		Name    string    `json:"name"`
-		Expires time.Time `json:"expires"`
-	}
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return "", "", time.Time{}, fmt.Errorf("TOKEN: not an invitation: %w", err)
-	}
-	if c.Group == "" {
-		return "", "", time.Time{}, errors.New("TOKEN: names no group")
-	}
-	return c.Group, c.Name, c.Expires, nil
 }
 
 // joinPoll is how often join --wait asks whether a pending join went
@@ -437,9 +299,11 @@ retries (across restarts) until an admin answers or the token expires.
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			token := strings.TrimSpace(args[0])
-			group, name, expires, err := tokenClaims(token)
+			// What the token says of itself, for the messages; the
+			// node checks its expiry.
+			inv, err := groups.ParseInvitation(token, time.Time{})
 			if err != nil {
-				return err
+				return fmt.Errorf("TOKEN: %w", err)
 			}
 			d, err := connectDaemon(cmd)
 			if err != nil {
@@ -447,35 +311,27 @@ retries (across restarts) until an admin answers or the token expires.
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			var raw json.RawMessage
-			status, err := d.groupCall(ctx, http.MethodPost, groupsPath+"/join", map[string]string{"token": token}, &raw)
+			res, err := d.groups.Join(ctx, token)
 			if err != nil {
-				return err
+				return d.explain(err)
 			}
-			if status == http.StatusOK {
-				var g groupInfo
-				if err := json.Unmarshal(raw, &g); err != nil {
-					return fmt.Errorf("join: answer: %w", err)
-				}
-				return printGroupResult(cmd, "joined", g)
+			if !res.Pending {
+				return printGroupResult(cmd, "joined", *res.Info)
 			}
-			var pending struct {
-				Group   string `json:"group"`
-				Pending bool   `json:"pending"`
-			}
-			if err := json.Unmarshal(raw, &pending); err == nil && pending.Group != "" {
-				group = pending.Group
+			group := inv.Group
+			if res.Group != "" {
+				group = res.Group
 			}
 			if wait, _ := cmd.Flags().GetBool("wait"); !wait {
 				if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-					return printJSON(cmd.OutOrStdout(), pending)
+					return printJSON(cmd.OutOrStdout(), res)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "join of group %s (%s) pending: no admin answered yet; the node keeps trying until %s\n",
-					cell(name), group, expiresText(expires))
+					cell(inv.Name), group, expiresText(inv.Expires))
 				return nil
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "join of group %s (%s) pending; waiting for an admin (until %s)\n", cell(name), group, expiresText(expires))
-			return waitJoined(cmd, d, group, expires)
+			fmt.Fprintf(cmd.ErrOrStderr(), "join of group %s (%s) pending; waiting for an admin (until %s)\n", cell(inv.Name), group, expiresText(inv.Expires))
+			return waitJoined(cmd, d, group, inv.Expires)
 		},
 	}
 	cmd.Flags().Bool("wait", false, "wait until the join went through")
@@ -507,8 +363,7 @@ func waitJoined(cmd *cobra.Command, d *daemon, group string, expires time.Time) 
 	defer t.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		var g groupInfo
-		_, err := d.groupCall(rctx, http.MethodGet, groupPath(group), nil, &g)
+		g, err := d.groups.Show(rctx, group)
 		cancel()
 		if err == nil && g.Self.Member {
 			return printGroupResult(cmd, "joined", g)
@@ -537,14 +392,14 @@ func newGroupLsCmd() *cobra.Command {
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			gs, err := d.groups(ctx)
+			gs, err := d.groups.List(ctx)
 			if err != nil {
-				return err
+				return d.explain(err)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 				if gs == nil {
-					gs = []groupInfo{}
+					gs = []groupapi.GroupInfo{}
 				}
 				return printJSON(out, gs)
 			}
@@ -564,7 +419,7 @@ func newGroupLsCmd() *cobra.Command {
 	return cmd
 }
 
-func selfRole(g groupInfo) string {
+func selfRole(g groupapi.GroupInfo) string {
 	switch {
 	case g.Self.Admin:
 		return "admin"
@@ -574,7 +429,7 @@ func selfRole(g groupInfo) string {
 	return "-"
 }
 
-func groupState(g groupInfo) string {
+func groupState(g groupapi.GroupInfo) string {
 	if g.Dissolved {
 		return "dissolved"
 	}
@@ -588,78 +443,12 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// logEntry is one operation of a group's log as group show prints it.
-type logEntry struct {
-	ID, Kind, Author, Target, Created string
-	Effective                         bool
-}
-
-// parseLogEntry reads an entry of GroupInfo.log: {"id", "kind",
-// "author", "created", "peer"?, "effective", "op": {signed operation}}.
-// What the entry does not say is read from the signed operation: its
-// target (peer, name or policy), and the author and time of its proof.
-func parseLogEntry(raw json.RawMessage) (logEntry, error) {
-	var w struct {
-		ID        string          `json:"id"`
-		Kind      string          `json:"kind"`
-		Author    string          `json:"author"`
-		Peer      string          `json:"peer"`
-		Name      string          `json:"name"`
-		Policy    json.RawMessage `json:"policy"`
-		Created   string          `json:"created"`
-		Effective *bool           `json:"effective"`
-		Op        json.RawMessage `json:"op"`
-		Proof     *struct {
-			VerificationMethod string `json:"verificationMethod"`
-			Created            string `json:"created"`
-		} `json:"proof"`
+// timeText is t as the API writes it (RFC 3339), "" if zero.
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return ""
 	}
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return logEntry{}, err
-	}
-	var e logEntry
-	if len(w.Op) > 0 && string(w.Op) != "null" {
-		inner, err := parseLogEntry(w.Op)
-		if err != nil {
-			return logEntry{}, fmt.Errorf("op: %w", err)
-		}
-		e = inner
-	}
-	for _, f := range []struct {
-		dst *string
-		v   string
-	}{{&e.ID, w.ID}, {&e.Kind, w.Kind}, {&e.Author, w.Author}, {&e.Created, w.Created}} {
-		if f.v != "" {
-			*f.dst = f.v
-		}
-	}
-	e.Effective = w.Effective == nil || *w.Effective
-	switch {
-	case w.Peer != "":
-		e.Target = w.Peer
-	case w.Name != "":
-		e.Target = w.Name
-	case len(w.Policy) > 0 && string(w.Policy) != "null":
-		var buf bytes.Buffer
-		if json.Compact(&buf, w.Policy) == nil {
-			e.Target = buf.String()
-		}
-	}
-	if w.Proof != nil {
-		if e.Author == "" {
-			if did, _, _ := strings.Cut(w.Proof.VerificationMethod, "#"); did != "" {
-				if pub, err := lmosproto.ParseDIDKey(did); err == nil {
-					if id, err := lmosproto.PeerIDFromEd25519(pub); err == nil {
-						e.Author = id.String()
-					}
-				}
-			}
-		}
-		if e.Created == "" {
-			e.Created = w.Proof.Created
-		}
-	}
-	return e, nil
+	return t.Format(time.RFC3339Nano)
 }
 
 func newGroupShowCmd() *cobra.Command {
@@ -676,16 +465,12 @@ a removed admin's concurrent act, …) stays in the log and is shown as such.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				var raw json.RawMessage
-				if _, err := d.groupCall(ctx, http.MethodGet, groupPath(id), nil, &raw); err != nil {
+				g, err := d.groups.Show(ctx, id)
+				if err != nil {
 					return err
 				}
 				if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-					return printJSON(cmd.OutOrStdout(), raw)
-				}
-				var g groupInfo
-				if err := json.Unmarshal(raw, &g); err != nil {
-					return fmt.Errorf("group %s: answer: %w", id, err)
+					return printJSON(cmd.OutOrStdout(), g)
 				}
 				return printGroup(cmd.OutOrStdout(), g)
 			})
@@ -696,10 +481,10 @@ a removed admin's concurrent act, …) stays in the log and is shown as such.`,
 }
 
 // printGroup writes group show's text form.
-func printGroup(out io.Writer, g groupInfo) error {
+func printGroup(out io.Writer, g groupapi.GroupInfo) error {
 	postRole := g.Policy.PostRole
 	if postRole == "" {
-		postRole = "member"
+		postRole = groups.RoleMember
 	}
 	maxMembers := "none"
 	if g.Policy.MaxMembers > 0 {
@@ -708,8 +493,8 @@ func printGroup(out io.Writer, g groupInfo) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "ID:\t%s\n", g.ID)
 	fmt.Fprintf(tw, "Name:\t%s\n", cell(g.Name))
-	fmt.Fprintf(tw, "Founder:\t%s\n", cell(g.Founder))
-	fmt.Fprintf(tw, "Created:\t%s\n", cell(g.Created))
+	fmt.Fprintf(tw, "Founder:\t%s\n", cell(g.Founder.String()))
+	fmt.Fprintf(tw, "Created:\t%s\n", cell(timeText(g.Created)))
 	fmt.Fprintf(tw, "State:\t%s\n", groupState(g))
 	fmt.Fprintf(tw, "Policy:\tpostRole %s, maxMembers %s\n", postRole, maxMembers)
 	fmt.Fprintf(tw, "This node:\t%s\n", selfRole(g))
@@ -718,12 +503,15 @@ func printGroup(out io.Writer, g groupInfo) error {
 		return err
 	}
 
-	members := append([]groupMember(nil), g.Members...)
-	sort.SliceStable(members, func(i, j int) bool {
-		if members[i].Admin != members[j].Admin {
-			return members[i].Admin
+	members := slices.Clone(g.Members)
+	slices.SortStableFunc(members, func(a, b groupapi.Member) int {
+		if a.Admin != b.Admin {
+			if a.Admin {
+				return -1
+			}
+			return 1
 		}
-		return members[i].Peer < members[j].Peer
+		return strings.Compare(a.Peer.String(), b.Peer.String())
 	})
 	fmt.Fprintf(out, "\nMembers (%d):\n", len(members))
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -733,7 +521,7 @@ func printGroup(out io.Writer, g groupInfo) error {
 		if len(m.Things) > 0 {
 			things = strings.Join(m.Things, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Peer, cell(m.Role), yesNo(m.Admin), things, cell(m.Since))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Peer, cell(m.Role), yesNo(m.Admin), things, cell(timeText(m.Since)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -745,12 +533,8 @@ func printGroup(out io.Writer, g groupInfo) error {
 	fmt.Fprintf(out, "\nLog (%d operations, fold order):\n", len(g.Log))
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tAUTHOR\tTARGET\tEFFECTIVE\tCREATED")
-	for i, raw := range g.Log {
-		e, err := parseLogEntry(raw)
-		if err != nil {
-			return fmt.Errorf("log entry %d: %w", i, err)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(e.Kind), cell(e.Author), cell(e.Target), yesNo(e.Effective), cell(e.Created))
+	for _, e := range g.Log {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cell(string(e.Kind)), cell(e.Author.String()), cell(e.Target()), yesNo(e.Effective), cell(timeText(e.Created)))
 	}
 	return tw.Flush()
 }
@@ -761,13 +545,12 @@ func newGroupRemoveCmd() *cobra.Command {
 The removal takes effect on every node as soon as it arrives: the removed
 member's next post is rejected, its next call of the group's Things refused.`,
 		`  lmosnode group remove diagnostics 12D3KooW…`, cobra.ExactArgs(2),
-		func(ctx context.Context, d *daemon, id string, args []string, g *groupInfo) error {
+		func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error) {
 			p, err := parsePeerArg(args[1])
 			if err != nil {
-				return err
+				return groupapi.GroupInfo{}, err
 			}
-			_, err = d.groupCall(ctx, http.MethodDelete, groupPath(id, "members", p), nil, g)
-			return err
+			return c.Remove(ctx, id, p)
 		}, "removed member from")
 }
 
@@ -790,13 +573,13 @@ dissolve the group instead.`,
 			if err != nil {
 				return err
 			}
-			method, verb := http.MethodPut, "granted admin in"
+			verb := "granted admin in"
 			if revoke {
-				method, verb = http.MethodDelete, "revoked admin in"
+				verb = "revoked admin in"
 			}
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				var g groupInfo
-				if _, err := d.groupCall(ctx, method, groupPath(id, "admins", p), nil, &g); err != nil {
+				g, err := d.groups.SetAdmin(ctx, id, p, grant)
+				if err != nil {
 					return err
 				}
 				return printGroupResult(cmd, verb, g)
@@ -813,12 +596,11 @@ dissolve the group instead.`,
 func newGroupRenameCmd() *cobra.Command {
 	return changeCmd("rename GROUP NAME", "Rename a group (admins only)", "rename signs a new name for GROUP; this node must be an admin.",
 		`  lmosnode group rename diagnostics diag-2027`, cobra.ExactArgs(2),
-		func(ctx context.Context, d *daemon, id string, args []string, g *groupInfo) error {
+		func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error) {
 			if strings.TrimSpace(args[1]) == "" {
-				return errors.New("NAME: empty")
+				return groupapi.GroupInfo{}, errors.New("NAME: empty")
 			}
-			_, err := d.groupCall(ctx, http.MethodPatch, groupPath(id), map[string]string{"name": args[1]}, g)
-			return err
+			return c.Rename(ctx, id, args[1])
 		}, "renamed")
 }
 
@@ -827,9 +609,8 @@ func newGroupLeaveCmd() *cobra.Command {
 		`leave signs this node's departure from GROUP. The last admin cannot leave:
 dissolve the group instead.`,
 		`  lmosnode group leave diagnostics`, cobra.ExactArgs(1),
-		func(ctx context.Context, d *daemon, id string, _ []string, g *groupInfo) error {
-			_, err := d.groupCall(ctx, http.MethodPost, groupPath(id, "leave"), nil, g)
-			return err
+		func(ctx context.Context, c *groupapi.Client, id string, _ []string) (groupapi.GroupInfo, error) {
+			return c.Leave(ctx, id)
 		}, "left")
 }
 
@@ -839,9 +620,8 @@ func newGroupDissolveCmd() *cobra.Command {
 operation is void, every node leaves the group's topic, and nobody can
 reach a Thing through the group any more.`,
 		`  lmosnode group dissolve diagnostics`, cobra.ExactArgs(1),
-		func(ctx context.Context, d *daemon, id string, _ []string, g *groupInfo) error {
-			_, err := d.groupCall(ctx, http.MethodDelete, groupPath(id), nil, g)
-			return err
+		func(ctx context.Context, c *groupapi.Client, id string, _ []string) (groupapi.GroupInfo, error) {
+			return c.Dissolve(ctx, id)
 		}, "dissolved")
 }
 
@@ -870,8 +650,7 @@ with --value a JSON value.`,
 				body = b
 			}
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				_, err := d.groupCall(ctx, http.MethodPost, groupPath(id, "messages"), body, nil)
-				return err
+				return d.groups.Post(ctx, id, body)
 			})
 		},
 	}
@@ -904,31 +683,35 @@ interrupted (Ctrl-C) or the node ends the stream.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
+			sub, err := d.groups.Subscribe(ctx, id)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return d.explain(err)
+			}
+			defer func() { _ = sub.Close() }()
 			asJSON, _ := cmd.Flags().GetBool("json")
 			out := cmd.OutOrStdout()
-			return d.follow(ctx, d.apiURL+groupPath(id, "messages"), "group "+id, func(resp *http.Response) error {
-				b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-				return d.explain(problemError(resp.StatusCode, b))
-			}, func(event, data string) (bool, error) {
-				switch event {
-				case "error":
-					return true, problemError(http.StatusBadGateway, []byte(data))
-				case "post", "":
+			for {
+				p, err := sub.Next()
+				switch {
+				case ctx.Err() != nil:
+					return nil // interrupted: the normal end
+				case errors.Is(err, io.EOF):
+					return fmt.Errorf("subscription to group %s ended by the node", id)
+				case err != nil:
+					return fmt.Errorf("subscription to group %s ended: %w", id, err)
+				case asJSON:
+					b, err := json.Marshal(p)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintln(out, string(b))
 				default:
-					return false, nil
+					fmt.Fprintln(out, postLine(p))
 				}
-				if asJSON {
-					fmt.Fprintln(out, data)
-					return false, nil
-				}
-				line, err := postLine(data)
-				if err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "unreadable post: %v\n", err)
-					return false, nil
-				}
-				fmt.Fprintln(out, line)
-				return false, nil
-			})
+			}
 		},
 	}
 	cmd.Flags().Bool("json", false, "print each post as JSON, one per line")
@@ -937,11 +720,7 @@ interrupted (Ctrl-C) or the node ends the stream.`,
 
 // postLine is the text form of a post: "TIME SENDER: BODY", a text body
 // plainly, any other JSON compact.
-func postLine(data string) (string, error) {
-	var p groupPost
-	if err := json.Unmarshal([]byte(data), &p); err != nil {
-		return "", err
-	}
+func postLine(p groupapi.Post) string {
 	body := strings.TrimSpace(string(p.Body))
 	var text string
 	if json.Unmarshal(p.Body, &text) == nil {
@@ -952,9 +731,9 @@ func postLine(data string) (string, error) {
 			body = buf.String()
 		}
 	}
-	sent := p.Sent
-	if t, err := time.Parse(time.RFC3339Nano, p.Sent); err == nil {
-		sent = t.Local().Format("15:04:05")
+	sent := ""
+	if !p.Sent.IsZero() {
+		sent = p.Sent.Local().Format("15:04:05")
 	}
-	return fmt.Sprintf("%s %s: %s", cell(sent), shortPeerID(p.From), body), nil
+	return fmt.Sprintf("%s %s: %s", cell(sent), shortPeerID(p.From.String()), body)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
+	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -67,7 +68,7 @@ func TestGroupCommandsTwoNodes(t *testing.T) {
 	aHome, bHome := admin.Config().Home, joiner.Config().Home
 
 	out := mustRun(t, "--home", aHome, "group", "create", "diagnostics", "--json")
-	var g groupInfo
+	var g groupapi.GroupInfo
 	if err := json.Unmarshal([]byte(out), &g); err != nil || g.ID == "" || !g.Self.Admin {
 		t.Fatalf("create: %v\n%s", err, out)
 	}
@@ -142,7 +143,7 @@ func TestGroupCommandsTwoNodes(t *testing.T) {
 	// Removed, the member is refused and no longer lists the Thing.
 	mustRun(t, "--home", aHome, "group", "remove", "diagnostics", joiner.PeerID().String())
 	testnet.WaitFor(t, "the removal reaches the removed member", 30*time.Second, func() (bool, string) {
-		var gi groupInfo
+		var gi groupapi.GroupInfo
 		out := mustRun(t, "--home", bHome, "group", "show", g.ID, "--json")
 		return json.Unmarshal([]byte(out), &gi) == nil && !gi.Self.Member, out
 	})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -35,7 +36,7 @@ type groupAPI struct {
 }
 
 const (
-	alphaID = "bafkreialphaalphaalphaalphaalphaalphaalphaalphaalphaalpha"
+	alphaID = "bafkreidcalf6amvfg4wz4x7nr7e7lxoeydhsyvfnkrrdxmaqboehuxl4gu" // a real group ID: join tokens name it
 	betaID  = "bafkreibetabetabetabetabetabetabetabetabetabetabetabeta"
 	gammaID = "bafkreigammagammagammagammagammagammagammagammagammagam"
 	peerA   = "12D3KooWGzxzKZYveHXtpG6AsrUJBcWxHBFS2HsEoGTxrMLvKXtf"
@@ -184,8 +185,8 @@ func maps(m map[string]any) map[string]any {
 	return out
 }
 
-// testLog is a GroupInfo log: a genesis signed for real (author from its
-// proof) and an add without effect that names its author.
+// testLog is a GroupInfo log: a genesis signed for real (its name read
+// from the signed operation) and an add without effect.
 func testLog(t *testing.T) []any {
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	signed, err := lmosproto.SignDocument([]byte(`{"type":"lmos:GroupOp","kind":"genesis","name":"diagnostics","nonce":"x"}`), key, time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC))
@@ -193,9 +194,13 @@ func testLog(t *testing.T) []any {
 		t.Fatal(err)
 	}
 	var genesis json.RawMessage = signed
-	// docs/api.md: {"id", "kind", "author", "created", "peer"?, "effective", "op"}
+	author, err := lmosproto.PeerIDFromEd25519(key.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// docs/groups.md: {"id", "kind", "author", "created", "peer"?, "effective", "op"}
 	return []any{
-		map[string]any{"id": "bafkreigenesis", "kind": "genesis", "effective": true, "op": genesis},
+		map[string]any{"id": "bafkreigenesis", "kind": "genesis", "author": author, "created": "2026-11-21T08:00:00Z", "effective": true, "op": genesis},
 		map[string]any{"id": "bafkreiadd", "kind": "add", "peer": peerB, "author": peerB,
 			"created": "2026-11-21T08:06:00Z", "effective": false,
 			"op": map[string]any{"type": "lmos:GroupOp", "kind": "add", "peer": peerB}},
@@ -337,9 +342,11 @@ func TestGroupCommands(t *testing.T) {
 
 func TestGroupJoin(t *testing.T) {
 	g, _, home := newGroupEnv(t)
-	claims, _ := json.Marshal(map[string]any{"type": "lmos:GroupInvitation", "group": alphaID, "name": "diagnostics",
-		"expires": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
-	token := "lmosgroup:" + base64.RawURLEncoding.EncodeToString(claims)
+	token, err := groups.NewInvitation(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)),
+		groups.Invitation{Group: alphaID, Name: "diagnostics", Expires: time.Now().Add(time.Hour)}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	out := mustRun(t, "group", "join", token, "--home", home)
 	if !strings.Contains(out, "join of group diagnostics ("+alphaID+") pending") {
@@ -387,8 +394,8 @@ func TestGroupSubscribe(t *testing.T) {
 		t.Errorf("subscribe lines:\n%s", out)
 	}
 	out, _, _ = lmosnode(t, "", "group", "subscribe", "diagnostics", "--json", "--home", home)
-	var p groupPost
-	if err := json.Unmarshal([]byte(strings.Split(out, "\n")[0]), &p); err != nil || p.From != peerB {
+	var p groupapi.Post
+	if err := json.Unmarshal([]byte(strings.Split(out, "\n")[0]), &p); err != nil || p.From.String() != peerB {
 		t.Errorf("subscribe --json: %q (%v)", out, err)
 	}
 }

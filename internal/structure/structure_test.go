@@ -111,7 +111,8 @@ func TestDependencyDirection(t *testing.T) {
 //     else they need as interfaces;
 //   - 4, the services: the federation, groups, discovery and the node's
 //     own Things;
-//   - 5, the root package node, the composition root: nothing below
+//   - 5, HTTP surfaces of a service (groupsvc/groupapi);
+//   - 6, the root package node, the composition root: nothing below
 //     node/ imports it.
 var nodeRank = map[string]int{
 	"node/peerlimit":  0,
@@ -136,7 +137,10 @@ var nodeRank = map[string]int{
 	"node/groupsvc":   4,
 	"node/own":        4,
 
-	"node": 5,
+	// The groups HTTP API sits on the group service it serves.
+	"node/groupsvc/groupapi": 5,
+
+	"node": 6,
 }
 
 // rankOf returns the rank of a package below node/ by its longest listed

@@ -94,5 +94,6 @@
 //
 // One Service per node, built with New after the host, the PubSub, the
 // DHT and the datastore, started with Start and closed with Close before
-// them. Its methods are safe for concurrent use.
+// them. Its methods are safe for concurrent use. Package groupapi serves
+// them over the node's HTTP API.
 package groupsvc

@@ -52,9 +52,9 @@ func (e *RefusedError) Unwrap() error { return ErrRefused }
 // JoinResult is what Join did: the node joined (Info set) or the join is
 // pending (no admin's node answered; it is retried in the background).
 type JoinResult struct {
-	Group   string `json:"group"`
-	Pending bool   `json:"pending,omitempty"`
-	Info    *Info  `json:"-"`
+	Group   string
+	Pending bool
+	Info    *Info
 }
 
 // pendingJoin is a join waiting for an admin's node.

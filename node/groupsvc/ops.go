@@ -266,48 +266,50 @@ func (s *Service) alive() error {
 	return nil
 }
 
-// Info describes a group as this node sees it: the GroupInfo of the HTTP
-// API.
+// Info describes a group as this node sees it (package groupapi serves
+// it as the API's GroupInfo).
 type Info struct {
-	ID        string        `json:"id"`
-	Name      string        `json:"name"`
-	Founder   peer.ID       `json:"founder"`
-	Created   time.Time     `json:"created"`
-	Dissolved bool          `json:"dissolved"`
-	Policy    groups.Policy `json:"policy"`
-	Members   []MemberInfo  `json:"members"`
-	Self      SelfInfo      `json:"self"`
-	Heads     []string      `json:"heads"`
-	Ops       int           `json:"ops"`
+	ID        string
+	Name      string
+	Founder   peer.ID
+	Created   time.Time
+	Dissolved bool
+	// Policy is the group's policy, PostRole filled in.
+	Policy  groups.Policy
+	Members []MemberInfo // by peer ID
+	Self    SelfInfo
+	Heads   []string
+	Ops     int
 	// Log is every operation in fold order; only Show fills it.
-	Log []OpInfo `json:"log,omitempty"`
+	Log []OpInfo
 }
 
 // MemberInfo is one member of Info.
 type MemberInfo struct {
-	Peer   peer.ID   `json:"peer"`
-	Role   string    `json:"role"`
-	Admin  bool      `json:"admin"`
-	Things []string  `json:"things"`
-	Since  time.Time `json:"since"`
+	Peer  peer.ID
+	Role  string
+	Admin bool
+	// Things scopes the member to these Thing IDs; nil: every Thing.
+	Things []string
+	Since  time.Time
 }
 
 // SelfInfo is this node's place in the group.
 type SelfInfo struct {
-	Member bool `json:"member"`
-	Admin  bool `json:"admin"`
+	Member bool
+	Admin  bool
 }
 
 // OpInfo is one operation of Info.Log.
 type OpInfo struct {
-	ID        string      `json:"id"`
-	Kind      groups.Kind `json:"kind"`
-	Author    peer.ID     `json:"author"`
-	Created   time.Time   `json:"created"`
-	Peer      peer.ID     `json:"peer,omitempty"`
-	Effective bool        `json:"effective"`
+	ID        string
+	Kind      groups.Kind
+	Author    peer.ID
+	Created   time.Time
+	Peer      peer.ID // the subject of add, remove, grant and revoke
+	Effective bool
 	// Op is the signed operation.
-	Op json.RawMessage `json:"op"`
+	Op json.RawMessage
 }
 
 // info builds g's Info.
@@ -324,16 +326,9 @@ func (s *Service) info(g *group, withLog bool) Info {
 		in.Policy.PostRole = groups.RoleMember
 	}
 	for _, m := range st.Members {
-		things := m.Things
-		if things == nil {
-			things = []string{}
-		}
-		in.Members = append(in.Members, MemberInfo{Peer: m.Peer, Role: m.Role, Admin: m.Role == groups.RoleAdmin, Things: things, Since: m.Since})
+		in.Members = append(in.Members, MemberInfo{Peer: m.Peer, Role: m.Role, Admin: m.Role == groups.RoleAdmin, Things: m.Things, Since: m.Since})
 	}
 	slices.SortFunc(in.Members, func(a, b MemberInfo) int { return strings.Compare(string(a.Peer), string(b.Peer)) })
-	if in.Heads == nil {
-		in.Heads = []string{}
-	}
 	if withLog {
 		for _, op := range g.log.Ops() {
 			in.Log = append(in.Log, OpInfo{ID: op.ID, Kind: op.Kind, Author: op.Author, Created: op.Created, Peer: op.Peer, Effective: g.log.Effective(op.ID), Op: op.Raw})

@@ -22,11 +22,11 @@ import (
 // Received is a post on a group topic, as local subscribers get it.
 type Received struct {
 	// From is the post's author (its gossipsub StrictSign author).
-	From peer.ID `json:"from"`
+	From peer.ID
 	// Body is the post's body, any JSON.
-	Body json.RawMessage `json:"body"`
+	Body json.RawMessage
 	// Sent is when the author says it sent the post.
-	Sent time.Time `json:"sent"`
+	Sent time.Time
 }
 
 // postSub is one local subscriber of a group's posts.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strings"
 
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -71,10 +72,15 @@ func responseOf(r *http.Request, err error) lmosproto.Problem {
 
 // ResponseProblem is the problem a response with an error status
 // describes: its application/problem+json body, else the status with its
-// status text. An undecodable problem body is an error.
+// status text and, as detail, the first line of a plain body (what a
+// proxy or a mux answers). An undecodable problem body is an error.
 func ResponseProblem(resp *http.Response, body []byte) (*lmosproto.Problem, error) {
 	p := &lmosproto.Problem{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != lmosproto.ContentTypeProblemJSON {
+		if mt == "text/plain" {
+			line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+			p.Detail = line
+		}
 		return p, nil
 	}
 	if err := json.Unmarshal(body, p); err != nil {

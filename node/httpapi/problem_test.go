@@ -148,7 +148,7 @@ func TestRecoverAbort(t *testing.T) {
 }
 
 // ResponseProblem reads a problem body, and falls back to the status
-// without one.
+// (and the first line of a plain text body) without one.
 func TestResponseProblem(t *testing.T) {
 	for _, tc := range []struct {
 		name, contentType, body string
@@ -157,7 +157,8 @@ func TestResponseProblem(t *testing.T) {
 	}{
 		{"problem", lmosproto.ContentTypeProblemJSON + "; charset=utf-8", `{"title":"Not Found","status":404,"detail":"no thing","validationErrors":[{"field":"/id","description":"x"}]}`,
 			lmosproto.Problem{Title: "Not Found", Status: 404, Detail: "no thing", ValidationErrors: []lmosproto.FieldError{{Field: "/id", Description: "x"}}}, false},
-		{"plain text", "text/plain", "nope", lmosproto.Problem{Title: "Not Found", Status: 404}, false},
+		{"plain text", "text/plain; charset=utf-8", "nope\nmore", lmosproto.Problem{Title: "Not Found", Status: 404, Detail: "nope"}, false},
+		{"html", "text/html", "<p>nope</p>", lmosproto.Problem{Title: "Not Found", Status: 404}, false},
 		{"broken problem", lmosproto.ContentTypeProblemJSON, "{", lmosproto.Problem{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
