@@ -20,6 +20,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/datastore"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/discovery"
 	"github.com/lmosnode/lmosnode/node/fanout"
@@ -48,7 +49,7 @@ type Node struct {
 	didKey string
 
 	unrouteLogs func()
-	store       *datastore
+	store       *datastore.Store
 	host        host.Host
 	dir         *directory.Directory
 	dht         *kaddht.IpfsDHT
@@ -137,7 +138,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: identity: %w", err)
 	}
 
-	n.store, err = openDatastore(filepath.Join(cfg.Home, DatastoreDir), cfg.Datastore.CacheMB, n.peerID, o.logger.With("component", "datastore"))
+	n.store, err = datastore.Open(datastore.Deps{Self: n.peerID},
+		datastore.Config{Dir: filepath.Join(cfg.Home, DatastoreDir), CacheMB: cfg.Datastore.CacheMB},
+		datastore.WithLogger(o.logger.With("component", "datastore")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

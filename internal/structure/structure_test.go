@@ -119,6 +119,7 @@ var nodeRank = map[string]int{
 	"node/backoff":    0,
 	"node/atomicfile": 0,
 	"node/topicval":   0,
+	"node/datastore":  0,
 
 	"node/directory": 1,
 	"node/interact":  1,
