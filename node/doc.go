@@ -40,8 +40,9 @@
 //
 // The node logs through the *slog.Logger given with WithLogger. go-libp2p
 // (gologshim) and go-log/v2 users (kad-dht, go-ds-pebble) log process-wide;
-// their records are routed to the logger of the most recently opened Node
-// that is still open, from WithLibp2pLogLevel (default warn) up.
+// their records are routed (package node/logroute) to the logger of the
+// most recently opened Node that is still open, from WithLibp2pLogLevel
+// (default warn) up.
 //
 // # HTTP API
 //

@@ -28,6 +28,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/logroute"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/tdd"
@@ -120,8 +121,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		}
 	}()
 
-	installLogRouter()
-	n.unrouteLogs = router.register(o.logger.Handler(), o.libp2pLevel)
+	n.unrouteLogs = logroute.Register(o.logger.Handler(), o.libp2pLevel)
 
 	if _, err := Init(cfg.Home); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
