@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/gateway"
+	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
-	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 )
 
 // The local HTTP API. Every response body is JSON; errors are RFC 9457

@@ -18,6 +18,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/lmosnode/lmosnode/node/atomicfile"
+	"github.com/lmosnode/lmosnode/node/datastore"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 )
@@ -132,7 +133,7 @@ type ResourcesConfig struct {
 // DatastoreConfig tunes the embedded pebble datastore. Durability is not a
 // knob: every write the node acknowledges is synced to disk, except the
 // soft state the network gives back (learned Things, DHT records; see
-// the datastore type in datastore.go).
+// package node/datastore).
 type DatastoreConfig struct {
 	// CacheMB is pebble's block cache size in MiB.
 	CacheMB int `json:"cacheMB"`
@@ -204,9 +205,8 @@ func DefaultConfig() Config {
 		// Without a relay a node behind a strict NAT is unreachable.
 		RelayClient: true,
 		Datastore: DatastoreConfig{
-			// pebble's own default; the directory of Things and groups is
-			// small and mostly read from memory structures above it.
-			CacheMB: 8,
+			// pebble's own default (see datastore.DefaultCacheMB).
+			CacheMB: datastore.DefaultCacheMB,
 		},
 		// Gossip is how a publication reaches every node within seconds.
 		Gossip: true,

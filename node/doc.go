@@ -1,11 +1,11 @@
 // Package node assembles and runs an lmosnode: configuration, the home
-// directory (identity key, config file, datastore), the libp2p host, the
-// directory of Things (node/directory), the private LMOS DHT (kad-dht,
-// see package dht), gossipsub, the federation that publishes and learns
-// Things through them (node/federation), peer discovery (node/discovery),
-// the interaction engine and its transports (node/interact, node/fanout,
-// node/gateway, node/wsgateway, node/mqttgw), and the local HTTP API
-// (node/tdd and the bindings).
+// directory (identity key, config file, datastore: node/datastore), the
+// libp2p host, the directory of Things (node/directory), the private LMOS
+// DHT (kad-dht, see package dht), gossipsub, the federation that publishes
+// and learns Things through them (node/federation), peer discovery
+// (node/discovery), the interaction engine and its transports
+// (node/interact, node/fanout, node/gateway, node/wsgateway, node/mqttgw),
+// and the local HTTP API (node/tdd and the bindings).
 //
 // # Lifecycle
 //
@@ -30,8 +30,9 @@
 //	config.json   Config (merged over DefaultConfig), mode 0600
 //	identity.key  Ed25519 libp2p private key, mode 0600; the node refuses
 //	              to start if group or others may read it
-//	datastore/    pebble database (go-datastore interface); every write
-//	              is synced before it is acknowledged
+//	datastore/    pebble database (go-datastore interface, package
+//	              node/datastore); every write but the soft state the
+//	              network gives back is synced before it is acknowledged
 //	api           URL of the running daemon's HTTP API (ReadAPIFile);
 //	              removed on clean shutdown
 //
@@ -39,8 +40,9 @@
 //
 // The node logs through the *slog.Logger given with WithLogger. go-libp2p
 // (gologshim) and go-log/v2 users (kad-dht, go-ds-pebble) log process-wide;
-// their records are routed to the logger of the most recently opened Node
-// that is still open, from WithLibp2pLogLevel (default warn) up.
+// their records are routed (package node/logroute) to the logger of the
+// most recently opened Node that is still open, from WithLibp2pLogLevel
+// (default warn) up.
 //
 // # HTTP API
 //

@@ -20,6 +20,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/datastore"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/discovery"
 	"github.com/lmosnode/lmosnode/node/fanout"
@@ -28,6 +29,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/logroute"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/tdd"
@@ -49,7 +51,7 @@ type Node struct {
 	didKey string
 
 	unrouteLogs func()
-	store       *datastore
+	store       *datastore.Store
 	host        host.Host
 	dir         *directory.Directory
 	dht         *kaddht.IpfsDHT
@@ -121,8 +123,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		}
 	}()
 
-	installLogRouter()
-	n.unrouteLogs = router.register(o.logger.Handler(), o.libp2pLevel)
+	n.unrouteLogs = logroute.Register(o.logger.Handler(), o.libp2pLevel)
 
 	if _, err := Init(cfg.Home); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -139,7 +140,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: identity: %w", err)
 	}
 
-	n.store, err = openDatastore(filepath.Join(cfg.Home, DatastoreDir), cfg.Datastore.CacheMB, n.peerID, o.logger.With("component", "datastore"))
+	n.store, err = datastore.Open(datastore.Deps{Self: n.peerID},
+		datastore.Config{Dir: filepath.Join(cfg.Home, DatastoreDir), CacheMB: cfg.Datastore.CacheMB},
+		datastore.WithLogger(o.logger.With("component", "datastore")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

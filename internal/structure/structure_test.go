@@ -120,6 +120,8 @@ var nodeRank = map[string]int{
 	"node/backoff":    0,
 	"node/atomicfile": 0,
 	"node/topicval":   0,
+	"node/datastore":  0,
+	"node/logroute":   0,
 
 	"node/directory": 1,
 	"node/interact":  1,

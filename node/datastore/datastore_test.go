@@ -1,12 +1,15 @@
-package node
+package datastore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 
 	ds "github.com/ipfs/go-datastore"
+	"github.com/ipfs/go-datastore/query"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -15,7 +18,7 @@ import (
 // writes of both classes read back.
 func TestDatastoreDurability(t *testing.T) {
 	self, other := peer.ID("self-peer"), peer.ID("other-peer")
-	d, err := openDatastore(t.TempDir(), 8, self, testLogger(t))
+	d, err := Open(Deps{Self: self}, Config{Dir: t.TempDir()}, WithLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +66,70 @@ func TestDatastoreDurability(t *testing.T) {
 	}
 }
 
+// TestOpenRejects: Open names what is missing or out of range, and opens
+// nothing then.
+func TestOpenRejects(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		deps Deps
+		cfg  Config
+		want string
+	}{
+		{"no self", Deps{}, Config{Dir: t.TempDir()}, "Self"},
+		{"no dir", Deps{Self: "p"}, Config{}, "Dir"},
+		{"negative cache", Deps{Self: "p"}, Config{Dir: t.TempDir(), CacheMB: -1}, "CacheMB"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := Open(c.deps, c.cfg)
+			if err == nil {
+				d.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want one naming %s", err, c.want)
+			}
+		})
+	}
+}
+
+// TestClosed: after Close every operation fails instead of reaching the
+// closed pebble database, and a second Close is a no-op.
+func TestClosed(t *testing.T) {
+	d, err := Open(Deps{Self: "p"}, Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b, err := d.Batch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	k := ds.NewKey("/k")
+	if _, err := d.Get(ctx, k); !errors.Is(err, errClosed) {
+		t.Errorf("Get: %v", err)
+	}
+	if err := d.Put(ctx, k, nil); !errors.Is(err, errClosed) {
+		t.Errorf("Put: %v", err)
+	}
+	if err := b.Commit(ctx); !errors.Is(err, errClosed) {
+		t.Errorf("Commit: %v", err)
+	}
+	if _, err := d.Query(ctx, query.Query{}); !errors.Is(err, errClosed) {
+		t.Errorf("Query: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
 // BenchmarkDatastoreWrite measures one durable write as the directory makes
 // it on the node's datastore: a batch of one value (the size of a stored
 // Thing), committed, then Sync.
 func BenchmarkDatastoreWrite(b *testing.B) {
-	d, err := openDatastore(b.TempDir(), 8, peer.ID("bench"), slog.New(slog.DiscardHandler))
+	d, err := Open(Deps{Self: peer.ID("bench")}, Config{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
