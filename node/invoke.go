@@ -9,6 +9,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/fanout"
 	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/own"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -31,6 +32,11 @@ func (n *Node) Register(td *lmosproto.TD, thing *interact.Thing) (directory.Entr
 	e, _ := n.dir.Get(n.peerID, td.ID)
 	return e, nil
 }
+
+// Things returns the node's own Things: publish, register and remove
+// them, and resolve which publisher serves a Thing for this node's
+// consumers (package own).
+func (n *Node) Things() *own.Things { return n.own }
 
 // Invoker returns the node's router: it opens interactions with any Thing
 // the node knows, its own (through its engine) or another node's (over

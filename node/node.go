@@ -254,13 +254,11 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.gateway, err = gateway.New(gateway.Deps{
-		Directory: n.dir,
-		Self:      n.peerID,
-		Local:     n.own.Engine(),
-		Remote:    n.remote(),
-		Fetcher:   n.fed,
-		Visible:   n.own.Visible,
-		Logger:    o.logger.With("component", "gateway"),
+		Resolver: n.own,
+		Self:     n.peerID,
+		Local:    n.own.Engine(),
+		Remote:   n.remote(),
+		Logger:   o.logger.With("component", "gateway"),
 	}, gateway.Config{BearerAuth: cfg.APIToken != ""})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)

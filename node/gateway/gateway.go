@@ -108,29 +108,26 @@ type Remote interface {
 	Invoker(owner peer.ID) interact.Invoker
 }
 
-// Fetcher reads a Thing of a known publisher that the directory does not
-// hold (from the DHT); the federation implements it. Optional.
-type Fetcher interface {
-	FetchThing(ctx context.Context, publisher peer.ID, id string) (directory.Entry, error)
+// Resolver finds the Thing a consumer of this node addresses: the id, a
+// publisher if the request names one (else ""), and whether it is a call
+// (a Thing this node may not see is then refused with 403 rather than
+// unknown). Its errors are *proto.Problem (404, 403, 300 with candidates).
+// own.Things implements it; it is the rule the WebSocket, MQTT and SDK
+// consumers share through interact.Router.
+type Resolver interface {
+	Resolve(ctx context.Context, id string, publisher peer.ID, call bool) (directory.Entry, error)
 }
 
 // Deps are what a Handler works with.
 type Deps struct {
-	// Directory resolves thing ids to (publisher, id). Required.
-	Directory *directory.Directory
+	// Resolver finds the Thing a request addresses. Required.
+	Resolver Resolver
 	// Self is this node's peer ID: its Things go to Local. Required.
 	Self peer.ID
 	// Local serves the node's own Things (the engine). Required.
 	Local interact.Invoker
 	// Remote reaches the Things of other nodes. Required.
 	Remote Remote
-	// Fetcher, if set, is asked for ?publisher=P&id the directory lacks.
-	Fetcher Fetcher
-	// Visible, if set, decides which Things this node's API shows and
-	// calls (the group layer: a Thing naming lmos:groups only while this
-	// node may see it). A hidden Thing is answered as unknown (404), and a
-	// call of it with 403 Forbidden. Nil: every Thing is visible.
-	Visible func(directory.Entry) bool
 	// Logger receives the gateway's logs. Default: discarded.
 	Logger *slog.Logger
 }
@@ -159,8 +156,8 @@ func New(deps Deps, cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	switch {
-	case deps.Directory == nil:
-		return nil, errors.New("gateway: Deps.Directory is nil")
+	case deps.Resolver == nil:
+		return nil, errors.New("gateway: Deps.Resolver is nil")
 	case deps.Self == "":
 		return nil, errors.New("gateway: Deps.Self is empty")
 	case deps.Local == nil:

@@ -106,7 +106,7 @@ func TestStreamingKeepsConnectionUsable(t *testing.T) {
 	if _, err := n.Register(deviceTD(t, id), device()); err != nil {
 		t.Fatal(err)
 	}
-	h, err := gateway.New(gateway.Deps{Directory: n.Directory(), Self: n.PeerID(), Local: n.Invoker(), Remote: viaRouter{n.Invoker()}}, gateway.Config{})
+	h, err := gateway.New(gateway.Deps{Resolver: n.Things(), Self: n.PeerID(), Local: n.Invoker(), Remote: viaRouter{n.Invoker()}}, gateway.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

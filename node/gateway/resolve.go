@@ -1,21 +1,17 @@
 package gateway
 
 import (
-	"context"
-	"fmt"
+	"errors"
 	"net/http"
 	"net/url"
-	"strings"
-	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
-
-// fetchTimeout bounds a DHT fetch of a Thing named with ?publisher=.
-const fetchTimeout = 10 * time.Second
 
 // target is the Thing a request addresses.
 type target struct {
@@ -25,84 +21,30 @@ type target struct {
 	pinned bool
 }
 
-// resolve finds the Thing {id} of r: ?publisher= selects that publisher;
-// otherwise the node's own Thing wins; otherwise the single publisher of
-// the id; several publishers are a 300 with candidates. Things that
-// Deps.Visible hides do not count: if only such Things have the id, the
-// answer is 404 as for an unknown Thing, or 403 Forbidden for a call.
+// resolve finds the Thing {id} of r (?publisher= pins the publisher) with
+// Deps.Resolver, the node's one rule of which publisher serves a Thing;
+// call tells a call from a read of the TD. Candidates of a 300 get the
+// URL of this route for their publisher.
 func (h *Handler) resolve(r *http.Request, call bool) (target, *lmosproto.Problem) {
-	t, p, hidden := h.resolveVisible(r)
-	if p != nil && p.Status == http.StatusNotFound && call && len(hidden.Groups) > 0 {
-		return target{}, forbidden(hidden)
-	}
-	return t, p
-}
-
-// forbidden is the answer to a call of a Thing restricted to groups that
-// this node is not allowed to see.
-func forbidden(e directory.Entry) *lmosproto.Problem {
-	return &lmosproto.Problem{Status: http.StatusForbidden, Title: interact.TitleForbidden,
-		Detail: fmt.Sprintf("Thing %q of %s is restricted to the groups %s, and this node may not call it",
-			e.ThingID, e.Publisher, strings.Join(e.Groups, ", "))}
-}
-
-// visible reports whether this node's API shows e (Deps.Visible).
-func (h *Handler) visible(e directory.Entry) bool {
-	return h.deps.Visible == nil || h.deps.Visible(e)
-}
-
-// resolveVisible is resolve, and, when it fails with 404, a Thing with
-// the id that Deps.Visible hid (zero if none).
-func (h *Handler) resolveVisible(r *http.Request) (target, *lmosproto.Problem, directory.Entry) {
-	id := r.PathValue("id")
+	var pub peer.ID
 	if s := r.URL.Query().Get("publisher"); s != "" {
-		pub, err := lmosproto.ParsePublisher(s)
-		if err != nil {
-			return target{}, httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err), directory.Entry{}
-		}
-		e, ok := h.deps.Directory.Get(pub, id)
-		if !ok && h.deps.Fetcher != nil && pub != h.deps.Self {
-			ctx, cancel := context.WithTimeout(r.Context(), fetchTimeout)
-			e, err = h.deps.Fetcher.FetchThing(ctx, pub, id)
-			cancel()
-			ok = err == nil
-		}
-		var hidden directory.Entry
-		if ok && !h.visible(e) {
-			ok, hidden = false, e
-		}
-		if !ok {
-			return target{}, &lmosproto.Problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
-				Detail: fmt.Sprintf("no Thing %q published by %s", id, pub)}, hidden
-		}
-		return target{entry: e, pinned: true}, nil, directory.Entry{}
-	}
-	var all []directory.Entry
-	var hidden directory.Entry
-	for _, e := range h.deps.Directory.Lookup(id) {
-		if h.visible(e) {
-			all = append(all, e)
-		} else if hidden.ThingID == "" {
-			hidden = e
+		var err error
+		if pub, err = lmosproto.ParsePublisher(s); err != nil {
+			return target{}, httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err)
 		}
 	}
-	switch {
-	case len(all) == 0:
-		return target{}, &lmosproto.Problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
-			Detail: fmt.Sprintf("no Thing %q in this node's directory", id)}, hidden
-	case len(all) == 1 || all[0].Own: // Lookup puts the own Thing first
-		return target{entry: all[0]}, nil, directory.Entry{}
+	e, err := h.deps.Resolver.Resolve(r.Context(), r.PathValue("id"), pub, call)
+	if err != nil {
+		var p *lmosproto.Problem
+		if !errors.As(err, &p) {
+			p = httpapi.Problemf(http.StatusInternalServerError, "resolving Thing %q: %v", r.PathValue("id"), err)
+		}
+		for i, c := range p.Candidates {
+			p.Candidates[i].Href = r.URL.Path + "?" + url.Values{"publisher": {c.Publisher}}.Encode()
+		}
+		return target{}, p
 	}
-	p := httpapi.Problemf(http.StatusMultipleChoices, "Thing %q is published by %d peers and none is this node; choose one with ?publisher=", id, len(all))
-	for _, e := range all {
-		q := url.Values{"publisher": {e.Publisher.String()}}
-		p.Candidates = append(p.Candidates, lmosproto.Candidate{
-			Publisher: e.Publisher.String(),
-			Title:     e.Title,
-			Href:      r.URL.Path + "?" + q.Encode(),
-		})
-	}
-	return target{}, p, directory.Entry{}
+	return target{entry: e, pinned: pub != ""}, nil
 }
 
 // invoker returns the Invoker of the Thing t: the engine for the node's

@@ -125,18 +125,18 @@ func TestResolve(t *testing.T) {
 
 	// Another publisher's Thing alone: it.
 	solo := learn(t, f.dir, td(t, "urn:solo"))
-	if e, err := f.things.Resolve(ctx, own.Lookup{ID: "urn:solo"}); err != nil || e.Publisher != solo {
+	if e, err := f.things.Resolve(ctx, "urn:solo", "", false); err != nil || e.Publisher != solo {
 		t.Fatalf("solo: %v %v", e.Publisher, err)
 	}
 	// Two publishers: 300 with both as candidates; the own Thing wins.
 	a := learn(t, f.dir, td(t, "urn:shared"))
 	b := learn(t, f.dir, td(t, "urn:shared"))
-	_, err := f.things.Resolve(ctx, own.Lookup{ID: "urn:shared"})
+	_, err := f.things.Resolve(ctx, "urn:shared", "", false)
 	var p *lmosproto.Problem
 	if !errors.As(err, &p) || p.Status != http.StatusMultipleChoices || len(p.Candidates) != 2 {
 		t.Fatalf("ambiguous: %v", err)
 	}
-	if e, err := f.things.Resolve(ctx, own.Lookup{ID: "urn:shared", Publisher: b}); err != nil || e.Publisher != b {
+	if e, err := f.things.Resolve(ctx, "urn:shared", b, false); err != nil || e.Publisher != b {
 		t.Fatalf("pinned: %v %v", e.Publisher, err)
 	}
 	if _, err := f.things.Owner(ctx, "urn:shared"); status(err) != http.StatusMultipleChoices {
@@ -145,11 +145,11 @@ func TestResolve(t *testing.T) {
 	if _, _, err := f.things.Publish(ctx, td(t, "urn:shared"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if e, err := f.things.Resolve(ctx, own.Lookup{ID: "urn:shared"}); err != nil || e.Publisher != f.self {
+	if e, err := f.things.Resolve(ctx, "urn:shared", "", false); err != nil || e.Publisher != f.self {
 		t.Fatalf("own first: %v %v (others %s %s)", e.Publisher, err, a, b)
 	}
 	// Unknown: 404, and the router's ErrUnknownThing.
-	if _, err := f.things.Resolve(ctx, own.Lookup{ID: "urn:none", Call: true}); status(err) != http.StatusNotFound {
+	if _, err := f.things.Resolve(ctx, "urn:none", "", true); status(err) != http.StatusNotFound {
 		t.Fatalf("unknown: %v", err)
 	}
 	if _, err := f.things.Owner(ctx, "urn:none"); !errors.Is(err, interact.ErrUnknownThing) {
@@ -158,13 +158,12 @@ func TestResolve(t *testing.T) {
 	// A group-scoped Thing this node may not see: unknown to a read,
 	// forbidden to a call, pinned or not.
 	hid := learn(t, f.dir, td(t, "urn:scoped", "g-alpha"))
-	for _, l := range []own.Lookup{{ID: "urn:scoped"}, {ID: "urn:scoped", Publisher: hid}} {
-		if _, err := f.things.Resolve(ctx, l); status(err) != http.StatusNotFound {
-			t.Fatalf("read of a hidden Thing %+v: %v", l, err)
+	for _, pin := range []peer.ID{"", hid} {
+		if _, err := f.things.Resolve(ctx, "urn:scoped", pin, false); status(err) != http.StatusNotFound {
+			t.Fatalf("read of a hidden Thing (publisher %q): %v", pin, err)
 		}
-		l.Call = true
-		if _, err := f.things.Resolve(ctx, l); status(err) != http.StatusForbidden {
-			t.Fatalf("call of a hidden Thing %+v: %v", l, err)
+		if _, err := f.things.Resolve(ctx, "urn:scoped", pin, true); status(err) != http.StatusForbidden {
+			t.Fatalf("call of a hidden Thing (publisher %q): %v", pin, err)
 		}
 	}
 }
@@ -174,7 +173,7 @@ func TestResolveWithoutAccess(t *testing.T) {
 	// scoped Thing, no other peer may.
 	f := newThings(t, nil)
 	other := learn(t, f.dir, td(t, "urn:scoped", "g-alpha"))
-	if _, err := f.things.Resolve(context.Background(), own.Lookup{ID: "urn:scoped", Call: true}); err != nil {
+	if _, err := f.things.Resolve(context.Background(), "urn:scoped", "", true); err != nil {
 		t.Fatalf("scoped Thing without Access: %v", err)
 	}
 	if f.things.Allowed([]string{"g-alpha"}, "urn:scoped", other) || !f.things.Allowed([]string{"g-alpha"}, "urn:scoped", f.self) {
@@ -182,7 +181,7 @@ func TestResolveWithoutAccess(t *testing.T) {
 	}
 	f = newThings(t, allowAll{})
 	learn(t, f.dir, td(t, "urn:scoped", "g-alpha"))
-	if _, err := f.things.Resolve(context.Background(), own.Lookup{ID: "urn:scoped", Call: true}); err != nil {
+	if _, err := f.things.Resolve(context.Background(), "urn:scoped", "", true); err != nil {
 		t.Fatalf("scoped Thing of a member: %v", err)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // an error wrapping interact.ErrUnknownThing for an unknown Thing, else
 // Resolve's problem (403, 300 with candidates).
 func (t *Things) Owner(ctx context.Context, id string) (peer.ID, error) {
-	e, err := t.Resolve(ctx, Lookup{ID: id, Call: true})
+	e, err := t.Resolve(ctx, id, "", true)
 	var p *lmosproto.Problem
 	if errors.As(err, &p) && p.Status == http.StatusNotFound {
 		return "", fmt.Errorf("thing %q: %w", id, interact.ErrUnknownThing)
@@ -42,20 +42,9 @@ func Forbidden(e directory.Entry) *lmosproto.Problem {
 // fetchTimeout bounds the DHT fetch of a Thing named with a publisher.
 const fetchTimeout = 10 * time.Second
 
-// Lookup names the Thing a consumer of this node addresses.
-type Lookup struct {
-	// ID is the Thing's id.
-	ID string
-	// Publisher, if set, pins the publisher (?publisher=).
-	Publisher peer.ID
-	// Call tells that the consumer calls the Thing rather than reads its
-	// TD: a Thing this node may not see is then refused with 403 instead
-	// of being unknown (404).
-	Call bool
-}
-
-// Resolve returns the Thing a consumer of this node addresses (the HTTP
-// binding, the directory API). With a publisher named it is that
+// Resolve returns the Thing id that a consumer of this node addresses
+// (the HTTP binding, the directory API; call tells a call from a read of
+// the TD). With a publisher named (?publisher=) it is that
 // publisher's Thing, fetched from the DHT (Deps.Fetcher) when the
 // directory lacks it; otherwise the node's own Thing first, else the one
 // publisher of the id. Things this node may not see do not count. Its
@@ -64,23 +53,23 @@ type Lookup struct {
 // Candidates (Publisher, Title, Modified; the caller, who knows its
 // routes, fills Href) when several publishers have the id and none is
 // this node.
-func (t *Things) Resolve(ctx context.Context, l Lookup) (directory.Entry, error) {
+func (t *Things) Resolve(ctx context.Context, id string, publisher peer.ID, call bool) (directory.Entry, error) {
 	var hidden directory.Entry
-	e, err := t.resolve(ctx, l, &hidden)
+	e, err := t.resolve(ctx, id, publisher, &hidden)
 	var p *lmosproto.Problem
-	if l.Call && errors.As(err, &p) && p.Status == http.StatusNotFound && len(hidden.Groups) > 0 {
+	if call && errors.As(err, &p) && p.Status == http.StatusNotFound && len(hidden.Groups) > 0 {
 		return directory.Entry{}, Forbidden(hidden)
 	}
 	return e, err
 }
 
-func (t *Things) resolve(ctx context.Context, l Lookup, hidden *directory.Entry) (directory.Entry, error) {
-	if l.Publisher != "" {
-		e, ok := t.deps.Directory.Get(l.Publisher, l.ID)
-		if !ok && t.deps.Fetcher != nil && l.Publisher != t.deps.Self {
+func (t *Things) resolve(ctx context.Context, id string, publisher peer.ID, hidden *directory.Entry) (directory.Entry, error) {
+	if publisher != "" {
+		e, ok := t.deps.Directory.Get(publisher, id)
+		if !ok && t.deps.Fetcher != nil && publisher != t.deps.Self {
 			fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 			var err error
-			e, err = t.deps.Fetcher.FetchThing(fctx, l.Publisher, l.ID)
+			e, err = t.deps.Fetcher.FetchThing(fctx, publisher, id)
 			cancel()
 			ok = err == nil
 		}
@@ -89,12 +78,12 @@ func (t *Things) resolve(ctx context.Context, l Lookup, hidden *directory.Entry)
 		}
 		if !ok {
 			return directory.Entry{}, &lmosproto.Problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
-				Detail: fmt.Sprintf("no Thing %q published by %s", l.ID, l.Publisher)}
+				Detail: fmt.Sprintf("no Thing %q published by %s", id, publisher)}
 		}
 		return e, nil
 	}
 	var all []directory.Entry
-	for _, e := range t.deps.Directory.Lookup(l.ID) {
+	for _, e := range t.deps.Directory.Lookup(id) {
 		if t.Visible(e) {
 			all = append(all, e)
 		} else if hidden.ThingID == "" {
@@ -104,12 +93,12 @@ func (t *Things) resolve(ctx context.Context, l Lookup, hidden *directory.Entry)
 	switch {
 	case len(all) == 0:
 		return directory.Entry{}, &lmosproto.Problem{Status: http.StatusNotFound, Title: interact.TitleThingNotFound,
-			Detail: fmt.Sprintf("no Thing %q in this node's directory", l.ID)}
+			Detail: fmt.Sprintf("no Thing %q in this node's directory", id)}
 	case len(all) == 1 || all[0].Own: // Lookup puts the own Thing first
 		return all[0], nil
 	}
 	p := &lmosproto.Problem{Status: http.StatusMultipleChoices, Title: http.StatusText(http.StatusMultipleChoices),
-		Detail: fmt.Sprintf("Thing %q is published by %d peers and none is this node; choose one with ?publisher=", l.ID, len(all))}
+		Detail: fmt.Sprintf("Thing %q is published by %d peers and none is this node; choose one with ?publisher=", id, len(all))}
 	for _, e := range all {
 		p.Candidates = append(p.Candidates, lmosproto.Candidate{
 			Publisher: e.Publisher.String(),
