@@ -269,6 +269,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	n.tdd, err = tdd.New(tdd.Deps{
 		Directory: n.dir,
 		PeerID:    n.peerID,
+		Resolver:  n.own,
 		Publisher: n.own,
 		Finder:    n.fed,
 		Peers:     peerList{n.disc},

@@ -111,7 +111,8 @@ func TestDependencyDirection(t *testing.T) {
 //     else they need as interfaces;
 //   - 4, the services: the federation, groups, discovery and the node's
 //     own Things;
-//   - 5, HTTP surfaces of a service (groupsvc/groupapi);
+//   - 5, what sits on a service: its HTTP API (groupsvc/groupapi), a
+//     test kit that builds one (tdd/tddtest);
 //   - 6, the root package node, the composition root: nothing below
 //     node/ imports it.
 var nodeRank = map[string]int{
@@ -139,8 +140,10 @@ var nodeRank = map[string]int{
 	"node/groupsvc":   4,
 	"node/own":        4,
 
-	// The groups HTTP API sits on the group service it serves.
+	// The groups HTTP API sits on the group service it serves; the
+	// directory API's test kit builds the own Things.
 	"node/groupsvc/groupapi": 5,
+	"node/tdd/tddtest":       5,
 
 	"node": 6,
 }

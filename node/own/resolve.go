@@ -54,8 +54,17 @@ const fetchTimeout = 10 * time.Second
 // routes, fills Href) when several publishers have the id and none is
 // this node.
 func (t *Things) Resolve(ctx context.Context, id string, publisher peer.ID, call bool) (directory.Entry, error) {
+	return t.ResolveAs(ctx, id, publisher, call, nil)
+}
+
+// ResolveAs is Resolve for a caller whose view of the directory is
+// visible (the directory API's per-request visibility); nil is Visible.
+func (t *Things) ResolveAs(ctx context.Context, id string, publisher peer.ID, call bool, visible func(directory.Entry) bool) (directory.Entry, error) {
+	if visible == nil {
+		visible = t.Visible
+	}
 	var hidden directory.Entry
-	e, err := t.resolve(ctx, id, publisher, &hidden)
+	e, err := t.resolve(ctx, id, publisher, visible, &hidden)
 	var p *lmosproto.Problem
 	if call && errors.As(err, &p) && p.Status == http.StatusNotFound && len(hidden.Groups) > 0 {
 		return directory.Entry{}, Forbidden(hidden)
@@ -63,7 +72,7 @@ func (t *Things) Resolve(ctx context.Context, id string, publisher peer.ID, call
 	return e, err
 }
 
-func (t *Things) resolve(ctx context.Context, id string, publisher peer.ID, hidden *directory.Entry) (directory.Entry, error) {
+func (t *Things) resolve(ctx context.Context, id string, publisher peer.ID, visible func(directory.Entry) bool, hidden *directory.Entry) (directory.Entry, error) {
 	if publisher != "" {
 		e, ok := t.deps.Directory.Get(publisher, id)
 		if !ok && t.deps.Fetcher != nil && publisher != t.deps.Self {
@@ -73,7 +82,7 @@ func (t *Things) resolve(ctx context.Context, id string, publisher peer.ID, hidd
 			cancel()
 			ok = err == nil
 		}
-		if ok && !t.Visible(e) {
+		if ok && !visible(e) {
 			ok, *hidden = false, e
 		}
 		if !ok {
@@ -84,7 +93,7 @@ func (t *Things) resolve(ctx context.Context, id string, publisher peer.ID, hidd
 	}
 	var all []directory.Entry
 	for _, e := range t.deps.Directory.Lookup(id) {
-		if t.Visible(e) {
+		if visible(e) {
 			all = append(all, e)
 		} else if hidden.ThingID == "" {
 			*hidden = e

@@ -10,6 +10,7 @@ import (
 	dssync "github.com/ipfs/go-datastore/sync"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
 )
@@ -26,8 +27,13 @@ func Example() {
 	}
 	defer dir.Close()
 	pub := &tddtest.Publisher{Dir: dir, Self: self, Now: tddtest.NewClock().Now}
+	things, err := own.New(own.Deps{Directory: dir, Self: self.ID, Publisher: pub}, own.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer things.Close()
 
-	h, err := tdd.New(tdd.Deps{Directory: dir, PeerID: self.ID, Publisher: pub, BaseURL: "http://127.0.0.1:5080"}, tdd.Config{})
+	h, err := tdd.New(tdd.Deps{Directory: dir, PeerID: self.ID, Resolver: things, Publisher: pub, BaseURL: "http://127.0.0.1:5080"}, tdd.Config{})
 	if err != nil {
 		panic(err)
 	}

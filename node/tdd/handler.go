@@ -34,6 +34,16 @@ type Publisher interface {
 	Remove(ctx context.Context, id string) error
 }
 
+// Resolver finds the Thing a read of /things/{id} addresses: the id, a
+// publisher if the request names one (else ""), and the caller's view
+// (Visibility). Its errors are *proto.Problem (404, 300 with candidates,
+// whose Href the handler fills). own.Things implements it: the node's one
+// rule of which publisher serves a Thing, shared with the HTTP binding and
+// the router of the other transports.
+type Resolver interface {
+	ResolveAs(ctx context.Context, id string, publisher peer.ID, call bool, visible func(directory.Entry) bool) (directory.Entry, error)
+}
+
 // Finder looks Things up beyond the directory (the DHT). It is optional.
 type Finder interface {
 	// FindCapability returns the Things the federation knows that offer
@@ -67,6 +77,8 @@ type Deps struct {
 	Directory *directory.Directory
 	// PeerID is the node's peer ID: its own Things are published by it.
 	PeerID peer.ID
+	// Resolver finds the Thing a read of /things/{id} addresses. Required.
+	Resolver Resolver
 	// Publisher publishes and removes own Things; nil makes every write
 	// 501 Not Implemented.
 	Publisher Publisher
@@ -211,6 +223,8 @@ func New(deps Deps, cfg Config) (*Handler, error) {
 		return nil, errors.New("tdd: deps: Directory is required")
 	case deps.PeerID.Validate() != nil:
 		return nil, fmt.Errorf("tdd: deps: PeerID: %w", deps.PeerID.Validate())
+	case deps.Resolver == nil:
+		return nil, errors.New("tdd: deps: Resolver is required")
 	}
 	if deps.BaseURL != "" {
 		u, err := url.Parse(deps.BaseURL)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
@@ -84,49 +85,37 @@ func (h *Handler) getThing(w http.ResponseWriter, r *http.Request) {
 }
 
 // resolve finds the Thing a read of /things/{id} means (see the package
-// documentation, "Identity").
+// documentation, "Identity") with Deps.Resolver, as the caller sees the
+// directory.
 func (h *Handler) resolve(r *http.Request, id string) (directory.Entry, *lmosproto.Problem) {
 	if id == "" {
 		return directory.Entry{}, &lmosproto.Problem{Status: http.StatusNotFound, Detail: "no thing id in the path: GET /things/{id}"}
 	}
-	vis := h.visible(r)
-	ok := func(e directory.Entry) bool { return vis == nil || vis(e) }
+	var pub peer.ID
 	if s := r.URL.Query().Get("publisher"); s != "" {
-		pub, err := lmosproto.ParsePublisher(s)
-		if err != nil {
+		var err error
+		if pub, err = lmosproto.ParsePublisher(s); err != nil {
 			return directory.Entry{}, httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err)
 		}
-		e, found := h.deps.Directory.Get(pub, id)
-		if !found || !ok(e) {
-			return directory.Entry{}, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing %q published by %s", id, pub)}
+	}
+	vis := h.visible(r)
+	if vis == nil {
+		vis = func(directory.Entry) bool { return true }
+	}
+	e, err := h.deps.Resolver.ResolveAs(r.Context(), id, pub, false, vis)
+	if err != nil {
+		var p *lmosproto.Problem
+		if !errors.As(err, &p) {
+			p = httpapi.Problemf(http.StatusInternalServerError, "resolving thing %q: %v", id, err)
 		}
-		return e, nil
-	}
-	var all []directory.Entry
-	for _, e := range h.deps.Directory.Lookup(id) {
-		if ok(e) {
-			all = append(all, e)
+		for i, c := range p.Candidates {
+			if cp, err := peer.Decode(c.Publisher); err == nil {
+				p.Candidates[i].Href = h.thingURL(r, id, cp)
+			}
 		}
+		return directory.Entry{}, p
 	}
-	switch {
-	case len(all) == 0:
-		return directory.Entry{}, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing %q", id)}
-	case len(all) == 1 || all[0].Own: // Lookup puts the own Thing first
-		return all[0], nil
-	}
-	p := &lmosproto.Problem{
-		Status: http.StatusMultipleChoices,
-		Detail: fmt.Sprintf("thing %q is published by %d peers and none is this node; choose one with ?publisher=", id, len(all)),
-	}
-	for _, e := range all {
-		p.Candidates = append(p.Candidates, lmosproto.Candidate{
-			Publisher: e.Publisher.String(),
-			Title:     e.Title,
-			Href:      h.thingURL(r, id, e.Publisher),
-			Modified:  e.Modified.UTC().Format(timeLayout),
-		})
-	}
-	return directory.Entry{}, p
+	return e, nil
 }
 
 // timeLayout is how the API writes times.

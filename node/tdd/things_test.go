@@ -401,11 +401,12 @@ func TestNewChecksDeps(t *testing.T) {
 	}{
 		"no directory": {tdd.Deps{PeerID: env.Self.ID}, tdd.Config{}, "Directory"},
 		"no peer id":   {tdd.Deps{Directory: env.Dir}, tdd.Config{}, "PeerID"},
-		"base path":    {tdd.Deps{Directory: env.Dir, PeerID: env.Self.ID, BaseURL: "http://h/x"}, tdd.Config{}, "BaseURL"},
-		"base scheme":  {tdd.Deps{Directory: env.Dir, PeerID: env.Self.ID, BaseURL: "ftp://h"}, tdd.Config{}, "BaseURL"},
-		"negative":     {tdd.Deps{Directory: env.Dir, PeerID: env.Self.ID}, tdd.Config{Heartbeat: -1}, "heartbeat"},
-		"limits":       {tdd.Deps{Directory: env.Dir, PeerID: env.Self.ID}, tdd.Config{DefaultLimit: 20, MaxLimit: 10}, "defaultLimit"},
-		"default>max":  {tdd.Deps{Directory: env.Dir, PeerID: env.Self.ID}, tdd.Config{DefaultLimit: 2000}, "defaultLimit"},
+		"no resolver":  {tdd.Deps{Directory: env.Dir, PeerID: env.Self.ID}, tdd.Config{}, "Resolver"},
+		"base path":    {tdd.Deps{Directory: env.Dir, PeerID: env.Self.ID, Resolver: env.Things, BaseURL: "http://h/x"}, tdd.Config{}, "BaseURL"},
+		"base scheme":  {tdd.Deps{Directory: env.Dir, PeerID: env.Self.ID, Resolver: env.Things, BaseURL: "ftp://h"}, tdd.Config{}, "BaseURL"},
+		"negative":     {tdd.Deps{Directory: env.Dir, PeerID: env.Self.ID, Resolver: env.Things}, tdd.Config{Heartbeat: -1}, "heartbeat"},
+		"limits":       {tdd.Deps{Directory: env.Dir, PeerID: env.Self.ID, Resolver: env.Things}, tdd.Config{DefaultLimit: 20, MaxLimit: 10}, "defaultLimit"},
+		"default>max":  {tdd.Deps{Directory: env.Dir, PeerID: env.Self.ID, Resolver: env.Things}, tdd.Config{DefaultLimit: 2000}, "defaultLimit"},
 	} {
 		if _, err := tdd.New(tc.deps, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: New: %v, want an error naming %s", name, err, tc.want)

@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -180,8 +181,10 @@ type Env struct {
 	Dir       *directory.Directory
 	Self      Identity
 	Publisher *Publisher
-	Peers     *Peers
-	Clock     *Clock
+	// Things is the Resolver: the node's own Things on Publisher.
+	Things *own.Things
+	Peers  *Peers
+	Clock  *Clock
 	// URL is the server's base URL.
 	URL string
 }
@@ -202,7 +205,14 @@ func NewEnv(t testing.TB, setups ...Setup) *Env {
 	}
 	env := &Env{Dir: dir, Self: self, Clock: clock, Peers: &Peers{}}
 	env.Publisher = &Publisher{Dir: dir, Self: self, Now: clock.Now}
-	deps := tdd.Deps{Directory: dir, PeerID: self.ID, Publisher: env.Publisher, Peers: env.Peers}
+	things, err := own.New(own.Deps{Directory: dir, Self: self.ID, Publisher: env.Publisher}, own.Config{})
+	if err != nil {
+		_ = dir.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = things.Close() })
+	env.Things = things
+	deps := tdd.Deps{Directory: dir, PeerID: self.ID, Resolver: things, Publisher: env.Publisher, Peers: env.Peers}
 	var cfg tdd.Config
 	for _, s := range setups {
 		s(&deps, &cfg)
