@@ -14,9 +14,9 @@ import (
 // "{thingID}/events/{name}".
 func ExampleNew() {
 	var td *proto.TD // the Thing's TD, e.g. from proto.ParseTD
-	engine, err := interact.NewEngine(interact.ThingsFunc(func(id string) (*proto.TD, bool) {
+	engine, err := interact.NewEngine(interact.EngineDeps{Things: interact.ThingsFunc(func(id string) (*proto.TD, bool) {
 		return td, td != nil && id == td.ID
-	}), interact.Options{})
+	})}, interact.EngineConfig{})
 	if err != nil {
 		log.Fatal(err)
 	}

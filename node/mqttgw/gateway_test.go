@@ -103,7 +103,7 @@ func newFixtureAt(t *testing.T, broker string, mod func(*Config)) *fixture {
 			}
 			return nil
 		})
-	engine, err := interact.NewEngine(interact.ThingsFunc(func(id string) (*proto.TD, bool) { return td, id == td.ID }), interact.Options{})
+	engine, err := interact.NewEngine(interact.EngineDeps{Things: interact.ThingsFunc(func(id string) (*proto.TD, bool) { return td, id == td.ID })}, interact.EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func newAgentEnv(t *testing.T) *agentEnv {
 func newAgentEnvOpts(t *testing.T, opts Options) *agentEnv {
 	t.Helper()
 	things := &tdSet{}
-	e, err := interact.NewEngine(things, interact.Options{})
+	e, err := interact.NewEngine(interact.EngineDeps{Things: things}, interact.EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

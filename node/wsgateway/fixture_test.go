@@ -160,7 +160,7 @@ func newConsumerEnv(t *testing.T, opts Options) *consumerEnv {
 	t.Helper()
 	things := &tdSet{}
 	things.put(testTD(t))
-	e, err := interact.NewEngine(things, interact.Options{})
+	e, err := interact.NewEngine(interact.EngineDeps{Things: things}, interact.EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
