@@ -24,7 +24,7 @@ func Example() {
 	engine.SetBackend(td.ID, interact.NewThing().OnAction("echo",
 		func(_ context.Context, in proto.Value, _ func(proto.Value)) (proto.Value, error) { return in, nil }))
 
-	gw, _ := wsgateway.NewGateway(engine, wsgateway.Options{})
+	gw, _ := wsgateway.NewGateway(wsgateway.GatewayDeps{Invoker: engine}, wsgateway.Config{})
 	defer gw.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/ws", gw)
