@@ -36,8 +36,8 @@ func (n *Node) buildGateways() error {
 	}
 	// The node's own public Things: Things scoped to groups stay off a
 	// broker that anyone may read.
-	n.mqtt, err = mqttgw.New(mqttgw.DefaultConfig(n.cfg.MQTT), n.router, mqttgw.ThingListerFunc(n.own.Exposed),
-		mqttgw.WithLogger(n.log.With("component", "mqtt")))
+	n.mqtt, err = mqttgw.New(mqttgw.Deps{Invoker: n.router, Things: mqttgw.ThingListerFunc(n.own.Exposed)},
+		mqttgw.Config{BrokerURL: n.cfg.MQTT}, mqttgw.WithLogger(n.log.With("component", "mqtt")))
 	if err != nil {
 		return fmt.Errorf("mqtt %s: %w", n.cfg.MQTT, err)
 	}

@@ -22,8 +22,10 @@ func ExampleNew() {
 	}
 	defer engine.Close()
 
-	gw, err := mqttgw.New(mqttgw.Config{BrokerURL: "mqtt://127.0.0.1:1883"}, engine,
-		mqttgw.ThingListerFunc(func() []*proto.TD { return []*proto.TD{td} }))
+	gw, err := mqttgw.New(mqttgw.Deps{
+		Invoker: engine,
+		Things:  mqttgw.ThingListerFunc(func() []*proto.TD { return []*proto.TD{td} }),
+	}, mqttgw.Config{BrokerURL: "mqtt://127.0.0.1:1883"})
 	if err != nil {
 		log.Fatal(err)
 	}
