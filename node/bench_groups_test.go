@@ -80,7 +80,7 @@ func bgRemove(b *testing.B, n int) {
 	client := func(nd *node.Node) *interact.Client {
 		c := clients[nd.PeerID()]
 		if c == nil {
-			if c, err = interact.NewClient(nd.Host(), interact.TransportOptions{}); err != nil {
+			if c, err = interact.NewClient(interact.ClientDeps{Host: nd.Host()}, interact.TransportConfig{}); err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { c.Close() })

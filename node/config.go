@@ -268,7 +268,7 @@ func (c Config) validate() error {
 		return errors.New("home: must be set")
 	}
 	if c.MQTT != "" {
-		if err := mqttgw.DefaultConfig(c.MQTT).Validate(); err != nil {
+		if err := (mqttgw.Config{BrokerURL: c.MQTT}).Validate(); err != nil {
 			return fmt.Errorf("mqtt: %w", err)
 		}
 	}

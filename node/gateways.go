@@ -23,12 +23,12 @@ const (
 func (n *Node) buildGateways() error {
 	log := n.log.With("component", "wsgateway")
 	var err error
-	if n.ws, err = wsgateway.NewGateway(n.router, wsgateway.Options{Logger: log}); err != nil {
+	if n.ws, err = wsgateway.NewGateway(wsgateway.GatewayDeps{Invoker: n.router}, wsgateway.Config{}, wsgateway.WithLogger(log)); err != nil {
 		return err
 	}
 	// Agents connected over WebSocket register Things: they are published
 	// and served like any Thing the node owns.
-	if n.wsAgent, err = wsgateway.NewAgentGateway(n.own, wsgateway.Options{Logger: log}); err != nil {
+	if n.wsAgent, err = wsgateway.NewAgentGateway(wsgateway.AgentDeps{Registrar: n.own}, wsgateway.Config{}, wsgateway.WithLogger(log)); err != nil {
 		return err
 	}
 	if n.cfg.MQTT == "" {
@@ -36,8 +36,8 @@ func (n *Node) buildGateways() error {
 	}
 	// The node's own public Things: Things scoped to groups stay off a
 	// broker that anyone may read.
-	n.mqtt, err = mqttgw.New(mqttgw.DefaultConfig(n.cfg.MQTT), n.router, mqttgw.ThingListerFunc(n.own.Exposed),
-		mqttgw.WithLogger(n.log.With("component", "mqtt")))
+	n.mqtt, err = mqttgw.New(mqttgw.Deps{Invoker: n.router, Things: mqttgw.ThingListerFunc(n.own.Exposed)},
+		mqttgw.Config{BrokerURL: n.cfg.MQTT}, mqttgw.WithLogger(n.log.With("component", "mqtt")))
 	if err != nil {
 		return fmt.Errorf("mqtt %s: %w", n.cfg.MQTT, err)
 	}

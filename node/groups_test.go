@@ -555,7 +555,7 @@ func callThing(t testing.TB, ctx context.Context, inv interact.Invoker, id strin
 // and owner, but may not see it, can do.
 func rawClient(t *testing.T, n *node.Node) *interact.Client {
 	t.Helper()
-	c, err := interact.NewClient(n.Host(), interact.TransportOptions{})
+	c, err := interact.NewClient(interact.ClientDeps{Host: n.Host()}, interact.TransportConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,10 +48,10 @@ func (n *Node) Invoker() interact.Invoker { return n.router }
 func (n *Node) buildInteract() error {
 	log := n.log.With("component", "interact")
 	var err error
-	if n.interactServer, err = interact.NewServer(n.host, n.own.Engine(), interact.TransportOptions{Logger: log}); err != nil {
+	if n.interactServer, err = interact.NewServer(interact.ServerDeps{Host: n.host, Invoker: n.own.Engine()}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
 		return err
 	}
-	if n.interactClient, err = interact.NewClient(n.host, interact.TransportOptions{Logger: log}); err != nil {
+	if n.interactClient, err = interact.NewClient(interact.ClientDeps{Host: n.host}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
 		return err
 	}
 	if n.ps != nil {

@@ -222,7 +222,7 @@ func TestFanoutRing(t *testing.T) {
 	owner := nodes[0].h.ID()
 
 	// The owner: an engine with a Go SDK Thing, and a Fanout publishing it.
-	engine, err := interact.NewEngine(interact.ThingsFunc(func(id string) (*lmosproto.TD, bool) { return td, id == td.ID }), interact.Options{})
+	engine, err := interact.NewEngine(interact.EngineDeps{Things: interact.ThingsFunc(func(id string) (*lmosproto.TD, bool) { return td, id == td.ID })}, interact.EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 func TestPublisherRetries(t *testing.T) {
 	nodes := newTestNet(t, 1)
 	td := parseTD(t, sensorTD)
-	engine, err := interact.NewEngine(interact.ThingsFunc(func(id string) (*lmosproto.TD, bool) { return td, id == td.ID }), interact.Options{})
+	engine, err := interact.NewEngine(interact.EngineDeps{Things: interact.ThingsFunc(func(id string) (*lmosproto.TD, bool) { return td, id == td.ID })}, interact.EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 //
 // A Thing whose TD names lmos:groups may be called only by the members of
 // those groups (docs/groups.md, "Enforcement"). The Engine does not know
-// groups: it asks Options.Authorize for every request that opens an
+// groups: it asks EngineDeps.Authorize for every request that opens an
 // interaction with such a Thing, and again for every running one when
 // Reauthorize is called after a membership change. A refused request is
 // answered, and a running interaction ended, with a 403 Forbidden error
@@ -60,14 +60,14 @@ func RemotePeerFrom(ctx context.Context) (peer.ID, bool) {
 	return p, ok && p != ""
 }
 
-// authorize asks Options.Authorize whether req may run on td; nil if td
+// authorize asks EngineDeps.Authorize whether req may run on td; nil if td
 // names no groups or no hook is set. The error is the problem to answer
 // with.
 func (e *Engine) authorize(ctx context.Context, td *proto.TD, req *proto.Message) error {
-	if e.opts.Authorize == nil || td == nil || len(td.Groups) == 0 {
+	if e.auth == nil || td == nil || len(td.Groups) == 0 {
 		return nil
 	}
-	err := e.opts.Authorize(ctx, td, req)
+	err := e.auth(ctx, td, req)
 	if err == nil {
 		return nil
 	}
@@ -81,14 +81,14 @@ func (e *Engine) authorize(ctx context.Context, td *proto.TD, req *proto.Message
 
 // Reauthorize checks every running subscription, observation, invocation
 // and streaming session of a Thing that names lmos:groups against
-// Options.Authorize again, with the Thing's current TD, and ends those it
+// EngineDeps.Authorize again, with the Thing's current TD, and ends those it
 // refuses with its 403 error message (an invocation's backend call is
 // cancelled; the consumer gets the error as the final message). The node
 // calls it after every membership change. It does nothing without
-// Options.Authorize, and must not be called while holding a lock the hook
+// EngineDeps.Authorize, and must not be called while holding a lock the hook
 // takes.
 func (e *Engine) Reauthorize() {
-	if e.opts.Authorize == nil {
+	if e.auth == nil {
 		return
 	}
 	type check struct {

@@ -42,7 +42,10 @@ func groupFixture(t *testing.T) (e *Engine, remote Invoker, consumer peer.ID, m 
 	td := testTD(t)
 	td.Groups = []string{"g-alpha"}
 	m = &members{peers: map[peer.ID]bool{}}
-	e, err := NewEngine(ThingsFunc(func(id string) (*proto.TD, bool) { return td, id == testThingID }), Options{Authorize: m.authorize})
+	e, err := NewEngine(EngineDeps{
+		Things:    ThingsFunc(func(id string) (*proto.TD, bool) { return td, id == testThingID }),
+		Authorize: m.authorize,
+	}, EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +53,7 @@ func groupFixture(t *testing.T) (e *Engine, remote Invoker, consumer peer.ID, m 
 	st = newTestState(t)
 	th = newSDKThing(t, st)
 	e.SetBackend(testThingID, th)
-	remote, cl, _ := overP2P(t, e, TransportOptions{})
+	remote, cl, _ := overP2P(t, e, TransportConfig{})
 	return e, remote, cl.h.ID(), m, st, th
 }
 
@@ -90,8 +93,8 @@ func TestAuthorizeRemoteCaller(t *testing.T) {
 // A Thing without groups never asks the hook.
 func TestAuthorizePublicThing(t *testing.T) {
 	m := &members{peers: map[peer.ID]bool{}}
-	f := engineFixture(t, Options{Authorize: m.authorize})
-	remote, _, _ := overP2P(t, f.inv.(*Engine), TransportOptions{})
+	f := authEngineFixture(t, m.authorize, EngineConfig{})
+	remote, _, _ := overP2P(t, f.inv.(*Engine), TransportConfig{})
 	got := collect(t, invoke(t, remote, request(proto.MsgReadProperty, "temperature")))
 	if len(got) != 1 || got[0].Type != proto.MsgPropertyReading {
 		t.Fatalf("public Thing: %+v", got)

@@ -32,7 +32,7 @@ func BenchmarkRequestReply(b *testing.B) {
 	b.Cleanup(httpClient.CloseIdleConnections)
 
 	newEngine := func(backend Backend) *Engine {
-		e, err := NewEngine(oneThing(b), Options{})
+		e, err := NewEngine(EngineDeps{Things: oneThing(b)}, EngineConfig{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -40,13 +40,13 @@ func BenchmarkRequestReply(b *testing.B) {
 		b.Cleanup(func() { e.Close() })
 		return e
 	}
-	hb, err := NewHTTPBackend(svc.server.URL, HTTPBackendOptions{Client: httpClient})
+	hb, err := NewHTTPBackend(HTTPBackendConfig{URL: svc.server.URL}, WithHTTPClient(httpClient))
 	if err != nil {
 		b.Fatal(err)
 	}
-	p2pHTTP, _, _ := overP2P(b, newEngine(hb), TransportOptions{}, manyStreams)
-	p2pSDK, _, _ := overP2P(b, newEngine(newSDKThing(b, st)), TransportOptions{}, manyStreams)
-	p2pSDKCBOR, _, _ := overP2P(b, newEngine(newSDKThing(b, st)), TransportOptions{Codec: proto.CBOR}, manyStreams)
+	p2pHTTP, _, _ := overP2P(b, newEngine(hb), TransportConfig{}, manyStreams)
+	p2pSDK, _, _ := overP2P(b, newEngine(newSDKThing(b, st)), TransportConfig{}, manyStreams)
+	p2pSDKCBOR, _, _ := overP2PWith(b, newEngine(newSDKThing(b, st)), TransportConfig{}, []Option{WithCodec(proto.CBOR)}, manyStreams)
 
 	direct := func() error {
 		resp, err := httpClient.Get(svc.server.URL + "/properties/temperature")

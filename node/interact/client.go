@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -27,8 +28,10 @@ var ErrClientClosed = errors.New("interact: client closed")
 // goroutine, which ends with the session; Close closes every open session
 // and waits for them.
 type Client struct {
-	h    host.Host
-	opts TransportOptions
+	h     host.Host
+	cfg   TransportConfig
+	codec proto.Codec
+	log   *slog.Logger
 
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -36,15 +39,17 @@ type Client struct {
 	open   map[*remoteSession]struct{}
 }
 
-// NewClient returns a Client that opens streams from h.
-func NewClient(h host.Host, opts TransportOptions) (*Client, error) {
-	if h == nil {
-		return nil, errors.New("interact: NewClient: host is required")
+// NewClient returns a Client that opens streams from deps.Host. It uses
+// the options WithLogger and WithCodec.
+func NewClient(deps ClientDeps, cfg TransportConfig, opts ...Option) (*Client, error) {
+	if deps.Host == nil {
+		return nil, errors.New("interact: ClientDeps.Host is nil")
 	}
-	if err := opts.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Client{h: h, opts: opts.withDefaults(), open: map[*remoteSession]struct{}{}}, nil
+	o := newOptions(opts)
+	return &Client{h: deps.Host, cfg: cfg.withDefaults(), codec: o.codec, log: o.log, open: map[*remoteSession]struct{}{}}, nil
 }
 
 // Close closes every open session (cancelling its interaction at the
@@ -87,12 +92,12 @@ func (o ownerInvoker) Invoke(ctx context.Context, req *proto.Message) (Session, 
 // replies.
 func (c *Client) Do(ctx context.Context, owner peer.ID, req *proto.Message) (Session, error) {
 	req = req.Clone()
-	fc := proto.FrameCodec{Codec: c.opts.Codec, Max: c.opts.MaxMessageSize}
+	fc := proto.FrameCodec{Codec: c.codec, Max: c.cfg.MaxMessageSize}
 	payload, err := fc.Codec.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("interact: encode request: %w", err)
 	}
-	if len(payload) > c.opts.MaxMessageSize {
+	if len(payload) > c.cfg.MaxMessageSize {
 		return nil, fmt.Errorf("interact: encode request: %w", proto.ErrFrameTooLarge)
 	}
 	c.mu.Lock()
@@ -105,7 +110,7 @@ func (c *Client) Do(ctx context.Context, owner peer.ID, req *proto.Message) (Ses
 
 	unreachable := func(err error) (Session, error) {
 		c.wg.Done()
-		c.opts.Logger.Debug("owner unreachable", "owner", owner, "request", req, "err", err)
+		c.log.Debug("owner unreachable", "owner", owner, "request", req, "err", err)
 		if !req.ExpectsReply() {
 			return newClosedSession(req, nil), nil
 		}
@@ -114,13 +119,13 @@ func (c *Client) Do(ctx context.Context, owner peer.ID, req *proto.Message) (Ses
 		}
 		return newClosedSession(req, newErrorMessage(req, http.StatusBadGateway, TitleBadGateway, "the Thing's node %s cannot be reached: %v", owner, err)), nil
 	}
-	dialCtx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
+	dialCtx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
 	defer cancel()
 	str, err := c.h.NewStream(network.WithAllowLimitedConn(dialCtx, "lmos-interact"), owner, protocol.ID(proto.ProtocolInteract))
 	if err != nil {
 		return unreachable(err)
 	}
-	_ = str.SetWriteDeadline(time.Now().Add(c.opts.DialTimeout))
+	_ = str.SetWriteDeadline(time.Now().Add(c.cfg.DialTimeout))
 	if err := proto.WriteFrame(str, payload); err != nil {
 		_ = str.Reset()
 		return unreachable(err)
@@ -137,7 +142,7 @@ func (c *Client) Do(ctx context.Context, owner peer.ID, req *proto.Message) (Ses
 		req:  req,
 		str:  str,
 		fc:   fc,
-		out:  make(chan *proto.Message, c.opts.QueueSize),
+		out:  make(chan *proto.Message, c.cfg.QueueSize),
 		done: make(chan struct{}),
 		read: make(chan struct{}),
 	}
@@ -250,7 +255,7 @@ func (s *remoteSession) Send(ctx context.Context, m *proto.Message) error {
 func (s *remoteSession) write(ctx context.Context, m *proto.Message) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	deadline := time.Now().Add(s.c.opts.WriteTimeout)
+	deadline := time.Now().Add(s.c.cfg.WriteTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}

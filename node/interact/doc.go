@@ -17,6 +17,14 @@
 // gateway (HTTP, WebSocket, MQTT) adapts a Session to its protocol and
 // nothing more.
 //
+// Each part is built the same way: NewEngine(EngineDeps, EngineConfig,
+// ...Option), NewServer(ServerDeps, TransportConfig, ...Option),
+// NewClient(ClientDeps, TransportConfig, ...Option) and
+// NewHTTPBackend(HTTPBackendConfig, ...Option). Deps are the components
+// it works with, Config its serialisable settings (every zero field
+// selects a documented default), Options what cannot be serialised:
+// WithLogger, WithClock, WithCodec, WithHTTPClient.
+//
 // # Engine
 //
 // The Engine checks a request against the Thing's TD (Things) before the
@@ -31,7 +39,7 @@
 //
 //	400 Bad request           the envelope breaks the spec
 //	400 Invalid input         input/data does not match the schema; detail names the JSON pointer
-//	403 Forbidden             the Thing names lmos:groups and Options.Authorize refused the caller (see AuthorizeFunc)
+//	403 Forbidden             the Thing names lmos:groups and EngineDeps.Authorize refused the caller (see AuthorizeFunc)
 //	404 Thing not found       unknown thingID
 //	404 Affordance not found  unknown property, action or event
 //	404 Action not found      query/cancel/stream of an unknown correlationID
@@ -96,7 +104,7 @@
 //
 // # HTTP backend contract
 //
-// NewHTTPBackend(base) forwards a Thing's interactions to an HTTP service
+// NewHTTPBackend(HTTPBackendConfig{URL: base}) forwards a Thing's interactions to an HTTP service
 // (the --backend URL given at publish). Names are path-escaped; every
 // request carries X-LMOS-Thing-ID and, when the consumer sent them, the
 // W3C traceparent and tracestate headers. JSON bodies are
@@ -155,8 +163,8 @@
 //
 // # Back-pressure
 //
-// Every session has a bounded reply queue (Options.QueueSize; on the
-// consumer's node TransportOptions.QueueSize); nothing buffers without
+// Every session has a bounded reply queue (EngineConfig.QueueSize; on the
+// consumer's node TransportConfig.QueueSize); nothing buffers without
 // bound. What happens when a consumer does not read depends on the
 // pattern:
 //

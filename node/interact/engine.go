@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/lmosnode/lmosnode/proto"
 )
@@ -27,8 +28,10 @@ var ErrEngineClosed = errors.New("interact: engine closed")
 // with subscribers); Close cancels and waits for them.
 type Engine struct {
 	things  Things
-	opts    Options
+	auth    AuthorizeFunc // nil: every caller is allowed
+	cfg     EngineConfig
 	log     *slog.Logger
+	now     func() time.Time
 	schemas *schemaCache
 
 	ctx    context.Context // the engine's lifetime; cancelled by Close
@@ -44,22 +47,26 @@ type Engine struct {
 	feeds    map[feedKey]*feed        // running backend feeds
 }
 
-// NewEngine returns an engine that finds TDs with things. Register the
-// Things' backends with SetBackend.
-func NewEngine(things Things, opts Options) (*Engine, error) {
-	if things == nil {
-		return nil, errors.New("interact: NewEngine: things is nil")
+// NewEngine returns an engine that finds TDs with deps.Things. Register
+// the Things' backends with SetBackend. It uses the options WithLogger and
+// WithClock.
+func NewEngine(deps EngineDeps, cfg EngineConfig, opts ...Option) (*Engine, error) {
+	if deps.Things == nil {
+		return nil, errors.New("interact: EngineDeps.Things is nil")
 	}
-	if err := opts.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
+	cfg = cfg.withDefaults()
+	o := newOptions(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Engine{
-		things:   things,
-		opts:     opts,
-		log:      opts.Logger,
-		schemas:  newSchemaCache(opts.SchemaCacheSize),
+		things:   deps.Things,
+		auth:     deps.Authorize,
+		cfg:      cfg,
+		log:      o.log,
+		now:      o.now,
+		schemas:  newSchemaCache(cfg.SchemaCacheSize),
 		ctx:      ctx,
 		cancel:   cancel,
 		backends: map[string]Backend{},

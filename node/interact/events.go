@@ -59,7 +59,7 @@ type subscription struct {
 // subscribe attaches a new subscriber for req to the feeds named by keys,
 // starting the feeds that are not running.
 func (e *Engine) subscribe(ctx context.Context, req *proto.Message, caller string, b Backend, keys []feedKey) Session {
-	s := &subscription{e: e, req: req, id: req.Correlation(), caller: caller, authCtx: context.WithoutCancel(ctx), q: newQueue(e.opts.QueueSize)}
+	s := &subscription{e: e, req: req, id: req.Correlation(), caller: caller, authCtx: context.WithoutCancel(ctx), q: newQueue(e.cfg.QueueSize)}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -142,7 +142,7 @@ func (e *Engine) publish(f *feed, req, m *proto.Message) error {
 	}
 	var dropped []*subscription
 	for s := range f.subs {
-		if !s.q.offer(retarget(m, s), func() *proto.Message { return slowConsumer(s.req, e.opts.QueueSize) }) {
+		if !s.q.offer(retarget(m, s), func() *proto.Message { return slowConsumer(s.req, e.cfg.QueueSize) }) {
 			dropped = append(dropped, s)
 		}
 	}

@@ -54,7 +54,7 @@ func Example_goSDK() {
 			return nil
 		})
 
-	engine, _ := interact.NewEngine(things, interact.Options{})
+	engine, _ := interact.NewEngine(interact.EngineDeps{Things: things}, interact.EngineConfig{})
 	defer engine.Close()
 	engine.SetBackend(td.ID, weather)
 	ctx := context.Background()
@@ -99,7 +99,7 @@ func Example_goSDK() {
 func ExampleClient() {
 	td, _ := proto.ParseTD([]byte(weatherTD))
 	things := interact.ThingsFunc(func(id string) (*proto.TD, bool) { return td, id == td.ID })
-	engine, _ := interact.NewEngine(things, interact.Options{})
+	engine, _ := interact.NewEngine(interact.EngineDeps{Things: things}, interact.EngineConfig{})
 	defer engine.Close()
 	engine.SetBackend(td.ID, interact.NewThing().
 		OnProperty("unit", func(context.Context) (proto.Value, error) { return proto.StringValue("C"), nil }, nil))
@@ -109,9 +109,9 @@ func ExampleClient() {
 	defer owner.Close()
 	consumer, _ := libp2p.New(listen, libp2p.DisableRelay())
 	defer consumer.Close()
-	server, _ := interact.NewServer(owner, engine, interact.TransportOptions{})
+	server, _ := interact.NewServer(interact.ServerDeps{Host: owner, Invoker: engine}, interact.TransportConfig{})
 	defer server.Close()
-	client, _ := interact.NewClient(consumer, interact.TransportOptions{})
+	client, _ := interact.NewClient(interact.ClientDeps{Host: consumer}, interact.TransportConfig{})
 	defer client.Close()
 	_ = consumer.Connect(context.Background(), peer.AddrInfo{ID: owner.ID(), Addrs: owner.Addrs()})
 

@@ -45,32 +45,39 @@ const maxEvent = proto.MaxMessageSize + 64<<10
 // long-running action when the backend gives no Retry-After.
 const DefaultPollInterval = 500 * time.Millisecond
 
-// HTTPBackendOptions configure an HTTP backend. The zero value of every
-// field selects its default.
-type HTTPBackendOptions struct {
-	// Client makes the requests. It must not have a Timeout (event streams
-	// and sessions are long); the engine bounds each interaction. Default:
-	// a client of its own with keep-alive connections.
-	Client *http.Client
+// HTTPBackendConfig configures an HTTP backend. URL is required; the zero
+// value of every other field selects its default.
+type HTTPBackendConfig struct {
+	// URL is the base URL of the service: an absolute http or https URL,
+	// to which the contract's paths are appended.
+	URL string
 	// PollInterval: see DefaultPollInterval. A status response's
 	// Retry-After (seconds) takes precedence.
 	PollInterval time.Duration
-	// Logger receives the backend's logs. Default: discarded.
-	Logger *slog.Logger
 }
 
-// HTTPBackend forwards a Thing's interactions to the organisation's HTTP
-// service, given as a base URL (lmosnode publish --backend URL). The
-// contract it speaks is in the package documentation ("HTTP backend
-// contract"). It is safe for concurrent use.
-type HTTPBackend struct {
-	base *url.URL
-	opts HTTPBackendOptions
+// Validate reports every field out of range.
+func (c HTTPBackendConfig) Validate() error {
+	var errs []error
+	if _, err := parseBackendURL(c.URL); err != nil {
+		errs = append(errs, err)
+	}
+	if c.PollInterval < 0 {
+		errs = append(errs, fmt.Errorf("interact: HTTPBackendConfig.PollInterval: %s is negative", c.PollInterval))
+	}
+	return errors.Join(errs...)
 }
 
-// NewHTTPBackend returns the backend for the service at base (an absolute
-// http or https URL; paths are appended to it).
-func NewHTTPBackend(base string, opts HTTPBackendOptions) (*HTTPBackend, error) {
+func (c HTTPBackendConfig) withDefaults() HTTPBackendConfig {
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	return c
+}
+
+// parseBackendURL parses base, an absolute http or https URL, without its
+// trailing slash.
+func parseBackendURL(base string) (*url.URL, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("interact: backend URL %q: %w", base, err)
@@ -80,21 +87,35 @@ func NewHTTPBackend(base string, opts HTTPBackendOptions) (*HTTPBackend, error) 
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
-	if opts.PollInterval < 0 {
-		return nil, fmt.Errorf("interact: HTTP backend options: PollInterval: %s is negative", opts.PollInterval)
+	return u, nil
+}
+
+// HTTPBackend forwards a Thing's interactions to the organisation's HTTP
+// service, given as a base URL (lmosnode publish --backend URL). The
+// contract it speaks is in the package documentation ("HTTP backend
+// contract"). It is safe for concurrent use.
+type HTTPBackend struct {
+	base   *url.URL
+	cfg    HTTPBackendConfig
+	client *http.Client
+	log    *slog.Logger
+}
+
+// NewHTTPBackend returns the backend for the service at cfg.URL. It uses
+// the options WithLogger and WithHTTPClient.
+func NewHTTPBackend(cfg HTTPBackendConfig, opts ...Option) (*HTTPBackend, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if opts.PollInterval == 0 {
-		opts.PollInterval = DefaultPollInterval
-	}
-	if opts.Client == nil {
+	cfg = cfg.withDefaults()
+	u, _ := parseBackendURL(cfg.URL) // checked by Validate
+	o := newOptions(opts)
+	if o.client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
-		opts.Client = &http.Client{Transport: tr}
+		o.client = &http.Client{Transport: tr}
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &HTTPBackend{base: u, opts: opts}, nil
+	return &HTTPBackend{base: u, cfg: cfg, client: o.client, log: o.log}, nil
 }
 
 // url returns base/kind/name[/suffix], the name path-escaped.
@@ -176,7 +197,7 @@ func (b *HTTPBackend) newRequest(ctx context.Context, req *proto.Message, method
 
 // send performs a request; a transport failure is a 502 (backend down).
 func (b *HTTPBackend) send(hr *http.Request) (*http.Response, error) {
-	resp, err := b.opts.Client.Do(hr)
+	resp, err := b.client.Do(hr)
 	if err != nil {
 		if ctxErr := hr.Context().Err(); ctxErr != nil {
 			return nil, ctxErr
@@ -318,7 +339,7 @@ func (b *HTTPBackend) poll(ctx context.Context, x *Exchange, statusURL string, w
 	last.Status = proto.ActionPending
 	for {
 		if wait <= 0 {
-			wait = b.opts.PollInterval
+			wait = b.cfg.PollInterval
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -386,15 +407,15 @@ func (b *HTTPBackend) cancelRemote(req *proto.Message, statusURL string) {
 	if err != nil {
 		return
 	}
-	resp, err := b.opts.Client.Do(hr)
+	resp, err := b.client.Do(hr)
 	if err != nil {
-		b.opts.Logger.Warn("cancelling a backend action failed", "url", statusURL, "err", err)
+		b.log.Warn("cancelling a backend action failed", "url", statusURL, "err", err)
 		return
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		b.opts.Logger.Warn("backend refused to cancel an action", "url", statusURL, "status", resp.StatusCode)
+		b.log.Warn("backend refused to cancel an action", "url", statusURL, "status", resp.StatusCode)
 	}
 }
 

@@ -247,28 +247,28 @@ func (s *testService) chatSession(w http.ResponseWriter, r *http.Request) {
 	fl.Flush()
 }
 
-func httpEngineFixture(t *testing.T, opts Options) *fixture {
+func httpEngineFixture(t *testing.T, cfg EngineConfig) *fixture {
 	st := newTestState(t)
 	svc := newTestService(t, st)
-	b, err := NewHTTPBackend(svc.server.URL, HTTPBackendOptions{PollInterval: 2 * time.Millisecond})
+	b, err := NewHTTPBackend(HTTPBackendConfig{URL: svc.server.URL, PollInterval: 2 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngine(oneThing(t), opts)
+	e, err := NewEngine(EngineDeps{Things: oneThing(t)}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.SetBackend(testThingID, b)
 	t.Cleanup(func() {
 		e.Close()
-		b.opts.Client.CloseIdleConnections()
+		b.client.CloseIdleConnections()
 	})
 	return &fixture{inv: e, state: st, emit: svc.emit, change: svc.change}
 }
 
-func p2pHTTPFixture(t *testing.T, opts Options) *fixture {
-	f := httpEngineFixture(t, opts)
-	f.inv, _, _ = overP2P(t, f.inv.(*Engine), TransportOptions{})
+func p2pHTTPFixture(t *testing.T, cfg EngineConfig) *fixture {
+	f := httpEngineFixture(t, cfg)
+	f.inv, _, _ = overP2P(t, f.inv.(*Engine), TransportConfig{})
 	return f
 }
 

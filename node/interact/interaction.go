@@ -67,12 +67,12 @@ func (e *Engine) start(ctx context.Context, req *proto.Message, caller string, b
 	if req.OneWay {
 		i.stop = func() bool { return false } // a one-way action outlives its request
 	} else {
-		i.q = newQueue(e.opts.QueueSize)
+		i.q = newQueue(e.cfg.QueueSize)
 		i.stop = context.AfterFunc(ctx, i.cancel)
 	}
-	timeout := e.opts.RequestTimeout
+	timeout := e.cfg.RequestTimeout
 	if req.Type == proto.MsgInvokeAction {
-		timeout = e.opts.ActionTimeout
+		timeout = e.cfg.ActionTimeout
 	}
 	actCtx, actCancel := context.WithCancelCause(i.ctx)
 	i.actCtx, i.actCancel = actCtx, actCancel
@@ -82,7 +82,7 @@ func (e *Engine) start(ctx context.Context, req *proto.Message, caller string, b
 		i.actCancel = func(cause error) { actCancel(cause); cancelTimeout() }
 	}
 	if req.Type == proto.MsgInvokeAction && req.Stream {
-		i.inputs = make(chan proto.Value, e.opts.InputQueueSize)
+		i.inputs = make(chan proto.Value, e.cfg.InputQueueSize)
 	}
 
 	e.mu.Lock()
@@ -244,7 +244,7 @@ func (e *Engine) complete(req, m *proto.Message) {
 	switch m.Type {
 	case proto.MsgPropertyReading, proto.MsgPropertyReadings, proto.MsgEvent:
 		if m.Timestamp == "" {
-			m.Timestamp = proto.FormatTimestamp(e.opts.Now())
+			m.Timestamp = proto.FormatTimestamp(e.now())
 		}
 	case proto.MsgError:
 		if m.Status == "" {
@@ -312,7 +312,7 @@ func (i *interaction) finish(err error) {
 	} else if err != nil && !errors.Is(err, ErrSessionClosed) {
 		i.e.log.Debug("backend failed after its final reply", "request", i.req, "err", err)
 	}
-	i.finishedAt = i.e.opts.Now()
+	i.finishedAt = i.e.now()
 	i.mu.Unlock()
 	if i.q != nil {
 		i.q.end(i.ctx.Done(), final)
@@ -400,11 +400,11 @@ func (e *Engine) retire(i *interaction) {
 }
 
 func (e *Engine) purgeLocked() {
-	now := e.opts.Now()
+	now := e.now()
 	n := 0
 	for n < len(e.retired) {
 		r := e.retired[n]
-		if len(e.retired)-n <= e.opts.MaxRetainedActions && now.Sub(r.finishedAtLocked()) < e.opts.ActionRetention {
+		if len(e.retired)-n <= e.cfg.MaxRetainedActions && now.Sub(r.finishedAtLocked()) < e.cfg.ActionRetention {
 			break
 		}
 		if e.actions[r.id] == r {
@@ -451,7 +451,7 @@ func (e *Engine) toAction(ctx context.Context, req *proto.Message, caller string
 		e.mu.Unlock()
 		go func() {
 			defer e.wg.Done()
-			t := time.NewTimer(e.opts.RequestTimeout)
+			t := time.NewTimer(e.cfg.RequestTimeout)
 			defer t.Stop()
 			select {
 			case <-i.done:

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
+
+	"github.com/lmosnode/lmosnode/proto"
 )
 
-// Defaults of Options.
+// Defaults of EngineConfig.
 const (
 	// DefaultQueueSize is how many replies a session holds for a consumer
 	// that has not read them yet. 64 covers the bursts of a token-streaming
@@ -36,9 +39,19 @@ const (
 	DefaultSchemaCacheSize = 1024
 )
 
-// Options configure an Engine. The zero value of every field selects its
-// default.
-type Options struct {
+// EngineDeps are what an Engine works with. Things is required.
+type EngineDeps struct {
+	// Things finds the TDs of the node's own Things.
+	Things Things
+	// Authorize, if set, is asked before every interaction with a Thing
+	// whose TD names lmos:groups, and again for the running ones by
+	// Engine.Reauthorize; see AuthorizeFunc. Nil allows every caller.
+	Authorize AuthorizeFunc
+}
+
+// EngineConfig configures an Engine. The zero value of every field
+// selects its default.
+type EngineConfig struct {
 	// QueueSize is the capacity of a session's reply queue. Default
 	// DefaultQueueSize.
 	QueueSize int
@@ -61,66 +74,115 @@ type Options struct {
 	// SchemaCacheSize bounds the compiled data schemas kept. Default
 	// DefaultSchemaCacheSize.
 	SchemaCacheSize int
-
-	// Authorize, if set, is asked before every interaction with a Thing
-	// whose TD names lmos:groups, and again for the running ones by
-	// Engine.Reauthorize; see AuthorizeFunc. Nil allows every caller.
-	Authorize AuthorizeFunc
-
-	// Logger receives the engine's logs. Default: discarded.
-	Logger *slog.Logger
-	// Now is the clock, injected by tests. Default time.Now.
-	Now func() time.Time
 }
 
-func (o Options) withDefaults() Options {
-	if o.QueueSize == 0 {
-		o.QueueSize = DefaultQueueSize
+func (c EngineConfig) withDefaults() EngineConfig {
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
 	}
-	if o.InputQueueSize == 0 {
-		o.InputQueueSize = DefaultInputQueueSize
+	if c.InputQueueSize == 0 {
+		c.InputQueueSize = DefaultInputQueueSize
 	}
-	if o.RequestTimeout == 0 {
-		o.RequestTimeout = DefaultRequestTimeout
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
 	}
-	if o.ActionTimeout == 0 {
-		o.ActionTimeout = DefaultActionTimeout
+	if c.ActionTimeout == 0 {
+		c.ActionTimeout = DefaultActionTimeout
 	}
-	if o.ActionRetention == 0 {
-		o.ActionRetention = DefaultActionRetention
+	if c.ActionRetention == 0 {
+		c.ActionRetention = DefaultActionRetention
 	}
-	if o.MaxRetainedActions == 0 {
-		o.MaxRetainedActions = DefaultMaxRetainedActions
+	if c.MaxRetainedActions == 0 {
+		c.MaxRetainedActions = DefaultMaxRetainedActions
 	}
-	if o.SchemaCacheSize == 0 {
-		o.SchemaCacheSize = DefaultSchemaCacheSize
+	if c.SchemaCacheSize == 0 {
+		c.SchemaCacheSize = DefaultSchemaCacheSize
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+	return c
+}
+
+// Validate reports every field out of range.
+func (c EngineConfig) Validate() error {
+	var errs []error
+	neg := func(name string, v int) {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("interact: EngineConfig.%s: %d is negative", name, v))
+		}
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	neg("QueueSize", c.QueueSize)
+	neg("InputQueueSize", c.InputQueueSize)
+	neg("MaxRetainedActions", c.MaxRetainedActions)
+	neg("SchemaCacheSize", c.SchemaCacheSize)
+	if c.RequestTimeout < 0 {
+		errs = append(errs, fmt.Errorf("interact: EngineConfig.RequestTimeout: %s is negative", c.RequestTimeout))
+	}
+	if c.ActionRetention < 0 {
+		errs = append(errs, fmt.Errorf("interact: EngineConfig.ActionRetention: %s is negative", c.ActionRetention))
+	}
+	return errors.Join(errs...)
+}
+
+// Option sets what a Config cannot hold. One Option type serves every
+// constructor of the package; each option says which constructors use it,
+// and the others ignore it.
+type Option func(*options)
+
+type options struct {
+	log    *slog.Logger
+	now    func() time.Time
+	codec  proto.Codec
+	client *http.Client
+}
+
+func newOptions(opts []Option) options {
+	o := options{log: slog.New(slog.DiscardHandler), now: time.Now, codec: proto.JSON}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	return o
 }
 
-// Validate reports every option out of range.
-func (o Options) Validate() error {
-	var errs []error
-	neg := func(name string, v int) {
-		if v < 0 {
-			errs = append(errs, fmt.Errorf("interact options: %s: %d is negative", name, v))
+// WithLogger sends the logs of an Engine, Server, Client or HTTPBackend to
+// log. Default: discarded.
+func WithLogger(log *slog.Logger) Option {
+	return func(o *options) {
+		if log != nil {
+			o.log = log
 		}
 	}
-	neg("QueueSize", o.QueueSize)
-	neg("InputQueueSize", o.InputQueueSize)
-	neg("MaxRetainedActions", o.MaxRetainedActions)
-	neg("SchemaCacheSize", o.SchemaCacheSize)
-	if o.RequestTimeout < 0 {
-		errs = append(errs, fmt.Errorf("interact options: RequestTimeout: %s is negative", o.RequestTimeout))
+}
+
+// WithClock replaces time.Now as an Engine's clock (tests).
+func WithClock(now func() time.Time) Option {
+	return func(o *options) {
+		if now != nil {
+			o.now = now
+		}
 	}
-	if o.ActionRetention < 0 {
-		errs = append(errs, fmt.Errorf("interact options: ActionRetention: %s is negative", o.ActionRetention))
+}
+
+// WithCodec sets what a Client writes: proto.JSON or proto.CBOR. A Server
+// answers in the codec of the request. Default proto.JSON: the spec's own
+// form, and faster than CBOR with proto's codecs (whose CBOR path converts
+// through a tree; see BenchmarkRequestReply). Every node understands both.
+func WithCodec(c proto.Codec) Option {
+	return func(o *options) {
+		if c != nil {
+			o.codec = c
+		}
 	}
-	return errors.Join(errs...)
+}
+
+// WithHTTPClient sets the client an HTTPBackend makes its requests with.
+// It must not have a Timeout (event streams and sessions are long); the
+// engine bounds each interaction. Default: a client of its own with
+// keep-alive connections.
+func WithHTTPClient(c *http.Client) Option {
+	return func(o *options) {
+		if c != nil {
+			o.client = c
+		}
+	}
 }

@@ -3,13 +3,14 @@ package interact
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
 
 	"github.com/lmosnode/lmosnode/proto"
 )
 
-// Defaults of the libp2p transport.
+// Defaults of TransportConfig.
 const (
 	// DefaultFirstFrameTimeout bounds how long a server waits for the
 	// request after a stream opens: a peer that opens streams and sends
@@ -27,15 +28,23 @@ const (
 	DefaultCloseGrace = 5 * time.Second
 )
 
-// TransportOptions configure the libp2p Server and Client. The zero value
+// ServerDeps are what a Server works with; both are required.
+type ServerDeps struct {
+	// Host is the libp2p host the Server serves streams on.
+	Host host.Host
+	// Invoker serves the requests: the node's Engine, or its router.
+	Invoker Invoker
+}
+
+// ClientDeps are what a Client works with; Host is required.
+type ClientDeps struct {
+	// Host is the libp2p host the Client opens streams from.
+	Host host.Host
+}
+
+// TransportConfig configures the libp2p Server and Client. The zero value
 // of every field selects its default.
-type TransportOptions struct {
-	// Codec is what the Client writes: proto.JSON or proto.CBOR. A Server
-	// answers in the codec of the request. Default proto.JSON: the spec's
-	// own form, and faster than CBOR with proto's codecs (whose CBOR path
-	// converts through a tree; see BenchmarkRequestReply). Every node
-	// understands both.
-	Codec proto.Codec
+type TransportConfig struct {
 	// MaxMessageSize is the largest frame read or written. Default
 	// proto.MaxMessageSize.
 	MaxMessageSize int
@@ -51,54 +60,49 @@ type TransportOptions struct {
 	// is full the Client stops reading the stream, and libp2p flow control
 	// holds the owner back. Default DefaultQueueSize.
 	QueueSize int
-	// Logger receives the transport's logs. Default: discarded.
-	Logger *slog.Logger
 }
 
-func (o TransportOptions) withDefaults() TransportOptions {
-	if o.Codec == nil {
-		o.Codec = proto.JSON
+func (c TransportConfig) withDefaults() TransportConfig {
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = proto.MaxMessageSize
 	}
-	if o.MaxMessageSize == 0 {
-		o.MaxMessageSize = proto.MaxMessageSize
+	if c.FirstFrameTimeout == 0 {
+		c.FirstFrameTimeout = DefaultFirstFrameTimeout
 	}
-	if o.FirstFrameTimeout == 0 {
-		o.FirstFrameTimeout = DefaultFirstFrameTimeout
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
 	}
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = DefaultWriteTimeout
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
 	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = DefaultDialTimeout
+	if c.CloseGrace == 0 {
+		c.CloseGrace = DefaultCloseGrace
 	}
-	if o.CloseGrace == 0 {
-		o.CloseGrace = DefaultCloseGrace
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
 	}
-	if o.QueueSize == 0 {
-		o.QueueSize = DefaultQueueSize
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return o
+	return c
 }
 
-// Validate reports every option out of range.
-func (o TransportOptions) Validate() error {
+// Validate reports every field out of range.
+func (c TransportConfig) Validate() error {
 	var errs []error
-	if o.MaxMessageSize < 0 || o.MaxMessageSize > proto.MaxMessageSize {
-		errs = append(errs, fmt.Errorf("interact transport options: MaxMessageSize: %d is not within 0..%d", o.MaxMessageSize, proto.MaxMessageSize))
+	if c.MaxMessageSize < 0 || c.MaxMessageSize > proto.MaxMessageSize {
+		errs = append(errs, fmt.Errorf("interact: TransportConfig.MaxMessageSize: %d is not within 0..%d", c.MaxMessageSize, proto.MaxMessageSize))
 	}
-	for name, d := range map[string]time.Duration{
-		"FirstFrameTimeout": o.FirstFrameTimeout, "WriteTimeout": o.WriteTimeout,
-		"DialTimeout": o.DialTimeout, "CloseGrace": o.CloseGrace,
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"FirstFrameTimeout", c.FirstFrameTimeout}, {"WriteTimeout", c.WriteTimeout},
+		{"DialTimeout", c.DialTimeout}, {"CloseGrace", c.CloseGrace},
 	} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("interact transport options: %s: %s is negative", name, d))
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("interact: TransportConfig.%s: %s is negative", d.name, d.v))
 		}
 	}
-	if o.QueueSize < 0 {
-		errs = append(errs, fmt.Errorf("interact transport options: QueueSize: %d is negative", o.QueueSize))
+	if c.QueueSize < 0 {
+		errs = append(errs, fmt.Errorf("interact: TransportConfig.QueueSize: %d is negative", c.QueueSize))
 	}
 	return errors.Join(errs...)
 }

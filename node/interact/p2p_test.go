@@ -40,7 +40,13 @@ func connect(t testing.TB, a, b host.Host) {
 
 // overP2P serves backend's engine on an owner host and returns the
 // consumer host's Client bound to it.
-func overP2P(t testing.TB, e *Engine, opts TransportOptions, extra ...func(testing.TB) libp2p.Option) (Invoker, *Client, host.Host) {
+func overP2P(t testing.TB, e *Engine, cfg TransportConfig, extra ...func(testing.TB) libp2p.Option) (Invoker, *Client, host.Host) {
+	t.Helper()
+	return overP2PWith(t, e, cfg, nil, extra...)
+}
+
+// overP2PWith is overP2P with a Client built with clientOpts.
+func overP2PWith(t testing.TB, e *Engine, cfg TransportConfig, clientOpts []Option, extra ...func(testing.TB) libp2p.Option) (Invoker, *Client, host.Host) {
 	t.Helper()
 	hostOpts := func() []libp2p.Option {
 		var o []libp2p.Option
@@ -50,11 +56,11 @@ func overP2P(t testing.TB, e *Engine, opts TransportOptions, extra ...func(testi
 		return o
 	}
 	owner, consumer := newHost(t, hostOpts()...), newHost(t, hostOpts()...)
-	srv, err := NewServer(owner, e, opts)
+	srv, err := NewServer(ServerDeps{Host: owner, Invoker: e}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := NewClient(consumer, opts)
+	cl, err := NewClient(ClientDeps{Host: consumer}, cfg, clientOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +72,9 @@ func overP2P(t testing.TB, e *Engine, opts TransportOptions, extra ...func(testi
 }
 
 func p2pSDKFixture(codec proto.Codec) fixtureFunc {
-	return func(t *testing.T, opts Options) *fixture {
-		f := engineFixture(t, opts)
-		f.inv, _, _ = overP2P(t, f.inv.(*Engine), TransportOptions{Codec: codec})
+	return func(t *testing.T, cfg EngineConfig) *fixture {
+		f := engineFixture(t, cfg)
+		f.inv, _, _ = overP2PWith(t, f.inv.(*Engine), TransportConfig{}, []Option{WithCodec(codec)})
 		return f
 	}
 }
@@ -104,10 +110,10 @@ func (f ownersFunc) Owner(ctx context.Context, thingID string) (peer.ID, error) 
 // A consumer talks to its own node only: the router sends what the node
 // owns to its engine and the rest to the owner node.
 func TestRouter(t *testing.T) {
-	f := engineFixture(t, Options{})
-	remote, cl, owner := overP2P(t, f.inv.(*Engine), TransportOptions{})
+	f := engineFixture(t, EngineConfig{})
+	remote, cl, owner := overP2P(t, f.inv.(*Engine), TransportConfig{})
 	_ = remote
-	ownEngine, err := NewEngine(ThingsFunc(func(string) (*proto.TD, bool) { return nil, false }), Options{})
+	ownEngine, err := NewEngine(EngineDeps{Things: ThingsFunc(func(string) (*proto.TD, bool) { return nil, false })}, EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

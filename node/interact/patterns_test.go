@@ -17,41 +17,47 @@ type fixture struct {
 	change func(property string, v proto.Value) int // → number of feeds reached
 }
 
-type fixtureFunc func(t *testing.T, opts Options) *fixture
+type fixtureFunc func(t *testing.T, cfg EngineConfig) *fixture
 
 // runPatterns runs every interaction pattern and error case against the
 // fixtures newFixture makes.
 func runPatterns(t *testing.T, newFixture fixtureFunc) {
 	tests := []struct {
 		name string
-		opts Options
+		cfg  EngineConfig
 		run  func(t *testing.T, f *fixture)
 	}{
-		{"OneWay", Options{}, testOneWay},
-		{"RequestReply", Options{}, testRequestReply},
-		{"QueryAndCancel", Options{}, testQueryAndCancel},
-		{"CancelInSession", Options{}, testCancelInSession},
-		{"CloseCancels", Options{}, testCloseCancels},
-		{"Progress", Options{}, testProgress},
-		{"Observe", Options{}, testObserve},
-		{"Events", Options{}, testEvents},
-		{"AllEvents", Options{}, testAllEvents},
-		{"Stream", Options{}, testStream},
-		{"StreamInvalidChunk", Options{}, testStreamInvalidChunk},
-		{"Errors", Options{}, testErrors},
-		{"Timeout", Options{ActionTimeout: 200 * time.Millisecond}, testTimeout},
+		{"OneWay", EngineConfig{}, testOneWay},
+		{"RequestReply", EngineConfig{}, testRequestReply},
+		{"QueryAndCancel", EngineConfig{}, testQueryAndCancel},
+		{"CancelInSession", EngineConfig{}, testCancelInSession},
+		{"CloseCancels", EngineConfig{}, testCloseCancels},
+		{"Progress", EngineConfig{}, testProgress},
+		{"Observe", EngineConfig{}, testObserve},
+		{"Events", EngineConfig{}, testEvents},
+		{"AllEvents", EngineConfig{}, testAllEvents},
+		{"Stream", EngineConfig{}, testStream},
+		{"StreamInvalidChunk", EngineConfig{}, testStreamInvalidChunk},
+		{"Errors", EngineConfig{}, testErrors},
+		{"Timeout", EngineConfig{ActionTimeout: 200 * time.Millisecond}, testTimeout},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.run(t, newFixture(t, tt.opts)) })
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, newFixture(t, tt.cfg)) })
 	}
 }
 
 func TestPatternsEngine(t *testing.T) { runPatterns(t, engineFixture) }
 
-func engineFixture(t *testing.T, opts Options) *fixture {
+func engineFixture(t *testing.T, cfg EngineConfig) *fixture {
+	return authEngineFixture(t, nil, cfg)
+}
+
+// authEngineFixture is engineFixture with an engine that authorizes with
+// authorize.
+func authEngineFixture(t *testing.T, authorize AuthorizeFunc, cfg EngineConfig) *fixture {
 	st := newTestState(t)
 	th := newSDKThing(t, st)
-	e, err := NewEngine(oneThing(t), opts)
+	e, err := NewEngine(EngineDeps{Things: oneThing(t), Authorize: authorize}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,17 +21,17 @@ func TestBackendDown(t *testing.T) {
 	svc := httptest.NewServer(http.NotFoundHandler())
 	url := svc.URL
 	svc.Close() // nothing listens there any more
-	b, err := NewHTTPBackend(url, HTTPBackendOptions{})
+	b, err := NewHTTPBackend(HTTPBackendConfig{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngine(oneThing(t), Options{})
+	e, err := NewEngine(EngineDeps{Things: oneThing(t)}, EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	e.SetBackend(testThingID, b)
-	inv, _, _ := overP2P(t, e, TransportOptions{})
+	inv, _, _ := overP2P(t, e, TransportConfig{})
 	for _, req := range []*proto.Message{
 		request(proto.MsgReadProperty, "temperature"),
 		func() *proto.Message {
@@ -84,17 +84,17 @@ func TestBackendDiesMidStream(t *testing.T) {
 	})
 	svc := httptest.NewServer(mux)
 	defer svc.Close()
-	b, err := NewHTTPBackend(svc.URL, HTTPBackendOptions{})
+	b, err := NewHTTPBackend(HTTPBackendConfig{URL: svc.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngine(oneThing(t), Options{})
+	e, err := NewEngine(EngineDeps{Things: oneThing(t)}, EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	e.SetBackend(testThingID, b)
-	inv, _, _ := overP2P(t, e, TransportOptions{})
+	inv, _, _ := overP2P(t, e, TransportConfig{})
 	kill := func() {
 		// the handler hijacks right after its first event: wait for it
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
@@ -146,7 +146,7 @@ func TestBackendDiesMidStream(t *testing.T) {
 func TestSlowSubscriberDropped(t *testing.T) {
 	st := newTestState(t)
 	th := newSDKThing(t, st)
-	e, err := NewEngine(oneThing(t), Options{QueueSize: 4})
+	e, err := NewEngine(EngineDeps{Things: oneThing(t)}, EngineConfig{QueueSize: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,13 +187,13 @@ func TestActionBackPressure(t *testing.T) {
 		}
 		return proto.Value{}, ctx.Err()
 	})
-	e, err := NewEngine(oneThing(t), Options{QueueSize: 4})
+	e, err := NewEngine(EngineDeps{Things: oneThing(t)}, EngineConfig{QueueSize: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	e.SetBackend(testThingID, th)
-	inv, _, _ := overP2P(t, e, TransportOptions{QueueSize: 4})
+	inv, _, _ := overP2P(t, e, TransportConfig{QueueSize: 4})
 	req := request(proto.MsgInvokeAction, "count")
 	req.Input = mustValue(t, 1)
 	s := invoke(t, inv, req)
@@ -216,7 +216,7 @@ func TestActionBackPressure(t *testing.T) {
 
 // Cancelling the context of Do cancels the action at the owner.
 func TestClientContextCancels(t *testing.T) {
-	f := p2pSDKFixture(proto.CBOR)(t, Options{})
+	f := p2pSDKFixture(proto.CBOR)(t, EngineConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
 	req := request(proto.MsgInvokeAction, "block")
 	req.CorrelationID = proto.NewMessage("", "").MessageID
@@ -245,7 +245,7 @@ func TestClientContextCancels(t *testing.T) {
 
 func TestOwnerUnreachable(t *testing.T) {
 	consumer := newHost(t)
-	cl, err := NewClient(consumer, TransportOptions{DialTimeout: 2 * time.Second})
+	cl, err := NewClient(ClientDeps{Host: consumer}, TransportConfig{DialTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,9 +262,9 @@ func TestOwnerUnreachable(t *testing.T) {
 // Raw frames: an undecodable request gets a 400; a frame over the limit
 // resets the stream; a request in JSON is answered in JSON.
 func TestServerWire(t *testing.T) {
-	f := engineFixture(t, Options{})
+	f := engineFixture(t, EngineConfig{})
 	owner, consumer := newHost(t), newHost(t)
-	srv, err := NewServer(owner, f.inv, TransportOptions{MaxMessageSize: 1 << 10})
+	srv, err := NewServer(ServerDeps{Host: owner, Invoker: f.inv}, TransportConfig{MaxMessageSize: 1 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,8 +317,8 @@ func TestServerWire(t *testing.T) {
 // 1,000 interactions at once on one connection: all answered, in order
 // per interaction, and the goroutines return to the baseline afterwards.
 func TestManyConcurrentInteractions(t *testing.T) {
-	f := engineFixture(t, Options{})
-	inv, cl, owner := overP2P(t, f.inv.(*Engine), TransportOptions{}, manyStreams)
+	f := engineFixture(t, EngineConfig{})
+	inv, cl, owner := overP2P(t, f.inv.(*Engine), TransportConfig{}, manyStreams)
 	// warm up the connection, then take the baseline
 	collect(t, invoke(t, inv, request(proto.MsgReadProperty, "temperature")))
 	baseline := runtime.NumGoroutine()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -24,9 +25,10 @@ import (
 // owns; Close resets nothing in flight but cancels every interaction and
 // waits for the handlers to return.
 type Server struct {
-	h    host.Host
-	inv  Invoker
-	opts TransportOptions
+	h   host.Host
+	inv Invoker
+	cfg TransportConfig
+	log *slog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -36,17 +38,22 @@ type Server struct {
 	closed bool
 }
 
-// NewServer registers the stream handler of proto.ProtocolInteract on h.
-func NewServer(h host.Host, inv Invoker, opts TransportOptions) (*Server, error) {
-	if h == nil || inv == nil {
-		return nil, errors.New("interact: NewServer: host and invoker are required")
+// NewServer registers the stream handler of proto.ProtocolInteract on
+// deps.Host. It uses the option WithLogger.
+func NewServer(deps ServerDeps, cfg TransportConfig, opts ...Option) (*Server, error) {
+	switch {
+	case deps.Host == nil:
+		return nil, errors.New("interact: ServerDeps.Host is nil")
+	case deps.Invoker == nil:
+		return nil, errors.New("interact: ServerDeps.Invoker is nil")
 	}
-	if err := opts.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	o := newOptions(opts)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{h: h, inv: inv, opts: opts.withDefaults(), ctx: ctx, cancel: cancel}
-	h.SetStreamHandler(protocol.ID(proto.ProtocolInteract), s.handle)
+	s := &Server{h: deps.Host, inv: deps.Invoker, cfg: cfg.withDefaults(), log: o.log, ctx: ctx, cancel: cancel}
+	s.h.SetStreamHandler(protocol.ID(proto.ProtocolInteract), s.handle)
 	return s, nil
 }
 
@@ -77,12 +84,12 @@ func (s *Server) handle(str network.Stream) {
 	s.mu.Unlock()
 	defer s.wg.Done()
 	remote := str.Conn().RemotePeer()
-	log := s.opts.Logger
+	log := s.log
 
-	_ = str.SetReadDeadline(time.Now().Add(s.opts.FirstFrameTimeout))
+	_ = str.SetReadDeadline(time.Now().Add(s.cfg.FirstFrameTimeout))
 	br := getReader(str)
 	defer putReader(br)
-	payload, err := proto.ReadFrame(br, s.opts.MaxMessageSize)
+	payload, err := proto.ReadFrame(br, s.cfg.MaxMessageSize)
 	if err != nil {
 		log.Debug("no request on stream", "peer", remote, "err", err)
 		_ = str.Reset()
@@ -92,7 +99,7 @@ func (s *Server) handle(str network.Stream) {
 	if !ok {
 		codec = proto.JSON
 	}
-	fc := proto.FrameCodec{Codec: codec, Max: s.opts.MaxMessageSize}
+	fc := proto.FrameCodec{Codec: codec, Max: s.cfg.MaxMessageSize}
 	var req proto.Message
 	if err := codec.Unmarshal(payload, &req); err != nil {
 		log.Debug("undecodable request", "peer", remote, "err", err)
@@ -136,7 +143,7 @@ func (s *Server) handle(str network.Stream) {
 	}()
 
 	for m := range sess.Replies() {
-		_ = str.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		_ = str.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 		if err := fc.WriteMessage(str, m); err != nil {
 			log.Debug("stream write failed; dropping the consumer", "peer", remote, "err", err)
 			cancel()
@@ -149,21 +156,21 @@ func (s *Server) handle(str network.Stream) {
 	// All sent: half-close, give the consumer CloseGrace to close its side,
 	// then free the stream.
 	_ = str.CloseWrite()
-	_ = str.SetReadDeadline(time.Now().Add(s.opts.CloseGrace))
+	_ = str.SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
 	<-readerDone
 	_ = str.Close()
 }
 
 // writeFinal writes one error message and ends the stream.
 func (s *Server) writeFinal(str network.Stream, fc proto.FrameCodec, m *proto.Message) {
-	_ = str.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	_ = str.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	if err := fc.WriteMessage(str, m); err != nil {
 		_ = str.Reset()
 		return
 	}
 	_ = str.CloseWrite()
-	_ = str.SetReadDeadline(time.Now().Add(s.opts.CloseGrace))
-	_, _ = io.Copy(io.Discard, io.LimitReader(str, int64(s.opts.MaxMessageSize)))
+	_ = str.SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
+	_, _ = io.Copy(io.Discard, io.LimitReader(str, int64(s.cfg.MaxMessageSize)))
 	_ = str.Close()
 }
 

@@ -1,6 +1,7 @@
 package mqttgw
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,10 +10,60 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/lmosnode/lmosnode/node/interact"
 )
 
-// Config configures a Gateway. The zero value of every field but BrokerURL
-// means its default (DefaultConfig).
+// Defaults of Config.
+const (
+	// DefaultQoS is the QoS of the gateway's publications and
+	// subscriptions: an action reply must not be lost on a flaky link, and
+	// QoS 2 costs a round trip more for little gain (replies carry
+	// correlation IDs).
+	DefaultQoS = 1
+	// DefaultMaxInFlight bounds the requests served at once: enough for a
+	// busy broker's bursts, small enough that a flood cannot pin the node.
+	DefaultMaxInFlight = 64
+	// DefaultKeepAlive is the MQTT keep-alive: notices a dead broker
+	// within a minute without chatter.
+	DefaultKeepAlive = 30 * time.Second
+	// DefaultConnectTimeout bounds one connection attempt: a broker that
+	// has not answered in 10 s is tried again after a back-off.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultReconnectMin and DefaultReconnectMax bound the back-off
+	// between connection attempts: quick after a blip, at most one attempt
+	// every 30 s while the broker stays away.
+	DefaultReconnectMin = 250 * time.Millisecond
+	DefaultReconnectMax = 30 * time.Second
+	// DefaultResubscribeDelay is the wait before an event or observation
+	// session that ended is opened again, so that a failing Thing is not
+	// hammered.
+	DefaultResubscribeDelay = time.Second
+	// DefaultSyncInterval is how often the gateway re-reads its
+	// ThingLister; the node also calls Sync on changes, so this only
+	// catches what a missed change left behind.
+	DefaultSyncInterval = 30 * time.Second
+	// DefaultPublishTimeout bounds one publication (the broker's
+	// acknowledgement at QoS 1), so that a stuck broker cannot pin a
+	// request.
+	DefaultPublishTimeout = 10 * time.Second
+	// DefaultCallerID is the caller identity (interact.WithCaller) of
+	// every request that arrives over MQTT: the broker authenticates no
+	// one the node knows, so all its consumers are one caller.
+	DefaultCallerID = "mqtt"
+)
+
+// Deps are what a Gateway works with; both are required.
+type Deps struct {
+	// Invoker serves the requests that arrive on the broker: the node's
+	// router.
+	Invoker interact.Invoker
+	// Things lists the Things to expose.
+	Things ThingLister
+}
+
+// Config configures a Gateway. BrokerURL is required; the zero value of
+// every other field selects its default.
 type Config struct {
 	// BrokerURL is the broker, e.g. "mqtt://127.0.0.1:1883". Schemes:
 	// mqtt, tcp (plain), mqtts, ssl, tls (TLS), ws, wss (WebSocket).
@@ -25,37 +76,34 @@ type Config struct {
 	// topic, e.g. "lmos" gives "lmos/{thingID}/events/{name}". Default: none,
 	// the DESIGN's topics "{thingID}/…".
 	Prefix string `json:"prefix,omitempty"`
-	// QoS of the gateway's publications and subscriptions. Default 1: an
-	// action reply must not be lost on a flaky link, and 2 costs a round
-	// trip more for little gain (replies carry correlation IDs).
+	// QoS of the gateway's publications and subscriptions, 1 or 2.
+	// Default DefaultQoS.
 	QoS byte `json:"qos,omitempty"`
 	// MaxInFlight bounds the requests served at once; beyond it a request
-	// is answered with a 503 error. Default 64.
+	// is answered with a 503 error. Default DefaultMaxInFlight.
 	MaxInFlight int `json:"maxInFlight,omitempty"`
-	// KeepAlive is the MQTT keep-alive. Default 30 s: notices a dead broker
-	// within a minute without chatter.
+	// KeepAlive is the MQTT keep-alive, 1 s to 65535 s. Default
+	// DefaultKeepAlive.
 	KeepAlive time.Duration `json:"keepAlive,omitempty"`
-	// ConnectTimeout bounds one connection attempt. Default 10 s.
+	// ConnectTimeout bounds one connection attempt. Default
+	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration `json:"connectTimeout,omitempty"`
 	// ReconnectMin and ReconnectMax bound the exponential back-off, with
-	// jitter (node/backoff), between connection attempts. Defaults 250 ms
-	// and 30 s.
+	// jitter (node/backoff), between connection attempts. Defaults
+	// DefaultReconnectMin and DefaultReconnectMax.
 	ReconnectMin time.Duration `json:"reconnectMin,omitempty"`
 	ReconnectMax time.Duration `json:"reconnectMax,omitempty"`
 	// ResubscribeDelay is the wait before an event or observation session
-	// that ended is opened again. Default 1 s.
+	// that ended is opened again. Default DefaultResubscribeDelay.
 	ResubscribeDelay time.Duration `json:"resubscribeDelay,omitempty"`
 	// SyncInterval is how often the gateway re-reads its ThingLister (see
-	// Gateway.Sync). Default 30 s; the node also calls Sync on changes.
+	// Gateway.Sync). Default DefaultSyncInterval.
 	SyncInterval time.Duration `json:"syncInterval,omitempty"`
-	// PublishTimeout bounds one publication (the broker's acknowledgement
-	// at QoS 1). Default 10 s.
+	// PublishTimeout bounds one publication. Default DefaultPublishTimeout.
 	PublishTimeout time.Duration `json:"publishTimeout,omitempty"`
-}
-
-// DefaultConfig returns the defaults for a broker URL.
-func DefaultConfig(brokerURL string) Config {
-	return Config{BrokerURL: brokerURL}.withDefaults()
+	// CallerID is the caller identity under which MQTT requests reach the
+	// Invoker. Default DefaultCallerID.
+	CallerID string `json:"callerID,omitempty"`
 }
 
 func (c Config) withDefaults() Config {
@@ -63,63 +111,58 @@ func (c Config) withDefaults() Config {
 		c.ClientID = "lmosnode-" + uuid.NewString()
 	}
 	if c.QoS == 0 {
-		c.QoS = 1
+		c.QoS = DefaultQoS
 	}
 	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 64
+		c.MaxInFlight = DefaultMaxInFlight
 	}
 	if c.KeepAlive == 0 {
-		c.KeepAlive = 30 * time.Second
+		c.KeepAlive = DefaultKeepAlive
 	}
 	if c.ConnectTimeout == 0 {
-		c.ConnectTimeout = 10 * time.Second
+		c.ConnectTimeout = DefaultConnectTimeout
 	}
 	if c.ReconnectMin == 0 {
-		c.ReconnectMin = 250 * time.Millisecond
+		c.ReconnectMin = DefaultReconnectMin
 	}
 	if c.ReconnectMax == 0 {
-		c.ReconnectMax = 30 * time.Second
+		c.ReconnectMax = DefaultReconnectMax
 	}
 	if c.ResubscribeDelay == 0 {
-		c.ResubscribeDelay = time.Second
+		c.ResubscribeDelay = DefaultResubscribeDelay
 	}
 	if c.SyncInterval == 0 {
-		c.SyncInterval = 30 * time.Second
+		c.SyncInterval = DefaultSyncInterval
 	}
 	if c.PublishTimeout == 0 {
-		c.PublishTimeout = 10 * time.Second
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.CallerID == "" {
+		c.CallerID = DefaultCallerID
 	}
 	return c
 }
 
-// Validate reports the first invalid field.
+// Validate reports every field out of range.
 func (c Config) Validate() error {
-	u, err := url.Parse(c.BrokerURL)
-	if err != nil {
-		return fmt.Errorf("mqttgw: brokerURL %q: %w", c.BrokerURL, err)
+	var errs []error
+	if err := validateBrokerURL(c.BrokerURL); err != nil {
+		errs = append(errs, err)
 	}
-	switch u.Scheme {
-	case "mqtt", "tcp", "mqtts", "ssl", "tls", "ws", "wss":
-	default:
-		return fmt.Errorf("mqttgw: brokerURL %q: scheme must be mqtt, tcp, mqtts, ssl, tls, ws or wss", c.BrokerURL)
-	}
-	if u.Host == "" {
-		return fmt.Errorf("mqttgw: brokerURL %q: no host", c.BrokerURL)
-	}
-	if c.ClientID == "" || len(c.ClientID) > 65535 {
-		return fmt.Errorf("mqttgw: clientID %q: must be 1–65535 bytes", c.ClientID)
+	if len(c.ClientID) > 65535 {
+		errs = append(errs, fmt.Errorf("mqttgw: clientID: %d bytes, at most 65535", len(c.ClientID)))
 	}
 	if strings.ContainsAny(c.Prefix, "+#\x00") || strings.HasPrefix(c.Prefix, "$") {
-		return fmt.Errorf("mqttgw: prefix %q: must not contain '+', '#', U+0000 or start with '$'", c.Prefix)
+		errs = append(errs, fmt.Errorf("mqttgw: prefix %q: must not contain '+', '#', U+0000 or start with '$'", c.Prefix))
 	}
 	if c.QoS > 2 {
-		return fmt.Errorf("mqttgw: qos %d: must be 0, 1 or 2", c.QoS)
+		errs = append(errs, fmt.Errorf("mqttgw: qos %d: must be 1 or 2", c.QoS))
 	}
-	if c.MaxInFlight < 1 {
-		return fmt.Errorf("mqttgw: maxInFlight %d: must be at least 1", c.MaxInFlight)
+	if c.MaxInFlight < 0 {
+		errs = append(errs, fmt.Errorf("mqttgw: maxInFlight %d: must not be negative", c.MaxInFlight))
 	}
-	if c.KeepAlive < time.Second || c.KeepAlive > 65535*time.Second {
-		return fmt.Errorf("mqttgw: keepAlive %s: must be 1 s – 65535 s", c.KeepAlive)
+	if c.KeepAlive != 0 && (c.KeepAlive < time.Second || c.KeepAlive > 65535*time.Second) {
+		errs = append(errs, fmt.Errorf("mqttgw: keepAlive %s: must be 1 s – 65535 s", c.KeepAlive))
 	}
 	for _, d := range []struct {
 		name string
@@ -128,12 +171,29 @@ func (c Config) Validate() error {
 		{"connectTimeout", c.ConnectTimeout}, {"reconnectMin", c.ReconnectMin}, {"reconnectMax", c.ReconnectMax},
 		{"resubscribeDelay", c.ResubscribeDelay}, {"syncInterval", c.SyncInterval}, {"publishTimeout", c.PublishTimeout},
 	} {
-		if d.v <= 0 {
-			return fmt.Errorf("mqttgw: %s %s: must be positive", d.name, d.v)
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("mqttgw: %s %s: must not be negative", d.name, d.v))
 		}
 	}
-	if c.ReconnectMax < c.ReconnectMin {
-		return fmt.Errorf("mqttgw: reconnectMax %s must not be below reconnectMin %s", c.ReconnectMax, c.ReconnectMin)
+	lo, hi := cmp.Or(c.ReconnectMin, DefaultReconnectMin), cmp.Or(c.ReconnectMax, DefaultReconnectMax)
+	if lo > 0 && hi > 0 && hi < lo {
+		errs = append(errs, fmt.Errorf("mqttgw: reconnectMax %s must not be below reconnectMin %s", hi, lo))
+	}
+	return errors.Join(errs...)
+}
+
+func validateBrokerURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("mqttgw: brokerURL %q: %w", s, err)
+	}
+	switch u.Scheme {
+	case "mqtt", "tcp", "mqtts", "ssl", "tls", "ws", "wss":
+	default:
+		return fmt.Errorf("mqttgw: brokerURL %q: scheme must be mqtt, tcp, mqtts, ssl, tls, ws or wss", s)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("mqttgw: brokerURL %q: no host", s)
 	}
 	return nil
 }
@@ -142,8 +202,7 @@ func (c Config) Validate() error {
 type Option func(*options) error
 
 type options struct {
-	log      *slog.Logger
-	callerID string
+	log *slog.Logger
 }
 
 // WithLogger sets the logger (default: slog.Default()).
@@ -153,22 +212,6 @@ func WithLogger(l *slog.Logger) Option {
 			return errors.New("mqttgw: WithLogger: nil logger")
 		}
 		o.log = l
-		return nil
-	}
-}
-
-// CallerID is the caller identity (interact.WithCaller) of requests that
-// arrive over MQTT, unless WithCallerID sets another.
-const CallerID = "mqtt"
-
-// WithCallerID sets the caller identity under which MQTT requests reach the
-// Invoker.
-func WithCallerID(id string) Option {
-	return func(o *options) error {
-		if id == "" {
-			return errors.New("mqttgw: WithCallerID: empty id")
-		}
-		o.callerID = id
 		return nil
 	}
 }

@@ -20,7 +20,7 @@ func (nopInvoker) Invoke(context.Context, *proto.Message) (interact.Session, err
 // a request for the topic's Thing and affordance, or to a 400, and never
 // panics.
 func FuzzDecodeRequest(f *testing.F) {
-	g, err := New(DefaultConfig("mqtt://127.0.0.1:1"), nopInvoker{}, ThingListerFunc(func() []*proto.TD { return nil }))
+	g, err := New(Deps{Invoker: nopInvoker{}, Things: ThingListerFunc(func() []*proto.TD { return nil })}, Config{BrokerURL: "mqtt://127.0.0.1:1"})
 	if err != nil {
 		f.Fatal(err)
 	}

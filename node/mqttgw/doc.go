@@ -4,6 +4,9 @@
 // interact.Sessions: requests that arrive on the broker are invoked through
 // an interact.Invoker and the Sessions' replies are published back.
 //
+// New(Deps{Invoker, Things}, Config{BrokerURL: …}, ...Option) builds a
+// Gateway; Start connects it.
+//
 // # Topic scheme
 //
 // With T the escaped thingID (see below), N the escaped affordance name and
@@ -92,8 +95,8 @@
 //	409 Conflict             streamInput/streamEnd before the Thing accepted the session
 //	503 Service unavailable  more than Config.MaxInFlight requests running
 //
-// All MQTT consumers share one caller identity (CallerID) towards the
-// engine.
+// All MQTT consumers share one caller identity (Config.CallerID, default
+// DefaultCallerID) towards the engine.
 //
 // # Topic-safe identifiers
 //

@@ -14,16 +14,18 @@ import (
 // "{thingID}/events/{name}".
 func ExampleNew() {
 	var td *proto.TD // the Thing's TD, e.g. from proto.ParseTD
-	engine, err := interact.NewEngine(interact.ThingsFunc(func(id string) (*proto.TD, bool) {
+	engine, err := interact.NewEngine(interact.EngineDeps{Things: interact.ThingsFunc(func(id string) (*proto.TD, bool) {
 		return td, td != nil && id == td.ID
-	}), interact.Options{})
+	})}, interact.EngineConfig{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer engine.Close()
 
-	gw, err := mqttgw.New(mqttgw.Config{BrokerURL: "mqtt://127.0.0.1:1883"}, engine,
-		mqttgw.ThingListerFunc(func() []*proto.TD { return []*proto.TD{td} }))
+	gw, err := mqttgw.New(mqttgw.Deps{
+		Invoker: engine,
+		Things:  mqttgw.ThingListerFunc(func() []*proto.TD { return []*proto.TD{td} }),
+	}, mqttgw.Config{BrokerURL: "mqtt://127.0.0.1:1883"})
 	if err != nil {
 		log.Fatal(err)
 	}

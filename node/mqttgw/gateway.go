@@ -66,20 +66,20 @@ type exposed struct {
 	cancel context.CancelFunc // stops its event and observation sessions
 }
 
-// New returns a gateway that serves the Things of things through inv once
-// started. It does not connect yet.
-func New(cfg Config, inv interact.Invoker, things ThingLister, opts ...Option) (*Gateway, error) {
-	cfg = cfg.withDefaults()
+// New returns a gateway that serves the Things of deps.Things through
+// deps.Invoker once started. It does not connect yet.
+func New(deps Deps, cfg Config, opts ...Option) (*Gateway, error) {
+	switch {
+	case deps.Invoker == nil:
+		return nil, errors.New("mqttgw: Deps.Invoker is nil")
+	case deps.Things == nil:
+		return nil, errors.New("mqttgw: Deps.Things is nil")
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if inv == nil {
-		return nil, errors.New("mqttgw: nil Invoker")
-	}
-	if things == nil {
-		return nil, errors.New("mqttgw: nil ThingLister")
-	}
-	o := options{log: slog.Default(), callerID: CallerID}
+	cfg = cfg.withDefaults()
+	o := options{log: slog.Default()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -89,9 +89,9 @@ func New(cfg Config, inv interact.Invoker, things ThingLister, opts ...Option) (
 	return &Gateway{
 		cfg:       cfg,
 		log:       o.log.With("component", "mqttgw", "broker", cfg.BrokerURL, "clientID", cfg.ClientID),
-		caller:    o.callerID,
-		inv:       inv,
-		things:    things,
+		caller:    cfg.CallerID,
+		inv:       deps.Invoker,
+		things:    deps.Things,
 		topics:    newTopics(cfg.Prefix),
 		ctx:       ctx,
 		cancel:    cancel,

@@ -103,7 +103,7 @@ func newFixtureAt(t *testing.T, broker string, mod func(*Config)) *fixture {
 			}
 			return nil
 		})
-	engine, err := interact.NewEngine(interact.ThingsFunc(func(id string) (*proto.TD, bool) { return td, id == td.ID }), interact.Options{})
+	engine, err := interact.NewEngine(interact.EngineDeps{Things: interact.ThingsFunc(func(id string) (*proto.TD, bool) { return td, id == td.ID })}, interact.EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func newFixtureAt(t *testing.T, broker string, mod func(*Config)) *fixture {
 	if mod != nil {
 		mod(&cfg)
 	}
-	f.gw, err = New(cfg, engine, ThingListerFunc(f.exposedThings), WithLogger(testLogger(t)))
+	f.gw, err = New(Deps{Invoker: engine, Things: ThingListerFunc(f.exposedThings)}, cfg, WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,15 +431,30 @@ func TestConfigValidate(t *testing.T) {
 		cfg  Config
 		ok   bool
 	}{
-		{"default", DefaultConfig("mqtt://127.0.0.1:1883"), true},
-		{"no scheme", DefaultConfig("127.0.0.1:1883"), false},
-		{"http", DefaultConfig("http://127.0.0.1:1883"), false},
-		{"wildcard prefix", func() Config { c := DefaultConfig("mqtt://h:1"); c.Prefix = "a/+"; return c }(), false},
-		{"qos 3", func() Config { c := DefaultConfig("mqtt://h:1"); c.QoS = 3; return c }(), false},
+		{"default", Config{BrokerURL: "mqtt://127.0.0.1:1883"}, true},
+		{"defaults filled in", Config{BrokerURL: "mqtt://127.0.0.1:1883"}.withDefaults(), true},
+		{"no scheme", Config{BrokerURL: "127.0.0.1:1883"}, false},
+		{"http", Config{BrokerURL: "http://127.0.0.1:1883"}, false},
+		{"wildcard prefix", Config{BrokerURL: "mqtt://h:1", Prefix: "a/+"}, false},
+		{"qos 3", Config{BrokerURL: "mqtt://h:1", QoS: 3}, false},
+		{"keepAlive below 1 s", Config{BrokerURL: "mqtt://h:1", KeepAlive: time.Millisecond}, false},
+		{"negative timeout", Config{BrokerURL: "mqtt://h:1", PublishTimeout: -1}, false},
+		{"reconnectMax below the default reconnectMin", Config{BrokerURL: "mqtt://h:1", ReconnectMax: time.Millisecond}, false},
 	} {
 		if err := tc.cfg.Validate(); (err == nil) != tc.ok {
 			t.Errorf("%s: Validate() = %v", tc.name, err)
 		}
+	}
+	// every field out of range is reported
+	err := Config{BrokerURL: "http://h", QoS: 3, MaxInFlight: -1}.Validate()
+	for _, want := range []string{"brokerURL", "qos", "maxInFlight"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to name %s", err, want)
+		}
+	}
+	if _, err := New(Deps{Things: ThingListerFunc(func() []*proto.TD { return nil })}, Config{BrokerURL: "mqtt://h:1"}); err == nil ||
+		!strings.Contains(err.Error(), "Deps.Invoker") {
+		t.Errorf("New without an Invoker: %v", err)
 	}
 }
 

@@ -33,7 +33,7 @@ func (t *Things) Visible(e directory.Entry) bool {
 // peers no longer allowed end with 403 Forbidden.
 func (t *Things) Reauthorize() { t.engine.Reauthorize() }
 
-// authorize is the engine's interact.Options.Authorize: a call from
+// authorize is the engine's interact.EngineDeps.Authorize: a call from
 // another peer over libp2p needs Access's yes; a call through this node's
 // own API is the owner's.
 func (t *Things) authorize(ctx context.Context, td *lmosproto.TD, _ *lmosproto.Message) error {

@@ -62,9 +62,8 @@ type Deps struct {
 // Config configures Things. The zero value of every field selects its
 // default.
 type Config struct {
-	// Engine configures the interaction engine of the own Things; its
-	// Authorize and Logger are set by Things.
-	Engine interact.Options
+	// Engine configures the interaction engine of the own Things.
+	Engine interact.EngineConfig
 	// TDCacheSize bounds the parsed TDs kept (tdcache.DefaultSize if 0).
 	TDCacheSize int
 }
@@ -85,8 +84,7 @@ func (c Config) Validate() error {
 type Option func(*options)
 
 type options struct {
-	log     *slog.Logger
-	backend interact.HTTPBackendOptions
+	log *slog.Logger
 }
 
 // WithLogger sends the logs of Things, its engine and its HTTP backends to
@@ -107,10 +105,9 @@ type Things struct {
 	tds    *tdcache.Cache
 	engine *interact.Engine
 
-	mu      sync.Mutex
-	sdk     map[string]interact.Backend      // by thing id: Go handlers, agents over WebSocket
-	http    map[string]*interact.HTTPBackend // by backend URL
-	backend interact.HTTPBackendOptions
+	mu   sync.Mutex
+	sdk  map[string]interact.Backend      // by thing id: Go handlers, agents over WebSocket
+	http map[string]*interact.HTTPBackend // by backend URL
 }
 
 // New builds the Things of deps: the engine that serves their
@@ -133,20 +130,15 @@ func New(deps Deps, cfg Config, opts ...Option) (*Things, error) {
 			opt(&o)
 		}
 	}
-	o.backend.Logger = o.log
 	t := &Things{
-		deps:    deps,
-		log:     o.log,
-		tds:     tdcache.New(cfg.TDCacheSize),
-		sdk:     map[string]interact.Backend{},
-		http:    map[string]*interact.HTTPBackend{},
-		backend: o.backend,
+		deps: deps,
+		log:  o.log,
+		tds:  tdcache.New(cfg.TDCacheSize),
+		sdk:  map[string]interact.Backend{},
+		http: map[string]*interact.HTTPBackend{},
 	}
-	ecfg := cfg.Engine
-	ecfg.Authorize = t.authorize
-	ecfg.Logger = o.log
 	var err error
-	if t.engine, err = interact.NewEngine(t, ecfg); err != nil {
+	if t.engine, err = interact.NewEngine(interact.EngineDeps{Things: t, Authorize: t.authorize}, cfg.Engine, interact.WithLogger(o.log)); err != nil {
 		return nil, fmt.Errorf("own: %w", err)
 	}
 	for _, e := range deps.Directory.Own() {
@@ -273,7 +265,7 @@ func (t *Things) backendOf(id string) (interact.Backend, error) {
 	if be, ok := t.http[e.Local.Backend]; ok {
 		return be, nil
 	}
-	be, err := interact.NewHTTPBackend(e.Local.Backend, t.backend)
+	be, err := interact.NewHTTPBackend(interact.HTTPBackendConfig{URL: e.Local.Backend}, interact.WithLogger(t.log))
 	if err != nil {
 		return nil, &lmosproto.Problem{Status: http.StatusBadGateway, Title: interact.TitleBadGateway,
 			Detail: fmt.Sprintf("backend of Thing %q: %v", id, err)}

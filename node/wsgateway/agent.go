@@ -35,7 +35,7 @@ type Registrar interface {
 	// Register publishes td (validating and signing it as the node does
 	// for any Thing it owns) and makes backend serve its interactions. ctx
 	// lasts as long as the agent's socket and carries the agent's identity
-	// (interact.CallerFrom, see Options.Caller). A
+	// (interact.CallerFrom, see CallerFunc). A
 	// second Register of the same id replaces the first. An error refuses
 	// the registration; a *proto.Problem keeps its status and title for
 	// the agent.
@@ -49,25 +49,31 @@ type Registrar interface {
 // answers the requests the node forwards to it. Mount it at the node's
 // agent endpoint (e.g. /ws/agent). It is safe for concurrent use.
 type AgentGateway struct {
-	reg   Registrar
-	opts  Options
-	log   *slog.Logger
-	conns conns
+	reg    Registrar
+	caller CallerFunc
+	cfg    Config
+	log    *slog.Logger
+	conns  conns
 
 	mu     sync.Mutex
 	owners map[string]*agentConn // thingID → the socket that registered it last
 }
 
-// NewAgentGateway returns an agent gateway that publishes Things with reg.
-func NewAgentGateway(reg Registrar, opts Options) (*AgentGateway, error) {
-	if reg == nil {
-		return nil, errors.New("wsgateway: NewAgentGateway: registrar is nil")
+// NewAgentGateway returns an agent gateway that publishes Things with
+// deps.Registrar.
+func NewAgentGateway(deps AgentDeps, cfg Config, opts ...Option) (*AgentGateway, error) {
+	if deps.Registrar == nil {
+		return nil, errors.New("wsgateway: AgentDeps.Registrar is nil")
 	}
-	if err := opts.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
-	return &AgentGateway{reg: reg, opts: opts, log: opts.Logger.With("gateway", "ws-agent"), owners: map[string]*agentConn{}}, nil
+	if deps.Caller == nil {
+		deps.Caller = newCaller
+	}
+	o := newOptions(opts)
+	return &AgentGateway{reg: deps.Registrar, caller: deps.Caller, cfg: cfg.withDefaults(), log: o.log.With("gateway", "ws-agent"),
+		owners: map[string]*agentConn{}}, nil
 }
 
 // Close closes every agent socket and waits for their handlers. The
@@ -81,13 +87,13 @@ func (g *AgentGateway) Close() error {
 // ServeHTTP upgrades the request to a WebSocket speaking lmosprotocol and
 // serves the agent until the socket closes.
 func (g *AgentGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ws := accept(w, r, g.opts, &g.conns)
+	ws := accept(w, r, g.cfg, g.log, &g.conns)
 	if ws == nil {
 		return
 	}
-	caller := g.opts.Caller(r)
+	caller := g.caller(r)
 	log := g.log.With("caller", caller, "remote", r.RemoteAddr)
-	s := newSocket(interact.WithCaller(context.Background(), caller), ws, g.opts, log)
+	s := newSocket(interact.WithCaller(context.Background(), caller), ws, g.cfg, log)
 	if !g.conns.add(s) {
 		s.close(websocket.StatusGoingAway, "node shutting down")
 		return

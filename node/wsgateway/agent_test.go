@@ -52,21 +52,21 @@ type agentEnv struct {
 
 func newAgentEnv(t *testing.T) *agentEnv {
 	t.Helper()
-	return newAgentEnvOpts(t, Options{})
+	return newAgentEnvOpts(t, Config{})
 }
 
-func newAgentEnvOpts(t *testing.T, opts Options) *agentEnv {
+func newAgentEnvOpts(t *testing.T, cfg Config) *agentEnv {
 	t.Helper()
 	things := &tdSet{}
-	e, err := interact.NewEngine(things, interact.Options{})
+	e, err := interact.NewEngine(interact.EngineDeps{Things: things}, interact.EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := NewGateway(e, Options{})
+	gw, err := NewGateway(GatewayDeps{Invoker: e}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	agw, err := NewAgentGateway(&engineRegistrar{things: things, engine: e}, opts)
+	agw, err := NewAgentGateway(AgentDeps{Registrar: &engineRegistrar{things: things, engine: e}}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestAgentWrongReply(t *testing.T) {
 // An agent whose connection vanished without a close (it answers no
 // pings) is noticed; its Things answer 502, then 503.
 func TestAgentVanishes(t *testing.T) {
-	env := newAgentEnvOpts(t, Options{PingInterval: 50 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	env := newAgentEnvOpts(t, Config{PingInterval: 50 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
 	agent := dial(t, env.agent)
 	register(t, agent)
 	consumer := dial(t, env.consumer)

@@ -38,7 +38,7 @@ func (b *agentBackend) Handle(ctx context.Context, x *interact.Exchange) error {
 	// this socket uses it (the engine's shared feeds, writeMultipleProperties)
 	fwd := req.Clone()
 	corr := req.Correlation()
-	p := &pendingCall{ch: make(chan *proto.Message, c.g.opts.InputQueueSize), done: make(chan struct{})}
+	p := &pendingCall{ch: make(chan *proto.Message, c.g.cfg.InputQueueSize), done: make(chan struct{})}
 	c.mu.Lock()
 	if _, busy := c.pending[corr]; busy || corr == "" {
 		corr = uuid.NewString()

@@ -13,6 +13,10 @@
 //     it. Each registered Thing gets an interact.Backend that the node
 //     attaches through the Registrar it implements.
 //
+// Both share one Config (queues, timeouts, pings, allowed origins):
+// NewGateway(GatewayDeps{Invoker}, Config, ...Option) and
+// NewAgentGateway(AgentDeps{Registrar}, Config, ...Option).
+//
 // # Handshake
 //
 // An HTTP GET upgraded with the standard WebSocket handshake that offers
@@ -22,7 +26,7 @@
 // the sub-protocol (httpapi.WriteProblem, as every HTTP surface of the
 // node answers errors); a request that is no WebSocket handshake gets the
 // library's 426 Upgrade Required. Browser clients must come from the
-// request's own host or an Options.OriginPatterns origin; clients without
+// request's own host or a Config.OriginPatterns origin; clients without
 // an Origin header (programs, agents) are always allowed.
 //
 // # Frames
@@ -33,8 +37,8 @@
 // the request they answer. A message larger than proto.MaxMessageSize
 // (4 MiB) closes the socket (status 1009, message too big).
 //
-// The node pings every socket each Options.PingInterval (30 s) and
-// closes one whose peer does not answer within Options.WriteTimeout, so
+// The node pings every socket each Config.PingInterval (30 s) and
+// closes one whose peer does not answer within Config.WriteTimeout, so
 // that idle connections survive NATs and proxies and a vanished peer is
 // noticed (clients must keep reading to answer pings, as every WebSocket
 // library does while it reads).
@@ -76,7 +80,7 @@
 // requests ("oneWay": true) get nothing back.
 //
 // Identity: every socket is one caller (interact.WithCaller, default a
-// fresh "ws:<uuid>"; Options.Caller maps a request to an authenticated
+// fresh "ws:<uuid>"; GatewayDeps.Caller maps a request to an authenticated
 // identity): only that caller can query, cancel or stream into what it
 // opened.
 //
@@ -86,7 +90,7 @@
 //
 // # Back-pressure
 //
-// A socket has one bounded write queue (Options.QueueSize frames) drained
+// A socket has one bounded write queue (Config.QueueSize frames) drained
 // by one writer; nothing buffers without bound:
 //
 //   - Replies of invocations, reads, writes and streaming sessions wait
@@ -97,9 +101,9 @@
 //     gets the notifications already queued, then a 503 error ("subscriber
 //     too slow") with the subscription's correlationID; it may subscribe
 //     again. The socket and its other interactions go on.
-//   - A consumer that reads nothing for Options.WriteTimeout (30 s) is
+//   - A consumer that reads nothing for Config.WriteTimeout (30 s) is
 //     disconnected, which ends all its interactions.
-//   - Follow-ups queue per interaction (Options.InputQueueSize); when a
+//   - Follow-ups queue per interaction (Config.InputQueueSize); when a
 //     streaming Thing does not keep up with streamInput, the socket's
 //     reader waits, so a consumer cannot outrun the Thing (the socket is
 //     one ordered stream; open several sockets for independent flows).

@@ -19,12 +19,12 @@ import (
 func Example() {
 	td, _ := proto.ParseTD([]byte(`{"id": "urn:example:echo", "title": "Echo",
 		"actions": {"echo": {"input": {"type": "string"}, "forms": [{"href": "actions/echo"}]}}}`))
-	engine, _ := interact.NewEngine(interact.ThingsFunc(func(id string) (*proto.TD, bool) { return td, id == td.ID }), interact.Options{})
+	engine, _ := interact.NewEngine(interact.EngineDeps{Things: interact.ThingsFunc(func(id string) (*proto.TD, bool) { return td, id == td.ID })}, interact.EngineConfig{})
 	defer engine.Close()
 	engine.SetBackend(td.ID, interact.NewThing().OnAction("echo",
 		func(_ context.Context, in proto.Value, _ func(proto.Value)) (proto.Value, error) { return in, nil }))
 
-	gw, _ := wsgateway.NewGateway(engine, wsgateway.Options{})
+	gw, _ := wsgateway.NewGateway(wsgateway.GatewayDeps{Invoker: engine}, wsgateway.Config{})
 	defer gw.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/ws", gw)

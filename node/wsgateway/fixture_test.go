@@ -156,18 +156,18 @@ type consumerEnv struct {
 	cancelled chan string
 }
 
-func newConsumerEnv(t *testing.T, opts Options) *consumerEnv {
+func newConsumerEnv(t *testing.T, cfg Config) *consumerEnv {
 	t.Helper()
 	things := &tdSet{}
 	things.put(testTD(t))
-	e, err := interact.NewEngine(things, interact.Options{})
+	e, err := interact.NewEngine(interact.EngineDeps{Things: things}, interact.EngineConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := &consumerEnv{engine: e, blocked: make(chan string, 10), cancelled: make(chan string, 10)}
 	env.thing = newSDKThing(t, env.blocked, env.cancelled)
 	e.SetBackend(testThingID, env.thing)
-	env.gw, err = NewGateway(e, opts)
+	env.gw, err = NewGateway(GatewayDeps{Invoker: e}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

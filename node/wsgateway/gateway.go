@@ -19,23 +19,27 @@ import (
 // package documentation for the wire protocol). Mount it at the node's
 // consumer endpoint (e.g. /ws). It is safe for concurrent use.
 type Gateway struct {
-	inv   interact.Invoker
-	opts  Options
-	log   *slog.Logger
-	conns conns
+	inv    interact.Invoker
+	caller CallerFunc
+	cfg    Config
+	log    *slog.Logger
+	conns  conns
 }
 
-// NewGateway returns a consumer gateway that opens interactions with inv
-// (the node's router).
-func NewGateway(inv interact.Invoker, opts Options) (*Gateway, error) {
-	if inv == nil {
-		return nil, errors.New("wsgateway: NewGateway: invoker is nil")
+// NewGateway returns a consumer gateway that opens interactions with
+// deps.Invoker (the node's router).
+func NewGateway(deps GatewayDeps, cfg Config, opts ...Option) (*Gateway, error) {
+	if deps.Invoker == nil {
+		return nil, errors.New("wsgateway: GatewayDeps.Invoker is nil")
 	}
-	if err := opts.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
-	return &Gateway{inv: inv, opts: opts, log: opts.Logger.With("gateway", "ws-consumer")}, nil
+	if deps.Caller == nil {
+		deps.Caller = newCaller
+	}
+	o := newOptions(opts)
+	return &Gateway{inv: deps.Invoker, caller: deps.Caller, cfg: cfg.withDefaults(), log: o.log.With("gateway", "ws-consumer")}, nil
 }
 
 // Close closes every socket (which ends all their interactions) and waits
@@ -48,13 +52,13 @@ func (g *Gateway) Close() error {
 // ServeHTTP upgrades the request to a WebSocket speaking lmosprotocol and
 // serves it until it closes.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ws := accept(w, r, g.opts, &g.conns)
+	ws := accept(w, r, g.cfg, g.log, &g.conns)
 	if ws == nil {
 		return
 	}
-	caller := g.opts.Caller(r)
+	caller := g.caller(r)
 	log := g.log.With("caller", caller, "remote", r.RemoteAddr)
-	s := newSocket(context.Background(), ws, g.opts, log)
+	s := newSocket(context.Background(), ws, g.cfg, log)
 	if !g.conns.add(s) {
 		s.close(websocket.StatusGoingAway, "node shutting down")
 		return
@@ -159,7 +163,7 @@ func (c *consumerConn) handle(m *proto.Message, typ websocket.MessageType) {
 			fmt.Sprintf("correlationID %q already names an open interaction on this socket (Thing %q)", corr, m.ThingID)), typ)
 		return
 	}
-	ws := &wsSession{req: m, typ: typ, in: make(chan inbound, c.g.opts.InputQueueSize), done: make(chan struct{}), space: make(chan struct{}, 1)}
+	ws := &wsSession{req: m, typ: typ, in: make(chan inbound, c.g.cfg.InputQueueSize), done: make(chan struct{}), space: make(chan struct{}, 1)}
 	c.sessions[corr] = ws
 	c.mu.Unlock()
 	c.wg.Add(1)

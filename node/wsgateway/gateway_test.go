@@ -16,7 +16,7 @@ import (
 )
 
 func TestSubprotocolNegotiation(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 
@@ -67,7 +67,7 @@ func TestSubprotocolNegotiation(t *testing.T) {
 }
 
 func TestRequestReply(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 
 	req := invoke(t, "getWeather", map[string]string{"city": "Berlin"})
@@ -92,7 +92,7 @@ func TestRequestReply(t *testing.T) {
 }
 
 func TestCBORFrames(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 	req := invoke(t, "getWeather", map[string]string{"city": "Oslo"})
 	data, err := proto.CBOR.Marshal(req)
@@ -121,7 +121,7 @@ func TestCBORFrames(t *testing.T) {
 }
 
 func TestLongRunningAction(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 	req := invoke(t, "count", 5)
 	c.send(req)
@@ -143,7 +143,7 @@ func TestLongRunningAction(t *testing.T) {
 }
 
 func TestQueryAndCancelAction(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 	req := invoke(t, "block", nil)
 	c.send(req)
@@ -179,7 +179,7 @@ func TestQueryAndCancelAction(t *testing.T) {
 }
 
 func TestSubscribeEvent(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 	sub := proto.NewMessage(testThingID, proto.MsgSubscribeEvent)
 	sub.Name = "alert"
@@ -232,7 +232,7 @@ func waitFor(t testing.TB, cond func() bool) {
 }
 
 func TestStreamingSession(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 	req := invoke(t, "chat", "hello")
 	req.Stream = true
@@ -269,7 +269,7 @@ func TestStreamingSession(t *testing.T) {
 }
 
 func TestManyConcurrentInteractions(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 	const n = 150
 	want := map[string]string{}
@@ -310,7 +310,7 @@ func TestManyConcurrentInteractions(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 
 	t.Run("not JSON", func(t *testing.T) {
@@ -387,7 +387,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestSocketCloseCancelsSessions(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 	sub := proto.NewMessage(testThingID, proto.MsgSubscribeEvent)
 	sub.Name = "alert"
@@ -411,7 +411,7 @@ func TestSocketCloseCancelsSessions(t *testing.T) {
 }
 
 func TestSlowSubscriberDropped(t *testing.T) {
-	env := newConsumerEnv(t, Options{QueueSize: 4})
+	env := newConsumerEnv(t, Config{QueueSize: 4})
 	c := dial(t, env.url)
 	sub := proto.NewMessage(testThingID, proto.MsgSubscribeEvent)
 	sub.Name = "alert"
@@ -447,7 +447,7 @@ func TestSlowSubscriberDropped(t *testing.T) {
 }
 
 func TestReadLimit(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 	data := []byte(`{"thingID":"` + testThingID + `","messageID":"m1","messageType":"invokeAction","action":"getWeather","input":{"city":"` +
 		strings.Repeat("x", proto.MaxMessageSize) + `"}}`)
@@ -461,7 +461,7 @@ func TestReadLimit(t *testing.T) {
 }
 
 func TestGatewayClose(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 	c.send(invoke(t, "block", nil))
 	<-env.blocked
@@ -484,21 +484,21 @@ func TestGatewayClose(t *testing.T) {
 	}
 }
 
-func TestOptionsValidate(t *testing.T) {
-	if err := (Options{QueueSize: -1, WriteTimeout: -1, InputQueueSize: -1, PingInterval: -1}).Validate(); err == nil ||
+func TestConfigValidate(t *testing.T) {
+	if err := (Config{QueueSize: -1, WriteTimeout: -1, InputQueueSize: -1, PingInterval: -1}).Validate(); err == nil ||
 		!strings.Contains(err.Error(), "QueueSize") || !strings.Contains(err.Error(), "WriteTimeout") || !strings.Contains(err.Error(), "InputQueueSize") {
 		t.Fatalf("Validate: %v", err)
 	}
-	if _, err := NewGateway(nil, Options{}); err == nil {
-		t.Fatal("NewGateway(nil) succeeded")
+	if _, err := NewGateway(GatewayDeps{}, Config{}); err == nil || !strings.Contains(err.Error(), "GatewayDeps.Invoker") {
+		t.Fatalf("NewGateway without an Invoker: %v", err)
 	}
-	if _, err := NewAgentGateway(nil, Options{}); err == nil {
-		t.Fatal("NewAgentGateway(nil) succeeded")
+	if _, err := NewAgentGateway(AgentDeps{}, Config{}); err == nil || !strings.Contains(err.Error(), "AgentDeps.Registrar") {
+		t.Fatalf("NewAgentGateway without a Registrar: %v", err)
 	}
 }
 
 func TestStuckReaderDisconnected(t *testing.T) {
-	env := newConsumerEnv(t, Options{QueueSize: 2, WriteTimeout: 200 * time.Millisecond})
+	env := newConsumerEnv(t, Config{QueueSize: 2, WriteTimeout: 200 * time.Millisecond})
 	c := dial(t, env.url)
 	// the Thing produces as fast as it can; the consumer reads nothing.
 	// The node must not buffer: once a write is stuck for WriteTimeout the
@@ -514,7 +514,7 @@ func TestStuckReaderDisconnected(t *testing.T) {
 // A follow-up sent right behind its request is answered whether it
 // reaches the interaction before or after the final status.
 func TestFollowUpRacingTheEnd(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 	const n = 50
 	for range n {
@@ -543,7 +543,7 @@ func TestFollowUpRacingTheEnd(t *testing.T) {
 }
 
 func TestObserveAndSubscribeAll(t *testing.T) {
-	env := newConsumerEnv(t, Options{})
+	env := newConsumerEnv(t, Config{})
 	c := dial(t, env.url)
 
 	obs := proto.NewMessage(testThingID, proto.MsgObserveProperty)

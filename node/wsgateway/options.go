@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/lmosnode/lmosnode/node/interact"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	// DefaultQueueSize is how many encoded frames wait for one socket's
 	// writer. 256 absorbs the bursts of many concurrent interactions (and of
@@ -32,9 +34,39 @@ const (
 	DefaultPingInterval = 30 * time.Second
 )
 
-// Options configure a Gateway or an AgentGateway. The zero value of every
+// CallerFunc names the peer behind a socket: on a consumer socket the
+// Invoker sees it via interact.WithCaller, so that only the same caller
+// queries, cancels or streams into what it opened; on an agent socket the
+// Registrar sees it (interact.CallerFrom on Register's ctx) and may decide
+// who may register which Thing. A node with authentication returns the
+// authenticated identity. It must be safe for concurrent use.
+type CallerFunc func(r *http.Request) string
+
+// newCaller is the default CallerFunc: a fresh "ws:<uuid>" per connection
+// (every socket is its own caller).
+func newCaller(*http.Request) string { return "ws:" + uuid.NewString() }
+
+// GatewayDeps are what a Gateway works with. Invoker is required.
+type GatewayDeps struct {
+	// Invoker opens the interactions: the node's router.
+	Invoker interact.Invoker
+	// Caller names the consumer behind a socket; see CallerFunc. Nil:
+	// every socket is its own caller ("ws:<uuid>").
+	Caller CallerFunc
+}
+
+// AgentDeps are what an AgentGateway works with. Registrar is required.
+type AgentDeps struct {
+	// Registrar publishes and withdraws the Things agents register.
+	Registrar Registrar
+	// Caller names the agent behind a socket; see CallerFunc. Nil: every
+	// socket is its own caller ("ws:<uuid>").
+	Caller CallerFunc
+}
+
+// Config configures a Gateway or an AgentGateway. The zero value of every
 // field selects its default.
-type Options struct {
+type Config struct {
 	// QueueSize is the capacity of a socket's write queue, in frames.
 	// Default DefaultQueueSize.
 	QueueSize int
@@ -53,51 +85,61 @@ type Options struct {
 	// AcceptOptions.OriginPatterns). Clients that send no Origin header
 	// (agents, programs) are always allowed.
 	OriginPatterns []string
-	// Caller names the peer behind a socket: on a consumer socket the
-	// Invoker sees it via interact.WithCaller, so that only the same caller
-	// queries, cancels or streams into what it opened; on an agent socket
-	// the Registrar sees it (interact.CallerFrom on Register's ctx) and may
-	// decide who may register which Thing. Default: a fresh "ws:<uuid>" per
-	// connection (every socket is its own caller). A node with
-	// authentication returns the authenticated identity instead.
-	Caller func(r *http.Request) string
-	// Logger receives the gateway's logs. Default: discarded.
-	Logger *slog.Logger
 }
 
-// Validate reports every option out of range.
-func (o Options) Validate() error {
+// Validate reports every field out of range.
+func (c Config) Validate() error {
 	var errs []error
-	if o.QueueSize < 0 {
-		errs = append(errs, fmt.Errorf("wsgateway options: QueueSize: %d is negative", o.QueueSize))
+	if c.QueueSize < 0 {
+		errs = append(errs, fmt.Errorf("wsgateway: Config.QueueSize: %d is negative", c.QueueSize))
 	}
-	if o.InputQueueSize < 0 {
-		errs = append(errs, fmt.Errorf("wsgateway options: InputQueueSize: %d is negative", o.InputQueueSize))
+	if c.InputQueueSize < 0 {
+		errs = append(errs, fmt.Errorf("wsgateway: Config.InputQueueSize: %d is negative", c.InputQueueSize))
 	}
-	if o.WriteTimeout < 0 {
-		errs = append(errs, fmt.Errorf("wsgateway options: WriteTimeout: %s is negative", o.WriteTimeout))
+	if c.WriteTimeout < 0 {
+		errs = append(errs, fmt.Errorf("wsgateway: Config.WriteTimeout: %s is negative", c.WriteTimeout))
 	}
 	return errors.Join(errs...)
 }
 
-func (o Options) withDefaults() Options {
-	if o.QueueSize == 0 {
-		o.QueueSize = DefaultQueueSize
+func (c Config) withDefaults() Config {
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
 	}
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = DefaultWriteTimeout
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
 	}
-	if o.InputQueueSize == 0 {
-		o.InputQueueSize = DefaultInputQueueSize
+	if c.InputQueueSize == 0 {
+		c.InputQueueSize = DefaultInputQueueSize
 	}
-	if o.PingInterval == 0 {
-		o.PingInterval = DefaultPingInterval
+	if c.PingInterval == 0 {
+		c.PingInterval = DefaultPingInterval
 	}
-	if o.Caller == nil {
-		o.Caller = func(*http.Request) string { return "ws:" + uuid.NewString() }
+	return c
+}
+
+// Option sets what Config cannot hold.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+}
+
+// WithLogger sends the gateway's logs to log. Default: discarded.
+func WithLogger(log *slog.Logger) Option {
+	return func(o *options) {
+		if log != nil {
+			o.log = log
+		}
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+}
+
+func newOptions(opts []Option) options {
+	o := options{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	return o
 }

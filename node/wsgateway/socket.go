@@ -33,7 +33,7 @@ func offersSubprotocol(r *http.Request) bool {
 
 // accept upgrades r to a WebSocket speaking lmosprotocol, or answers it
 // with an HTTP error and returns nil.
-func accept(w http.ResponseWriter, r *http.Request, opts Options, cs *conns) *websocket.Conn {
+func accept(w http.ResponseWriter, r *http.Request, opts Config, log *slog.Logger, cs *conns) *websocket.Conn {
 	if cs.isClosed() {
 		httpapi.WriteProblem(w, r, &proto.Problem{Status: http.StatusServiceUnavailable, Title: interact.TitleUnavailable, Detail: "the node is shutting down"})
 		return nil
@@ -48,7 +48,7 @@ func accept(w http.ResponseWriter, r *http.Request, opts Options, cs *conns) *we
 		OriginPatterns: opts.OriginPatterns,
 	})
 	if err != nil { // Accept has answered already (426, 403, …)
-		opts.Logger.Debug("websocket handshake refused", "remote", r.RemoteAddr, "err", err)
+		log.Debug("websocket handshake refused", "remote", r.RemoteAddr, "err", err)
 		return nil
 	}
 	if ws.Subprotocol() != proto.WebSocketSubprotocol { // impossible: checked above
@@ -73,12 +73,12 @@ type socket struct {
 	out    chan frame
 	ctx    context.Context
 	cancel context.CancelFunc
-	opts   Options
+	opts   Config
 	log    *slog.Logger
 	wg     sync.WaitGroup // the writer and the pinger
 }
 
-func newSocket(parent context.Context, ws *websocket.Conn, opts Options, log *slog.Logger) *socket {
+func newSocket(parent context.Context, ws *websocket.Conn, opts Config, log *slog.Logger) *socket {
 	ctx, cancel := context.WithCancel(parent)
 	s := &socket{ws: ws, out: make(chan frame, opts.QueueSize), ctx: ctx, cancel: cancel, opts: opts, log: log}
 	s.wg.Go(s.writeLoop)
