@@ -174,7 +174,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	// the service's filters; the federation, with the service as its
 	// membership predicate and scoped publisher; and the own Things.
 	fedLog := o.logger.With("component", "federation")
-	intake, err := federation.NewIntake(n.dir, n.peerID, things, fedLog)
+	intake, err := federation.NewIntake(federation.IntakeDeps{Directory: n.dir, Self: n.peerID, Validator: things}, federation.WithLogger(fedLog))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -258,8 +258,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Self:     n.peerID,
 		Local:    n.own.Engine(),
 		Remote:   n.remote(),
-		Logger:   o.logger.With("component", "gateway"),
-	}, gateway.Config{BearerAuth: cfg.APIToken != ""})
+	}, gateway.Config{BearerAuth: cfg.APIToken != ""}, gateway.WithLogger(o.logger.With("component", "gateway")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -275,8 +274,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Peers:     peerList{n.disc},
 		// Every caller of the API is this node's owner: one view.
 		Visibility: func(*http.Request) func(directory.Entry) bool { return n.own.Visible },
-		Logger:     o.logger.With("component", "tdd"),
-	}, tdd.Config{BearerAuth: cfg.APIToken != ""})
+	}, tdd.Config{BearerAuth: cfg.APIToken != ""}, tdd.WithLogger(o.logger.With("component", "tdd")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

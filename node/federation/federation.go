@@ -210,7 +210,7 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 		return nil, fmt.Errorf("federation: Deps.Key is the key of %s, the host is %s", self, p.Host.ID())
 	}
 	if p.Intake == nil {
-		if p.Intake, err = NewIntake(p.Directory, self, lmosdht.ThingValidator{Now: o.now}, o.log); err != nil {
+		if p.Intake, err = NewIntake(IntakeDeps{Directory: p.Directory, Self: self, Validator: lmosdht.ThingValidator{Now: o.now}}, WithLogger(o.log)); err != nil {
 			return nil, err
 		}
 	}

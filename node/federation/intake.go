@@ -30,20 +30,35 @@ type Intake struct {
 	log       *slog.Logger
 }
 
-// NewIntake returns the Intake of dir for the node self. validator checks
-// the records; its zero value uses the protocol's limits and the system
-// clock. A nil log discards.
-func NewIntake(dir *directory.Directory, self peer.ID, validator lmosdht.ThingValidator, log *slog.Logger) (*Intake, error) {
-	if dir == nil {
-		return nil, errors.New("federation: intake: nil directory")
+// IntakeDeps are what an Intake works with.
+type IntakeDeps struct {
+	// Directory receives the records. Required.
+	Directory *directory.Directory
+	// Self is the node's peer ID: its own records are never learned.
+	// Required.
+	Self peer.ID
+	// Validator checks the records; its zero value uses the protocol's
+	// limits and the system clock. The node shares one (with its cache of
+	// verified records) with the DHT.
+	Validator lmosdht.ThingValidator
+}
+
+// NewIntake returns the Intake of deps; of the options it takes
+// WithLogger.
+func NewIntake(deps IntakeDeps, opts ...Option) (*Intake, error) {
+	if deps.Directory == nil {
+		return nil, errors.New("federation: IntakeDeps.Directory is nil")
 	}
-	if err := self.Validate(); err != nil {
-		return nil, fmt.Errorf("federation: intake: self: %w", err)
+	if err := deps.Self.Validate(); err != nil {
+		return nil, fmt.Errorf("federation: IntakeDeps.Self: %w", err)
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	o := options{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
 	}
-	return &Intake{self: self, dir: dir, validator: validator, log: log}, nil
+	return &Intake{self: deps.Self, dir: deps.Directory, validator: deps.Validator, log: o.log}, nil
 }
 
 // Check checks raw as a record published by publisher: size, proof, TD or

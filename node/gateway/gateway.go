@@ -128,8 +128,6 @@ type Deps struct {
 	Local interact.Invoker
 	// Remote reaches the Things of other nodes. Required.
 	Remote Remote
-	// Logger receives the gateway's logs. Default: discarded.
-	Logger *slog.Logger
 }
 
 // Handler serves the HTTP binding (see the package documentation).
@@ -150,7 +148,7 @@ type Handler struct {
 }
 
 // New returns the Handler of deps.
-func New(deps Deps, cfg Config) (*Handler, error) {
+func New(deps Deps, cfg Config, opts ...Option) (*Handler, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -165,9 +163,11 @@ func New(deps Deps, cfg Config) (*Handler, error) {
 	case deps.Remote == nil:
 		return nil, errors.New("gateway: Deps.Remote is nil")
 	}
-	log := deps.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	log := slog.New(slog.DiscardHandler)
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&log)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{deps: deps, cfg: cfg, log: log, ctx: ctx, cancel: cancel, tds: tdcache.New(0), actions: map[string]*action{}}
@@ -266,4 +266,16 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *lmosproto.Proble
 		return nil, httpapi.Problemf(http.StatusBadRequest, "reading body: %v", err)
 	}
 	return b, nil
+}
+
+// Option sets what Config cannot hold.
+type Option func(log **slog.Logger)
+
+// WithLogger sends the handler's logs to log (default: discarded).
+func WithLogger(log *slog.Logger) Option {
+	return func(l **slog.Logger) {
+		if log != nil {
+			*l = log
+		}
+	}
 }

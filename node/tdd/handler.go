@@ -97,8 +97,6 @@ type Deps struct {
 	// under the directory's read lock and must not call the Directory.
 	// Nil: every Thing is visible.
 	Visibility func(r *http.Request) func(directory.Entry) bool
-	// Logger receives the handler's logs. Default: discarded.
-	Logger *slog.Logger
 }
 
 // Defaults of Config.
@@ -210,7 +208,7 @@ type Handler struct {
 }
 
 // New builds the handler of deps.
-func New(deps Deps, cfg Config) (*Handler, error) {
+func New(deps Deps, cfg Config, opts ...Option) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -233,9 +231,11 @@ func New(deps Deps, cfg Config) (*Handler, error) {
 		}
 		deps.BaseURL = strings.TrimSuffix(deps.BaseURL, "/")
 	}
-	log := deps.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	log := slog.New(slog.DiscardHandler)
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&log)
+		}
 	}
 	h := &Handler{deps: deps, cfg: cfg, log: log, done: make(chan struct{})}
 	h.mux = h.routes()
@@ -358,4 +358,16 @@ func (h *Handler) visible(r *http.Request) func(directory.Entry) bool {
 		return nil
 	}
 	return h.deps.Visibility(r)
+}
+
+// Option sets what Config cannot hold.
+type Option func(log **slog.Logger)
+
+// WithLogger sends the handler's logs to log (default: discarded).
+func WithLogger(log *slog.Logger) Option {
+	return func(l **slog.Logger) {
+		if log != nil {
+			*l = log
+		}
+	}
 }
