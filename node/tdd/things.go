@@ -118,9 +118,6 @@ func (h *Handler) resolve(r *http.Request, id string) (directory.Entry, *lmospro
 	return e, nil
 }
 
-// timeLayout is how the API writes times.
-const timeLayout = "2006-01-02T15:04:05Z07:00"
-
 // putThing serves PUT /things/{id}: create (201) or update (204) an own
 // Thing.
 func (h *Handler) putThing(w http.ResponseWriter, r *http.Request) {
