@@ -17,6 +17,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -109,7 +110,7 @@ func TestAPITokenRequired(t *testing.T) {
 		}
 	}
 	// The client side: NewAPIClient sends the token.
-	info, err := node.FetchNodeInfo(context.Background(), node.NewAPIClient(testToken), base)
+	info, err := node.FetchNodeInfo(context.Background(), httpapi.BearerClient(testToken), base)
 	if err != nil || info.PeerID != n.PeerID().String() {
 		t.Errorf("FetchNodeInfo with the token: %+v, %v", info, err)
 	}

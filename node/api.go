@@ -3,9 +3,7 @@ package node
 import (
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -74,30 +72,9 @@ func apiHandler(n *Node) http.Handler {
 // when one is configured, else the loopback Host check.
 func guardAPI(token string, next http.Handler) http.Handler {
 	if token != "" {
-		return requireBearer(token, next)
+		return httpapi.RequireBearer(token, next)
 	}
-	return loopbackHostOnly(next)
-}
-
-// loopbackHostOnly refuses requests whose Host header is not a loopback
-// address or localhost. It guards an API on loopback without a token
-// (Validate allows no other tokenless address), which a web page could
-// still reach through DNS rebinding (evil.example resolving to 127.0.0.1);
-// such requests carry the page's host name and are refused.
-func loopbackHostOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-		ip, err := netip.ParseAddr(host)
-		if host != "localhost" && (err != nil || !ip.IsLoopback()) {
-			writeProblem(w, r, http.StatusForbidden, fmt.Sprintf("host %q is not a loopback address", r.Host))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return httpapi.LoopbackHostOnly(next)
 }
 
 func (n *Node) handleNode(w http.ResponseWriter, r *http.Request) {

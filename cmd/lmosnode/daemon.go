@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -51,7 +52,7 @@ func connectDaemon(cmd *cobra.Command) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := node.NewAPIClient(token)
+	hc := httpapi.BearerClient(token)
 	return &daemon{home: home, apiURL: apiURL, http: hc, client: tdd.NewClient(apiURL, hc), groups: groupapi.NewClient(apiURL, hc)}, nil
 }
 

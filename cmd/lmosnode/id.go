@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 )
 
 func newIDCmd() *cobra.Command {
@@ -59,7 +60,7 @@ func daemonInfo(ctx context.Context, home string) (node.NodeInfo, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	return node.FetchNodeInfo(ctx, node.NewAPIClient(token), apiURL)
+	return node.FetchNodeInfo(ctx, httpapi.BearerClient(token), apiURL)
 }
 
 func printIdentity(w io.Writer, pub crypto.PubKey) error {

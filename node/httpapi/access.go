@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Access to an API. Bound to loopback without a token, an API answers
+// every local client and refuses non-loopback Host headers
+// (LoopbackHostOnly). With a token, every request — HTTP, SSE and
+// WebSocket upgrades alike — must carry "Authorization: Bearer <token>"
+// (RequireBearer).
+
+// bearerRealm is the realm of the WWW-Authenticate challenge.
+const bearerRealm = "lmosnode"
+
+// RequireBearer answers 401 to every request that lacks the bearer token
+// and passes the others to next. The answer has a WWW-Authenticate
+// challenge and an empty body, so that nothing about the node leaks to a
+// client without the token. The comparison takes constant time.
+func RequireBearer(token string, next http.Handler) http.Handler {
+	want := []byte(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := bearerToken(r.Header.Get("Authorization"))
+		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="`+bearerRealm+`"`)
+			w.Header().Set("Content-Length", "0")
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bearerToken returns the token of an Authorization header value
+// "Bearer <token>" (the scheme is case-insensitive).
+func bearerToken(header string) (string, bool) {
+	scheme, tok, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// LoopbackHostOnly refuses (403) requests whose Host header is not a
+// loopback address or localhost. It guards an API on loopback without a
+// token, which a web page could still reach through DNS rebinding
+// (evil.example resolving to 127.0.0.1); such requests carry the page's
+// host name and are refused.
+func LoopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		ip, err := netip.ParseAddr(host)
+		if host != "localhost" && (err != nil || !ip.IsLoopback()) {
+			WriteProblem(w, r, Problemf(http.StatusForbidden, "%s", fmt.Sprintf("host %q is not a loopback address", r.Host)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// BearerClient returns an HTTP client that sends token as
+// "Authorization: Bearer <token>" on every request; an empty token
+// returns http.DefaultClient. The client uses http.DefaultTransport.
+func BearerClient(token string) *http.Client {
+	if token == "" {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: bearerTransport{token: token, next: http.DefaultTransport}}
+}
+
+// bearerTransport adds the Authorization header to each request.
+type bearerTransport struct {
+	token string
+	next  http.RoundTripper
+}
+
+// RoundTrip sends a copy of req carrying the token (a RoundTripper must not
+// modify its request).
+func (t bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+t.token)
+	return t.next.RoundTrip(req)
+}
