@@ -1,22 +1,31 @@
-// Package node assembles and runs an lmosnode: configuration, the home
-// directory (identity key, config file, datastore: node/datastore), the
-// libp2p host, the directory of Things (node/directory), the private LMOS
-// DHT (kad-dht, see package dht), gossipsub, the federation that publishes
-// and learns Things through them (node/federation), peer discovery
-// (node/discovery), the interaction engine and its transports
-// (node/interact, node/fanout, node/gateway, node/wsgateway, node/mqttgw),
-// and the local HTTP API (node/tdd and the bindings).
+// Package node assembles and runs an lmosnode. It is the composition
+// root: configuration, the home directory (identity key, config file,
+// datastore: node/datastore), the libp2p host, and the wiring of the
+// components below it — the directory of Things (node/directory), the
+// private LMOS DHT (kad-dht, see package dht), gossipsub, the federation
+// that publishes and learns Things through them (node/federation), groups
+// (node/groupsvc), peer discovery (node/discovery), the node's own Things
+// (node/own), the interaction engine and its transports (node/interact,
+// node/fanout, node/gateway, node/wsgateway, node/mqttgw), and the local
+// HTTP API (node/tdd, node/groupsvc/groupapi and the bindings, on
+// node/httpapi). Nothing below node/ imports it; docs/architecture.md
+// follows a publish and a call through the packages.
 //
 // # Lifecycle
 //
 // A Node is built by New, started by Start and stopped by Close. New
 // validates the Config, loads or creates the identity key, opens the
-// datastore and the directory, and builds the libp2p host, the DHT,
-// gossipsub (Config.Gossip), the federation, discovery, the interaction
-// engine and the gateways, binding no socket; Start makes the host listen,
-// starts the federation, discovery (which dials the bootstrap peers) and
-// the event fan-out, bootstraps the DHT, serves the API and writes the api
-// file. Close tears down in reverse order.
+// datastore and the directory, and builds the libp2p host, the DHT, the
+// federation's Intake, the group service, gossipsub (Config.Gossip, with
+// the group service's filters), the federation, the own Things, discovery,
+// the interaction client, server and router and the gateways, binding no
+// socket. The order breaks the loop between gossipsub, the group service
+// and the federation: each part is complete when the next is built. Start
+// makes the host listen, starts the federation, the group service,
+// discovery (which dials the bootstrap peers), the event fan-out and the
+// MQTT gateway (both following the own Things through the directory's
+// events), bootstraps the DHT, serves the API and writes the api file.
+// Close tears down in reverse order.
 //
 // The translation of Config into options of go-libp2p, kad-dht and
 // go-libp2p-pubsub lives in one file, libp2p.go: the gossipsub message ID
@@ -51,5 +60,6 @@
 // httpapi); FetchNodeInfo returns them as errors. Without Config.APIToken the
 // API listens on a loopback address only and takes no credentials; with
 // it, every request must carry "Authorization: Bearer <token>" and the API
-// may listen on any address (see access.go and docs/api.md#access).
+// may listen on any address (httpapi.RequireBearer,
+// httpapi.LoopbackHostOnly; docs/api.md#access).
 package node
