@@ -97,9 +97,11 @@ type Node struct {
 
 // New builds a node from cfg: it fills fallbacks, validates cfg, loads (or
 // creates) the identity key, opens the datastore and the directory, and
-// builds the libp2p host, the DHT, gossipsub (with Config.Gossip) and the
-// federation. It binds no socket; Start does. If a step fails, what was built is torn
-// down and the errors are joined.
+// builds every component in the order the package documentation gives
+// (the loop between gossipsub, the group service and the federation is
+// broken by that order, not by hooks set later). It binds no socket;
+// Start does. If a step fails, what was built is torn down and the errors
+// are joined.
 func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -284,8 +286,10 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 
 // Start makes the host listen on Config.Listen, starts the federation
 // (sync protocol, announce topic, republication of the node's own Things),
-// discovery (mDNS, bootstrap peers, DHT rendezvous), the gossip fan-out of
-// its own Things' events and, with Config.MQTT, the MQTT gateway;
+// the group service (on gossipsub), discovery (mDNS, bootstrap peers, DHT
+// rendezvous), the gossip fan-out of its own Things' events and, with
+// Config.MQTT, the MQTT gateway (both following the own Things through
+// the directory's events);
 // bootstraps the DHT, serves the HTTP API on Config.API and writes the api
 // file. ctx bounds the start itself, not the node's lifetime: the node runs
 // until Close. If Start fails, the caller still calls Close.
