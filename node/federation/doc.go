@@ -31,6 +31,13 @@
 // its own Things; relaying is gossipsub's job. The directory then keeps, per
 // (publisher, id), the newest record only.
 //
+// Whichever path brought it — gossip, a sync, a DHT lookup, or a group
+// topic (package groupsvc) — a record of another publisher enters the
+// directory through one Intake (intake.go): Check, then Store, with one
+// mapping of what the directory answers (a lower seq than held is a
+// replay, the same one a duplicate). The node builds the Intake before the
+// group service and the federation, which both hand it records.
+//
 // The announce topic's validator answers gossipsub with
 //
 //   - Reject, which counts against the peer that forwarded the message
@@ -105,14 +112,14 @@
 //
 // Things that name lmos:groups are visible to their groups' members only
 // (docs/groups.md). Publish refuses a group this node is not a member of
-// (Params.MemberOf). Such Things are never announced on the public topic
+// (Deps.MemberOf). Such Things are never announced on the public topic
 // (the validator rejects them there) nor put into the DHT: Publish, Remove
-// and republication hand them to Params.Scoped, which spreads them on the
+// and republication hand them to Deps.Scoped, which spreads them on the
 // groups' topics as {"thing": record}; what arrives there the group service
-// passes to AcceptScoped, which checks it like an announcement and also
+// passes to Intake.AcceptScoped, which checks it like an announcement and also
 // that the sender is the publisher and the Thing names the group. Sync
-// serves them only to the peers Params.Allowed allows, and the lookups
-// answer with learned ones only if Params.Allowed allows this node. The
+// serves them only to the peers Deps.Allowed allows, and the lookups
+// answer with learned ones only if Deps.Allowed allows this node. The
 // tombstone of a group-scoped Thing goes to its groups and, naming nothing
 // but the id, also the public way.
 //

@@ -108,7 +108,7 @@ func (f *Federation) Remove(ctx context.Context, id string) error {
 }
 
 // spread announces rec and queues it for the DHT, or hands a group-scoped
-// record to Params.Scoped. The caller holds pubMu.
+// record to Deps.Scoped. The caller holds pubMu.
 func (f *Federation) spread(ctx context.Context, rec *lmosproto.Record) {
 	if !public(rec) {
 		f.spreadScoped(ctx, rec.TD.Groups, rec)

@@ -14,14 +14,14 @@ import (
 
 // Things restricted to groups (lmos:groups) never travel on the public
 // paths (announce topic, DHT, sync to anyone): Publish, Remove and
-// republication hand them to Params.Scoped, which spreads them on the
+// republication hand them to Deps.Scoped, which spreads them on the
 // groups' topics; the group service passes what it receives there to
-// AcceptScoped; sync serves them only to the peers Params.Allowed allows.
+// Intake.AcceptScoped; sync serves them only to the peers Deps.Allowed allows.
 
 // Errors of group-scoped records, wrapped with the details.
 var (
 	// ErrNotMember: Publish of a TD naming a group this node is not a
-	// member of (Params.MemberOf).
+	// member of (Deps.MemberOf).
 	ErrNotMember = errors.New("this node is not a member of the group")
 	// ErrNotNewer: AcceptScoped got a record that is not newer than the
 	// one held (a duplicate), or a tombstone of a Thing not held. A
@@ -53,7 +53,7 @@ func (f *Federation) checkMember(td *lmosproto.TD) error {
 	return nil
 }
 
-// spreadScoped hands a group-scoped record to Params.Scoped. The caller
+// spreadScoped hands a group-scoped record to Deps.Scoped. The caller
 // holds pubMu.
 func (f *Federation) spreadScoped(ctx context.Context, groups []string, rec *lmosproto.Record) {
 	if f.p.Scoped == nil || len(groups) == 0 {
@@ -66,7 +66,7 @@ func (f *Federation) spreadScoped(ctx context.Context, groups []string, rec *lmo
 	f.log.Debug("spread group-scoped thing", "thing", rec.ThingID, "seq", rec.Seq, "groups", groups, "tombstone", rec.Tombstone())
 }
 
-// allowed is Params.Allowed; nil allows no one.
+// allowed is Deps.Allowed; nil allows no one.
 func (f *Federation) allowed(groups []string, thingID string, p peer.ID) bool {
 	return f.p.Allowed != nil && f.p.Allowed(groups, thingID, p)
 }

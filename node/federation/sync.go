@@ -193,7 +193,7 @@ func writeHeader(s network.Stream, h syncHeader) error {
 }
 
 // ownRecords returns the signed own records flt selects that remote may
-// see (group-scoped ones only if Params.Allowed allows it), within the
+// see (group-scoped ones only if Deps.Allowed allows it), within the
 // response limits, and whether some were left out.
 func (f *Federation) ownRecords(flt Filter, remote peer.ID) ([][]byte, bool) {
 	var entries []directory.Entry
