@@ -230,7 +230,10 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if obj, ok := current.(map[string]any); ok {
-		delete(obj, "proof") // the Publisher signs anew
+		// The Publisher signs anew and picks the next lmos:seq; what the
+		// node added when it signed is not the client's to patch.
+		delete(obj, "proof")
+		delete(obj, "lmos:seq")
 	}
 	merged := mergePatch(current, patch)
 	if got, _ := merged.(map[string]any)["id"].(string); got != id {
