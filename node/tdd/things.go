@@ -256,6 +256,10 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err))
 		return
 	}
+	if p := takeRegistration(td, ""); p != nil {
+		httpapi.WriteProblem(w, r, p)
+		return
+	}
 	if _, _, err := h.publish(r.Context(), td, nil); err != nil {
 		h.writePublishError(w, r, id, err)
 		return
@@ -384,7 +388,14 @@ func readTD(w http.ResponseWriter, r *http.Request) (*lmosproto.TD, *lmosproto.P
 	if p != nil {
 		return nil, p
 	}
-	return parseTD("request body", "", body)
+	td, p := parseTD("request body", "", body)
+	if p != nil {
+		return nil, p
+	}
+	if p := takeRegistration(td, ""); p != nil {
+		return nil, p
+	}
+	return td, nil
 }
 
 // parseTD validates and parses a TD document; problems name their fields
