@@ -342,6 +342,29 @@ func TestConformance(t *testing.T) {
 				t.Errorf("%d Things stored from invalid TDs", n)
 			}
 		}},
+		{"tdd-validation-jsonschema/enriched-td", func(t *testing.T, env *tddtest.Env) {
+			// An Enriched TD written back (the Discovery context and a
+			// registration member) is accepted; the registration is the
+			// directory's and is not signed into the record.
+			u := env.URL + "/things/urn:example:lamp"
+			enriched := `{"@context":["https://www.w3.org/2022/wot/td/v1.1","https://www.w3.org/2022/wot/discovery"],"id":"urn:example:lamp","title":"Lamp",` +
+				`"securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc",` +
+				`"registration":{"created":"2026-11-21T10:00:00Z","modified":"2026-11-21T10:00:00+01:00","retrieved":"2026-11-21T10:00:00Z"}}`
+			if r := do(t, http.MethodPut, u, []byte(enriched), "Content-Type", td); r.status != http.StatusCreated {
+				t.Fatalf("PUT enriched TD: %d %s", r.status, r.body)
+			}
+			got := signedTD(t, env, do(t, http.MethodGet, u, nil))
+			if _, ok := got.Extra["registration"]; ok {
+				t.Errorf("the signed record carries the client's registration: %s", got.Extra["registration"])
+			}
+			if r := do(t, http.MethodPatch, u, []byte(`{"registration":{"modified":"2026-11-21T10:00:00Z"},"title":"Lamp 2"}`), "Content-Type", tdd.ContentTypeMergePatch); r.status != http.StatusNoContent {
+				t.Fatalf("PATCH with registration: %d %s", r.status, r.body)
+			}
+			p := problem(t, do(t, http.MethodPut, u, []byte(strings.Replace(enriched, `"registration":{`, `"registration":{"ttl":"long",`, 1)), "Content-Type", td), http.StatusBadRequest)
+			if len(p.ValidationErrors) != 1 || p.ValidationErrors[0].Field != "/registration/ttl" {
+				t.Errorf("registration with a bad ttl: %+v", p)
+			}
+		}},
 		{"tdd-validation-result", func(t *testing.T, env *tddtest.Env) {
 			body := strings.Replace(string(plainTD("", "x")), `"type":"boolean"`, `"type":"bool"`, 1)
 			p := problem(t, do(t, http.MethodPut, env.URL+"/things/urn:example:x", []byte(body), "Content-Type", td), http.StatusBadRequest)
@@ -457,6 +480,18 @@ func TestConformance(t *testing.T) {
 				t.Errorf("Allow %q", allow)
 			}
 			problem(t, do(t, http.MethodGet, env.URL+"/search/sparql?query=x", nil), http.StatusNotFound)
+			// Expiring registrations (ttl, expires) are not offered for the
+			// node's own Things: said, not ignored.
+			for _, reg := range []string{`{"ttl":3600}`, `{"expires":"2030-01-01T00:00:00Z"}`} {
+				body := strings.Replace(string(plainTD("", "x")), `"title"`, `"registration":`+reg+`,"title"`, 1)
+				p := problem(t, do(t, http.MethodPut, env.URL+"/things/urn:x", []byte(body), "Content-Type", td), http.StatusNotImplemented)
+				if len(p.ValidationErrors) != 1 || !strings.HasPrefix(p.ValidationErrors[0].Field, "/registration/") {
+					t.Errorf("registration %s: %+v", reg, p)
+				}
+			}
+			if n := env.Dir.Len(); n != 0 {
+				t.Errorf("%d Things stored with an expiring registration", n)
+			}
 			ro := tddtest.NewEnv(t, func(d *tdd.Deps, _ *tdd.Config) { d.Publisher = nil })
 			problem(t, do(t, http.MethodPut, ro.URL+"/things/urn:x", plainTD("", "x"), "Content-Type", td), http.StatusNotImplemented)
 		}},
@@ -474,6 +509,15 @@ func TestConformance(t *testing.T) {
 			times = append(times, []string{"", "proof created", proof.Created})
 			if len(times) < 3 {
 				t.Fatalf("registration %q: want created and modified", r.header.Get(tdd.HeaderRegistration))
+			}
+			// A client's registration times must be RFC 3339 date-times,
+			// time zone offset included.
+			for _, when := range []string{"2030-01-01T00:00:00", "2030-01-01", "tomorrow"} {
+				body := strings.Replace(string(plainTD("", "x")), `"title"`, `"registration":{"modified":"`+when+`"},"title"`, 1)
+				p := problem(t, do(t, http.MethodPut, env.URL+"/things/urn:x", []byte(body), "Content-Type", td), http.StatusBadRequest)
+				if len(p.ValidationErrors) != 1 || p.ValidationErrors[0].Field != "/registration/modified" {
+					t.Errorf("registration modified %q: %+v", when, p)
+				}
 			}
 			rfc3339 := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
 			for _, m := range times {

@@ -59,7 +59,9 @@
 // too: proto.SignThing binds the "lmos" prefix in @context for the
 // lmos:seq it adds (proto.TD.BindLMOS), so the signed record is valid and
 // served byte for byte as signed. A PATCH applies to the stored TD without
-// its proof and lmos:seq. Other publishers' Things are read-only: a write naming one
+// its proof and lmos:seq. A "registration" member a client writes (an
+// Enriched TD written back) is checked and left out of the record; expires
+// and ttl are refused with 501, since own Things do not expire. Other publishers' Things are read-only: a write naming one
 // (?publisher=OTHER), or a PATCH or DELETE of an id only others publish, is
 // 403 Forbidden. A PUT of an id that only others publish creates the node's
 // own Thing of that id, which is legitimate: the two stay apart.
