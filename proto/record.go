@@ -75,13 +75,22 @@ type tombstone struct {
 
 // SignThing signs td as its publisher's record. td must have an id and be a
 // valid TD; its proof is replaced. The sequence number is td.Seq as given:
-// callers that publish a new version increment it first.
+// callers that publish a new version increment it first. A td that uses an
+// lmos: term (lmos:seq, which a published version always has) but does not
+// bind the "lmos" prefix gets the binding appended to its @context first
+// (TD.BindLMOS), so that a plain TD 1.1 document signs into a valid,
+// self-consistent record; td itself is not modified.
 func SignThing(td *TD, key ed25519.PrivateKey, now time.Time) (*Record, error) {
 	if td.ID == "" {
 		return nil, errors.New("sign thing: /id: a published Thing needs an id")
 	}
 	unsigned := td.Clone()
 	unsigned.Proof = nil
+	ctx, err := unsigned.BindLMOS()
+	if err != nil {
+		return nil, fmt.Errorf("sign thing %q: %w", td.ID, err)
+	}
+	unsigned.Context = ctx
 	doc, err := json.Marshal(unsigned)
 	if err != nil {
 		return nil, fmt.Errorf("sign thing %q: %w", td.ID, err)

@@ -63,3 +63,33 @@ func TestTDCommands(t *testing.T) {
 		t.Fatalf("verify tampered: exit %d, want 1\n%s", code, out)
 	}
 }
+
+// TestTDSignPlain: a plain TD 1.1 document (no LMOS context) signs into a
+// record that binds the "lmos" prefix for the lmos:seq it gains, and
+// verifies.
+func TestTDSignPlain(t *testing.T) {
+	home := t.TempDir()
+	if code, out := runCLI(t, "init", "--home", home); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, out)
+	}
+	plain := filepath.Join(t.TempDir(), "lamp.json")
+	doc := `{"@context":"https://www.w3.org/2022/wot/td/v1.1","id":"urn:example:lamp","title":"Lamp",` +
+		`"securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc"}`
+	if err := os.WriteFile(plain, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, signed := runCLI(t, "td", "sign", "--home", home, plain)
+	if code != 0 || !strings.Contains(signed, `"lmos": "https://eclipse.dev/lmos/protocol/v1"`) || !strings.Contains(signed, `"lmos:seq": 1`) {
+		t.Fatalf("sign plain TD: exit %d\n%s", code, signed)
+	}
+	file := filepath.Join(t.TempDir(), "signed.json")
+	if err := os.WriteFile(file, []byte(signed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runCLI(t, "td", "verify", file); code != 0 {
+		t.Fatalf("verify: exit %d\n%s", code, out)
+	}
+	if code, out := runCLI(t, "td", "validate", file); code != 0 {
+		t.Fatalf("validate signed: exit %d\n%s", code, out)
+	}
+}

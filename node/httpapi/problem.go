@@ -17,11 +17,19 @@ func Problemf(status int, format string, args ...any) *lmosproto.Problem {
 	return &lmosproto.Problem{Status: status, Title: http.StatusText(status), Detail: fmt.Sprintf(format, args...)}
 }
 
+// ProblemLanguage is the language of the titles and details of the
+// node's problems, sent as Content-Language with every problem response.
+// There are no translations: a request's Accept-Language is not
+// negotiated (WoT Discovery makes that optional).
+const ProblemLanguage = "en"
+
 // WriteProblem answers r with the problem err is or wraps; any other
 // error is a 500 problem with err's text as detail. The problem is not
 // changed: the response fills an empty title with the status text and an
 // empty instance with r's path, and leaves out the type "about:blank". A
-// status that is no HTTP status code answers 500.
+// status that is no HTTP status code answers 500. The body is UTF-8 JSON
+// (encoding/json replaces invalid UTF-8 in the strings), in English
+// (Content-Language: ProblemLanguage).
 func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := responseOf(r, err)
 	body, merr := json.Marshal(&p)
@@ -31,6 +39,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", lmosproto.ContentTypeProblemJSON)
+	h.Set("Content-Language", ProblemLanguage)
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Del("Content-Length") // a handler may have set one for the body it meant to send

@@ -53,6 +53,9 @@ func (h *Handler) adminPublish(w http.ResponseWriter, r *http.Request) {
 		local = &directory.Local{Backend: *req.Backend}
 	}
 	td, p := parseTD("td", "/td", req.TD)
+	if p == nil {
+		p = takeRegistration(td, "/td")
+	}
 	if p != nil {
 		httpapi.WriteProblem(w, r, p)
 		return

@@ -12,7 +12,9 @@
 //	                               limit/offset, Link rel="next"; LMOS filters
 //	                               type, capability (id[@semver-range]), vendor,
 //	                               publisher, group, q (free text, ranked)
-//	GET  /things/{id}              one TD (application/td+json); HEAD likewise
+//	GET  /things/{id}              one TD (application/td+json)
+//	HEAD on every GET path         the GET's status and headers, no body (an
+//	                               event stream's HEAD ends at once)
 //	PUT  /things/{id}              create (201) or update (204) an own Thing
 //	POST /things                   create an anonymous Thing (201, Location)
 //	PATCH /things/{id}             JSON merge patch (RFC 7396) of an own Thing (204)
@@ -27,7 +29,8 @@
 //	GET    /api/v1/peers           the peers the node knows
 //	POST   /api/v1/connect         {"addr": MULTIADDR}: connect to a peer
 //
-// Errors are RFC 9457 (RFC 7807) problem details (application/problem+json),
+// Errors are RFC 9457 (RFC 7807) problem details (application/problem+json,
+// UTF-8, Content-Language: en),
 // the node's one problem type proto.Problem written by package httpapi;
 // Client returns it as the error. An invalid TD gives 400 with
 // "validationErrors": [{"field": JSON pointer, "description": …}], as the
@@ -52,7 +55,13 @@
 // Writes (PUT, POST, PATCH, DELETE) always address the node's own Things and
 // go through the Publisher, which signs them with the node's key, bumps
 // lmos:seq, stores them in the directory and announces them to the
-// federation. Other publishers' Things are read-only: a write naming one
+// federation. Any valid TD 1.1 is accepted, a plain one without LMOS terms
+// too: proto.SignThing binds the "lmos" prefix in @context for the
+// lmos:seq it adds (proto.TD.BindLMOS), so the signed record is valid and
+// served byte for byte as signed. A PATCH applies to the stored TD without
+// its proof and lmos:seq. A "registration" member a client writes (an
+// Enriched TD written back) is checked and left out of the record; expires
+// and ttl are refused with 501, since own Things do not expire. Other publishers' Things are read-only: a write naming one
 // (?publisher=OTHER), or a PATCH or DELETE of an id only others publish, is
 // 403 Forbidden. A PUT of an id that only others publish creates the node's
 // own Thing of that id, which is legitimate: the two stay apart.

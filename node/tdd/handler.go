@@ -300,8 +300,8 @@ func (h *Handler) routes() *http.ServeMux {
 			http.MethodPatch:  h.patchThing,
 			http.MethodDelete: h.deleteThing,
 		}},
-		{"/events", map[string]http.HandlerFunc{http.MethodGet: h.events}},
-		{"/events/{type}", map[string]http.HandlerFunc{http.MethodGet: h.events}},
+		{"/events", map[string]http.HandlerFunc{http.MethodGet: headEnds(h.events)}},
+		{"/events/{type}", map[string]http.HandlerFunc{http.MethodGet: headEnds(h.events)}},
 		{"/api/v1/things", map[string]http.HandlerFunc{http.MethodGet: h.adminList, http.MethodPost: h.adminPublish}},
 		{"/api/v1/things/{id...}", map[string]http.HandlerFunc{http.MethodDelete: h.adminDelete}},
 		{"/api/v1/peers", map[string]http.HandlerFunc{http.MethodGet: h.peers}},
@@ -328,6 +328,21 @@ func (h *Handler) routes() *http.ServeMux {
 		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no such endpoint: %s", r.URL.Path)})
 	})
 	return mux
+}
+
+// headEnds makes a streaming GET handler answer HEAD (which a GET pattern
+// also routes to it) with its status and headers only: the handler runs
+// with a cancelled context, so it makes its checks, starts the response
+// and ends instead of streaming on a connection that expects no body.
+func headEnds(fn http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			ctx, cancel := context.WithCancel(r.Context())
+			cancel()
+			r = r.WithContext(ctx)
+		}
+		fn(w, r)
+	}
 }
 
 // base returns the base URL of the API for r.

@@ -42,7 +42,7 @@ func TestProblemResponsesGolden(t *testing.T) {
 			r := do(t, tc.method, env.URL+tc.path, tc.body)
 			var got bytes.Buffer
 			fmt.Fprintf(&got, "HTTP/1.1 %d %s\n", r.status, http.StatusText(r.status))
-			for _, k := range []string{"Allow", "Cache-Control", "Content-Type", "X-Content-Type-Options"} {
+			for _, k := range []string{"Allow", "Cache-Control", "Content-Language", "Content-Type", "X-Content-Type-Options"} {
 				if v := r.header.Get(k); v != "" {
 					fmt.Fprintf(&got, "%s: %s\n", k, v)
 				}

@@ -230,7 +230,10 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if obj, ok := current.(map[string]any); ok {
-		delete(obj, "proof") // the Publisher signs anew
+		// The Publisher signs anew and picks the next lmos:seq; what the
+		// node added when it signed is not the client's to patch.
+		delete(obj, "proof")
+		delete(obj, "lmos:seq")
 	}
 	merged := mergePatch(current, patch)
 	if got, _ := merged.(map[string]any)["id"].(string); got != id {
@@ -251,6 +254,10 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 	td, err := lmosproto.ParseTD(doc)
 	if err != nil {
 		httpapi.WriteProblem(w, r, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err))
+		return
+	}
+	if p := takeRegistration(td, ""); p != nil {
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	if _, _, err := h.publish(r.Context(), td, nil); err != nil {
@@ -381,7 +388,14 @@ func readTD(w http.ResponseWriter, r *http.Request) (*lmosproto.TD, *lmosproto.P
 	if p != nil {
 		return nil, p
 	}
-	return parseTD("request body", "", body)
+	td, p := parseTD("request body", "", body)
+	if p != nil {
+		return nil, p
+	}
+	if p := takeRegistration(td, ""); p != nil {
+		return nil, p
+	}
+	return td, nil
 }
 
 // parseTD validates and parses a TD document; problems name their fields
