@@ -16,6 +16,7 @@ import (
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/fanout"
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
@@ -39,6 +40,8 @@ var wireLimits = map[string]any{
 	"dht.MaxRecordAge":                  lmosdht.MaxRecordAge,
 	"dht.MaxClockSkew":                  lmosdht.MaxClockSkew,
 	"dht.RepublishInterval":             lmosdht.RepublishInterval,
+	"directory.DefaultTTL":              directory.DefaultTTL,
+	"directory.DefaultTombstoneTTL":     directory.DefaultTombstoneTTL,
 	"federation.MaxSyncRecords":         federation.MaxSyncRecords,
 	"federation.MaxSyncBytes":           federation.MaxSyncBytes,
 	"federation.SyncTimeout":            federation.SyncTimeout,
@@ -73,7 +76,7 @@ var wireLimits = map[string]any{
 
 var (
 	// limitRow is a row of the limits table: | what | value | code |.
-	limitRow = regexp.MustCompile("^\\| ([^|]+) \\| ([^|]+) \\| (.+) \\|$")
+	limitRow = regexp.MustCompile(`^\| ([^|]+) \| ([^|]+) \| (.+) \|$`)
 	// constCell is a Code cell that names one constant: `pkg.Name`.
 	constCell = regexp.MustCompile("^`([a-z]+\\.[A-Za-z]+)`$")
 )
