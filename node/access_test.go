@@ -295,3 +295,28 @@ func TestAPICORS(t *testing.T) {
 		t.Errorf("GET /things from another origin: Access-Control-Allow-Origin %q", got)
 	}
 }
+
+// TestAPICORSWebSocket: a page of an allowed origin may open /ws of a
+// loopback node without a token; a page of another origin may not.
+func TestAPICORSWebSocket(t *testing.T) {
+	const console = "http://console.example:3000"
+	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
+		cfg.APICORS.AllowOrigins = []string{console}
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for origin, want := range map[string]bool{console: true, "http://evil.example": false} {
+		c, resp, err := websocket.Dial(ctx, "ws://"+net.Nodes[0].APIAddr()+"/ws", &websocket.DialOptions{
+			Subprotocols: []string{lmosproto.WebSocketSubprotocol}, HTTPHeader: http.Header{"Origin": {origin}},
+		})
+		if err == nil {
+			_ = c.CloseNow()
+		}
+		switch {
+		case want && err != nil:
+			t.Errorf("Origin %s: %v", origin, err)
+		case !want && (err == nil || resp == nil || resp.StatusCode != http.StatusForbidden):
+			t.Errorf("Origin %s: upgraded or not refused with 403 (%v, %v)", origin, resp, err)
+		}
+	}
+}

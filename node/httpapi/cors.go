@@ -69,6 +69,30 @@ func checkOrigin(o string) error {
 	return nil
 }
 
+// WebSocketOriginPatterns returns the origins c allows as the origin
+// patterns of a WebSocket handshake (github.com/coder/websocket
+// AcceptOptions.OriginPatterns: a pattern with "://" is matched with
+// path.Match against the Origin's scheme://host), so that pages that may
+// call the API may open its WebSocket endpoints too. Every origin matches
+// only itself ('[' of an IPv6 host is escaped); "*" matches every host.
+func (c CORSConfig) WebSocketOriginPatterns() []string {
+	if len(c.AllowOrigins) == 0 {
+		return nil
+	}
+	patterns := make([]string, 0, len(c.AllowOrigins))
+	for _, o := range c.AllowOrigins {
+		if o == "*" {
+			patterns = append(patterns, "*")
+			continue
+		}
+		patterns = append(patterns, patternEscaper.Replace(o))
+	}
+	return patterns
+}
+
+// patternEscaper escapes path.Match's metacharacters.
+var patternEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`)
+
 // The CORS answer headers.
 const (
 	// corsMethods are the methods the API's surfaces answer.

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"testing"
 
@@ -170,4 +171,41 @@ func TestCORS(t *testing.T) {
 			t.Errorf("status %d, Access-Control-Allow-Origin %q; want 403 without CORS", w.Code, w.Header().Get("Access-Control-Allow-Origin"))
 		}
 	})
+}
+
+// TestCORSWebSocketOriginPatterns: each allowed origin matches itself
+// only (as coder/websocket matches a pattern with "://": path.Match
+// against the Origin's scheme://host), "*" every host.
+func TestCORSWebSocketOriginPatterns(t *testing.T) {
+	cfg := httpapi.CORSConfig{AllowOrigins: []string{"https://console.example", "http://[::1]:3000"}}
+	patterns := cfg.WebSocketOriginPatterns()
+	for _, tc := range []struct {
+		origin string
+		want   bool
+	}{
+		{"https://console.example", true},
+		{"http://[::1]:3000", true},
+		{"http://console.example", false},
+		{"https://console.example.evil", false},
+		{"http://:", false},
+		{"http://1:3000", false},
+	} {
+		got := false
+		for _, p := range patterns {
+			if ok, err := path.Match(p, tc.origin); err != nil {
+				t.Fatalf("pattern %q: %v", p, err)
+			} else if ok {
+				got = true
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: matched %v, want %v (patterns %q)", tc.origin, got, tc.want, patterns)
+		}
+	}
+	if got := (httpapi.CORSConfig{AllowOrigins: []string{"*"}}).WebSocketOriginPatterns(); len(got) != 1 || got[0] != "*" {
+		t.Errorf(`["*"]: %q`, got)
+	}
+	if got := (httpapi.CORSConfig{}).WebSocketOriginPatterns(); got != nil {
+		t.Errorf("no origins: %q", got)
+	}
 }
