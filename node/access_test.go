@@ -249,3 +249,74 @@ func TestLoadAPIToken(t *testing.T) {
 		t.Errorf("LoadConfig with $%s: %q, %v", node.APITokenEnv, cfg.APIToken, err)
 	}
 }
+
+// TestAPICORS: a node configured with an allowed origin answers a
+// browser's preflight (which carries no Authorization header) without the
+// token, and the requests of that origin with CORS headers, while the token
+// guard stays; other origins get no CORS headers.
+func TestAPICORS(t *testing.T) {
+	const console = "http://console.example:3000"
+	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
+		cfg.APIToken = testToken
+		cfg.APICORS.AllowOrigins = []string{console}
+	}})
+	base := "http://" + net.Nodes[0].APIAddr()
+
+	req, err := http.NewRequest(http.MethodOptions, base+"/things", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a browser sends before a fetch with a bearer token and a JSON body.
+	req.Header.Set("Origin", console)
+	req.Header.Set("Access-Control-Request-Method", "PUT")
+	req.Header.Set("Access-Control-Request-Headers", "authorization,content-type")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != console ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Errorf("preflight: %s, headers %v", resp.Status, resp.Header)
+	}
+
+	resp, _ = get(t, base+"/things", "Bearer "+testToken, "Origin", console)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != console ||
+		!strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Link") {
+		t.Errorf("GET /things from %s: %s, headers %v", console, resp.Status, resp.Header)
+	}
+	resp, _ = get(t, base+"/things", "", "Origin", console)
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Access-Control-Allow-Origin") != console {
+		t.Errorf("GET /things from %s without the token: %s, Access-Control-Allow-Origin %q; want 401 the page can read",
+			console, resp.Status, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+	resp, _ = get(t, base+"/things", "Bearer "+testToken, "Origin", "http://evil.example")
+	if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "" {
+		t.Errorf("GET /things from another origin: Access-Control-Allow-Origin %q", got)
+	}
+}
+
+// TestAPICORSWebSocket: a page of an allowed origin may open /ws of a
+// loopback node without a token; a page of another origin may not.
+func TestAPICORSWebSocket(t *testing.T) {
+	const console = "http://console.example:3000"
+	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
+		cfg.APICORS.AllowOrigins = []string{console}
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for origin, want := range map[string]bool{console: true, "http://evil.example": false} {
+		c, resp, err := websocket.Dial(ctx, "ws://"+net.Nodes[0].APIAddr()+"/ws", &websocket.DialOptions{
+			Subprotocols: []string{lmosproto.WebSocketSubprotocol}, HTTPHeader: http.Header{"Origin": {origin}},
+		})
+		if err == nil {
+			_ = c.CloseNow()
+		}
+		switch {
+		case want && err != nil:
+			t.Errorf("Origin %s: %v", origin, err)
+		case !want && (err == nil || resp == nil || resp.StatusCode != http.StatusForbidden):
+			t.Errorf("Origin %s: upgraded or not refused with 403 (%v, %v)", origin, resp, err)
+		}
+	}
+}

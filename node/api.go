@@ -65,16 +65,20 @@ func apiHandler(n *Node) http.Handler {
 	mux.Handle(wsPath, n.ws)
 	mux.Handle(wsAgentPath, n.wsAgent)
 	mux.Handle("/", n.tdd)
-	return httpapi.Recover(n.log, guardAPI(n.cfg.APIToken, mux))
+	return httpapi.Recover(n.log, guardAPI(n.cfg.APIToken, n.cfg.APICORS, mux))
 }
 
-// guardAPI is the API's access control (see access.go): the bearer token
-// when one is configured, else the loopback Host check.
-func guardAPI(token string, next http.Handler) http.Handler {
+// guardAPI is the API's access control (docs/api.md#access): the bearer
+// token when one is configured, else the loopback Host check; and CORS for
+// the origins cors allows. CORS answers preflights inside the Host check
+// (a rebound host name gets no CORS answer either) but before the token
+// check, because browsers send preflights without the Authorization
+// header.
+func guardAPI(token string, cors httpapi.CORSConfig, next http.Handler) http.Handler {
 	if token != "" {
-		return httpapi.RequireBearer(token, next)
+		return httpapi.CORS(cors, httpapi.RequireBearer(token, next))
 	}
-	return httpapi.LoopbackHostOnly(next)
+	return httpapi.LoopbackHostOnly(httpapi.CORS(cors, next))
 }
 
 func (n *Node) handleNode(w http.ResponseWriter, r *http.Request) {

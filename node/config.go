@@ -20,6 +20,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/atomicfile"
 	"github.com/lmosnode/lmosnode/node/datastore"
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	// $LMOS_API_TOKEN, when set, overrides it (see LoadConfig), so the
 	// secret can stay out of config.json.
 	APIToken string `json:"apiToken,omitempty"`
+	// APICORS lets web pages of the origins it lists call the API from a
+	// browser (CORS; docs/api.md#access). Empty, the default: none.
+	APICORS httpapi.CORSConfig `json:"apiCORS"`
 	// Bootstrap are multiaddrs, each ending in /p2p/<peer ID>, of peers the
 	// node connects to on start to join the DHT (and, through them, the
 	// federation's gossip). The DHT also falls back to them whenever its
@@ -286,6 +290,9 @@ func (c Config) validate() error {
 	}
 	if err := validateAPIToken(c.APIToken, loopback); err != nil {
 		return fmt.Errorf("apiToken: %w", err)
+	}
+	if err := c.APICORS.Validate(); err != nil {
+		return fmt.Errorf("apiCORS.%w", err)
 	}
 	for i, s := range c.Bootstrap {
 		if _, err := peer.AddrInfoFromString(s); err != nil {

@@ -40,6 +40,8 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{"api public without token", func(c *Config) { c.API = "0.0.0.0:5080" }, "apiToken"},
 		{"api hostname", func(c *Config) { c.API = "example.com:5080" }, "api"},
 		{"api bad port", func(c *Config) { c.API = "127.0.0.1:99999" }, "api"},
+		{"cors origin with path", func(c *Config) { c.APICORS.AllowOrigins = []string{"https://console.example/"} }, "apiCORS.allowOrigins[0]"},
+		{"cors star and origin", func(c *Config) { c.APICORS.AllowOrigins = []string{"*", "https://console.example"} }, "apiCORS.allowOrigins"},
 		{"bootstrap without peer id", func(c *Config) { c.Bootstrap = []string{"/ip4/127.0.0.1/tcp/4001"} }, "bootstrap[0]"},
 		{"dht mode", func(c *Config) { c.DHTMode = "both" }, "dhtMode"},
 		{"connmgr low negative", func(c *Config) { c.ConnMgr.Low = -1 }, "connMgr.low"},
@@ -81,6 +83,10 @@ func TestConfigValidateAccepts(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.API = "localhost:5080"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.APICORS.AllowOrigins = []string{"https://console.example", "http://localhost:3000"}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -22,13 +22,16 @@ const (
 // the MQTT gateway; teardown closes them.
 func (n *Node) buildGateways() error {
 	log := n.log.With("component", "wsgateway")
+	// Browser pages of the origins apiCORS allows may open the WebSocket
+	// endpoints too; others only from the API's own host.
+	wscfg := wsgateway.Config{OriginPatterns: n.cfg.APICORS.WebSocketOriginPatterns()}
 	var err error
-	if n.ws, err = wsgateway.NewGateway(wsgateway.GatewayDeps{Invoker: n.router}, wsgateway.Config{}, wsgateway.WithLogger(log)); err != nil {
+	if n.ws, err = wsgateway.NewGateway(wsgateway.GatewayDeps{Invoker: n.router}, wscfg, wsgateway.WithLogger(log)); err != nil {
 		return err
 	}
 	// Agents connected over WebSocket register Things: they are published
 	// and served like any Thing the node owns.
-	if n.wsAgent, err = wsgateway.NewAgentGateway(wsgateway.AgentDeps{Registrar: n.own}, wsgateway.Config{}, wsgateway.WithLogger(log)); err != nil {
+	if n.wsAgent, err = wsgateway.NewAgentGateway(wsgateway.AgentDeps{Registrar: n.own}, wscfg, wsgateway.WithLogger(log)); err != nil {
 		return err
 	}
 	if n.cfg.MQTT == "" {

@@ -356,6 +356,11 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := writeAPIFile(n.cfg.Home, n.apiURL()); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
+	// WoT Discovery's DNS-SD advertisement of the directory, with mDNS on
+	// and the API off loopback only; a node works without it.
+	if err := n.disc.AdvertiseDirectory(ln.Addr()); err != nil {
+		n.log.Warn("wot directory not advertised", "err", err)
+	}
 	n.log.Info("node started", "peer", n.peerID, "addrs", n.Addrs(), "api", n.apiURL())
 	return nil
 }

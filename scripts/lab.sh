@@ -8,7 +8,10 @@
 #
 #   1. probe   the discovery package's mDNS path: a bare libp2p host with
 #              node/discovery (test binary built with -tags lab) in every
-#              namespace must connect to all others by mDNS (--via mdns);
+#              namespace must connect to all others by mDNS, and resolve
+#              the WoT directory each other one advertises by DNS-SD
+#              (_directory._sub._wot._tcp, TXT td=/.well-known/wot)
+#              (--via mdns);
 #   2. nodes   `lmosnode up` in every namespace, with mDNS on and no
 #              bootstrap peer (--via mdns, the default), or with mDNS off
 #              and node 1 as the only bootstrap peer (--via bootstrap:
@@ -258,7 +261,7 @@ nsx() {
 
 PROBE_RESULT=""
 step_probe() {
-	step "probe: node/discovery mDNS between bare hosts"
+	step "probe: node/discovery mDNS and WoT DNS-SD between bare hosts"
 	local stop=$WORK/probe.stop k t0 pids=() done_count elapsed
 	t0=$(now)
 	for ((k = 1; k <= NODES; k++)); do
@@ -289,9 +292,9 @@ step_probe() {
 	done
 	for ((k = 1; k <= NODES; k++)); do
 		elapsed=$(sed -n 's/^LAB-MDNS .*elapsed=\(.*\)$/\1/p' "$WORK/probe$k.out")
-		echo "  $(ns "$k"): $((NODES - 1)) peers by mDNS after $elapsed"
+		echo "  $(ns "$k"): $((NODES - 1)) peers by mDNS and $((NODES - 1)) WoT directories by DNS-SD after $elapsed"
 	done
-	PROBE_RESULT="every host connected to $((NODES - 1)) peers by mDNS; all done in $(since "$t0")"
+	PROBE_RESULT="every host connected to $((NODES - 1)) peers by mDNS and resolved $((NODES - 1)) WoT directories (_wot._tcp) by DNS-SD; all done in $(since "$t0")"
 }
 
 # ---------------------------------------------------------------------------

@@ -51,6 +51,7 @@ built in.`,
 	f.StringArray("listen", nil, "libp2p listen multiaddr; repeat for several (replaces config listen)")
 	f.String("api", "", "HTTP API host:port; port 0 picks a free port; a non-loopback address needs apiToken in config.json or $"+node.APITokenEnv)
 	f.Bool("mdns", true, "discover LMOS nodes on the local network by mDNS")
+	f.StringArray("api-cors-origin", nil, "origin (scheme://host[:port], or *) whose web pages may call the HTTP API from a browser (CORS); repeat for several (replaces config apiCORS.allowOrigins)")
 	f.StringArray("bootstrap", nil, "bootstrap peer multiaddr ending in /p2p/<peer ID>; repeat for several (replaces config bootstrap)")
 	f.String("mqtt", "", "MQTT broker URL (mqtt://host:port) on which to expose this node's public Things' events, properties and actions")
 	return cmd
@@ -122,6 +123,11 @@ func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
 	}
 	if f.Changed("api") {
 		if cfg.API, err = f.GetString("api"); err != nil {
+			return err
+		}
+	}
+	if f.Changed("api-cors-origin") {
+		if cfg.APICORS.AllowOrigins, err = f.GetStringArray("api-cors-origin"); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/routing"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	routingdisc "github.com/libp2p/go-libp2p/p2p/discovery/routing"
+	"github.com/libp2p/zeroconf/v2"
 )
 
 // Deps are what a Service works with. Host is required; the caller keeps
@@ -53,6 +54,7 @@ type Service struct {
 	started  bool
 	closed   bool
 	mdns     mdns.Service
+	wot      *zeroconf.Server     // the WoT directory's DNS-SD advertisement
 	sources  map[peer.ID]Source   // connected peers found by our ways
 	pending  map[peer.ID]Source   // dials of ours in flight
 	failures map[peer.ID]*failure // peers whose last dial failed
@@ -161,10 +163,13 @@ func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
-		svc := s.mdns
+		svc, wot := s.mdns, s.wot
 		s.mu.Unlock()
 
 		s.cancel()
+		if wot != nil {
+			wot.Shutdown()
+		}
 		var errs []error
 		if svc != nil {
 			if err := svc.Close(); err != nil {

@@ -14,6 +14,18 @@
 //     periodically looks for the other providers, dialling those it is not
 //     connected to while the host has fewer than Config.MaxPeers peers.
 //
+// # The WoT directory on the LAN
+//
+// AdvertiseDirectory, which the node calls once its API listens,
+// advertises the node's WoT Thing Description Directory by DNS-SD over
+// mDNS as W3C WoT Discovery specifies: service WoTService ("_wot._tcp")
+// with subtype WoTDirectorySubtype ("_directory"), instance
+// "lmosnode-<peer ID>", the API's port, TXT "td=/.well-known/wot",
+// "type=Directory", "scheme=http". It does so only with Config.MDNS on and
+// only for an API off loopback (an API on 127.0.0.1 serves this machine
+// alone and is not advertised); it uses the zeroconf responder go-libp2p's
+// mDNS is built on. Close withdraws it.
+//
 // # Rendezvous on the wire
 //
 // The rendezvous key is the string RendezvousNamespace, "lmos/1/nodes",

@@ -3,8 +3,10 @@
 package discovery
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"testing"
@@ -12,6 +14,9 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	"github.com/libp2p/zeroconf/v2"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 )
 
 // TestLabMDNS is the mDNS probe of scripts/lab.sh, which runs this test
@@ -21,9 +26,12 @@ import (
 //
 // It starts a bare host listening on $LMOS_LAB_LISTEN with a discovery
 // Service that has mDNS only, waits until the host is connected to
-// $LMOS_LAB_PEERS peers, every one of them found by mDNS, prints
+// $LMOS_LAB_PEERS peers, every one of them found by mDNS, and until a
+// DNS-SD browser of WoT directories (_directory._sub._wot._tcp) has
+// resolved the directory every other probe advertises (AdvertiseDirectory,
+// as an API on the probe's address, port 5080), prints
 //
-//	LAB-MDNS peer=<peer ID> peers=<n> elapsed=<time to converge>
+//	LAB-MDNS peer=<peer ID> peers=<n> wot=<directories> elapsed=<time to converge>
 //
 // and stays up until the file $LMOS_LAB_STOP exists (so that slower probes
 // still see it), all within $LMOS_LAB_TIMEOUT.
@@ -75,6 +83,18 @@ func TestLabMDNS(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
+	lm, err := ma.NewMultiaddr(listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := manet.ToNetAddr(lm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AdvertiseDirectory(&net.TCPAddr{IP: ln.(*net.TCPAddr).IP, Port: labWoTPort}); err != nil {
+		t.Fatal(err)
+	}
+	wot := browseDirectories(t, "lmosnode-"+h.ID().String(), deadline)
 
 	for {
 		peers := s.Peers()
@@ -84,12 +104,12 @@ func TestLabMDNS(t *testing.T) {
 				byMDNS++
 			}
 		}
-		if byMDNS >= want {
-			fmt.Printf("LAB-MDNS peer=%s peers=%d elapsed=%s\n", h.ID(), byMDNS, time.Since(start).Round(time.Millisecond))
+		if byMDNS >= want && wot.count() >= want {
+			fmt.Printf("LAB-MDNS peer=%s peers=%d wot=%d elapsed=%s\n", h.ID(), byMDNS, wot.count(), time.Since(start).Round(time.Millisecond))
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %d peers found by mDNS, want %d; peers: %+v", timeout, byMDNS, want, peers)
+			t.Fatalf("after %s: %d peers found by mDNS, %d WoT directories by DNS-SD, want %d; peers: %+v", timeout, byMDNS, wot.count(), want, peers)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -102,4 +122,52 @@ func TestLabMDNS(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// labWoTPort is the port the probes advertise their directory on.
+const labWoTPort = 5080
+
+// directories counts the WoT directories a DNS-SD browser has resolved
+// with the TXT record of WoT Discovery.
+type directories struct{ n chan int }
+
+func (d directories) count() int {
+	n := <-d.n
+	d.n <- n
+	return n
+}
+
+// browseDirectories browses _directory._sub._wot._tcp until deadline and
+// counts the instances other than self that carry td=/.well-known/wot,
+// type=Directory and the probes' port.
+func browseDirectories(t *testing.T, self string, deadline time.Time) directories {
+	d := directories{n: make(chan int, 1)}
+	d.n <- 0
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	entries := make(chan *zeroconf.ServiceEntry, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := zeroconf.Browse(ctx, WoTService+","+WoTDirectorySubtype, mdnsDomain, entries); err != nil {
+			t.Errorf("browse: %v", err)
+		}
+	}()
+	go func() {
+		seen := map[string]bool{}
+		for e := range entries {
+			txt := map[string]bool{}
+			for _, s := range e.Text {
+				txt[s] = true
+			}
+			if e.Instance == self || seen[e.Instance] || e.Port != labWoTPort ||
+				!txt["td="+WoTDirectoryTD] || !txt["type=Directory"] || len(e.AddrIPv4) == 0 {
+				continue
+			}
+			seen[e.Instance] = true
+			n := <-d.n
+			d.n <- n + 1
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return d
 }

@@ -13,7 +13,9 @@ import (
 // every local client and refuses non-loopback Host headers
 // (LoopbackHostOnly). With a token, every request — HTTP, SSE and
 // WebSocket upgrades alike — must carry "Authorization: Bearer <token>"
-// (RequireBearer).
+// (RequireBearer). CORS (cors.go) lets the pages of configured origins
+// call the API from a browser; it sits inside LoopbackHostOnly and outside
+// RequireBearer, because preflights carry no Authorization header.
 
 // bearerRealm is the realm of the WWW-Authenticate challenge.
 const bearerRealm = "lmosnode"

@@ -42,6 +42,15 @@
 // resumes with. ReadEvents is the one reader, built on the parser of
 // tmaxmax/go-sse: it joins multi-line data and skips comments.
 //
+// # Access
+//
+// RequireBearer (the bearer token), LoopbackHostOnly (DNS-rebinding
+// protection of a loopback API without a token) and CORS (the pages of
+// the origins a CORSConfig allows, off by default; preflights are
+// answered before the token check, since browsers send them without
+// Authorization) guard every HTTP surface; docs/api.md#access has the
+// rules and the order the node applies them in.
+//
 // Nothing here keeps state between requests; every function is safe for
 // concurrent use, a Stream belongs to its handler.
 package httpapi
