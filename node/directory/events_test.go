@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -71,6 +72,10 @@ func TestEvents(t *testing.T) {
 		}
 		if rec.Seq != uint64(i+1) || rec.Tombstone() != (w.typ == EventDeleted) {
 			t.Fatalf("event %d carries record seq %d", i, rec.Seq)
+		}
+		// Previous: the replaced record on an update only.
+		if wantPrev := w.typ == EventUpdated; wantPrev != (ev.Previous != nil) || (wantPrev && !bytes.Equal(ev.Previous, v1.Raw)) {
+			t.Fatalf("event %d (%s): Previous %q, want the replaced record: %v", i, ev.Type, ev.Previous, wantPrev)
 		}
 	}
 	if len(ch) != 0 {
