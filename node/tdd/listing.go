@@ -1,0 +1,196 @@
+package tdd
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/httpapi"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// DiscoveryContext is the JSON-LD context of the WoT Discovery vocabulary:
+// the @context of a ThingCollection, and the entry an Enriched TD adds to
+// its @context.
+const DiscoveryContext = "https://www.w3.org/2022/wot/discovery"
+
+// listThings serves GET /things: the Things the caller may see that match
+// the filters, ordered (by id unless sort_by or q say otherwise), one page
+// of them as a JSON array or a ThingCollection, with Link headers to the
+// next page and to the collection (canonical, with an etag of its state).
+func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
+	lq, p := h.parseListQuery(r)
+	if p != nil {
+		httpapi.WriteProblem(w, r, p)
+		return
+	}
+	lq.q.Visible = h.visible(r)
+	res, err := h.deps.Directory.Search(lq.q) // all matches: the page is cut after ordering
+	if err != nil {
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "%v", err))
+		return
+	}
+	all := res.Entries
+	if len(all) == 0 && lq.q.Capability != "" && h.deps.Finder != nil {
+		all = h.findRemote(r.Context(), lq)
+	}
+	order(all, lq)
+	total := len(all)
+	page := all[min(lq.offset, total):]
+	page = page[:min(len(page), lq.limit)]
+
+	now := time.Now()
+	var members [][]byte
+	for _, e := range page {
+		rec, err := e.Record()
+		if err != nil || rec.Tombstone() {
+			continue // removed since the search
+		}
+		doc := rec.Raw
+		if lq.enriched {
+			if doc, err = enrich(rec.Raw, registrationOf(e), now); err != nil {
+				h.writeInternal(w, r, "enrich", e.ThingID, err)
+				return
+			}
+		}
+		members = append(members, doc)
+	}
+
+	next := ""
+	if end := lq.offset + len(page); end < total {
+		next = h.pageURL(r, end, lq.limit)
+	}
+	if next != "" {
+		w.Header().Add("Link", "<"+next+`>; rel="next"`)
+	}
+	w.Header().Add("Link", "<"+h.base(r)+`/things>; rel="canonical"; etag="`+collectionTag(all)+`"`)
+
+	var buf bytes.Buffer
+	if lq.collection {
+		writeCollection(&buf, h.pageURL(r, lq.offset, lq.limit), next, total, members)
+	} else {
+		buf.WriteByte('[')
+		buf.Write(bytes.Join(members, []byte{','}))
+		buf.WriteString("]\n")
+	}
+	writeBody(w, ContentTypeLDJSON, buf.Bytes())
+}
+
+// pageURL is the URL of the page at offset of r's listing: every other
+// argument (filters, format, sorting) kept, so the page continues the same
+// ordered set.
+func (h *Handler) pageURL(r *http.Request, offset, limit int) string {
+	v := r.URL.Query()
+	v.Set("offset", strconv.Itoa(offset))
+	v.Set("limit", strconv.Itoa(limit))
+	return h.base(r) + "/things?" + v.Encode()
+}
+
+// order sorts entries as lq asks: by the sort_by field, else by id, except
+// that free text without sort_by keeps the directory's order (relevance).
+// Strings compare by Unicode code points (Go compares UTF-8 bytes, which
+// orders as code points do); ties go by id, then publisher.
+func order(entries []directory.Entry, lq listQuery) {
+	if lq.sortBy != "" || lq.q.Text == "" {
+		by := cmpField(lq.sortBy)
+		slices.SortStableFunc(entries, func(a, b directory.Entry) int {
+			return cmp.Or(by(a, b), cmp.Compare(a.ThingID, b.ThingID), cmp.Compare(a.Publisher, b.Publisher))
+		})
+	}
+	if lq.desc {
+		slices.Reverse(entries)
+	}
+}
+
+// cmpField compares two entries by field f (0 for the default, id, which
+// the tie-breakers order).
+func cmpField(f sortField) func(a, b directory.Entry) int {
+	switch f {
+	case sortTitle:
+		return func(a, b directory.Entry) int { return cmp.Compare(a.Title, b.Title) }
+	case sortCreated:
+		return func(a, b directory.Entry) int { return a.Created.Compare(b.Created) }
+	case sortModified:
+		return func(a, b directory.Entry) int { return a.Modified.Compare(b.Modified) }
+	}
+	return func(directory.Entry, directory.Entry) int { return 0 }
+}
+
+// collectionTag is the etag of an ordered result set: it changes whenever a
+// Thing enters or leaves it, changes version, or moves.
+func collectionTag(entries []directory.Entry) string {
+	f := fnv.New64a()
+	var n [8]byte
+	for _, e := range entries {
+		_, _ = f.Write([]byte(e.Publisher))
+		_, _ = f.Write([]byte{0})
+		_, _ = f.Write([]byte(e.ThingID))
+		_, _ = f.Write([]byte{0})
+		binary.BigEndian.PutUint64(n[:], e.Seq)
+		_, _ = f.Write(n[:])
+	}
+	return strconv.FormatUint(f.Sum64(), 16)
+}
+
+// writeCollection writes the ThingCollection body (WoT Discovery §7.3.2.1.5,
+// format=collection) with members, the TDs exactly as given.
+func writeCollection(buf *bytes.Buffer, self, next string, total int, members [][]byte) {
+	str := func(s string) string { b, _ := encodeJSON(s); return string(b) }
+	fmt.Fprintf(buf, `{"@context":%s,"@type":"ThingCollection","@id":%s,"total":%d`, str(DiscoveryContext), str(self), total)
+	if next != "" {
+		buf.WriteString(`,"next":` + str(next))
+	}
+	buf.WriteString(`,"members":[`)
+	buf.Write(bytes.Join(members, []byte{','}))
+	buf.WriteString("]}\n")
+}
+
+// retrieve serves GET and HEAD /things/{id}: the signed TD exactly as
+// published, or with enriched=true the Enriched TD, which adds the
+// registration information. Both carry it in headers too.
+func (h *Handler) retrieve(w http.ResponseWriter, r *http.Request) {
+	enriched := false
+	if s, ok := single(r.URL.Query(), "enriched"); ok {
+		b, err := strconv.ParseBool(s)
+		if err != nil || len(r.URL.Query()["enriched"]) > 1 {
+			httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "query parameter enriched: %q: want true or false, once", s))
+			return
+		}
+		enriched = b
+	}
+	id := r.PathValue("id")
+	e, p := h.resolve(r, id)
+	if p != nil {
+		httpapi.WriteProblem(w, r, p)
+		return
+	}
+	rec, err := e.Record()
+	if err != nil || rec.Tombstone() {
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("thing %q of %s was removed", id, e.Publisher)})
+		return
+	}
+	doc := rec.Raw
+	if enriched {
+		if doc, err = enrich(rec.Raw, registrationOf(e), time.Now()); err != nil {
+			h.writeInternal(w, r, "enrich", id, err)
+			return
+		}
+	}
+	setRegistrationHeaders(w.Header(), e)
+	writeBody(w, ContentTypeTD, doc)
+}
+
+// writeBody answers 200 with body of media type ct.
+func writeBody(w http.ResponseWriter, ct string, body []byte) {
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
