@@ -185,14 +185,26 @@ func TestConformanceReads(t *testing.T) {
 			}
 		}},
 		{"tdd-http-representation-alternate-output", func(t *testing.T, env *tddtest.Env) {
-			// The alternative representation: the Enriched TD, on request;
-			// the signed TD stays the default and verifies.
+			// Accept picks among the equivalent JSON media types; the bytes
+			// stay the signed TD's.
 			plain := get(t, env, "/things/urn:a")
+			for _, tc := range []struct{ path, accept, want string }{
+				{"/things/urn:a", "application/ld+json", "application/ld+json"},
+				{"/things/urn:a", "application/td+json;q=0.5, application/ld+json", "application/ld+json"},
+				{"/things/urn:a", "text/html", tdd.ContentTypeTD},
+				{"/things/urn:a", "*/*", tdd.ContentTypeTD},
+				{"/things", "application/json;q=0.9, application/ld+json;q=0.1", "application/json"},
+			} {
+				r := do(t, http.MethodGet, env.URL+tc.path, nil, "Accept", tc.accept)
+				if r.status != http.StatusOK || r.contentType() != tc.want || !strings.Contains(r.header.Get("Vary"), "Accept") {
+					t.Errorf("%s, Accept %q: %d %q (Vary %q), want %s", tc.path, tc.accept, r.status, r.contentType(), r.header.Get("Vary"), tc.want)
+				}
+				if tc.path == "/things/urn:a" && string(r.body) != string(plain.body) {
+					t.Errorf("Accept %q changed the bytes", tc.accept)
+				}
+			}
 			if _, err := lmosproto.VerifyDocument(plain.body); err != nil {
 				t.Errorf("default representation does not verify: %v", err)
-			}
-			if doc := enriched(t, env, "urn:a"); doc["registration"] == nil {
-				t.Errorf("enriched=true without registration: %v", doc)
 			}
 		}},
 
@@ -275,6 +287,10 @@ func TestConformanceReads(t *testing.T) {
 			}
 			if got := searchStrings(t, env, "$[?match(@.title, '[a-z] .*')].id"); !slices.Equal(got, []string{"urn:\uFF46"}) {
 				t.Errorf("function filter: %q", got)
+			}
+			// docs/api.md's example (no Thing here has capabilities).
+			if got := searchStrings(t, env, "$[?match(@['lmos:capabilities'][0]['lmos:id'], 'weather.*')].id"); len(got) != 0 {
+				t.Errorf("capability match: %q", got)
 			}
 			for _, q := range []string{"", "title", "$[?@.title==]", "$[", "$.a.b.c["} {
 				problem(t, get(t, env, "/search/jsonpath?query="+url.QueryEscape(q)), http.StatusBadRequest)

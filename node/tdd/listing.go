@@ -80,7 +80,7 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 		buf.Write(bytes.Join(members, []byte{','}))
 		buf.WriteString("]\n")
 	}
-	writeBody(w, ContentTypeLDJSON, buf.Bytes())
+	writeBody(w, r, buf.Bytes(), ContentTypeLDJSON, ContentTypeJSON)
 }
 
 // pageURL is the URL of the page at offset of r's listing: every other
@@ -184,12 +184,20 @@ func (h *Handler) retrieve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	setRegistrationHeaders(w.Header(), e)
-	writeBody(w, ContentTypeTD, doc)
+	writeBody(w, r, doc, ContentTypeTD, ContentTypeLDJSON, ContentTypeJSON)
 }
 
-// writeBody answers 200 with body of media type ct.
-func writeBody(w http.ResponseWriter, ct string, body []byte) {
+// writeBody answers 200 with body, as the first of the media types offers
+// that r's Accept prefers (server-driven negotiation between equivalent
+// JSON media types: the bytes are the same); the first offer if Accept
+// admits none, as a client asking for something else still gets JSON.
+func writeBody(w http.ResponseWriter, r *http.Request, body []byte, offers ...string) {
+	ct, ok := httpapi.Negotiate(r, offers...)
+	if !ok {
+		ct = offers[0]
+	}
 	w.Header().Set("Content-Type", ct)
+	w.Header().Add("Vary", "Accept")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)

@@ -90,7 +90,7 @@ func (h *Handler) searchJSONPath(w http.ResponseWriter, r *http.Request) {
 		h.writeInternal(w, r, "encode search result", "", err)
 		return
 	}
-	writeBody(w, ContentTypeJSON, append(body, '\n'))
+	writeBody(w, r, append(body, '\n'), ContentTypeJSON)
 }
 
 // evaluate is q.Select(root, root) (q is absolute) with the watchdog ctx:
