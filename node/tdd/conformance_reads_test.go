@@ -306,6 +306,10 @@ func TestConformanceReads(t *testing.T) {
 			if p := problem(t, get(t, env, "/search/jsonpath?query="+url.QueryEscape(deep)), http.StatusBadRequest); !strings.Contains(p.Detail, "nested") {
 				t.Errorf("deep query: %q", p.Detail)
 			}
+			// A query that multiplies nodes stops at Config.MaxSearchNodes.
+			if p := problem(t, get(t, env, "/search/jsonpath?query="+url.QueryEscape("$..*..*")), http.StatusBadRequest); !strings.Contains(p.Detail, "nodes") {
+				t.Errorf("exploding query: %q", p.Detail)
+			}
 			// Brackets inside strings do not count.
 			if r := get(t, env, "/search/jsonpath?query="+url.QueryEscape("$[?@.title=='[[[[[[[[[[[[']")); r.status != http.StatusOK {
 				t.Errorf("brackets in a string literal: %d %s", r.status, r.body)
@@ -314,7 +318,7 @@ func TestConformanceReads(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.id, func(t *testing.T) {
-			env := tddtest.NewEnv(t)
+			env := tddtest.NewEnv(t, func(_ *tdd.Deps, c *tdd.Config) { c.MaxSearchNodes = 100 })
 			readsFleet(t, env)
 			tc.run(t, env)
 		})
@@ -470,7 +474,7 @@ var sortedIDs = []string{"urn:Z", "urn:a", "urn:é", "urn:\uFF46", "urn:\U0001F6
 // readsFleet publishes four own Things and learns one, with ids and titles
 // whose code point and UTF-16 orders differ, and whose titles order
 // against their ids.
-func readsFleet(t *testing.T, env *tddtest.Env) {
+func readsFleet(t testing.TB, env *tddtest.Env) {
 	t.Helper()
 	for id, title := range map[string]string{"urn:\U0001F600": "Z \U0001F600", "urn:a": "\uFF46 a", "urn:é": "é", "urn:\uFF46": "a \uFF46"} {
 		put(t, env, thing{id: id, title: title})
@@ -483,7 +487,7 @@ func get(t *testing.T, env *tddtest.Env, path string) response {
 	return do(t, http.MethodGet, env.URL+path, nil)
 }
 
-func put(t *testing.T, env *tddtest.Env, s thing) {
+func put(t testing.TB, env *tddtest.Env, s thing) {
 	t.Helper()
 	if r := do(t, http.MethodPut, env.URL+"/things/"+url.PathEscape(s.id), s.json(t)); r.status != http.StatusCreated && r.status != http.StatusNoContent {
 		t.Fatalf("PUT %s: %d %s", s.id, r.status, r.body)

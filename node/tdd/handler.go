@@ -129,6 +129,10 @@ const (
 	// DefaultMaxQueryDepth bounds the nesting of brackets and parentheses
 	// in a JSONPath query (filters within filters).
 	DefaultMaxQueryDepth = 8
+	// DefaultMaxSearchNodes bounds the nodes a JSONPath query selects at
+	// any step: a TD holds a few hundred nodes, so a useful answer over a
+	// large directory stays below, while "$..*..*" does not.
+	DefaultMaxSearchNodes = 1_000_000
 )
 
 // Config configures a Handler. The zero value of every field selects its
@@ -153,6 +157,9 @@ type Config struct {
 	MaxQueryLength int
 	// MaxQueryDepth is the deepest nesting of a JSONPath query accepted.
 	MaxQueryDepth int
+	// MaxSearchNodes is the most nodes a JSONPath query may select at
+	// any step.
+	MaxSearchNodes int
 	// BearerAuth tells that the API requires "Authorization: Bearer
 	// <token>": the directory TD then declares the bearer security scheme
 	// instead of nosec. The handler itself checks nothing.
@@ -179,6 +186,7 @@ func (c Config) withDefaults() Config {
 	defDur(&c.SearchTimeout, DefaultSearchTimeout)
 	def(&c.MaxQueryLength, DefaultMaxQueryLength)
 	def(&c.MaxQueryDepth, DefaultMaxQueryDepth)
+	def(&c.MaxSearchNodes, DefaultMaxSearchNodes)
 	return c
 }
 
@@ -188,7 +196,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"defaultLimit", c.DefaultLimit}, {"maxLimit", c.MaxLimit}, {"maxQueryLength", c.MaxQueryLength}, {"maxQueryDepth", c.MaxQueryDepth}} {
+	}{{"defaultLimit", c.DefaultLimit}, {"maxLimit", c.MaxLimit}, {"maxQueryLength", c.MaxQueryLength}, {"maxQueryDepth", c.MaxQueryDepth}, {"maxSearchNodes", c.MaxSearchNodes}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("tdd config: %s: %d is negative", f.name, f.v))
 		}

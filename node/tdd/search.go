@@ -25,7 +25,9 @@ import (
 // watchdog aborts an evaluation that runs longer than Config.SearchTimeout
 // (503): the deadline is checked before each TD is decoded, before each TD
 // is tested by a filter or descended into at the top level, and before
-// each later segment is applied to each node.
+// each later segment is applied to each node. A query whose segments
+// select more than Config.MaxSearchNodes nodes is refused (400) as it
+// goes, which bounds its memory.
 func (h *Handler) searchJSONPath(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	if len(v["query"]) != 1 || v.Get("query") == "" {
@@ -71,11 +73,15 @@ func (h *Handler) searchJSONPath(w http.ResponseWriter, r *http.Request) {
 		}
 		root = append(root, doc)
 	}
-	nodes, err := evaluate(ctx, path.Query(), root)
+	nodes, err := evaluate(ctx, path.Query(), root, h.cfg.MaxSearchNodes)
 	if err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
+		if errors.Is(err, errTooManyNodes) {
+			httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "query parameter query: selects more than %d nodes on the way; narrow the query", h.cfg.MaxSearchNodes))
+			return
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusServiceUnavailable,
 				Detail: fmt.Sprintf("query parameter query: the evaluation was aborted after %s; narrow the query", h.cfg.SearchTimeout)})
@@ -93,16 +99,24 @@ func (h *Handler) searchJSONPath(w http.ResponseWriter, r *http.Request) {
 	writeBody(w, r, append(body, '\n'), ContentTypeJSON)
 }
 
+// errTooManyNodes: a segment selected more nodes than allowed.
+var errTooManyNodes = errors.New("jsonpath: too many nodes selected")
+
 // evaluate is q.Select(root, root) (q is absolute) with the watchdog ctx:
 // it checks ctx between TDs at the top level and between the nodes each
-// later segment is applied to, and returns ctx's error once it expired.
-func evaluate(ctx context.Context, q *spec.PathQuery, root []any) ([]any, error) {
+// later segment is applied to, and returns ctx's error once it expired, or
+// errTooManyNodes once a segment selected more than maxNodes nodes (each
+// "..*" multiplies them).
+func evaluate(ctx context.Context, q *spec.PathQuery, root []any, maxNodes int) ([]any, error) {
 	res := []any{root}
 	for i, seg := range q.Segments() {
 		if i == 0 {
 			var err error
 			if res, err = selectTop(ctx, seg, root); err != nil {
 				return nil, err
+			}
+			if len(res) > maxNodes {
+				return nil, errTooManyNodes
 			}
 			continue
 		}
@@ -111,7 +125,9 @@ func evaluate(ctx context.Context, q *spec.PathQuery, root []any) ([]any, error)
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			next = append(next, seg.Select(v, root)...)
+			if next = append(next, seg.Select(v, root)...); len(next) > maxNodes {
+				return nil, errTooManyNodes
+			}
 		}
 		res = next
 	}
