@@ -118,6 +118,15 @@ func newEvents(history, buffer int) *events {
 
 func (ev *events) id(n uint64) string { return ev.run + "-" + strconv.FormatUint(n, 10) }
 
+// Revision is the ID of the directory's latest event ("<run>-0" before the
+// first): it changes whenever a Thing is created, updated or deleted, so it
+// tags a state of the directory (e.g. an HTTP etag of a listing).
+func (d *Directory) Revision() string {
+	d.events.mu.Lock()
+	defer d.events.mu.Unlock()
+	return d.events.id(d.events.next - 1)
+}
+
 // emit records an event and hands it to every subscriber; one that has no
 // room left gets an overflow event and is dropped.
 func (ev *events) emit(typ EventType, e Entry, prev []byte) {

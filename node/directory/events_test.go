@@ -222,3 +222,21 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 	}
 	cancel()
 }
+
+// TestRevision: the revision changes with every event and only then.
+func TestRevision(t *testing.T) {
+	self, other := newPublisher(t, 1), newPublisher(t, 2)
+	d := open(t, memStore(), self.id, newClock(), Config{})
+	r0 := d.Revision()
+	v1 := other.sign(t, thingSpec{id: thingID, title: "One", seq: 1}, t0)
+	mustPut(t, d, v1, nil, Created)
+	r1 := d.Revision()
+	mustPut(t, d, v1, nil, Unchanged)
+	if r1 == r0 || d.Revision() != r1 {
+		t.Fatalf("revisions %q, %q, %q: want a change on creation only", r0, r1, d.Revision())
+	}
+	mustPut(t, d, other.tombstone(t, thingID, 2, t0), nil, Deleted)
+	if d.Revision() == r1 {
+		t.Fatalf("revision %q unchanged by a deletion", r1)
+	}
+}

@@ -13,7 +13,7 @@
 //	                               (code point) order, or sort_by=id|title|created|
 //	                               modified and sort_order=asc|desc; limit/offset,
 //	                               Link rel="next" and rel="canonical" with an etag
-//	                               of the result set; LMOS filters type, capability
+//	                               (the directory's revision); LMOS filters type, capability
 //	                               (id[@semver-range]), vendor, publisher, group,
 //	                               q (free text, ranked when no sort_by)
 //	GET  /things/{id}              one TD (application/td+json); HEAD likewise;

@@ -3,9 +3,7 @@ package tdd
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"net/http"
 	"slices"
 	"strconv"
@@ -32,19 +30,30 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq.q.Visible = h.visible(r)
-	res, err := h.deps.Directory.Search(lq.q) // all matches: the page is cut after ordering
+	tag := h.deps.Directory.Revision() // before the search: a change after it changes the tag
+	// The directory pages in id order itself; any other order needs every
+	// match, ordered here, then cut.
+	byID := (lq.sortBy == sortID || (lq.sortBy == "" && lq.q.Text == "")) && !lq.desc
+	q := lq.q
+	if byID {
+		q.ByID, q.Offset, q.Limit = true, lq.offset, lq.limit
+	}
+	res, err := h.deps.Directory.Search(q)
 	if err != nil {
 		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "%v", err))
 		return
 	}
-	all := res.Entries
-	if len(all) == 0 && lq.q.Capability != "" && h.deps.Finder != nil {
-		all = h.findRemote(r.Context(), lq)
+	page, total := res.Entries, res.Total
+	if total == 0 && lq.q.Capability != "" && h.deps.Finder != nil {
+		page, total = h.findRemote(r.Context(), lq), 0
+		byID = false
 	}
-	order(all, lq)
-	total := len(all)
-	page := all[min(lq.offset, total):]
-	page = page[:min(len(page), lq.limit)]
+	if !byID {
+		order(page, lq)
+		total = len(page)
+		page = page[min(lq.offset, total):]
+		page = page[:min(len(page), lq.limit)]
+	}
 
 	now := time.Now()
 	var members [][]byte
@@ -70,7 +79,7 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 	if next != "" {
 		w.Header().Add("Link", "<"+next+`>; rel="next"`)
 	}
-	w.Header().Add("Link", "<"+h.base(r)+`/things>; rel="canonical"; etag="`+collectionTag(all)+`"`)
+	w.Header().Add("Link", "<"+h.base(r)+`/things>; rel="canonical"; etag="`+tag+`"`)
 
 	var buf bytes.Buffer
 	if lq.collection {
@@ -121,22 +130,6 @@ func cmpField(f sortField) func(a, b directory.Entry) int {
 		return func(a, b directory.Entry) int { return a.Modified.Compare(b.Modified) }
 	}
 	return func(directory.Entry, directory.Entry) int { return 0 }
-}
-
-// collectionTag is the etag of an ordered result set: it changes whenever a
-// Thing enters or leaves it, changes version, or moves.
-func collectionTag(entries []directory.Entry) string {
-	f := fnv.New64a()
-	var n [8]byte
-	for _, e := range entries {
-		_, _ = f.Write([]byte(e.Publisher))
-		_, _ = f.Write([]byte{0})
-		_, _ = f.Write([]byte(e.ThingID))
-		_, _ = f.Write([]byte{0})
-		binary.BigEndian.PutUint64(n[:], e.Seq)
-		_, _ = f.Write(n[:])
-	}
-	return strconv.FormatUint(f.Sum64(), 16)
 }
 
 // writeCollection writes the ThingCollection body (WoT Discovery §7.3.2.1.5,
