@@ -232,6 +232,7 @@ func BenchmarkSearch(b *testing.B) {
 				return Query{Capability: c.caps[capZipf.Uint64()], Type: "agent", Vendor: c.vendors[qrng.IntN(len(c.vendors))], Limit: 20}
 			}},
 			{"type", func() Query { return Query{Type: "tool", Limit: 20} }},
+			{"listing-by-id", func() Query { return Query{ByID: true, Limit: 100} }},
 			{"text-1word", func() Query { return Query{Text: c.words[wordZipf.Uint64()], Limit: 20} }},
 			{"text-2words", func() Query {
 				return Query{Text: c.words[wordZipf.Uint64()] + " " + c.words[wordZipf.Uint64()], Limit: 20}

@@ -43,6 +43,10 @@ type Event struct {
 	// the Thing as it was, with Tombstone set; its record is the tombstone,
 	// or none once the Thing expired. Entry is zero in an overflow event.
 	Entry Entry
+	// Previous is the signed record a thing_updated replaced, exactly as
+	// it was stored; nil for the other types (and if it could not be
+	// read). It lets a consumer compute what changed.
+	Previous []byte
 }
 
 var (
@@ -61,18 +65,18 @@ func (d *Directory) notify(op putOp) {
 	case Created:
 		e := d.entry(op.t, 0)
 		e.rec = op.rec
-		d.events.emit(EventCreated, e)
+		d.events.emit(EventCreated, e, nil)
 	case Updated:
 		e := d.entry(op.t, 0)
 		e.rec = op.rec
-		d.events.emit(EventUpdated, e)
+		d.events.emit(EventUpdated, e, op.prev)
 	case Deleted:
 		if op.old == nil || op.old.tombstone {
 			return // nothing visible went away
 		}
 		e := d.entry(op.old, 0)
 		e.Tombstone, e.Seq, e.Signed, e.Modified, e.rec = true, op.t.seq, fromUnixNano(op.t.signed), fromUnixNano(op.t.modified), op.rec
-		d.events.emit(EventDeleted, e)
+		d.events.emit(EventDeleted, e, nil)
 	}
 }
 
@@ -114,16 +118,25 @@ func newEvents(history, buffer int) *events {
 
 func (ev *events) id(n uint64) string { return ev.run + "-" + strconv.FormatUint(n, 10) }
 
+// Revision is the ID of the directory's latest event ("<run>-0" before the
+// first): it changes whenever a Thing is created, updated or deleted, so it
+// tags a state of the directory (e.g. an HTTP etag of a listing).
+func (d *Directory) Revision() string {
+	d.events.mu.Lock()
+	defer d.events.mu.Unlock()
+	return d.events.id(d.events.next - 1)
+}
+
 // emit records an event and hands it to every subscriber; one that has no
 // room left gets an overflow event and is dropped.
-func (ev *events) emit(typ EventType, e Entry) {
+func (ev *events) emit(typ EventType, e Entry, prev []byte) {
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
 	if ev.closed {
 		return
 	}
 	last := ev.id(ev.next - 1)
-	event := Event{ID: ev.id(ev.next), Type: typ, Publisher: e.Publisher, ThingID: e.ThingID, Entry: e}
+	event := Event{ID: ev.id(ev.next), Type: typ, Publisher: e.Publisher, ThingID: e.ThingID, Entry: e, Previous: prev}
 	ev.next++
 	if len(ev.ring) > 0 {
 		if ev.n < len(ev.ring) {

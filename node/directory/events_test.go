@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -71,6 +72,10 @@ func TestEvents(t *testing.T) {
 		}
 		if rec.Seq != uint64(i+1) || rec.Tombstone() != (w.typ == EventDeleted) {
 			t.Fatalf("event %d carries record seq %d", i, rec.Seq)
+		}
+		// Previous: the replaced record on an update only.
+		if wantPrev := w.typ == EventUpdated; wantPrev != (ev.Previous != nil) || (wantPrev && !bytes.Equal(ev.Previous, v1.Raw)) {
+			t.Fatalf("event %d (%s): Previous %q, want the replaced record: %v", i, ev.Type, ev.Previous, wantPrev)
 		}
 	}
 	if len(ch) != 0 {
@@ -216,4 +221,22 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 		t.Fatal("Close left a subscription open")
 	}
 	cancel()
+}
+
+// TestRevision: the revision changes with every event and only then.
+func TestRevision(t *testing.T) {
+	self, other := newPublisher(t, 1), newPublisher(t, 2)
+	d := open(t, memStore(), self.id, newClock(), Config{})
+	r0 := d.Revision()
+	v1 := other.sign(t, thingSpec{id: thingID, title: "One", seq: 1}, t0)
+	mustPut(t, d, v1, nil, Created)
+	r1 := d.Revision()
+	mustPut(t, d, v1, nil, Unchanged)
+	if r1 == r0 || d.Revision() != r1 {
+		t.Fatalf("revisions %q, %q, %q: want a change on creation only", r0, r1, d.Revision())
+	}
+	mustPut(t, d, other.tombstone(t, thingID, 2, t0), nil, Deleted)
+	if d.Revision() == r1 {
+		t.Fatalf("revision %q unchanged by a deletion", r1)
+	}
 }

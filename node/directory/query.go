@@ -46,6 +46,11 @@ type Query struct {
 	// Directory.
 	Visible func(Entry) bool
 
+	// ByID orders the results by thing id (byte order of the UTF-8
+	// strings, which is Unicode code point order), then publisher, instead
+	// of by relevance and title; free-text scores are still computed.
+	ByID bool
+
 	// Offset skips that many results; Limit returns at most that many
 	// (0: all).
 	Offset int
@@ -55,7 +60,8 @@ type Query struct {
 // Result is a page of search results.
 type Result struct {
 	// Entries are the page, ordered by Score (descending, free-text queries
-	// only), then title, publisher and thing id.
+	// only), then title, publisher and thing id; with Query.ByID by thing
+	// id and publisher.
 	Entries []Entry
 	// Total is the number of matching Things, all pages together.
 	Total int
@@ -179,7 +185,7 @@ func (c *constraintCache) get(s string) (*versionRange, error) {
 type hit struct {
 	t     *thing
 	score float64
-	key   uint64 // titleKey(t.title)
+	key   uint64 // titleKey(t.title), or of t.id when ordering by id
 }
 
 // better orders hits: score descending, then title, publisher, id.
@@ -199,14 +205,15 @@ func better(a, b hit) bool {
 	return a.t.id < b.t.id
 }
 
-func cmpHits(a, b hit) int {
-	switch {
-	case better(a, b):
-		return -1
-	case better(b, a):
-		return 1
+// betterByID orders hits by id, then publisher (Query.ByID).
+func betterByID(a, b hit) bool {
+	if a.key != b.key {
+		return a.key < b.key
 	}
-	return 0
+	if a.t.id != b.t.id {
+		return a.t.id < b.t.id
+	}
+	return a.t.publisher < b.t.publisher
 }
 
 // cursor walks a sorted posting list for membership tests of increasing
@@ -283,7 +290,10 @@ func (d *Directory) Search(q Query) (Result, error) {
 		}
 	}
 
-	top := topK{keep: keep}
+	top := topK{keep: keep, better: better}
+	if q.ByID {
+		top.better = betterByID
+	}
 	// consider adds slot s if it is in the lists of cursors[from:] and
 	// passes the checks that postings cannot do.
 	consider := func(s uint32, score float64, from int) {
@@ -317,7 +327,11 @@ func (d *Directory) Search(q Query) (Result, error) {
 		if q.Visible != nil && !q.Visible(d.entry(t, 0)) {
 			return
 		}
-		top.add(hit{t: t, score: score, key: m.titleKey})
+		key := m.titleKey
+		if q.ByID {
+			key = titleKey(t.id)
+		}
+		top.add(hit{t: t, score: score, key: key})
 	}
 
 	switch {
@@ -411,6 +425,8 @@ type topK struct {
 	total int
 	// heap is a max-heap by rank: heap[0] is the worst hit kept.
 	heap []hit
+	// better is the order: better(a, b) if a ranks before b.
+	better func(a, b hit) bool
 }
 
 func (k *topK) add(h hit) {
@@ -425,7 +441,7 @@ func (k *topK) add(h hit) {
 		i := len(k.heap) - 1
 		for i > 0 {
 			p := (i - 1) / 2
-			if !better(k.heap[p], k.heap[i]) {
+			if !k.better(k.heap[p], k.heap[i]) {
 				break
 			}
 			k.heap[p], k.heap[i] = k.heap[i], k.heap[p]
@@ -433,7 +449,7 @@ func (k *topK) add(h hit) {
 		}
 		return
 	}
-	if k.keep == 0 || !better(h, k.heap[0]) {
+	if k.keep == 0 || !k.better(h, k.heap[0]) {
 		return
 	}
 	k.heap[0] = h
@@ -441,10 +457,10 @@ func (k *topK) add(h hit) {
 	i, n := 0, len(k.heap)
 	for {
 		worst, l, r := i, 2*i+1, 2*i+2
-		if l < n && better(k.heap[worst], k.heap[l]) {
+		if l < n && k.better(k.heap[worst], k.heap[l]) {
 			worst = l
 		}
-		if r < n && better(k.heap[worst], k.heap[r]) {
+		if r < n && k.better(k.heap[worst], k.heap[r]) {
 			worst = r
 		}
 		if worst == i {
@@ -457,6 +473,14 @@ func (k *topK) add(h hit) {
 
 // sorted returns the kept hits, best first.
 func (k *topK) sorted() []hit {
-	slices.SortFunc(k.heap, cmpHits)
+	slices.SortFunc(k.heap, func(a, b hit) int {
+		switch {
+		case k.better(a, b):
+			return -1
+		case k.better(b, a):
+			return 1
+		}
+		return 0
+	})
 	return k.heap
 }

@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -190,7 +191,7 @@ func TestSearchTextTitleWeighsMore(t *testing.T) {
 
 func TestSearchPagination(t *testing.T) {
 	f := newQueryFixture(t)
-	for _, q := range []Query{{}, {Text: "weather forecast rain"}} {
+	for _, q := range []Query{{}, {Text: "weather forecast rain"}, {ByID: true}, {ByID: true, Text: "weather"}} {
 		all, err := f.d.Search(q)
 		if err != nil {
 			t.Fatal(err)
@@ -303,5 +304,31 @@ func TestConcurrentSearchAndPut(t *testing.T) {
 	<-done
 	if d.Len() != 40 {
 		t.Fatalf("Len = %d, want 40", d.Len())
+	}
+}
+
+// TestSearchByID: Query.ByID orders by thing id, then publisher, with and
+// without text, and pages in that order.
+func TestSearchByID(t *testing.T) {
+	f := newQueryFixture(t)
+	for _, q := range []Query{{ByID: true}, {ByID: true, Text: "weather rain"}, {ByID: true, Type: "agent", Offset: 1, Limit: 2}} {
+		r, err := f.d.Search(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := f.d.Search(Query{Text: q.Text, Type: q.Type})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(all.Entries)
+		slices.SortFunc(want, func(a, b Entry) int {
+			return cmp.Or(cmp.Compare(a.ThingID, b.ThingID), cmp.Compare(a.Publisher, b.Publisher))
+		})
+		if q.Limit > 0 {
+			want = want[q.Offset : q.Offset+q.Limit]
+		}
+		if got := f.ids(r.Entries); !slices.Equal(got, f.ids(want)) || r.Total != all.Total || len(want) == 0 {
+			t.Errorf("%+v: %v (total %d), want %v (total %d)", q, got, r.Total, f.ids(want), all.Total)
+		}
 	}
 }

@@ -429,6 +429,8 @@ type putOp struct {
 	rec     *lmosproto.Record
 	change  Change
 	refresh bool
+	// prev is the signed record an update replaces (Event.Previous).
+	prev []byte
 }
 
 func checkRecord(rec *lmosproto.Record) error {
@@ -500,6 +502,16 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 		changes[i] = op.change
 		if op.t == nil {
 			continue
+		}
+		if op.change == Updated && old != nil && !old.tombstone {
+			// The replaced record, for the update event's consumers that
+			// compute what changed (a merge patch): one read per update.
+			if oldRaw == nil {
+				if env, err := d.loadEnvelope(pub, id); err == nil {
+					oldRaw = env.Raw
+				}
+			}
+			op.prev = oldRaw
 		}
 		val, err := d.envelopeOf(rec, op.t).marshal()
 		if err != nil {
@@ -704,7 +716,7 @@ func (d *Directory) Purge(now time.Time) int {
 		if !t.tombstone {
 			e := d.entry(t, 0)
 			e.Tombstone = true
-			d.events.emit(EventDeleted, e)
+			d.events.emit(EventDeleted, e, nil)
 		}
 	}
 	d.log.Debug("directory: purged", "expired", len(expired))

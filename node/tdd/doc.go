@@ -8,11 +8,20 @@
 // The directory API (W3C WoT Discovery §7.3.2, "Directory Service API"):
 //
 //	GET  /.well-known/wot          the directory's own TD (@type ThingDirectory)
-//	GET  /things                   listing: JSON array of TDs (application/ld+json),
-//	                               limit/offset, Link rel="next"; LMOS filters
-//	                               type, capability (id[@semver-range]), vendor,
-//	                               publisher, group, q (free text, ranked)
-//	GET  /things/{id}              one TD (application/td+json)
+//	GET  /things                   listing: JSON array of TDs (application/ld+json)
+//	                               or format=collection (a ThingCollection); in id
+//	                               (code point) order, or sort_by=id|title|created|
+//	                               modified and sort_order=asc|desc; limit/offset,
+//	                               Link rel="next" and rel="canonical" with an etag
+//	                               (the directory's revision); LMOS filters type, capability
+//	                               (id[@semver-range]), vendor, publisher, group,
+//	                               q (free text, ranked when no sort_by)
+//	GET  /things/{id}              one TD (application/td+json); HEAD likewise;
+//	                               enriched=true: the Enriched TD
+//	GET  /search/jsonpath?query=Q  RFC 9535 JSONPath over the array of TDs, the
+//	                               selected nodes as a JSON array; bounded by
+//	                               Config.MaxQueryLength, MaxQueryDepth and a
+//	                               SearchTimeout watchdog (503)
 //	HEAD on every GET path         the GET's status and headers, no body (an
 //	                               event stream's HEAD ends at once)
 //	PUT  /things/{id}              create (201) or update (204) an own Thing
@@ -69,9 +78,12 @@
 // # Signed documents and registration information
 //
 // TDs are served exactly as their publisher signed them (W3C Data Integrity,
-// eddsa-jcs-2022), so any third party can verify them. The spec's enriched
-// TD adds a "registration" member, which would break the signature; this
-// package puts the registration information in response headers instead:
+// eddsa-jcs-2022), so any third party can verify them. The spec's Enriched
+// TD adds a "registration" member and the discovery @context, which the
+// proof does not cover: it is served only on request (enriched=true on
+// /things and /things/{id}), as a view that keeps the now non-verifying
+// proof; the default form stays the signed record byte for byte. Both forms
+// carry the registration information in response headers as well:
 //
 //	LMOS-Registration: created="2026-11-21T10:00:00Z", modified="…", expires="…", ttl=172800
 //	LMOS-Publisher: 12D3KooW…
@@ -86,11 +98,11 @@
 //
 // GET /events streams the directory's changes as server-sent events: the
 // event field is the type, the id field the directory's event ID, the data
-// {"id": thing id, "publisher": peer ID}; with ?diff=true thing_created and
-// thing_updated carry the complete signed TD instead (for thing_updated the
-// spec asks for a merge patch of the changes; the directory keeps no old
-// version to compute it from, so the whole new TD is sent, which a client
-// applies by replacing). A Last-Event-ID header resumes after that event;
+// {"id": thing id, "publisher": peer ID}; with ?diff=true thing_created
+// carries the complete signed TD and thing_updated the RFC 7396 merge patch
+// from the replaced record (directory.Event.Previous) to the new one, with
+// "id" (the whole TD if the replaced record could not be read). A
+// Last-Event-ID header resumes after that event;
 // an ID whose successors are no longer held gives 410 Gone (re-read the
 // directory, then subscribe afresh). A stream that falls too far behind is
 // ended, and the client resumes with Last-Event-ID. The stream is
@@ -102,7 +114,7 @@
 //
 // Deps.Visibility, if set, returns per request the predicate that decides
 // which Things the caller may see (the group layer: lmos:groups). Every
-// read path (listing, retrieval, events, the federation fallback) applies
+// read path (listing, retrieval, search, events, the federation fallback) applies
 // it; an invisible Thing is answered as absent.
 //
 // # Concurrency

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -117,28 +118,103 @@ type eventData struct {
 	Publisher string `json:"publisher"`
 }
 
-// formatEvent is ev as a server-sent event.
+// formatEvent is ev as a server-sent event. Without diff the data is
+// {"id", "publisher"}; with diff a thing_created carries the whole signed
+// TD, a thing_updated the RFC 7396 merge patch from the replaced record to
+// the new one (always with "id"), a thing_deleted still only the id.
 func formatEvent(ev directory.Event, diff bool) (httpapi.Event, error) {
 	var data []byte
-	if diff && ev.Type != directory.EventDeleted {
-		rec, err := ev.Entry.Record()
-		if err != nil {
-			return httpapi.Event{}, err
-		}
-		if rec.Tombstone() {
-			return httpapi.Event{}, fmt.Errorf("thing %q of %s: %s event carries a tombstone", ev.ThingID, ev.Publisher, ev.Type)
-		}
-		// Compact: one data line.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, rec.Raw); err != nil {
-			return httpapi.Event{}, err
-		}
-		data = buf.Bytes()
-	} else {
-		var err error
-		if data, err = json.Marshal(eventData{ID: ev.ThingID, Publisher: ev.Publisher.String()}); err != nil {
-			return httpapi.Event{}, err
-		}
+	var err error
+	switch {
+	case diff && ev.Type == directory.EventUpdated && ev.Previous != nil:
+		data, err = updateDiff(ev)
+	case diff && ev.Type != directory.EventDeleted:
+		// A creation, or an update whose replaced record could not be
+		// read: the whole TD, which a client applies by replacing.
+		data, err = wholeTD(ev)
+	default:
+		data, err = json.Marshal(eventData{ID: ev.ThingID, Publisher: ev.Publisher.String()})
+	}
+	if err != nil {
+		return httpapi.Event{}, err
 	}
 	return httpapi.Event{Type: string(ev.Type), ID: ev.ID, Data: string(data)}, nil
+}
+
+// liveRecord is the record of a created or updated event.
+func liveRecord(ev directory.Event) (*lmosproto.Record, error) {
+	rec, err := ev.Entry.Record()
+	if err == nil && rec.Tombstone() {
+		err = fmt.Errorf("thing %q of %s: %s event carries a tombstone", ev.ThingID, ev.Publisher, ev.Type)
+	}
+	return rec, err
+}
+
+// wholeTD is the event's signed TD on one line.
+func wholeTD(ev directory.Event) ([]byte, error) {
+	rec, err := liveRecord(ev)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, rec.Raw); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// updateDiff is the merge patch of a thing_updated event, with "id".
+func updateDiff(ev directory.Event) ([]byte, error) {
+	rec, err := liveRecord(ev)
+	if err != nil {
+		return nil, err
+	}
+	before, err := decodeJSON(ev.Previous)
+	if err != nil {
+		return nil, fmt.Errorf("thing %q of %s: replaced record: %w", ev.ThingID, ev.Publisher, err)
+	}
+	after, err := decodeJSON(rec.Raw)
+	if err != nil {
+		return nil, err
+	}
+	patch, ok := mergeDiff(before, after).(map[string]any)
+	if !ok {
+		patch = map[string]any{}
+	}
+	patch["id"] = ev.ThingID
+	return encodeJSON(patch)
+}
+
+// mergeDiff returns the RFC 7396 merge patch that turns before into after
+// (decoded JSON): members removed become null, changed ones carry their new
+// value, objects recursively; arrays and other values are replaced whole.
+func mergeDiff(before, after any) any {
+	b, bok := before.(map[string]any)
+	a, aok := after.(map[string]any)
+	if !bok || !aok {
+		return after
+	}
+	patch := make(map[string]any)
+	for name := range b {
+		if _, kept := a[name]; !kept {
+			patch[name] = nil
+		}
+	}
+	for name, av := range a {
+		bv, had := b[name]
+		switch {
+		case !had:
+			patch[name] = av
+		case reflect.DeepEqual(bv, av):
+		default:
+			_, bObj := bv.(map[string]any)
+			_, aObj := av.(map[string]any)
+			if bObj && aObj {
+				patch[name] = mergeDiff(bv, av)
+			} else {
+				patch[name] = av
+			}
+		}
+	}
+	return patch
 }

@@ -119,6 +119,20 @@ const (
 	// DefaultHeartbeat is the period of the comment lines on an idle event
 	// stream, below the 30–60 s after which proxies drop idle connections.
 	DefaultHeartbeat = 15 * time.Second
+	// DefaultSearchTimeout is the watchdog of a JSONPath search: a query
+	// over a few thousand TDs answers in well under a second, so one that
+	// runs for seconds is abusive or mistaken.
+	DefaultSearchTimeout = 5 * time.Second
+	// DefaultMaxQueryLength bounds a JSONPath query: real queries are a
+	// line long.
+	DefaultMaxQueryLength = 1024
+	// DefaultMaxQueryDepth bounds the nesting of brackets and parentheses
+	// in a JSONPath query (filters within filters).
+	DefaultMaxQueryDepth = 8
+	// DefaultMaxSearchNodes bounds the nodes a JSONPath query selects at
+	// any step: a TD holds a few hundred nodes, so a useful answer over a
+	// large directory stays below, while "$..*..*" does not.
+	DefaultMaxSearchNodes = 1_000_000
 )
 
 // Config configures a Handler. The zero value of every field selects its
@@ -137,6 +151,15 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// Heartbeat is the period of comment lines on an event stream.
 	Heartbeat time.Duration
+	// SearchTimeout aborts a JSONPath search that runs longer.
+	SearchTimeout time.Duration
+	// MaxQueryLength is the longest JSONPath query accepted, in bytes.
+	MaxQueryLength int
+	// MaxQueryDepth is the deepest nesting of a JSONPath query accepted.
+	MaxQueryDepth int
+	// MaxSearchNodes is the most nodes a JSONPath query may select at
+	// any step.
+	MaxSearchNodes int
 	// BearerAuth tells that the API requires "Authorization: Bearer
 	// <token>": the directory TD then declares the bearer security scheme
 	// instead of nosec. The handler itself checks nothing.
@@ -160,6 +183,10 @@ func (c Config) withDefaults() Config {
 	defDur(&c.WriteTimeout, DefaultWriteTimeout)
 	defDur(&c.ConnectTimeout, DefaultConnectTimeout)
 	defDur(&c.Heartbeat, DefaultHeartbeat)
+	defDur(&c.SearchTimeout, DefaultSearchTimeout)
+	def(&c.MaxQueryLength, DefaultMaxQueryLength)
+	def(&c.MaxQueryDepth, DefaultMaxQueryDepth)
+	def(&c.MaxSearchNodes, DefaultMaxSearchNodes)
 	return c
 }
 
@@ -169,7 +196,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"defaultLimit", c.DefaultLimit}, {"maxLimit", c.MaxLimit}} {
+	}{{"defaultLimit", c.DefaultLimit}, {"maxLimit", c.MaxLimit}, {"maxQueryLength", c.MaxQueryLength}, {"maxQueryDepth", c.MaxQueryDepth}, {"maxSearchNodes", c.MaxSearchNodes}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("tdd config: %s: %d is negative", f.name, f.v))
 		}
@@ -177,7 +204,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"findTimeout", c.FindTimeout}, {"writeTimeout", c.WriteTimeout}, {"connectTimeout", c.ConnectTimeout}, {"heartbeat", c.Heartbeat}} {
+	}{{"findTimeout", c.FindTimeout}, {"writeTimeout", c.WriteTimeout}, {"connectTimeout", c.ConnectTimeout}, {"heartbeat", c.Heartbeat}, {"searchTimeout", c.SearchTimeout}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("tdd config: %s: %s is negative", f.name, f.v))
 		}
@@ -279,7 +306,7 @@ func (h *Handler) startStream() bool {
 // problems for unknown paths).
 func Patterns() []string {
 	return []string{
-		"/.well-known/wot", "/things", "/things/", "/events", "/events/",
+		"/.well-known/wot", "/things", "/things/", "/search/jsonpath", "/events", "/events/",
 		"/api/v1/things", "/api/v1/things/", "/api/v1/peers", "/api/v1/connect",
 	}
 }
@@ -295,11 +322,12 @@ func (h *Handler) routes() *http.ServeMux {
 		{"/.well-known/wot", map[string]http.HandlerFunc{http.MethodGet: h.wellKnown}},
 		{"/things", map[string]http.HandlerFunc{http.MethodGet: h.listThings, http.MethodPost: h.createAnonymous}},
 		{"/things/{id...}", map[string]http.HandlerFunc{
-			http.MethodGet:    h.getThing,
+			http.MethodGet:    h.retrieve,
 			http.MethodPut:    h.putThing,
 			http.MethodPatch:  h.patchThing,
 			http.MethodDelete: h.deleteThing,
 		}},
+		{"/search/jsonpath", map[string]http.HandlerFunc{http.MethodGet: h.searchJSONPath}},
 		{"/events", map[string]http.HandlerFunc{http.MethodGet: headEnds(h.events)}},
 		{"/events/{type}", map[string]http.HandlerFunc{http.MethodGet: headEnds(h.events)}},
 		{"/api/v1/things", map[string]http.HandlerFunc{http.MethodGet: h.adminList, http.MethodPost: h.adminPublish}},

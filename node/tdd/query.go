@@ -3,7 +3,6 @@ package tdd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,12 +20,47 @@ import (
 type listQuery struct {
 	q             directory.Query
 	offset, limit int
+	// collection selects the ThingCollection body (format=collection).
+	collection bool
+	// enriched selects Enriched TDs (enriched=true).
+	enriched bool
+	// sortBy is the sort field ("" for the default order), desc the
+	// direction.
+	sortBy sortField
+	desc   bool
+}
+
+// sortField is an orderable field of a listing.
+type sortField string
+
+// The orderable fields: the spec's sort_by names a field by JSON pointer
+// ("/title") or plainly ("title"); each has a string or date-time value
+// that orders by Unicode code points (dates in RFC 3339 UTC, which order as
+// time does).
+const (
+	sortID       sortField = "id"
+	sortTitle    sortField = "title"
+	sortCreated  sortField = "created"
+	sortModified sortField = "modified"
+)
+
+// sortFields maps every accepted sort_by value to its field.
+var sortFields = map[string]sortField{
+	"id": sortID, "/id": sortID,
+	"title": sortTitle, "/title": sortTitle,
+	"created": sortCreated, "/registration/created": sortCreated,
+	"modified": sortModified, "/registration/modified": sortModified,
 }
 
 // parseListQuery checks the query parameters of GET /things.
 func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem) {
 	v := r.URL.Query()
 	lq := listQuery{limit: h.cfg.DefaultLimit}
+	for _, p := range []string{"offset", "limit", "format", "sort_by", "sort_order", "enriched", "type", "capability", "vendor", "publisher", "group", "q"} {
+		if len(v[p]) > 1 {
+			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter %s: given %d times, want at most once", p, len(v[p]))
+		}
+	}
 	if s, ok := single(v, "offset"); ok {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
@@ -41,21 +75,29 @@ func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem
 		}
 		lq.limit = min(n, h.cfg.MaxLimit)
 	}
-	if s, ok := single(v, "format"); ok && s != "array" {
-		if s == "collection" {
-			return lq, &lmosproto.Problem{Status: http.StatusNotImplemented, Detail: `query parameter format: "collection" is not supported; use "array" (the default)`}
-		}
-		return lq, httpapi.Problemf(http.StatusBadRequest, `query parameter format: %q: want "array"`, s)
+	format, p := choice(v, "format", "array", "collection")
+	if p != nil {
+		return lq, p
 	}
-	for _, p := range []string{"sort_by", "sort_order"} {
-		if v.Has(p) {
-			return lq, &lmosproto.Problem{Status: http.StatusNotImplemented, Detail: fmt.Sprintf("query parameter %s: sorting is not supported; results are ordered by relevance (with q), then title, publisher and id", p)}
+	lq.collection = format == "collection"
+	if s, ok := single(v, "sort_by"); ok {
+		f, known := sortFields[s]
+		if !known {
+			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter sort_by: %q is not an orderable field: want id, title, created or modified (or the JSON pointers /id, /title, /registration/created, /registration/modified)", s)
 		}
+		lq.sortBy = f
 	}
-	for _, p := range []string{"offset", "limit", "format", "type", "capability", "vendor", "publisher", "group", "q"} {
-		if len(v[p]) > 1 {
-			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter %s: given %d times, want at most once", p, len(v[p]))
+	sortOrder, p := choice(v, "sort_order", "asc", "desc")
+	if p != nil {
+		return lq, p
+	}
+	lq.desc = sortOrder == "desc"
+	if s, ok := single(v, "enriched"); ok {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter enriched: %q: want true or false", s)
 		}
+		lq.enriched = b
 	}
 	lq.q.Type = v.Get("type")
 	lq.q.Capability = v.Get("capability")
@@ -80,8 +122,20 @@ func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem
 			}
 		}
 	}
-	lq.q.Offset, lq.q.Limit = lq.offset, lq.limit
 	return lq, nil
+}
+
+// choice returns the value of query parameter name, one of allowed; absent
+// or empty, the first (the default).
+func choice(v url.Values, name string, allowed ...string) (string, *lmosproto.Problem) {
+	s := v.Get(name)
+	switch {
+	case s == "":
+		return allowed[0], nil
+	case slices.Contains(allowed, s):
+		return s, nil
+	}
+	return "", httpapi.Problemf(http.StatusBadRequest, "query parameter %s: %q: want one of %s", name, s, strings.Join(allowed, ", "))
 }
 
 // single returns the value of a query parameter and whether it is present.
@@ -93,10 +147,10 @@ func single(v url.Values, name string) (string, bool) {
 }
 
 // findRemote asks the Finder for the capability of q after a local miss
-// and returns the page of its answer that matches q, and the total. A
+// and returns the part of its answer that matches q. A
 // failed or timed-out lookup is logged and counts as no match: the local
 // answer (nothing) stands.
-func (h *Handler) findRemote(ctx context.Context, lq listQuery) ([]directory.Entry, int) {
+func (h *Handler) findRemote(ctx context.Context, lq listQuery) []directory.Entry {
 	capID, _, _ := splitCapability(lq.q.Capability)
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.FindTimeout)
 	defer cancel()
@@ -108,12 +162,12 @@ func (h *Handler) findRemote(ctx context.Context, lq listQuery) ([]directory.Ent
 		}
 		lvl("capability lookup failed", "capability", capID, "err", err)
 		if len(found) == 0 {
-			return nil, 0
+			return nil
 		}
 	}
 	m, err := newMatcher(lq.q)
 	if err != nil { // checked by parseListQuery
-		return nil, 0
+		return nil
 	}
 	var hits []directory.Entry
 	seen := make(map[[2]string]bool, len(found))
@@ -125,12 +179,7 @@ func (h *Handler) findRemote(ctx context.Context, lq listQuery) ([]directory.Ent
 		seen[key] = true
 		hits = append(hits, e)
 	}
-	total := len(hits)
-	if lq.offset >= total {
-		return nil, total
-	}
-	hits = hits[lq.offset:]
-	return hits[:min(len(hits), lq.limit)], total
+	return hits
 }
 
 // matcher applies a directory.Query to entries that did not come from a

@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -19,70 +18,6 @@ import (
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
-
-// listThings serves GET /things.
-func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
-	lq, p := h.parseListQuery(r)
-	if p != nil {
-		httpapi.WriteProblem(w, r, p)
-		return
-	}
-	lq.q.Visible = h.visible(r)
-	res, err := h.deps.Directory.Search(lq.q)
-	if err != nil {
-		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "%v", err))
-		return
-	}
-	entries, total := res.Entries, res.Total
-	if total == 0 && lq.q.Capability != "" && h.deps.Finder != nil {
-		entries, total = h.findRemote(r.Context(), lq)
-	}
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	n := 0
-	for _, e := range entries {
-		rec, err := e.Record()
-		if err != nil || rec.Tombstone() {
-			continue // removed since the search
-		}
-		if n > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(rec.Raw)
-		n++
-	}
-	buf.WriteString("]\n")
-	if next := lq.offset + len(entries); next < total {
-		v := r.URL.Query()
-		v.Set("offset", strconv.Itoa(next))
-		v.Set("limit", strconv.Itoa(lq.limit))
-		w.Header().Set("Link", "<"+h.base(r)+"/things?"+v.Encode()+`>; rel="next"`)
-	}
-	w.Header().Set("Content-Type", ContentTypeLDJSON)
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
-}
-
-// getThing serves GET and HEAD /things/{id}.
-func (h *Handler) getThing(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	e, p := h.resolve(r, id)
-	if p != nil {
-		httpapi.WriteProblem(w, r, p)
-		return
-	}
-	rec, err := e.Record()
-	if err != nil || rec.Tombstone() {
-		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("thing %q of %s was removed", id, e.Publisher)})
-		return
-	}
-	setRegistrationHeaders(w.Header(), e)
-	w.Header().Set("Content-Type", ContentTypeTD)
-	w.Header().Set("Content-Length", strconv.Itoa(len(rec.Raw)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(rec.Raw)
-}
 
 // resolve finds the Thing a read of /things/{id} means (see the package
 // documentation, "Identity") with Deps.Resolver, as the caller sees the

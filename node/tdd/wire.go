@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +51,45 @@ type Registration struct {
 	// TTL is the lifetime Expires was computed with, in seconds; 0 for own
 	// Things.
 	TTL int64 `json:"ttl,omitempty"`
+	// Retrieved is when the TD was served; set only in an Enriched TD.
+	Retrieved *time.Time `json:"retrieved,omitempty"`
+}
+
+// enrich returns the Enriched TD of the signed TD raw (WoT Discovery
+// §7.3.1.1): raw with a top-level "registration" member (reg, retrieved
+// at now) and DiscoveryContext in its @context. It is a view: the proof is
+// kept but no longer verifies, as it covers the document as signed, which
+// the directory serves without enriched=true.
+func enrich(raw []byte, reg Registration, now time.Time) ([]byte, error) {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	doc, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("signed TD is not a JSON object")
+	}
+	switch c := doc["@context"].(type) {
+	case string:
+		if c != DiscoveryContext {
+			doc["@context"] = []any{c, DiscoveryContext}
+		}
+	case []any:
+		if !slices.Contains(c, any(DiscoveryContext)) {
+			// Before the first object: by convention prefix maps come last.
+			i := slices.IndexFunc(c, func(x any) bool { _, isStr := x.(string); return !isStr })
+			if i < 0 {
+				i = len(c)
+			}
+			doc["@context"] = slices.Insert(c, i, any(DiscoveryContext))
+		}
+	default:
+		doc["@context"] = DiscoveryContext
+	}
+	retrieved := now.UTC().Truncate(time.Second)
+	reg.Retrieved = &retrieved
+	doc["registration"] = reg
+	return encodeJSON(doc)
 }
 
 func registrationOf(e directory.Entry) Registration {

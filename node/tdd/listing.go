@@ -1,0 +1,197 @@
+package tdd
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/httpapi"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// DiscoveryContext is the JSON-LD context of the WoT Discovery vocabulary:
+// the @context of a ThingCollection, and the entry an Enriched TD adds to
+// its @context.
+const DiscoveryContext = "https://www.w3.org/2022/wot/discovery"
+
+// listThings serves GET /things: the Things the caller may see that match
+// the filters, ordered (by id unless sort_by or q say otherwise), one page
+// of them as a JSON array or a ThingCollection, with Link headers to the
+// next page and to the collection (canonical, with an etag of its state).
+func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
+	lq, p := h.parseListQuery(r)
+	if p != nil {
+		httpapi.WriteProblem(w, r, p)
+		return
+	}
+	lq.q.Visible = h.visible(r)
+	tag := h.deps.Directory.Revision() // before the search: a change after it changes the tag
+	// The directory pages in id order itself; any other order needs every
+	// match, ordered here, then cut.
+	byID := (lq.sortBy == sortID || (lq.sortBy == "" && lq.q.Text == "")) && !lq.desc
+	q := lq.q
+	if byID {
+		q.ByID, q.Offset, q.Limit = true, lq.offset, lq.limit
+	}
+	res, err := h.deps.Directory.Search(q)
+	if err != nil {
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "%v", err))
+		return
+	}
+	page, total := res.Entries, res.Total
+	if total == 0 && lq.q.Capability != "" && h.deps.Finder != nil {
+		page, total = h.findRemote(r.Context(), lq), 0
+		byID = false
+	}
+	if !byID {
+		order(page, lq)
+		total = len(page)
+		page = page[min(lq.offset, total):]
+		page = page[:min(len(page), lq.limit)]
+	}
+
+	now := time.Now()
+	var members [][]byte
+	for _, e := range page {
+		rec, err := e.Record()
+		if err != nil || rec.Tombstone() {
+			continue // removed since the search
+		}
+		doc := rec.Raw
+		if lq.enriched {
+			if doc, err = enrich(rec.Raw, registrationOf(e), now); err != nil {
+				h.writeInternal(w, r, "enrich", e.ThingID, err)
+				return
+			}
+		}
+		members = append(members, doc)
+	}
+
+	next := ""
+	if end := lq.offset + len(page); end < total {
+		next = h.pageURL(r, end, lq.limit)
+	}
+	if next != "" {
+		w.Header().Add("Link", "<"+next+`>; rel="next"`)
+	}
+	w.Header().Add("Link", "<"+h.base(r)+`/things>; rel="canonical"; etag="`+tag+`"`)
+
+	var buf bytes.Buffer
+	if lq.collection {
+		writeCollection(&buf, h.pageURL(r, lq.offset, lq.limit), next, total, members)
+	} else {
+		buf.WriteByte('[')
+		buf.Write(bytes.Join(members, []byte{','}))
+		buf.WriteString("]\n")
+	}
+	writeBody(w, r, buf.Bytes(), ContentTypeLDJSON, ContentTypeJSON)
+}
+
+// pageURL is the URL of the page at offset of r's listing: every other
+// argument (filters, format, sorting) kept, so the page continues the same
+// ordered set.
+func (h *Handler) pageURL(r *http.Request, offset, limit int) string {
+	v := r.URL.Query()
+	v.Set("offset", strconv.Itoa(offset))
+	v.Set("limit", strconv.Itoa(limit))
+	return h.base(r) + "/things?" + v.Encode()
+}
+
+// order sorts entries as lq asks: by the sort_by field, else by id, except
+// that free text without sort_by keeps the directory's order (relevance).
+// Strings compare by Unicode code points (Go compares UTF-8 bytes, which
+// orders as code points do); ties go by id, then publisher.
+func order(entries []directory.Entry, lq listQuery) {
+	if lq.sortBy != "" || lq.q.Text == "" {
+		by := cmpField(lq.sortBy)
+		slices.SortStableFunc(entries, func(a, b directory.Entry) int {
+			return cmp.Or(by(a, b), cmp.Compare(a.ThingID, b.ThingID), cmp.Compare(a.Publisher, b.Publisher))
+		})
+	}
+	if lq.desc {
+		slices.Reverse(entries)
+	}
+}
+
+// cmpField compares two entries by field f (0 for the default, id, which
+// the tie-breakers order).
+func cmpField(f sortField) func(a, b directory.Entry) int {
+	switch f {
+	case sortTitle:
+		return func(a, b directory.Entry) int { return cmp.Compare(a.Title, b.Title) }
+	case sortCreated:
+		return func(a, b directory.Entry) int { return a.Created.Compare(b.Created) }
+	case sortModified:
+		return func(a, b directory.Entry) int { return a.Modified.Compare(b.Modified) }
+	}
+	return func(directory.Entry, directory.Entry) int { return 0 }
+}
+
+// writeCollection writes the ThingCollection body (WoT Discovery §7.3.2.1.5,
+// format=collection) with members, the TDs exactly as given.
+func writeCollection(buf *bytes.Buffer, self, next string, total int, members [][]byte) {
+	str := func(s string) string { b, _ := encodeJSON(s); return string(b) }
+	fmt.Fprintf(buf, `{"@context":%s,"@type":"ThingCollection","@id":%s,"total":%d`, str(DiscoveryContext), str(self), total)
+	if next != "" {
+		buf.WriteString(`,"next":` + str(next))
+	}
+	buf.WriteString(`,"members":[`)
+	buf.Write(bytes.Join(members, []byte{','}))
+	buf.WriteString("]}\n")
+}
+
+// retrieve serves GET and HEAD /things/{id}: the signed TD exactly as
+// published, or with enriched=true the Enriched TD, which adds the
+// registration information. Both carry it in headers too.
+func (h *Handler) retrieve(w http.ResponseWriter, r *http.Request) {
+	enriched := false
+	if s, ok := single(r.URL.Query(), "enriched"); ok {
+		b, err := strconv.ParseBool(s)
+		if err != nil || len(r.URL.Query()["enriched"]) > 1 {
+			httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "query parameter enriched: %q: want true or false, once", s))
+			return
+		}
+		enriched = b
+	}
+	id := r.PathValue("id")
+	e, p := h.resolve(r, id)
+	if p != nil {
+		httpapi.WriteProblem(w, r, p)
+		return
+	}
+	rec, err := e.Record()
+	if err != nil || rec.Tombstone() {
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("thing %q of %s was removed", id, e.Publisher)})
+		return
+	}
+	doc := rec.Raw
+	if enriched {
+		if doc, err = enrich(rec.Raw, registrationOf(e), time.Now()); err != nil {
+			h.writeInternal(w, r, "enrich", id, err)
+			return
+		}
+	}
+	setRegistrationHeaders(w.Header(), e)
+	writeBody(w, r, doc, ContentTypeTD, ContentTypeLDJSON, ContentTypeJSON)
+}
+
+// writeBody answers 200 with body, as the first of the media types offers
+// that r's Accept prefers (server-driven negotiation between equivalent
+// JSON media types: the bytes are the same); the first offer if Accept
+// admits none, as a client asking for something else still gets JSON.
+func writeBody(w http.ResponseWriter, r *http.Request, body []byte, offers ...string) {
+	ct, ok := httpapi.Negotiate(r, offers...)
+	if !ok {
+		ct = offers[0]
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Add("Vary", "Accept")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
