@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lmosnode/lmosnode/node/gateway"
@@ -16,27 +17,30 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // TestConsumerViewGolden: testdata/*.td.json is a signed TD as published,
 // *.view.json its consumer view for a node at http://127.0.0.1:5080 (and
 // *.pinned.json with ?publisher=, *.bearer.json for an API that requires a
-// bearer token).
+// bearer token, *.transports.json for a node that also offers the
+// WebSocket and MQTT bindings).
 func TestConsumerViewGolden(t *testing.T) {
 	in, err := filepath.Glob("testdata/*.td.json")
 	if err != nil || len(in) == 0 {
 		t.Fatalf("no golden inputs: %v", err)
 	}
+	const api = "http://127.0.0.1:5080"
 	for _, path := range in {
 		td, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		base := path[:len(path)-len(".td.json")]
-		for suffix, v := range map[string]struct {
-			query  string
-			bearer bool
-		}{
-			".view.json":   {"", false},
-			".pinned.json": {"?publisher=12D3KooWExample", false},
-			".bearer.json": {"", true},
+		for suffix, v := range map[string]gateway.View{
+			".view.json":   {Base: api},
+			".pinned.json": {Base: api, Query: "?publisher=12D3KooWExample"},
+			".bearer.json": {Base: api, Bearer: true},
+			".transports.json": {Base: api, WebSocket: "ws://127.0.0.1:5080/ws", MQTT: &gateway.MQTTForms{
+				Broker: "mqtt://127.0.0.1:1883",
+				Topic:  func(levels ...string) string { return "urn:dev:thing/" + strings.Join(levels, "/") },
+			}},
 		} {
-			got, err := gateway.ConsumerView(td, "http://127.0.0.1:5080", v.query, v.bearer)
+			got, err := gateway.ConsumerView(td, v)
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
@@ -64,7 +68,7 @@ func TestConsumerViewGolden(t *testing.T) {
 }
 
 func TestConsumerViewRejectsGarbage(t *testing.T) {
-	if _, err := gateway.ConsumerView([]byte("{not json"), "http://127.0.0.1:5080", "", false); err == nil {
+	if _, err := gateway.ConsumerView([]byte("{not json"), gateway.View{Base: "http://127.0.0.1:5080"}); err == nil {
 		t.Error("ConsumerView accepted a broken TD")
 	}
 }

@@ -27,6 +27,11 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, p)
 		return
 	}
+	consumer, p := h.listView(r)
+	if p != nil {
+		httpapi.WriteProblem(w, r, p)
+		return
+	}
 	lq.q.Visible = h.visible(r)
 	res, err := h.deps.Directory.Search(lq.q)
 	if err != nil {
@@ -45,10 +50,14 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 		if err != nil || rec.Tombstone() {
 			continue // removed since the search
 		}
+		item, ok := h.listItem(r, consumer, e, rec.Raw)
+		if !ok {
+			continue
+		}
 		if n > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(rec.Raw)
+		buf.Write(item)
 		n++
 	}
 	buf.WriteString("]\n")
@@ -78,6 +87,9 @@ func (h *Handler) getThing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setRegistrationHeaders(w.Header(), e)
+	if l := h.consumerViewLink(r, e); l != "" {
+		w.Header().Add("Link", l)
+	}
 	w.Header().Set("Content-Type", ContentTypeTD)
 	w.Header().Set("Content-Length", strconv.Itoa(len(rec.Raw)))
 	w.WriteHeader(http.StatusOK)
