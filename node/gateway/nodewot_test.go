@@ -49,9 +49,15 @@ func nodeWoT(t *testing.T) func(ctx context.Context, args ...string) (stdout, st
 	if nodeWoTNPMCI.err != nil {
 		t.Fatalf("npm ci in %s: %v\n%s", nodeWoTDir, nodeWoTNPMCI.err, nodeWoTNPMCI.out)
 	}
+	return nodeWoTScript(t, "consume.js")
+}
+
+// nodeWoTScript returns a function that runs script of
+// scripts/interop/nodewot (prepared by nodeWoT) with arguments.
+func nodeWoTScript(t *testing.T, script string) func(ctx context.Context, args ...string) (stdout, stderr []byte, code int) {
 	return func(ctx context.Context, args ...string) ([]byte, []byte, int) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, "node", append([]string{"consume.js"}, args...)...)
+		cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
 		cmd.Dir = nodeWoTDir
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -61,7 +67,7 @@ func nodeWoT(t *testing.T) func(ctx context.Context, args ...string) (stdout, st
 		case errors.As(err, &exit):
 			return stdout.Bytes(), stderr.Bytes(), exit.ExitCode()
 		case err != nil:
-			t.Fatalf("node consume.js: %v\n%s", err, stderr.Bytes())
+			t.Fatalf("node %s: %v\n%s", script, err, stderr.Bytes())
 		}
 		return stdout.Bytes(), stderr.Bytes(), 0
 	}
@@ -123,6 +129,39 @@ func TestNodeWoTExploreDirectory(t *testing.T) {
 			dirURL := "http://" + consumer.APIAddr() + "/.well-known/wot"
 			runNodeWoTFlows(t, run, consumer, id, th, "--explore", id, dirURL)
 		})
+	}
+}
+
+// node-wot's own TD validator (the one exploreDirectory applies, which
+// silently drops a TD it refuses) accepts every golden consumer view: with
+// a TD 1.1-only context, with WebSocket and MQTT forms, pinned, bearer.
+func TestNodeWoTValidatesConsumerViews(t *testing.T) {
+	nodeWoT(t)
+	views, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, v := range views {
+		if !strings.HasSuffix(v, ".td.json") { // the signed inputs
+			abs, err := filepath.Abs(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, abs)
+		}
+	}
+	if len(args) < 8 {
+		t.Fatalf("golden views: %v", args)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stdout, stderr, code := nodeWoTScript(t, "validate.js")(ctx, args...)
+	if code != 0 {
+		t.Fatalf("node-wot refuses consumer views (exit %d):\n%s%s", code, stdout, quiet(stderr))
+	}
+	if n := strings.Count(string(stdout), ": ok\n"); n != len(args) {
+		t.Errorf("%d of %d views ok:\n%s", n, len(args), stdout)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lmosnode/lmosnode/node/gateway"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -70,5 +71,38 @@ func TestConsumerViewGolden(t *testing.T) {
 func TestConsumerViewRejectsGarbage(t *testing.T) {
 	if _, err := gateway.ConsumerView([]byte("{not json"), gateway.View{Base: "http://127.0.0.1:5080"}); err == nil {
 		t.Error("ConsumerView accepted a broken TD")
+	}
+}
+
+// The consumer view's @context leads with the TD 1.0 and TD 1.1 URIs and
+// keeps the published context's other entries in their order, whatever
+// the publisher wrote.
+func TestConsumerViewContext(t *testing.T) {
+	const (
+		td10 = lmosproto.ContextTD10
+		td11 = lmosproto.ContextTD11
+		lmos = `{"lmos":"` + lmosproto.ContextLMOS + `"}`
+	)
+	for _, c := range []struct{ published, want string }{
+		{`"` + td11 + `"`, `["` + td10 + `","` + td11 + `"]`},
+		{`"` + td10 + `"`, `["` + td10 + `","` + td11 + `"]`},
+		{`["` + td11 + `",` + lmos + `]`, `["` + td10 + `","` + td11 + `",` + lmos + `]`},
+		{`["` + td10 + `","` + td11 + `",` + lmos + `]`, `["` + td10 + `","` + td11 + `",` + lmos + `]`},
+		{`["` + td11 + `","https://example.org/ctx",` + lmos + `,"` + td10 + `"]`, `["` + td10 + `","` + td11 + `","https://example.org/ctx",` + lmos + `]`},
+	} {
+		td := `{"@context":` + c.published + `,"id":"urn:x","title":"x","securityDefinitions":{"n":{"scheme":"nosec"}},"security":"n"}`
+		view, err := gateway.ConsumerView([]byte(td), gateway.View{Base: "http://127.0.0.1:5080"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Context json.RawMessage `json:"@context"`
+		}
+		if err := json.Unmarshal(view, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if string(doc.Context) != c.want {
+			t.Errorf("@context %s: view has %s, want %s", c.published, doc.Context, c.want)
+		}
 	}
 }
