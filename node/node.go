@@ -405,11 +405,11 @@ func (n *Node) teardown() error {
 		// Ends group message streams likewise.
 		errs = append(errs, n.groupAPI.Close())
 	}
-	errs = append(errs, n.closeGateways())
 	if n.gateway != nil {
 		// Ends event streams and followed invocations likewise.
 		errs = append(errs, n.gateway.Close())
 	}
+	errs = append(errs, n.closeGateways())
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		if err := srv.Shutdown(ctx); err != nil {
