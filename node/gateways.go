@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/own"
+
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/wsgateway"
 )
@@ -61,4 +64,20 @@ func (n *Node) closeGateways() error {
 		errs = append(errs, n.mqtt.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// brokerForms is the MQTT gateway as the consumer view sees it
+// (gateway.Broker): the Things the gateway exposes (own.Things.Exposes,
+// the rule of its ThingLister) on its broker, named by its topic scheme.
+type brokerForms struct {
+	mqtt *mqttgw.Gateway
+	own  *own.Things
+}
+
+func (b brokerForms) MQTT(e directory.Entry) (string, func(levels ...string) string, bool) {
+	if !b.own.Exposes(e) {
+		return "", nil, false
+	}
+	id := e.ThingID
+	return b.mqtt.BrokerURL(), func(levels ...string) string { return b.mqtt.Topic(id, levels...) }, true
 }

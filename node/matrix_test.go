@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -200,6 +201,9 @@ func TestPatternTransportMatrix(t *testing.T) {
 		{"event", map[string]cell{"libp2p": m.eventGo, "http": m.eventHTTP, "ws": m.eventWS, "mqtt": m.eventMQTT}},
 		{"pubsub", map[string]cell{"libp2p": m.pubsubGo, "http": m.pubsubHTTP, "ws": m.pubsubWS, "mqtt": m.pubsubMQTT}},
 		{"stream", map[string]cell{"libp2p": m.streamGo, "http": m.streamHTTP, "ws": m.streamWS, "mqtt": m.streamMQTT}},
+		// A consumer finds the transport in the Thing's consumer view
+		// (GET /things/{id}/td) and calls through the form it found.
+		{"form", map[string]cell{"libp2p": m.formGo, "http": m.formHTTP, "ws": m.formWS, "mqtt": m.formMQTT}},
 	}
 	for _, row := range rows {
 		for _, transport := range []string{"libp2p", "http", "ws", "mqtt"} {
@@ -1164,5 +1168,108 @@ func matrixBroker(t *testing.T) string {
 			t.Fatalf("mosquitto not listening on %s: %v", addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ---- forms of the consumer view ----
+
+// viewForms returns the forms of action name in node n's consumer view
+// of the Thing.
+func (m *matrix) viewForms(t *testing.T, n *node.Node, name string) []map[string]any {
+	t.Helper()
+	resp, err := m.hc.Get("http://" + n.APIAddr() + "/things/" + url.PathEscape(m.id) + "/td")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var td struct {
+		Actions map[string]struct {
+			Forms []map[string]any `json:"forms"`
+		} `json:"actions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&td); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("consumer view: %d %v", resp.StatusCode, err)
+	}
+	return td.Actions[name].Forms
+}
+
+// viewForm returns the first form of action name in node n's consumer
+// view that pick selects.
+func (m *matrix) viewForm(t *testing.T, n *node.Node, name string, pick func(f map[string]any) bool) map[string]any {
+	t.Helper()
+	forms := m.viewForms(t, n, name)
+	for _, f := range forms {
+		if pick(f) {
+			return f
+		}
+	}
+	t.Fatalf("consumer view of %s has no such form for action %s: %v", n.PeerID(), name, forms)
+	return nil
+}
+
+func hasOp(f map[string]any, op string) bool {
+	switch o := f["op"].(type) {
+	case string:
+		return o == op
+	case []any:
+		return slices.Contains(o, any(op))
+	}
+	return false
+}
+
+func (m *matrix) formGo(t *testing.T, _ context.Context) {
+	t.Skip("libp2p consumers (the Go SDK) address Things by id and need no forms")
+}
+
+func (m *matrix) formHTTP(t *testing.T, _ context.Context) {
+	f := m.viewForm(t, m.consumer, "add", func(f map[string]any) bool {
+		href, _ := f["href"].(string)
+		return strings.HasPrefix(href, "http://") && f["htv:methodName"] == "POST" && hasOp(f, "invokeaction")
+	})
+	resp, err := m.hc.Post(f["href"].(string), "application/json", strings.NewReader(`{"a":1,"b":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || string(b) != "3" {
+		t.Fatalf("POST %s: %d %s", f["href"], resp.StatusCode, b)
+	}
+}
+
+func (m *matrix) formWS(t *testing.T, ctx context.Context) {
+	f := m.viewForm(t, m.consumer, "add", func(f map[string]any) bool {
+		return f["subprotocol"] == lmosproto.WebSocketSubprotocol && hasOp(f, "invokeaction")
+	})
+	href, _ := f["href"].(string)
+	u, err := url.Parse(href)
+	if err != nil || u.Scheme != "ws" {
+		t.Fatalf("WebSocket form href %q", href)
+	}
+	c := wsDial(t, ctx, u.Host, u.Path)
+	in := wsMessages(ctx, c)
+	req := m.wsInvoke("add", rawValue(`{"a":1,"b":2}`))
+	wsSend(t, ctx, c, req)
+	if last := wsUntilFinal(t, ctx, in, req.CorrelationID); last[len(last)-1].Output.String() != "3" {
+		t.Fatalf("replies %+v", last)
+	}
+}
+
+func (m *matrix) formMQTT(t *testing.T, ctx context.Context) {
+	isMQTT := func(f map[string]any) bool { return f["mqv:controlPacket"] != nil }
+	// The owner runs the MQTT gateway and exposes its Thing there; the
+	// consumer's node has no MQTT.
+	f := m.viewForm(t, m.owner, "add", func(f map[string]any) bool { return isMQTT(f) && hasOp(f, "invokeaction") })
+	if f["href"] != m.broker || f["mqv:controlPacket"] != "publish" {
+		t.Fatalf("MQTT form %v, want href %s", f, m.broker)
+	}
+	for _, f := range m.viewForms(t, m.consumer, "add") {
+		if isMQTT(f) {
+			t.Errorf("the consumer's node runs no MQTT gateway, yet its view has %v", f)
+		}
+	}
+	topic, _ := f["mqv:topic"].(string)
+	got := m.mqttRequest(t, ctx, m.mqtt(t), topic, []byte(`{"a":1,"b":2}`))
+	if last := got[len(got)-1]; last.Status != lmosproto.ActionCompleted || last.Output.String() != "3" {
+		t.Fatalf("replies %+v", got)
 	}
 }

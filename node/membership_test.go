@@ -250,8 +250,10 @@ func TestGroupEnforcement(t *testing.T) {
 			t.Fatalf("member's GET %s: %d %s", path, status, body)
 		}
 	}
-	if _, body := httpGet(t, consumer, "/things"); !strings.Contains(body, id) {
-		t.Fatalf("member's listing lacks the Thing: %s", body)
+	for _, path := range []string{"/things", "/things?view=consumer"} {
+		if _, body := httpGet(t, consumer, path); !strings.Contains(body, id) {
+			t.Fatalf("member's listing %s lacks the Thing: %s", path, body)
+		}
 	}
 	consumerGroups.setMembership(only())
 	for _, path := range []string{"/things/" + url.PathEscape(id), "/things/" + url.PathEscape(id) + "/td"} {
@@ -259,8 +261,10 @@ func TestGroupEnforcement(t *testing.T) {
 			t.Fatalf("non-member's GET %s: %d %s, want 404", path, status, body)
 		}
 	}
-	if _, body := httpGet(t, consumer, "/things"); strings.Contains(body, id) {
-		t.Fatalf("non-member's listing shows the Thing: %s", body)
+	for _, path := range []string{"/things", "/things?view=consumer"} {
+		if status, body := httpGet(t, consumer, path); status != http.StatusOK || strings.Contains(body, id) {
+			t.Fatalf("non-member's listing %s: %d, shows the Thing: %s", path, status, body)
+		}
 	}
 	if status, body := httpGet(t, consumer, property); status != http.StatusForbidden || !strings.Contains(body, "may not call") {
 		t.Fatalf("non-member's call through its HTTP binding: %d %s, want the local 403", status, body)

@@ -255,16 +255,21 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err := n.buildInteract(); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.gateway, err = gateway.New(gateway.Deps{
+	if err := n.buildGateways(); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	gwDeps := gateway.Deps{
 		Resolver: n.own,
 		Self:     n.peerID,
 		Local:    n.own.Engine(),
 		Remote:   n.remote(),
-	}, gateway.Config{BearerAuth: cfg.APIToken != ""}, gateway.WithLogger(o.logger.With("component", "gateway")))
-	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
 	}
-	if err := n.buildGateways(); err != nil {
+	if n.mqtt != nil {
+		gwDeps.Broker = brokerForms{n.mqtt, n.own}
+	}
+	n.gateway, err = gateway.New(gwDeps, gateway.Config{BearerAuth: cfg.APIToken != "", WebSocketPath: wsPath},
+		gateway.WithLogger(o.logger.With("component", "gateway")))
+	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.tdd, err = tdd.New(tdd.Deps{
@@ -276,6 +281,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Peers:     peerList{n.disc},
 		// Every caller of the API is this node's owner: one view.
 		Visibility: func(*http.Request) func(directory.Entry) bool { return n.own.Visible },
+		// Directory consumers (exploreDirectory) get the consumer views
+		// the HTTP binding serves at /things/{id}/td.
+		ConsumerView: n.gateway.ConsumerViewOf,
 	}, tdd.Config{BearerAuth: cfg.APIToken != ""}, tdd.WithLogger(o.logger.With("component", "tdd")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -402,11 +410,11 @@ func (n *Node) teardown() error {
 		// Ends group message streams likewise.
 		errs = append(errs, n.groupAPI.Close())
 	}
-	errs = append(errs, n.closeGateways())
 	if n.gateway != nil {
 		// Ends event streams and followed invocations likewise.
 		errs = append(errs, n.gateway.Close())
 	}
+	errs = append(errs, n.closeGateways())
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		if err := srv.Shutdown(ctx); err != nil {

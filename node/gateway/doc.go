@@ -97,13 +97,24 @@
 // # The consumer view of a TD
 //
 // A TD is signed by its publisher; rewriting its forms would break its
-// proof. GET /things/{id}/td therefore serves an unsigned consumer view:
-// the signed TD without "proof" and "base", with every affordance's forms
-// replaced by forms pointing at this node's routes (op, htv:methodName,
-// subprotocol "sse" for observation and events), and with the security
-// scheme of this node's API: nosec on loopback without a token, bearer
-// when the API requires one (Config.BearerAuth). The signed original stays at
-// GET /things/{id}.
+// proof. GET /things/{id}/td therefore serves an unsigned consumer view
+// (ConsumerView): the signed TD without "proof" and "base"; "@context" led
+// by the TD 1.0 and the TD 1.1 URIs (which both TD generations, and
+// node-wot 0.9.2's validator, accept), then the published context's other
+// entries; every affordance's forms replaced by absolute forms for each
+// transport this node offers: its HTTP routes first (op, htv:methodName,
+// subprotocol "sse" for observation and events), then, with
+// Config.WebSocketPath, the LMOS WebSocket binding (href ws(s)://<api>/ws,
+// subprotocol "lmosprotocol", the operations the binding serves; the
+// Thing itself gets one for writemultipleproperties and
+// subscribeallevents), then, when Deps.Broker says the node's MQTT
+// gateway exposes the Thing, MQTT forms in the W3C MQTT binding
+// template's terms (mqv:controlPacket, mqv:topic, mqv:filter); and the
+// security scheme of this node's API: nosec on loopback without a token,
+// bearer when the API requires one (Config.BearerAuth). The signed
+// original stays at GET /things/{id}. ConsumerViewOf serves the same view
+// to the directory's listing for consumers (GET /things?view=consumer,
+// package tdd), pinned to the entry's publisher.
 //
 // # Concurrency
 //

@@ -60,6 +60,11 @@ type Config struct {
 	// <token>": the consumer view then declares the bearer security
 	// scheme instead of nosec. The handler itself checks nothing.
 	BearerAuth bool
+	// WebSocketPath is the path of the node's lmosprotocol endpoint on
+	// the same API (package wsgateway, e.g. "/ws"): the consumer view
+	// then has a WebSocket form (subprotocol lmosprotocol) for every
+	// affordance. Empty: none.
+	WebSocketPath string
 }
 
 func (c Config) withDefaults() Config {
@@ -99,6 +104,9 @@ func (c Config) Validate() error {
 	if c.WriteTimeout < 0 {
 		errs = append(errs, fmt.Errorf("gateway: WriteTimeout %v is negative", c.WriteTimeout))
 	}
+	if c.WebSocketPath != "" && !strings.HasPrefix(c.WebSocketPath, "/") {
+		errs = append(errs, fmt.Errorf("gateway: WebSocketPath %q does not start with /", c.WebSocketPath))
+	}
 	return errors.Join(errs...)
 }
 
@@ -118,6 +126,15 @@ type Resolver interface {
 	Resolve(ctx context.Context, id string, publisher peer.ID, call bool) (directory.Entry, error)
 }
 
+// Broker is the node's MQTT binding, for the MQTT forms of consumer
+// views; the composition root adapts the MQTT gateway to it.
+type Broker interface {
+	// MQTT returns the broker's URL and the topic function of Thing e
+	// (see MQTTForms.Topic); ok is false when the MQTT gateway does not
+	// expose e.
+	MQTT(e directory.Entry) (broker string, topic func(levels ...string) string, ok bool)
+}
+
 // Deps are what a Handler works with.
 type Deps struct {
 	// Resolver finds the Thing a request addresses. Required.
@@ -128,6 +145,9 @@ type Deps struct {
 	Local interact.Invoker
 	// Remote reaches the Things of other nodes. Required.
 	Remote Remote
+	// Broker, if set, adds MQTT forms to the consumer views of the Things
+	// the node's MQTT gateway exposes.
+	Broker Broker
 }
 
 // Handler serves the HTTP binding (see the package documentation).

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/interact"
@@ -25,9 +27,15 @@ import (
 // action and an event.
 func deviceTD(t *testing.T, id string) *lmosproto.TD {
 	t.Helper()
+	return deviceTDIn(t, id, json.RawMessage(lmosproto.LMOSContext()), []string{lmosproto.TypeTool})
+}
+
+// deviceTDIn is deviceTD with the @context ctx and the @type types (none
+// if nil).
+func deviceTDIn(t *testing.T, id string, ctx any, types []string) *lmosproto.TD {
+	t.Helper()
 	doc := map[string]any{
-		"@context":            json.RawMessage(lmosproto.LMOSContext()),
-		"@type":               []string{lmosproto.TypeTool},
+		"@context":            ctx,
 		"id":                  id,
 		"title":               "Thermostat " + id,
 		"securityDefinitions": map[string]any{"nosec_sc": map[string]string{"scheme": "nosec"}},
@@ -53,6 +61,9 @@ func deviceTD(t *testing.T, id string) *lmosproto.TD {
 			"alarm": map[string]any{"data": map[string]any{"type": "string"},
 				"forms": []any{map[string]any{"href": "https://backend.example/alarm"}}},
 		},
+	}
+	if types != nil {
+		doc["@type"] = types
 	}
 	raw, err := json.Marshal(doc)
 	if err != nil {
@@ -105,18 +116,30 @@ func device() *interact.Thing {
 // node that learned it.
 func pair(t *testing.T) (owner, consumer *node.Node, id string, th *interact.Thing) {
 	t.Helper()
+	id = testnet.UniqueID(t)
+	owner, consumer, th, err := pairTD(t, deviceTD(t, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return owner, consumer, id, th
+}
+
+// pairTD is pair with the device's TD td; err is the owner's refusal to
+// register it.
+func pairTD(t *testing.T, td *lmosproto.TD) (owner, consumer *node.Node, th *interact.Thing, err error) {
+	t.Helper()
 	net := testnet.New(t, 2, testnet.Options{})
 	owner, consumer = net.Nodes[0], net.Nodes[1]
-	id = testnet.UniqueID(t)
+	id := td.ID
 	th = device()
-	if _, err := owner.Register(deviceTD(t, id), th); err != nil {
-		t.Fatal(err)
+	if _, err := owner.Register(td, th); err != nil {
+		return nil, nil, nil, err
 	}
 	net.Link(1, 0)
 	testnet.WaitFor(t, "consumer learns the Thing", 10*time.Second, func() (bool, string) {
 		return len(consumer.Directory().Lookup(id)) > 0, "not yet"
 	})
-	return owner, consumer, id, th
+	return owner, consumer, th, nil
 }
 
 type api struct {
@@ -305,11 +328,25 @@ func TestConsumerView(t *testing.T) {
 	if _, ok := doc["proof"]; ok {
 		t.Error("consumer view keeps the proof")
 	}
+	// The context leads with TD 1.0 and TD 1.1 and keeps the LMOS binding.
+	ldctx, _ := json.Marshal(doc["@context"])
+	if want := `["` + lmosproto.ContextTD10 + `","` + lmosproto.ContextTD11 + `",{"lmos":"` + lmosproto.ContextLMOS + `"}]`; string(ldctx) != want {
+		t.Errorf("@context = %s, want %s", ldctx, want)
+	}
 	prop := doc["properties"].(map[string]any)["target"].(map[string]any)
 	forms := prop["forms"].([]any)
-	if len(forms) != 3 {
+	if len(forms) != 4 {
 		t.Fatalf("target forms: %v", forms)
 	}
+	// The last is the WebSocket binding's (spec/lmos/11-websocket_binding.md).
+	wsForm := forms[3].(map[string]any)
+	if wsForm["href"] != "ws://"+consumer.APIAddr()+"/ws" || wsForm["subprotocol"] != lmosproto.WebSocketSubprotocol {
+		t.Errorf("WebSocket form: %v", wsForm)
+	}
+	if ops, _ := json.Marshal(wsForm["op"]); string(ops) != `["readproperty","writeproperty","observeproperty","unobserveproperty"]` {
+		t.Errorf("WebSocket form ops: %s", ops)
+	}
+	forms = forms[:3]
 	want := c.base + thingPath(id) + "/properties/target"
 	for _, f := range forms {
 		href := f.(map[string]any)["href"].(string)
@@ -321,7 +358,7 @@ func TestConsumerView(t *testing.T) {
 		t.Errorf("writeproperty method %v", m)
 	}
 	model := doc["properties"].(map[string]any)["model"].(map[string]any)["forms"].([]any)
-	if len(model) != 1 || model[0].(map[string]any)["op"] != "readproperty" {
+	if len(model) != 2 || model[0].(map[string]any)["op"] != "readproperty" || model[1].(map[string]any)["op"] != "readproperty" {
 		t.Errorf("readOnly model forms: %v", model)
 	}
 	// Pinned to the publisher, the hrefs keep naming it.
@@ -339,6 +376,41 @@ func TestConsumerView(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(out) != "3" {
 		t.Errorf("invoke via form: %d %s", resp.StatusCode, out)
+	}
+	// Follow the action's WebSocket form as the LMOS binding says: its
+	// href, upgraded with its subprotocol.
+	wf := doc["actions"].(map[string]any)["add"].(map[string]any)["forms"].([]any)[1].(map[string]any)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, wf["href"].(string), &websocket.DialOptions{Subprotocols: []string{wf["subprotocol"].(string)}})
+	if err != nil {
+		t.Fatalf("dial the WebSocket form %v: %v", wf, err)
+	}
+	defer conn.CloseNow()
+	req := lmosproto.NewMessage(id, lmosproto.MsgInvokeAction)
+	req.Name = "add"
+	if req.Input, err = lmosproto.ParseValue([]byte(`{"a":2,"b":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(req)
+	if err := conn.Write(ctx, websocket.MessageText, raw); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, raw, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("reading the WebSocket form's replies: %v", err)
+		}
+		var m lmosproto.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Type == lmosproto.MsgError || m.EndsAction() {
+			if m.Status != lmosproto.ActionCompleted || m.Output.String() != "5" {
+				t.Errorf("invoke via the WebSocket form: %s", raw)
+			}
+			break
+		}
 	}
 }
 

@@ -7,12 +7,19 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
+	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // ContentTypeTD is the media type of a Thing Description.
 const ContentTypeTD = "application/td+json"
+
+// ContextMQTT is the namespace of the W3C WoT MQTT binding template's
+// vocabulary (mqv:controlPacket, mqv:topic, mqv:filter).
+const ContextMQTT = "http://www.example.org/mqtt-binding#"
 
 // The security definitions of the consumer view: nosec for an API on
 // loopback that takes no credentials, bearer for an API that requires
@@ -30,14 +37,9 @@ func (h *Handler) getTD(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, p)
 		return
 	}
-	rec, err := t.entry.Record()
-	if err != nil || rec.Tombstone() {
-		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusNotFound, "Thing %q of %s was removed", t.entry.ThingID, t.entry.Publisher))
-		return
-	}
-	view, err := ConsumerView(rec.Raw, "http://"+r.Host, t.query(), h.cfg.BearerAuth)
-	if err != nil {
-		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusInternalServerError, "Thing %q of %s: %v", t.entry.ThingID, t.entry.Publisher, err))
+	view, p := h.view(r, t)
+	if p != nil {
+		httpapi.WriteProblem(w, r, p)
 		return
 	}
 	w.Header().Set("Content-Type", ContentTypeTD)
@@ -48,13 +50,91 @@ func (h *Handler) getTD(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(view)
 }
 
+// ConsumerViewOf returns the consumer view of the directory entry e for
+// the consumer of request r (its Host and scheme name the API), its forms
+// pinned to e's publisher (?publisher=), as a directory listing for
+// consumers needs it: several publishers of one id may be listed. The
+// caller has checked that r's consumer may see e. A removed Thing is an
+// error.
+func (h *Handler) ConsumerViewOf(r *http.Request, e directory.Entry) ([]byte, error) {
+	view, p := h.view(r, target{entry: e, pinned: true})
+	if p != nil {
+		return nil, p
+	}
+	return view, nil
+}
+
+// view builds the consumer view of t for the consumer of r.
+func (h *Handler) view(r *http.Request, t target) ([]byte, *lmosproto.Problem) {
+	rec, err := t.entry.Record()
+	if err != nil || rec.Tombstone() {
+		return nil, httpapi.Problemf(http.StatusNotFound, "Thing %q of %s was removed", t.entry.ThingID, t.entry.Publisher)
+	}
+	base := h.apiBase(r)
+	v := View{Base: base, Query: t.query(), Bearer: h.cfg.BearerAuth}
+	if h.cfg.WebSocketPath != "" {
+		v.WebSocket = "ws" + strings.TrimPrefix(base, "http") + h.cfg.WebSocketPath
+	}
+	if h.deps.Broker != nil {
+		if broker, topic, ok := h.deps.Broker.MQTT(t.entry); ok {
+			v.MQTT = &MQTTForms{Broker: broker, Topic: topic}
+		}
+	}
+	view, err := ConsumerView(rec.Raw, v)
+	if err != nil {
+		return nil, httpapi.Problemf(http.StatusInternalServerError, "Thing %q of %s: %v", t.entry.ThingID, t.entry.Publisher, err)
+	}
+	return view, nil
+}
+
+// apiBase is the URL of the API as the consumer of r reached it.
+func (h *Handler) apiBase(r *http.Request) string {
+	if r.TLS != nil {
+		return "https://" + r.Host
+	}
+	return "http://" + r.Host
+}
+
+// View is what a node offers a consumer for one Thing: the transports
+// whose forms its consumer view carries.
+type View struct {
+	// Base is the URL of the node's API, e.g. "http://127.0.0.1:5080":
+	// the HTTP binding's forms point at its /things/{id}/… routes.
+	// Required.
+	Base string
+	// Query (e.g. "?publisher=…" or "") is appended to every HTTP href.
+	Query string
+	// Bearer: the API requires a bearer token (else nosec).
+	Bearer bool
+	// WebSocket, if set, is the URL of the node's lmosprotocol endpoint
+	// (e.g. "ws://127.0.0.1:5080/ws"): every affordance gets a form with
+	// subprotocol lmosprotocol there.
+	WebSocket string
+	// MQTT, if set, adds the forms of the node's MQTT binding.
+	MQTT *MQTTForms
+}
+
+// MQTTForms is the MQTT binding of one Thing on the node's broker.
+type MQTTForms struct {
+	// Broker is the broker's URL ("mqtt://127.0.0.1:1883").
+	Broker string
+	// Topic returns the topic of the Thing's levels after the Thing ID
+	// ("properties", name, "read"), escaped as the MQTT gateway escapes
+	// them.
+	Topic func(levels ...string) string
+}
+
 // ConsumerView returns the unsigned consumer view of the signed TD td for
-// a node whose API is at base (e.g. "http://127.0.0.1:5080"): "proof" and
-// "base" dropped, every affordance's forms pointing at base's HTTP binding
-// (query, e.g. "?publisher=…" or "", appended to every href), Thing-level
-// forms dropped, the bearer security scheme if bearer is set (the API
-// requires a token), else nosec. Everything else is kept as published.
-func ConsumerView(td []byte, base, query string, bearer bool) ([]byte, error) {
+// the transports of v: "proof" and "base" dropped; "@context" led by the
+// TD 1.0 and the TD 1.1 context URIs, then the published context's other
+// entries (the LMOS binding among them), so that consumers of either TD
+// generation accept it; every affordance's forms absolute and pointing at
+// this node: the HTTP binding under v.Base first, then the WebSocket
+// binding (subprotocol lmosprotocol) and the MQTT binding when v offers
+// them; Thing-level forms only for the WebSocket binding's
+// writemultipleproperties and subscribeallevents; the bearer security
+// scheme if v.Bearer, else nosec. Everything else is kept as published.
+func ConsumerView(td []byte, v View) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(td))
 	dec.UseNumber() // keep numbers exactly as published
 	var doc map[string]any
@@ -62,11 +142,12 @@ func ConsumerView(td []byte, base, query string, bearer bool) ([]byte, error) {
 		return nil, fmt.Errorf("decoding TD: %w", err)
 	}
 	id, _ := doc["id"].(string)
-	prefix := base + "/things/" + url.PathEscape(id)
+	prefix := v.Base + "/things/" + url.PathEscape(id)
 	delete(doc, "proof")
 	delete(doc, "base")
 	delete(doc, "forms")
-	if bearer {
+	doc["@context"] = consumerContext(doc["@context"], v.MQTT != nil)
+	if v.Bearer {
 		doc["securityDefinitions"] = map[string]any{bearerName: map[string]any{"scheme": "bearer", "in": "header", "name": "Authorization"}}
 		doc["security"] = bearerName
 	} else {
@@ -75,39 +156,148 @@ func ConsumerView(td []byte, base, query string, bearer bool) ([]byte, error) {
 	}
 
 	form := func(href, method string, ops ...string) map[string]any {
-		f := map[string]any{"href": href + query, "contentType": "application/json", "htv:methodName": method}
-		if len(ops) == 1 {
-			f["op"] = ops[0]
+		f := map[string]any{"href": href + v.Query, "contentType": "application/json", "htv:methodName": method}
+		setOps(f, ops)
+		return f
+	}
+	ws := func(ops ...string) map[string]any {
+		f := map[string]any{"href": v.WebSocket, "subprotocol": lmosproto.WebSocketSubprotocol, "contentType": "application/json"}
+		setOps(f, ops)
+		return f
+	}
+	mqtt := func(packet string, topic string, ops ...string) map[string]any {
+		f := map[string]any{"href": v.MQTT.Broker, "contentType": "application/json", "mqv:controlPacket": packet}
+		if packet == "subscribe" {
+			f["mqv:filter"] = topic
 		} else {
-			f["op"] = ops
+			f["mqv:topic"] = topic
 		}
+		setOps(f, ops)
 		return f
 	}
 	for name, a := range affordances(doc, "properties") {
 		href := prefix + "/properties/" + url.PathEscape(name)
+		readable := !isTrue(a["writeOnly"])
+		writable := !isTrue(a["readOnly"])
+		observable := isTrue(a["observable"])
 		var forms []any
-		if b, _ := a["writeOnly"].(bool); !b {
+		var wsOps []string
+		if readable {
 			forms = append(forms, form(href, http.MethodGet, "readproperty"))
+			wsOps = append(wsOps, "readproperty")
 		}
-		if b, _ := a["readOnly"].(bool); !b {
+		if writable {
 			forms = append(forms, form(href, http.MethodPut, "writeproperty"))
+			wsOps = append(wsOps, "writeproperty")
 		}
-		if b, _ := a["observable"].(bool); b {
+		if observable {
 			f := form(href+"/observe", http.MethodGet, "observeproperty", "unobserveproperty")
 			f["subprotocol"] = "sse"
 			forms = append(forms, f)
+			wsOps = append(wsOps, "observeproperty", "unobserveproperty")
+		}
+		if v.WebSocket != "" && len(wsOps) > 0 {
+			forms = append(forms, ws(wsOps...))
+		}
+		if v.MQTT != nil {
+			if readable {
+				forms = append(forms, mqtt("publish", v.MQTT.Topic("properties", name, "read"), "readproperty"))
+			}
+			if writable {
+				forms = append(forms, mqtt("publish", v.MQTT.Topic("properties", name, "write"), "writeproperty"))
+			}
+			if observable {
+				forms = append(forms, mqtt("subscribe", v.MQTT.Topic("properties", name), "observeproperty", "unobserveproperty"))
+			}
 		}
 		a["forms"] = forms
 	}
 	for name, a := range affordances(doc, "actions") {
-		a["forms"] = []any{form(prefix+"/actions/"+url.PathEscape(name), http.MethodPost, "invokeaction")}
+		forms := []any{form(prefix+"/actions/"+url.PathEscape(name), http.MethodPost, "invokeaction")}
+		if v.WebSocket != "" {
+			forms = append(forms, ws("invokeaction", "queryaction", "cancelaction"))
+		}
+		if v.MQTT != nil {
+			forms = append(forms, mqtt("publish", v.MQTT.Topic("actions", name), "invokeaction", "queryaction", "cancelaction"))
+		}
+		a["forms"] = forms
 	}
-	for name, a := range affordances(doc, "events") {
+	events := affordances(doc, "events")
+	for name, a := range events {
 		f := form(prefix+"/events/"+url.PathEscape(name), http.MethodGet, "subscribeevent", "unsubscribeevent")
 		f["subprotocol"] = "sse"
-		a["forms"] = []any{f}
+		forms := []any{f}
+		if v.WebSocket != "" {
+			forms = append(forms, ws("subscribeevent", "unsubscribeevent"))
+		}
+		if v.MQTT != nil {
+			forms = append(forms, mqtt("subscribe", v.MQTT.Topic("events", name), "subscribeevent", "unsubscribeevent"))
+		}
+		a["forms"] = forms
+	}
+	if v.WebSocket != "" {
+		var ops []string
+		if hasWritable(affordances(doc, "properties")) {
+			ops = append(ops, "writemultipleproperties")
+		}
+		if len(events) > 0 {
+			ops = append(ops, "subscribeallevents", "unsubscribeallevents")
+		}
+		if len(ops) > 0 {
+			doc["forms"] = []any{ws(ops...)}
+		}
 	}
 	return json.Marshal(doc)
+}
+
+// consumerContext is the @context of a consumer view: the TD 1.0 and TD
+// 1.1 URIs first (TD 1.1 § 5.3.1.1 allows this order, and node-wot's
+// validator wants the TD 1.0 URI first), then the published context's
+// other entries in their order, then the MQTT binding's prefix if the view
+// has MQTT forms.
+func consumerContext(published any, mqtt bool) []any {
+	out := []any{lmosproto.ContextTD10, lmosproto.ContextTD11}
+	var rest []any
+	switch c := published.(type) {
+	case string:
+		rest = []any{c}
+	case []any:
+		rest = c
+	}
+	for _, c := range rest {
+		if c == lmosproto.ContextTD10 || c == lmosproto.ContextTD11 {
+			continue
+		}
+		out = append(out, c)
+	}
+	if mqtt {
+		out = append(out, map[string]any{"mqv": ContextMQTT})
+	}
+	return out
+}
+
+// setOps sets a form's op: a string for one operation, else an array.
+func setOps(f map[string]any, ops []string) {
+	if len(ops) == 1 {
+		f["op"] = ops[0]
+		return
+	}
+	f["op"] = ops
+}
+
+func isTrue(v any) bool {
+	b, _ := v.(bool)
+	return b
+}
+
+// hasWritable reports whether a property is not readOnly.
+func hasWritable(props map[string]map[string]any) bool {
+	for _, a := range props {
+		if !isTrue(a["readOnly"]) {
+			return true
+		}
+	}
+	return false
 }
 
 // affordances returns the affordance objects of doc's member kind.

@@ -159,3 +159,21 @@ func (t topics) parseRequest(topic string) (request, error) {
 func validResponseTopic(s string) bool {
 	return s != "" && !strings.ContainsAny(s, "+#\x00") && len(s) <= 65535
 }
+
+// Topic returns the topic of Thing thingID's levels, each escaped
+// (EscapeTopicLevel), under the gateway's prefix: Topic(id, "properties",
+// name, "read") is the read request topic of property name. It is how
+// other parts of the node (the consumer view's MQTT forms) name the
+// gateway's topics without copying the scheme.
+func (g *Gateway) Topic(thingID string, levels ...string) string {
+	var b strings.Builder
+	b.WriteString(g.topics.thing(thingID))
+	for _, l := range levels {
+		b.WriteByte('/')
+		b.WriteString(EscapeTopicLevel(l))
+	}
+	return b.String()
+}
+
+// BrokerURL returns the URL of the gateway's broker (Config.BrokerURL).
+func (g *Gateway) BrokerURL() string { return g.cfg.BrokerURL }

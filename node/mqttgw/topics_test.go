@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/lmosnode/lmosnode/proto"
 )
 
 func TestEscapeTopicLevel(t *testing.T) {
@@ -82,4 +84,36 @@ func FuzzTopicLevel(f *testing.F) {
 			t.Fatalf("round trip of %q: %q, %v", s, back, err)
 		}
 	})
+}
+
+// Gateway.Topic names the topics the gateway publishes and serves, the
+// ones the consumer view's MQTT forms carry.
+func TestGatewayTopic(t *testing.T) {
+	for _, prefix := range []string{"", "lmos"} {
+		g, err := New(Deps{Invoker: nopInvoker{}, Things: ThingListerFunc(func() []*proto.TD { return nil })}, Config{BrokerURL: "mqtt://127.0.0.1:1", Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const id, name = "urn:dev:a/b", "te+mp"
+		for _, c := range []struct{ got, want string }{
+			{g.Topic(id, "properties", name), g.topics.property(id, name)},
+			{g.Topic(id, "events", name), g.topics.event(id, name)},
+		} {
+			if c.got != c.want {
+				t.Errorf("prefix %q: Topic = %q, want %q", prefix, c.got, c.want)
+			}
+		}
+		req, err := g.topics.parseRequest(g.Topic(id, "properties", name, "read"))
+		if err != nil || req.thingID != id || req.name != name || req.kind != levelRead {
+			t.Errorf("prefix %q: read topic parses as %+v, %v", prefix, req, err)
+		}
+		req, err = g.topics.parseRequest(g.Topic(id, "actions", name))
+		if err != nil || req.thingID != id || req.name != name || req.kind != levelActions {
+			t.Errorf("prefix %q: action topic parses as %+v, %v", prefix, req, err)
+		}
+		if g.BrokerURL() != "mqtt://127.0.0.1:1" {
+			t.Errorf("BrokerURL = %q", g.BrokerURL())
+		}
+		_ = g.Close()
+	}
 }

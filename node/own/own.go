@@ -224,12 +224,18 @@ func (t *Things) TDOf(publisher peer.ID, id string) (*lmosproto.TD, bool) {
 	return td, err == nil
 }
 
+// Exposes reports whether e is one of the Things Exposed lists: the
+// node's own, not scoped to groups.
+func (t *Things) Exposes(e directory.Entry) bool {
+	return e.Publisher == t.deps.Self && len(e.Groups) == 0 && !e.Tombstone
+}
+
 // Exposed returns the TDs of the node's own public Things: those it
 // offers on an MQTT broker anyone may read (mqttgw.ThingLister).
 func (t *Things) Exposed() []*lmosproto.TD {
 	var tds []*lmosproto.TD
 	for _, e := range t.deps.Directory.Own() {
-		if len(e.Groups) > 0 {
+		if !t.Exposes(e) {
 			continue
 		}
 		if td, err := t.tds.TD(e); err == nil {

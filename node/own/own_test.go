@@ -216,6 +216,22 @@ func TestRegisterRemove(t *testing.T) {
 	if got := f.things.Exposed(); len(got) != 1 || got[0].ID != "urn:tool" {
 		t.Fatalf("exposed: %v", got)
 	}
+	// Exposes is Exposed's rule for one entry (the consumer view's MQTT
+	// forms ask it): own, not scoped to groups.
+	entry, _ := f.dir.Get(f.self, "urn:tool")
+	scoped := entry
+	scoped.Groups = []string{"g-ops"}
+	learned := entry
+	learned.Publisher = "12D3KooWKnDkQ5uVhnnXh3tWm6n3sA4t9sCj1DUQPrXRyqxYoXFT"
+	for _, c := range []struct {
+		what string
+		e    directory.Entry
+		want bool
+	}{{"own public", entry, true}, {"own group-scoped", scoped, false}, {"another publisher's", learned, false}} {
+		if got := f.things.Exposes(c.e); got != c.want {
+			t.Errorf("Exposes(%s) = %v, want %v", c.what, got, c.want)
+		}
+	}
 	if err := f.things.Remove(ctx, "urn:tool"); err != nil {
 		t.Fatal(err)
 	}

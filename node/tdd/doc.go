@@ -16,6 +16,7 @@
 //	                               (the directory's revision); LMOS filters type, capability
 //	                               (id[@semver-range]), vendor, publisher, group,
 //	                               q (free text, ranked when no sort_by)
+//	GET  /things?view=consumer     the same listing of consumer views (Deps.ConsumerView)
 //	GET  /things/{id}              one TD (application/td+json); HEAD likewise;
 //	                               enriched=true: the Enriched TD
 //	GET  /search/jsonpath?query=Q  RFC 9535 JSONPath over the array of TDs, the
@@ -74,6 +75,20 @@
 // (?publisher=OTHER), or a PATCH or DELETE of an id only others publish, is
 // 403 Forbidden. A PUT of an id that only others publish creates the node's
 // own Thing of that id, which is legitimate: the two stay apart.
+//
+// # Consumer views
+//
+// The signed TDs' forms point at their publishers' backends, relative and
+// without base: a WoT consumer cannot use them. With Deps.ConsumerView
+// (the node wires the HTTP binding's consumer view, package gateway) the
+// listing takes view=consumer and lists each Thing's consumer view instead
+// (unsigned, absolute forms pointing at this node), with the same
+// filters, visibility, order and pages. The directory TD's things
+// property, which WoT consumers exploring the directory read (node-wot's
+// exploreDirectory), points at that listing; GET /things without view,
+// GET /things/{id} and retrieveThing stay the signed TDs, the spec's
+// directory semantics, and GET /things/{id} links to the consumer view
+// (Link: </things/{id}/td>; rel="alternate").
 //
 // # Signed documents and registration information
 //

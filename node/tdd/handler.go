@@ -97,6 +97,12 @@ type Deps struct {
 	// under the directory's read lock and must not call the Directory.
 	// Nil: every Thing is visible.
 	Visibility func(r *http.Request) func(directory.Entry) bool
+	// ConsumerView, if set, returns the consumer view of entry e (an
+	// unsigned TD whose forms point at this node, package gateway) for the
+	// consumer of r, who may see e. It serves GET /things?view=consumer,
+	// which the directory TD's things property reads, and the Link from a
+	// signed TD to its consumer view. Nil: view=consumer is 501.
+	ConsumerView func(r *http.Request, e directory.Entry) ([]byte, error)
 }
 
 // Defaults of Config.

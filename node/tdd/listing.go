@@ -29,6 +29,14 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, p)
 		return
 	}
+	consumer, p := h.listView(r)
+	if p == nil && consumer && lq.enriched {
+		p = httpapi.Problemf(http.StatusBadRequest, "query parameters view=%s and enriched=true: a consumer view is not an Enriched TD; ask for one of them", ViewConsumer)
+	}
+	if p != nil {
+		httpapi.WriteProblem(w, r, p)
+		return
+	}
 	lq.q.Visible = h.visible(r)
 	tag := h.deps.Directory.Revision() // before the search: a change after it changes the tag
 	// The directory pages in id order itself; any other order needs every
@@ -62,7 +70,10 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 		if err != nil || rec.Tombstone() {
 			continue // removed since the search
 		}
-		doc := rec.Raw
+		doc, ok := h.listItem(r, consumer, e, rec.Raw)
+		if !ok {
+			continue
+		}
 		if lq.enriched {
 			if doc, err = enrich(rec.Raw, registrationOf(e), now); err != nil {
 				h.writeInternal(w, r, "enrich", e.ThingID, err)
@@ -177,6 +188,9 @@ func (h *Handler) retrieve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	setRegistrationHeaders(w.Header(), e)
+	if l := h.consumerViewLink(r, e); l != "" {
+		w.Header().Add("Link", l)
+	}
 	writeBody(w, r, doc, ContentTypeTD, ContentTypeLDJSON, ContentTypeJSON)
 }
 

@@ -64,6 +64,7 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 		}
 	}
 
+	things := h.thingsProperty()
 	td := obj{
 		"@context":    []any{lmosproto.ContextTD10, lmosproto.ContextTD11, ContextDiscovery, obj{lmosproto.PrefixLMOS: lmosproto.ContextLMOS}},
 		"@type":       "ThingDirectory",
@@ -77,7 +78,7 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 		"security": "nosec_sc",
 		"properties": obj{
 			"things": obj{
-				"description": "Retrieve Thing Descriptions, filtered by the LMOS filters; ranked by relevance with q, else ordered by title.",
+				"description": things.desc,
 				"readOnly":    true,
 				"type":        "array",
 				"items":       obj{"type": "object"},
@@ -94,11 +95,11 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 				},
 				"forms": []any{obj{
 					"op":             "readproperty",
-					"href":           "/things{?offset,limit,format,type,capability,vendor,publisher,group,q}",
+					"href":           things.href,
 					"htv:methodName": "GET",
 					"contentType":    ContentTypeLDJSON,
 					"response": obj{
-						"description": "Success response: a JSON array of signed TDs; a Link header with rel=next leads to the next page",
+						"description": things.resp,
 						"contentType": ContentTypeLDJSON,
 						"htv:headers": []any{obj{"htv:fieldName": "Link"}},
 					},
@@ -194,4 +195,24 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 		td["security"] = "bearer_sc"
 	}
 	return td
+}
+
+// thingsProperty is what the directory TD's things property reads: with
+// consumer views (Deps.ConsumerView), the listing of consumer views
+// (view=consumer), which WoT consumers exploring the directory can
+// consume; else the signed TDs.
+func (h *Handler) thingsProperty() (p struct{ desc, href, resp string }) {
+	const vars = "offset,limit,format,type,capability,vendor,publisher,group,q"
+	if h.deps.ConsumerView == nil {
+		p.desc = "Retrieve Thing Descriptions, filtered by the LMOS filters; ranked by relevance with q, else ordered by title."
+		p.href = "/things{?" + vars + "}"
+		p.resp = "Success response: a JSON array of signed TDs; a Link header with rel=next leads to the next page"
+		return p
+	}
+	p.desc = "Retrieve Thing Descriptions ready to consume: the consumer views of the Things (their forms point at this node; unsigned), " +
+		"filtered by the LMOS filters; ranked by relevance with q, else ordered by title. " +
+		"The signed TDs as published are the same listing without view=consumer, and retrieveThing."
+	p.href = "/things?view=" + ViewConsumer + "{&" + vars + "}"
+	p.resp = "Success response: a JSON array of consumer views; a Link header with rel=next leads to the next page"
+	return p
 }

@@ -7,6 +7,12 @@
 //
 //   node consume.js TD_URL [--property P] [--write JSON] [--action A]
 //                   [--input JSON] [--event E] [--timeout MS]
+//   node consume.js --explore ID DIRECTORY_URL [same options]
+//
+// With --explore the Thing's TD is not fetched from TD_URL: the script
+// explores the directory whose TD is at DIRECTORY_URL (node-wot's
+// WoT.exploreDirectory, e.g. http://127.0.0.1:5080/.well-known/wot) and
+// consumes the TD of id ID that the directory lists.
 //
 // On success it prints one JSON line to standard output,
 //   {"title", "read", "written", "readBack", "output", "event"},
@@ -18,11 +24,11 @@ const { Servient } = require("@node-wot/core");
 const { HttpClientFactory } = require("@node-wot/binding-http");
 
 function usage(msg) {
-    process.stderr.write(`nodewot: ${msg}\nusage: node consume.js TD_URL [--property P] [--write JSON] [--action A] [--input JSON] [--event E] [--timeout MS]\n`);
+    process.stderr.write(`nodewot: ${msg}\nusage: node consume.js [--explore ID] TD_URL|DIRECTORY_URL [--property P] [--write JSON] [--action A] [--input JSON] [--event E] [--timeout MS]\n`);
     process.exit(2);
 }
 
-const opts = { property: "target", write: "21.5", action: "add", input: '{"a":2,"b":40}', event: "alarm", timeout: "20000" };
+const opts = { property: "target", write: "21.5", action: "add", input: '{"a":2,"b":40}', event: "alarm", timeout: "20000", explore: "" };
 const argv = process.argv.slice(2);
 let url;
 for (let i = 0; i < argv.length; i++) {
@@ -62,8 +68,27 @@ async function main() {
     servient.addClientFactory(new HttpClientFactory(null));
     const WoT = await servient.start();
 
-    step = `requestThingDescription ${url}`;
-    const td = await WoT.requestThingDescription(url);
+    let td;
+    if (opts.explore === "") {
+        step = `requestThingDescription ${url}`;
+        td = await WoT.requestThingDescription(url);
+    } else {
+        step = `exploreDirectory ${url}`;
+        const discovery = await WoT.exploreDirectory(url);
+        const seen = [];
+        for await (const found of discovery) {
+            seen.push(found.id);
+            if (found.id === opts.explore) {
+                td = found;
+                await discovery.stop();
+                break;
+            }
+        }
+        if (td === undefined) {
+            const why = discovery.error ? ` (last error: ${discovery.error.message})` : "";
+            throw new Error(`Thing ${opts.explore} not among the ${seen.length} valid TDs listed: ${JSON.stringify(seen)}${why}`);
+        }
+    }
     step = "consume";
     const thing = await WoT.consume(td);
 
