@@ -94,11 +94,11 @@ func TestConsumerViewListing(t *testing.T) {
 func TestConsumerViewAbsent(t *testing.T) {
 	env := tddtest.NewEnv(t)
 	problem(t, do(t, http.MethodGet, env.URL+"/things?view=consumer", nil), http.StatusNotImplemented)
-	if href := thingsHref(t, env); href != "/things{?offset,limit,format,type,capability,vendor,publisher,group,q}" {
+	if href := thingsHref(t, env); href != "/things{?offset,limit,format,sort_by,sort_order,type,capability,vendor,publisher,group,q}" {
 		t.Errorf("things href %q", href)
 	}
 	withViews := consumerViews(t)
-	if href := thingsHref(t, withViews); href != "/things?view=consumer{&offset,limit,format,type,capability,vendor,publisher,group,q}" {
+	if href := thingsHref(t, withViews); href != "/things?view=consumer{&offset,limit,format,sort_by,sort_order,type,capability,vendor,publisher,group,q}" {
 		t.Errorf("things href with consumer views %q", href)
 	}
 }

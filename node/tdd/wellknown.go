@@ -51,7 +51,7 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 	event := func(typ, desc string) obj {
 		return obj{
 			"description":  desc,
-			"uriVariables": obj{"diff": obj{"description": "Send the complete TD as event data (thing_created, thing_updated)", "type": "boolean"}},
+			"uriVariables": obj{"diff": obj{"description": "Event data with the TD: the complete TD on thing_created, a JSON merge patch (RFC 7396) with the id on thing_updated; only the id on thing_deleted", "type": "boolean"}},
 			"data": obj{"type": "object", "properties": obj{
 				"id":        obj{"type": "string", "format": "iri-reference"},
 				"publisher": obj{"type": "string", "description": "Peer ID of the Thing's publisher"},
@@ -85,7 +85,9 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 				"uriVariables": obj{
 					"offset":     obj{"title": "Number of TDs to skip before the page", "type": "integer", "minimum": 0},
 					"limit":      obj{"title": "Number of TDs in the page", "type": "integer", "minimum": 1},
-					"format":     obj{"title": "Payload format", "type": "string", "enum": []any{"array"}},
+					"format":     obj{"title": "Payload format: a JSON array of TDs, or a ThingCollection", "type": "string", "enum": []any{"array", "collection"}},
+					"sort_by":    obj{"title": "Field to order by (default id, in Unicode code point order)", "type": "string", "enum": []any{"id", "title", "created", "modified"}},
+					"sort_order": obj{"title": "Order", "type": "string", "enum": []any{"asc", "desc"}},
 					"type":       str("agent, tool, or any @type of the Thing"),
 					"capability": str("An lmos:capabilities id, optionally followed by @ and a semantic version range (weather-forecast@^1.2)"),
 					"vendor":     str("lmos:vendor name, case-insensitive"),
@@ -147,6 +149,21 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 					},
 				}},
 			},
+			"searchJSONPath": obj{
+				"description":  "Syntactic search over the Thing Descriptions this node may show, with a JSONPath query (RFC 9535); the selected nodes as a JSON array",
+				"uriVariables": obj{"query": obj{"title": "A JSONPath query", "type": "string"}},
+				"safe":         true,
+				"idempotent":   true,
+				"output":       obj{"type": "array"},
+				"forms": []any{obj{
+					"href": "/search/jsonpath{?query}", "htv:methodName": "GET",
+					"response": obj{"description": "Success response", "contentType": ContentTypeJSON},
+					"additionalResponses": []any{
+						problem(http.StatusBadRequest, "Missing, malformed, too long or too deeply nested query"),
+						problem(http.StatusServiceUnavailable, "The query ran out of time"),
+					},
+				}},
+			},
 			"updateThing": obj{
 				"description":  "Update a Thing Description of this node",
 				"uriVariables": idVar,
@@ -202,15 +219,15 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 // (view=consumer), which WoT consumers exploring the directory can
 // consume; else the signed TDs.
 func (h *Handler) thingsProperty() (p struct{ desc, href, resp string }) {
-	const vars = "offset,limit,format,type,capability,vendor,publisher,group,q"
+	const vars = "offset,limit,format,sort_by,sort_order,type,capability,vendor,publisher,group,q"
 	if h.deps.ConsumerView == nil {
-		p.desc = "Retrieve Thing Descriptions, filtered by the LMOS filters; ranked by relevance with q, else ordered by title."
+		p.desc = "Retrieve Thing Descriptions, filtered by the LMOS filters; ranked by relevance with q, else ordered by id (or sort_by)."
 		p.href = "/things{?" + vars + "}"
 		p.resp = "Success response: a JSON array of signed TDs; a Link header with rel=next leads to the next page"
 		return p
 	}
 	p.desc = "Retrieve Thing Descriptions ready to consume: the consumer views of the Things (their forms point at this node; unsigned), " +
-		"filtered by the LMOS filters; ranked by relevance with q, else ordered by title. " +
+		"filtered by the LMOS filters; ranked by relevance with q, else ordered by id (or sort_by). " +
 		"The signed TDs as published are the same listing without view=consumer, and retrieveThing."
 	p.href = "/things?view=" + ViewConsumer + "{&" + vars + "}"
 	p.resp = "Success response: a JSON array of consumer views; a Link header with rel=next leads to the next page"
