@@ -89,6 +89,15 @@ func TestProvideOncePerKey(t *testing.T) {
 			}
 		}
 	}
+	// A put before bob is in alice's routing table fails and waits for
+	// the retry backoff (15 s and more); publish once he is.
+	for dht.RoutingTable().Size() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("bob never entered alice's routing table")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	first := testTD(t, uniqueID(), 0, "weather")
 	if _, _, err := alice.Publish(ctx, first, nil); err != nil {
 		t.Fatal(err)
