@@ -269,6 +269,59 @@ func TestConformanceReads(t *testing.T) {
 			}
 		}},
 
+		{"tdd-registrationinfo-expiry-purge", func(t *testing.T, env *tddtest.Env) {
+			// A learned Thing past its expiry is purged (the directory's
+			// purge loop calls Purge every Config.PurgeInterval); own Things
+			// never expire.
+			reg := registration(t, env, "urn:Z")
+			expires, _ := time.Parse(time.RFC3339, reg["expires"].(string))
+			env.Clock.Advance(expires.Sub(env.Clock.Now()) + time.Second)
+			if n := env.Dir.Purge(env.Clock.Now()); n != 1 {
+				t.Errorf("purged %d Things, want the learned one", n)
+			}
+			problem(t, get(t, env, "/things/urn:Z"), http.StatusNotFound)
+			if got := walk(t, env, "/things"); slices.Contains(got, "urn:Z") || !slices.Contains(got, "urn:a") {
+				t.Errorf("listing after the purge: %q", got)
+			}
+		}},
+		{"tdd-things-crudl", func(t *testing.T, env *tddtest.Env) {
+			// Create, read, update, delete and list, in one round.
+			put(t, env, thing{id: "urn:crudl", title: "one"})
+			if r := get(t, env, "/things/urn:crudl"); r.status != http.StatusOK || !strings.Contains(string(r.body), `"one"`) {
+				t.Fatalf("read: %d %s", r.status, r.body)
+			}
+			put(t, env, thing{id: "urn:crudl", title: "two"})
+			if r := get(t, env, "/things/urn:crudl"); !strings.Contains(string(r.body), `"two"`) {
+				t.Fatalf("read after update: %s", r.body)
+			}
+			if !slices.Contains(walk(t, env, "/things"), "urn:crudl") {
+				t.Fatal("list lacks the Thing")
+			}
+			if r := do(t, http.MethodDelete, env.URL+"/things/urn:crudl", nil); r.status != http.StatusNoContent {
+				t.Fatalf("delete: %d %s", r.status, r.body)
+			}
+			problem(t, get(t, env, "/things/urn:crudl"), http.StatusNotFound)
+		}},
+		{"tdd-things-read-only-auth", func(t *testing.T, env *tddtest.Env) {
+			// Another publisher's Thing is read-only here: PATCH and DELETE
+			// are refused, and a PUT of its id creates the node's own Thing
+			// of that id, leaving the other publisher's untouched (Things
+			// are identified by publisher and id). The API token guards the
+			// node's own writes (node TestAPITokenRequired).
+			other := tddtest.NewIdentity(3).ID.String()
+			before := get(t, env, "/things/urn:Z?publisher="+other)
+			if r := do(t, http.MethodPatch, env.URL+"/things/urn:Z", []byte(`{"title":"mine now"}`), "Content-Type", "application/merge-patch+json"); r.status != http.StatusForbidden {
+				t.Errorf("PATCH of another publisher's Thing: %d %s, want 403", r.status, r.body)
+			}
+			if r := do(t, http.MethodDelete, env.URL+"/things/urn:Z", nil); r.status != http.StatusForbidden {
+				t.Errorf("DELETE of another publisher's Thing: %d %s, want 403", r.status, r.body)
+			}
+			put(t, env, thing{id: "urn:Z", title: "mine"})
+			if after := get(t, env, "/things/urn:Z?publisher="+other); after.status != http.StatusOK || string(after.body) != string(before.body) {
+				t.Errorf("the other publisher's Thing changed: %d %s", after.status, after.body)
+			}
+		}},
+
 		// Search.
 		{"tdd-search-large-tdds", func(t *testing.T, env *tddtest.Env) {
 			// Fragments instead of whole TDs: only the ids.
