@@ -2,6 +2,8 @@ package groupsvc
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
@@ -24,7 +26,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/topicval"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -129,7 +134,7 @@ func newTopicFixture(t testing.TB) *topicFixture {
 	if f.held, err = lmosproto.ParseRecord(held); err != nil {
 		t.Fatal(err)
 	}
-	f.hook = &recordHook{}
+	f.hook = &recordHook{self: bob.id, now: func() time.Time { return topicT0.Add(time.Hour) }}
 	f.svc, err = New(Deps{
 		Host: h, Key: bob.key, Datastore: dssync.MutexWrap(ds.NewMapDatastore()),
 		Things: f.hook.take,
@@ -163,45 +168,55 @@ func (f *topicFixture) group(t testing.TB) *group {
 	}
 	g := &group{id: l.ID(), log: l, subs: map[*postSub]struct{}{}}
 	g.refresh()
-	f.hook.reset(f.held)
+	f.hook.reset(t, f.held)
 	return g
 }
 
-// recordHook stands in for the node's Thing hook (the federation's
-// AcceptScoped): the record must check (lmosproto.ParseRecord), be
-// published by the message's author and name the group, and be newer than
-// the record held of the same Thing (else ErrStaleThing).
+// recordHook is the node's Thing hook: the federation's Intake
+// (AcceptScoped) over a fresh in-memory directory of bob's node that holds
+// the fixture's record, as node.New wires it; it notes what it took.
 type recordHook struct {
-	mu   sync.Mutex
-	held map[string]*lmosproto.Record // by publisher and Thing ID
-	took []string
+	self peer.ID
+	now  func() time.Time
+
+	mu     sync.Mutex
+	intake *federation.Intake
+	took   []string
 }
 
-func (h *recordHook) reset(held *lmosproto.Record) {
+func (h *recordHook) reset(t testing.TB, held *lmosproto.Record) {
+	t.Helper()
+	dir, err := directory.Open(directory.Deps{Datastore: dssync.MutexWrap(ds.NewMapDatastore()), Self: h.self}, directory.Config{}, directory.WithClock(h.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dir.Close() })
+	if _, err := dir.Put(held, nil); err != nil {
+		t.Fatal(err)
+	}
+	intake, err := federation.NewIntake(federation.IntakeDeps{Directory: dir, Self: h.self, Validator: lmosdht.ThingValidator{Now: h.now}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.held = map[string]*lmosproto.Record{held.Publisher().String() + " " + held.ThingID: held}
-	h.took = nil
+	h.intake, h.took = intake, nil
 }
 
 func (h *recordHook) take(group string, from peer.ID, raw []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	err := h.intake.AcceptScoped(context.Background(), from, group, raw)
+	if errors.Is(err, federation.ErrNotNewer) {
+		return fmt.Errorf("%w: %w", ErrStaleThing, err)
+	}
+	if err != nil {
+		return err
+	}
 	rec, err := lmosproto.ParseRecord(raw)
 	if err != nil {
 		return err
 	}
-	if rec.Publisher() != from {
-		return fmt.Errorf("record of %s published by %s", rec.Publisher(), from)
-	}
-	if !rec.Tombstone() && !slices.Contains(rec.TD.Groups, group) {
-		return fmt.Errorf("thing %s does not name group %s", rec.ThingID, group)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	k := from.String() + " " + rec.ThingID
-	if !rec.Newer(h.held[k]) {
-		return fmt.Errorf("thing %s seq %d: %w", rec.ThingID, rec.Seq, ErrStaleThing)
-	}
-	h.held[k] = rec
 	h.took = append(h.took, fmt.Sprintf("%s from %s, lmos:seq %d, tombstone %v", rec.ThingID, from, rec.Seq, rec.Tombstone()))
 	return nil
 }
