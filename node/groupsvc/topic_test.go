@@ -3,10 +3,10 @@ package groupsvc
 import (
 	"bytes"
 	"context"
-	"errors"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
