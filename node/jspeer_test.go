@@ -1,0 +1,267 @@
+package node_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/internal/testnet"
+	"github.com/lmosnode/lmosnode/node/directory"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// jsPeerDir holds the second implementation of docs/wire.md: a js-libp2p
+// peer written from the document alone, with pinned dependencies
+// (package-lock.json).
+var jsPeerDir = filepath.Join("..", "scripts", "interop", "jspeer")
+
+// jsPeerCmd prepares scripts/interop/jspeer (testnet.NPM) and returns the
+// command that runs the peer with request req (see peer.mjs), bounded by
+// ctx.
+func jsPeerCmd(t *testing.T, ctx context.Context, req map[string]any) *exec.Cmd {
+	t.Helper()
+	testnet.NPM(t, jsPeerDir)
+	arg, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "node", "peer.mjs", string(arg))
+	cmd.Dir = jsPeerDir
+	return cmd
+}
+
+// jsPeerRun runs the peer to completion and decodes its one result line
+// into v; it returns the peer's standard error and whether it succeeded.
+func jsPeerRun(t *testing.T, req map[string]any, v any) (stderr string, ok bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := jsPeerCmd(t, ctx, req)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("node peer.mjs: %v\n%s", err, errb.Bytes())
+	}
+	if err == nil {
+		if jerr := json.Unmarshal(out.Bytes(), v); jerr != nil {
+			t.Fatalf("peer.mjs printed %q: %v", out.Bytes(), jerr)
+		}
+	}
+	return errb.String(), err == nil
+}
+
+// jsPeerProc is a peer that runs while the test talks to it: it reads
+// lines on standard input, prints JSON lines.
+type jsPeerProc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan []byte
+	stderr *syncBuffer
+	done   chan error
+}
+
+// syncBuffer is a bytes.Buffer the test may read while the process
+// writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func jsPeerStart(t *testing.T, req map[string]any) *jsPeerProc {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	cmd := jsPeerCmd(t, ctx, req)
+	p := &jsPeerProc{t: t, cmd: cmd, lines: make(chan []byte, 8), stderr: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = p.stderr
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var read sync.WaitGroup
+	read.Go(func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 0, 1<<16), 4<<20)
+		for sc.Scan() {
+			p.lines <- slices.Clone(sc.Bytes())
+		}
+		close(p.lines)
+	})
+	go func() {
+		read.Wait() // stdout fully read before Wait closes the pipe
+		p.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = p.stdin.Close()
+		if err := <-p.done; err != nil {
+			t.Logf("the JS peer exited: %v\n%s", err, p.stderr)
+		}
+	})
+	return p
+}
+
+// next decodes the peer's next line into v, failing the test if the peer
+// exits or stays silent for 30 s.
+func (p *jsPeerProc) next(v any) {
+	p.t.Helper()
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			p.t.Fatalf("the JS peer exited: %v\n%s", <-p.done, p.stderr)
+		}
+		if err := json.Unmarshal(line, v); err != nil {
+			p.t.Fatalf("JS peer printed %q: %v", line, err)
+		}
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("the JS peer said nothing for 30 s\n%s", p.stderr)
+	}
+}
+
+// checkRecord verifies raw as every Go node does a record of (publisher,
+// id) from the DHT.
+func checkRecord(t *testing.T, raw []byte, publisher peer.ID, id string) *lmosproto.Record {
+	t.Helper()
+	rec, err := lmosdht.ThingValidator{}.Check(lmosdht.ThingKey(publisher, id), raw)
+	if err != nil {
+		t.Fatalf("record of %s by %s does not verify: %v\n%s", id, publisher, err, raw)
+	}
+	return rec
+}
+
+// (a) The JS peer reads a Go node's TD record and the providers of one of
+// its capabilities from the DHT (/lmos/kad/1.0.0, key and CID as
+// docs/wire.md defines them), through a Go node other than the publisher
+// too, and verifies the record's proof and publisher by itself.
+func TestJSPeerReadsDHT(t *testing.T) {
+	net := testnet.New(t, 2, testnet.Options{})
+	net.Link(0, 1)
+	pub := net.Nodes[0]
+	id := testnet.UniqueID(t)
+	capability := "js-interop-" + id[len(id)-6:]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, _, err := pub.Federation().Publish(ctx, testnet.TD(t, id, "Read by JS", capability), &directory.Local{Backend: "http://127.0.0.1:1/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := e.Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Record    string   `json:"record"`
+		Seq       uint64   `json:"seq"`
+		Title     string   `json:"title"`
+		CID       string   `json:"cid"`
+		Providers []string `json:"providers"`
+	}
+	stderr, ok := jsPeerRun(t, map[string]any{
+		"mode": "read", "peers": append(p2pAddrs(net.Nodes[1]), p2pAddrs(pub)...),
+		"publisher": pub.PeerID().String(), "id": id, "capability": capability,
+	}, &got)
+	if !ok {
+		t.Fatalf("the JS peer failed:\n%s", stderr)
+	}
+	raw, err := base64.StdEncoding.DecodeString(got.Record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw, want) {
+		t.Fatalf("the JS peer read\n%s\nfrom the DHT; the publisher signed\n%s", raw, want)
+	}
+	if got.Seq != 1 || got.Title != "Read by JS" {
+		t.Errorf("the JS peer read seq %d, title %q; want 1, %q", got.Seq, got.Title, "Read by JS")
+	}
+	wantCID := lmosdht.CapabilityCID(capability)
+	if got.CID != wantCID.String() {
+		t.Errorf("the JS peer's capability CID %s; the Go node's %s", got.CID, wantCID)
+	}
+	if !slices.Contains(got.Providers, pub.PeerID().String()) {
+		t.Errorf("providers of %s seen by the JS peer: %v; want the publisher %s", capability, got.Providers, pub.PeerID())
+	}
+}
+
+// (c) The JS peer signs its own TD with its Ed25519 libp2p key
+// (eddsa-jcs-2022, lmos:seq) and announces it on /lmos/1/announce; the Go
+// nodes verify and store it, and a Go node's directory API serves it,
+// byte for byte, to GET /things/{id}?publisher=<JS peer>.
+func TestJSPeerPublishes(t *testing.T) {
+	net := testnet.New(t, 2, testnet.Options{})
+	net.Link(0, 1)
+	id := testnet.UniqueID(t)
+	p := jsPeerStart(t, map[string]any{
+		"mode": "publish", "peers": p2pAddrs(net.Nodes[0]),
+		"id": id, "title": "Published by JS", "capability": "js-published",
+	})
+	var got struct {
+		Peer   string `json:"peer"`
+		Record string `json:"record"`
+	}
+	p.next(&got)
+	jsID, err := peer.Decode(got.Peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := base64.StdEncoding.DecodeString(got.Record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecord(t, signed, jsID, id)
+	// Node 1 is not connected to the JS peer: the record reaches it
+	// through node 0's gossip.
+	testnet.WaitFor(t, "both Go nodes hold the JS peer's Thing", 15*time.Second, testnet.All(net.Nodes, has(jsID, id, 1, false)))
+	u := "http://" + net.Nodes[1].APIAddr() + "/things/" + url.PathEscape(id) + "?publisher=" + jsID.String()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d, %v\n%s", u, resp.StatusCode, err, body)
+	}
+	rec := checkRecord(t, body, jsID, id)
+	if rec.TD.Title != "Published by JS" || rec.Seq != 1 {
+		t.Errorf("served: title %q, seq %d", rec.TD.Title, rec.Seq)
+	}
+	if !bytes.Equal(body, signed) {
+		t.Errorf("GET %s served other bytes than the JS peer signed:\n%s\nsigned:\n%s", u, body, signed)
+	}
+}
