@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +24,7 @@ import (
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/internal/testnet"
+	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/directory"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -75,7 +79,8 @@ type jsPeerProc struct {
 	stdin  io.WriteCloser
 	lines  chan []byte
 	stderr *syncBuffer
-	done   chan error
+	exited chan struct{} // closed when the process has exited, with err set
+	err    error
 }
 
 // syncBuffer is a bytes.Buffer the test may read while the process
@@ -102,7 +107,7 @@ func jsPeerStart(t *testing.T, req map[string]any) *jsPeerProc {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	cmd := jsPeerCmd(t, ctx, req)
-	p := &jsPeerProc{t: t, cmd: cmd, lines: make(chan []byte, 8), stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &jsPeerProc{t: t, cmd: cmd, lines: make(chan []byte, 8), stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
@@ -126,12 +131,14 @@ func jsPeerStart(t *testing.T, req map[string]any) *jsPeerProc {
 	})
 	go func() {
 		read.Wait() // stdout fully read before Wait closes the pipe
-		p.done <- cmd.Wait()
+		p.err = cmd.Wait()
+		close(p.exited)
 	}()
 	t.Cleanup(func() {
 		_ = p.stdin.Close()
-		if err := <-p.done; err != nil {
-			t.Logf("the JS peer exited: %v\n%s", err, p.stderr)
+		<-p.exited
+		if p.err != nil {
+			t.Logf("the JS peer exited: %v\n%s", p.err, p.stderr)
 		}
 	})
 	return p
@@ -144,13 +151,38 @@ func (p *jsPeerProc) next(v any) {
 	select {
 	case line, ok := <-p.lines:
 		if !ok {
-			p.t.Fatalf("the JS peer exited: %v\n%s", <-p.done, p.stderr)
+			<-p.exited
+			p.t.Fatalf("the JS peer exited: %v\n%s", p.err, p.stderr)
 		}
 		if err := json.Unmarshal(line, v); err != nil {
 			p.t.Fatalf("JS peer printed %q: %v", line, err)
 		}
 	case <-time.After(30 * time.Second):
 		p.t.Fatalf("the JS peer said nothing for 30 s\n%s", p.stderr)
+	}
+}
+
+// wait waits for the peer to exit by itself and returns its exit error.
+func (p *jsPeerProc) wait() error {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("the JS peer did not exit within 30 s\n%s", p.stderr)
+		return nil
+	}
+}
+
+// send writes one JSON line to the peer.
+func (p *jsPeerProc) send(v any) {
+	p.t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
+		p.t.Fatal(err)
 	}
 }
 
@@ -263,5 +295,89 @@ func TestJSPeerPublishes(t *testing.T) {
 	}
 	if !bytes.Equal(body, signed) {
 		t.Errorf("GET %s served other bytes than the JS peer signed:\n%s\nsigned:\n%s", u, body, signed)
+	}
+}
+
+// (b) The JS peer subscribes to /lmos/1/announce only after a Go node
+// announced a Thing, connected to a Go relay alone (never to the
+// publisher), as a subscriber that never joins a mesh, so the record can
+// reach it only through gossip repair: the relay's IHAVE, its IWANT, the
+// relay's answer. The peer then checks that the ID it derives for what
+// arrived is the one the relay advertised: with docs/wire.md's message ID
+// it is; with js-libp2p's default (author and seqno) it is not, and the
+// peer would ask for the message again at every IHAVE and break the
+// relay's IWANT promises.
+func TestJSPeerGossipRepair(t *testing.T) {
+	for _, c := range []struct {
+		msgid string
+		ok    bool
+	}{
+		{"lmos", true},
+		// The negative control: the library's default message ID.
+		{"default", false},
+	} {
+		t.Run("msgid="+c.msgid, func(t *testing.T) {
+			net := testnet.New(t, 2, testnet.Options{})
+			pub, relay := net.Nodes[0], net.Nodes[1]
+			net.Link(0, 1)
+			testnet.WaitFor(t, "publisher and relay see each other on the announce topic", 15*time.Second, func() (bool, string) {
+				return len(pub.PubSub().ListPeers(lmosproto.TopicAnnounce)) > 0 && len(relay.PubSub().ListPeers(lmosproto.TopicAnnounce)) > 0, ""
+			})
+			p := jsPeerStart(t, map[string]any{"mode": "late", "msgid": c.msgid})
+			var hello struct {
+				Peer string `json:"peer"`
+			}
+			p.next(&hello)
+
+			id := testnet.UniqueID(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			e, _, err := pub.Federation().Publish(ctx, testnet.TD(t, id, "Repaired", "js-late"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := e.Raw()
+			if err != nil {
+				t.Fatal(err)
+			}
+			testnet.WaitFor(t, "the relay holds the Thing", 10*time.Second, testnet.All([]*node.Node{relay}, has(pub.PeerID(), id, 1, false)))
+			// Only now does the JS peer meet the relay and subscribe; the
+			// relay keeps advertising the announcement for three heartbeats
+			// (gossipsub's gossip window, 1 s each).
+			p.send(map[string]string{"relay": p2pAddrs(relay)[0]})
+
+			var got struct {
+				Record     string   `json:"record"`
+				From       string   `json:"from"`
+				RouterID   string   `json:"routerID"`
+				ContentID  string   `json:"contentID"`
+				Advertised []string `json:"advertised"`
+				Connected  []string `json:"connected"`
+			}
+			p.next(&got)
+			raw, err := base64.StdEncoding.DecodeString(got.Record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(raw, want) || got.From != pub.PeerID().String() {
+				t.Fatalf("the JS peer got %s from %s; want the publisher's record\n%s", raw, got.From, want)
+			}
+			sum := sha256.Sum256(want)
+			if got.ContentID != hex.EncodeToString(sum[:]) || !slices.Contains(got.Advertised, got.ContentID) {
+				t.Errorf("the relay advertised %v; the record's docs/wire.md ID is %x, the JS peer computed %s", got.Advertised, sum, got.ContentID)
+			}
+			if slices.Contains(got.Connected, pub.PeerID().String()) {
+				t.Errorf("the JS peer was connected to the publisher: %v", got.Connected)
+			}
+			err = p.wait()
+			switch {
+			case c.ok && err != nil:
+				t.Fatalf("the JS peer failed: %v\n%s", err, p.stderr)
+			case !c.ok && err == nil:
+				t.Fatalf("with the library's default message ID, the JS peer named the record %s, and the relay advertised %v: the IDs should differ", got.RouterID, got.Advertised)
+			case !c.ok && !strings.Contains(p.stderr.String(), "never advertised"):
+				t.Fatalf("the JS peer failed otherwise than by a message ID mismatch: %v\n%s", err, p.stderr)
+			}
+		})
 	}
 }

@@ -49,7 +49,7 @@ const tdValidator = async (key, value) => {
 }
 const tdSelector = (key, records) => wire.select(records)
 
-async function newPeer ({ msgid = 'lmos', gossipOnly = false } = {}) {
+async function newPeer ({ msgid = 'lmos', gossipOnly = false, dht = true } = {}) {
   const privateKey = await generateKeyPair('Ed25519')
   const gs = {
     // docs/wire.md: StrictSign, the content message ID, 1118208-byte
@@ -76,16 +76,21 @@ async function newPeer ({ msgid = 'lmos', gossipOnly = false } = {}) {
     services: {
       identify: identify(),
       ping: ping(),
-      dht: kadDHT({
-        protocol: wire.KadProtocol,
-        clientMode: true,
-        // The private DHT lives on whatever addresses its nodes have
-        // (here 127.0.0.1); js kad-dht drops private ones by default.
-        peerInfoMapper: passthroughMapper,
-        validators: { 'lmos-td': tdValidator },
-        selectors: { 'lmos-td': tdSelector }
-      }),
-      pubsub: gossipsub(gs)
+      pubsub: gossipsub(gs),
+      ...(dht
+        ? {
+            dht: kadDHT({
+              protocol: wire.KadProtocol,
+              clientMode: true,
+              // The private DHT lives on whatever addresses its nodes
+              // have (here 127.0.0.1); js kad-dht drops private ones by
+              // default.
+              peerInfoMapper: passthroughMapper,
+              validators: { 'lmos-td': tdValidator },
+              selectors: { 'lmos-td': tdSelector }
+            })
+          }
+        : {})
     }
   })
   return { node, privateKey }
@@ -168,7 +173,9 @@ async function publish () {
 }
 
 async function late () {
-  const { node } = await newPeer({ msgid: req.msgid, gossipOnly: true })
+  // No DHT: its queries would dial the publisher, which must stay a
+  // stranger to this peer.
+  const { node } = await newPeer({ msgid: req.msgid, gossipOnly: true, dht: false })
   const lines = stdinLines()
   try {
     const ps = node.services.pubsub
@@ -199,7 +206,7 @@ async function late () {
     // and IDONTWANT, and what keeps a peer from asking again for what it
     // holds.
     const contentID = Buffer.from(wire.messageID({ topic: wire.TopicAnnounce, data: m.data })).toString('hex')
-    out({ record: m.data.toString('base64'), from: m.from, routerID: m.id, contentID, advertised: [...advertised] })
+    out({ record: m.data.toString('base64'), from: m.from, routerID: m.id, contentID, advertised: [...advertised], connected: node.getConnections().map((c) => c.remotePeer.toString()) })
     if (!advertised.has(m.id)) fail(`the message arrived, but this peer names it ${m.id}, which the relay never advertised (it advertised ${[...advertised].join(', ')})`)
   } finally {
     await node.stop()
