@@ -1,7 +1,9 @@
-// The lmosnode wire formats, written from docs/wire.md alone: records and
+// The lmosnode wire formats as docs/wire.md states them: records and
 // their eddsa-jcs-2022 proofs, DHT keys, provider CIDs, the gossipsub
-// message ID. No lmosnode code was read to write this file; where
-// docs/wire.md was silent, the comment says so.
+// message ID. Each function cites the section it follows, and reproduces
+// that section's examples (the message IDs, the CIDs, the example record's
+// proof). The TD JSON Schema and the LMOS term rules of "Valid TDs" are
+// not checked here: the Go nodes check them.
 
 import { createHash, createPrivateKey, createPublicKey, sign as edSign, verify as edVerify } from 'node:crypto'
 import canonicalize from 'canonicalize'
