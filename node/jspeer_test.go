@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -379,5 +380,69 @@ func TestJSPeerGossipRepair(t *testing.T) {
 				t.Fatalf("the JS peer failed otherwise than by a message ID mismatch: %v\n%s", err, p.stderr)
 			}
 		})
+	}
+}
+
+// The JS peer's wire functions, written from docs/wire.md, agree with the
+// Go code on the document's examples: the example record's proof (and a
+// tampered copy's failure), its announce message ID, a group message ID,
+// provider CIDs and DHT keys, one with bytes the two escapes treat apart.
+func TestJSPeerWireExamples(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("..", "proto", "testdata", "golden", "proof", "td-agent.secured.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden = bytes.TrimSuffix(golden, []byte("\n"))
+	const publisher = "12D3KooWA4Xop1JaT3MHxwYMkCepYsv4iPVopMXwCz5iHYdBfeSB"
+	pid, err := peer.Decode(publisher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		AnnounceID    string   `json:"announceID"`
+		Verified      any      `json:"verified"`
+		GroupID       string   `json:"groupID"`
+		CapabilityCID string   `json:"capabilityCID"`
+		TypeCID       string   `json:"typeCID"`
+		Keys          []string `json:"keys"`
+	}
+	run := func(raw []byte) result {
+		var r result
+		stderr, ok := jsPeerRun(t, map[string]any{
+			"mode": "examples", "record": base64.StdEncoding.EncodeToString(raw),
+			"publisher": publisher, "at": "2026-11-21T11:00:00Z",
+		}, &r)
+		if !ok {
+			t.Fatalf("the JS peer failed:\n%s", stderr)
+		}
+		return r
+	}
+	got := run(golden)
+	announce := sha256.Sum256(golden)
+	group := sha256.Sum256([]byte("/lmos/1/group/bafkreiexample\x00" + `{"post":{"body":"hi","sent":"2026-11-21T10:00:00Z"}}`))
+	want := result{
+		AnnounceID:    hex.EncodeToString(announce[:]),
+		Verified:      true,
+		GroupID:       hex.EncodeToString(group[:]),
+		CapabilityCID: lmosdht.CapabilityCID("weather-forecast").String(),
+		TypeCID:       lmosdht.TypeCID(lmosproto.TypeAgent).String(),
+		Keys: []string{
+			lmosdht.ThingKey(pid, "urn:uuid:6f1d3c9e-2b4a-4c1e-9f0a-5d7e8b2c4a10"),
+			lmosdht.ThingKey(pid, "https://x.example/a b"),
+			lmosdht.ThingKey(pid, "urn:é$&+=@~"),
+		},
+	}
+	gotJSON, _ := json.Marshal(got)
+	wantJSON, _ := json.Marshal(want)
+	if !bytes.Equal(gotJSON, wantJSON) {
+		t.Errorf("the JS peer computed\n%s\nthe Go code\n%s", gotJSON, wantJSON)
+	}
+	// One changed byte in the signed document: the JS peer refuses it.
+	tampered := bytes.Replace(golden, []byte("Zürich"), []byte("Zurich"), 1)
+	if bytes.Equal(tampered, golden) {
+		t.Fatal("the example record has no Zürich to change")
+	}
+	if v := run(tampered).Verified; v == true {
+		t.Error("the JS peer verified a tampered record")
 	}
 }

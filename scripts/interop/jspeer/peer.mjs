@@ -11,6 +11,10 @@
 //   publish  {peers, id, title, capability}: sign a TD with this peer's
 //            key, announce it on /lmos/1/announce, print {peer, record};
 //            exit when standard input closes.
+//   examples {record (base64), publisher, at}: the values docs/wire.md
+//            gives as examples, computed here: the record's announce
+//            message ID and whether it verifies at time at, a group
+//            message ID, provider CIDs, DHT keys.
 //   late     {msgid: "lmos"|"default"}: print {peer}; read one line
 //            {relay} from standard input, dial the relay, subscribe to the
 //            announce topic only then, and print what arrives through
@@ -213,8 +217,28 @@ async function late () {
   }
 }
 
-const modes = { read, publish, late }
-if (modes[req.mode] == null) fail(`mode ${req.mode}: want read, publish or late`)
+async function examples () {
+  const raw = Buffer.from(req.record, 'base64')
+  let verified = null
+  try {
+    wire.verifyRecord(raw, req.publisher, null, Date.parse(req.at))
+    verified = true
+  } catch (e) {
+    verified = e.message
+  }
+  const hex = (b) => Buffer.from(b).toString('hex')
+  out({
+    announceID: hex(wire.messageID({ topic: wire.TopicAnnounce, data: raw })),
+    verified,
+    groupID: hex(wire.messageID({ topic: '/lmos/1/group/bafkreiexample', data: Buffer.from('{"post":{"body":"hi","sent":"2026-11-21T10:00:00Z"}}') })),
+    capabilityCID: (await wire.providerCID('capability', 'weather-forecast')).toString(),
+    typeCID: (await wire.providerCID('type', 'lmos:Agent')).toString(),
+    keys: [wire.thingKey(req.publisher, 'urn:uuid:6f1d3c9e-2b4a-4c1e-9f0a-5d7e8b2c4a10'), wire.thingKey(req.publisher, 'https://x.example/a b'), wire.thingKey(req.publisher, 'urn:é$&+=@~')]
+  })
+}
+
+const modes = { read, publish, examples, late }
+if (modes[req.mode] == null) fail(`mode ${req.mode}: want read, publish, examples or late`)
 try {
   await modes[req.mode]()
   process.exit(0)
