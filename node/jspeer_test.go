@@ -264,8 +264,9 @@ func TestJSPeerPublishes(t *testing.T) {
 		"id": id, "title": "Published by JS", "capability": "js-published",
 	})
 	var got struct {
-		Peer   string `json:"peer"`
-		Record string `json:"record"`
+		Peer   string   `json:"peer"`
+		Record string   `json:"record"`
+		PutTo  []string `json:"putTo"`
 	}
 	p.next(&got)
 	jsID, err := peer.Decode(got.Peer)
@@ -296,6 +297,17 @@ func TestJSPeerPublishes(t *testing.T) {
 	}
 	if !bytes.Equal(body, signed) {
 		t.Errorf("GET %s served other bytes than the JS peer signed:\n%s\nsigned:\n%s", u, body, signed)
+	}
+	// The JS peer also put the record in the DHT (Go nodes never put
+	// another publisher's record): a Go node's DHT returns it.
+	if len(got.PutTo) == 0 {
+		t.Fatal("the JS peer's DHT put reached no Go node")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := net.Nodes[1].DHT().GetValue(ctx, lmosdht.ThingKey(jsID, id))
+	if err != nil || !bytes.Equal(v, signed) {
+		t.Errorf("the Go node's DHT holds %q (%v) under the JS peer's key; want the signed record (put to %v)", v, err, got.PutTo)
 	}
 }
 

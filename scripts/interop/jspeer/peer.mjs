@@ -9,7 +9,8 @@
 //            and the capability's providers from the DHT, verify the
 //            record, print {record (base64), seq, providers}.
 //   publish  {peers, id, title, capability}: sign a TD with this peer's
-//            key, announce it on /lmos/1/announce, print {peer, record};
+//            key, announce it on /lmos/1/announce and put it in the DHT,
+//            print {peer, record, sentTo, putTo};
 //            exit when standard input closes.
 //   examples {record (base64), publisher, at}: the values docs/wire.md
 //            gives as examples, computed here: the record's announce
@@ -169,7 +170,13 @@ async function publish () {
     const record = wire.signRecord(td, raw.subarray(0, 32), raw.subarray(32))
     wire.verifyRecord(record, node.peerId.toString(), req.id)
     const res = await ps.publish(wire.TopicAnnounce, record)
-    out({ peer: node.peerId.toString(), record: record.toString('base64'), sentTo: res.recipients.map(String) })
+    // And into the DHT, under its /lmos-td/ key, at the closest Go nodes.
+    const key = new TextEncoder().encode(wire.thingKey(node.peerId.toString(), req.id))
+    const putTo = new Set()
+    for await (const ev of node.services.dht.put(key, record, { signal: AbortSignal.timeout(10000) })) {
+      if (ev.name === 'PEER_RESPONSE' && ev.messageName === 'PUT_VALUE') putTo.add(ev.from.toString())
+    }
+    out({ peer: node.peerId.toString(), record: record.toString('base64'), sentTo: res.recipients.map(String), putTo: [...putTo] })
     await lines.closed
   } finally {
     await node.stop()
