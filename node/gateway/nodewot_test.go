@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,33 +21,13 @@ import (
 // dependencies (@node-wot/core and @node-wot/binding-http 0.9.2).
 var nodeWoTDir = filepath.Join("..", "..", "scripts", "interop", "nodewot")
 
-var nodeWoTNPMCI struct {
-	once sync.Once
-	err  error
-	out  []byte
-}
-
 // nodeWoT prepares scripts/interop/nodewot (npm ci, once per test binary)
 // and returns a function that runs the node-wot consumer with arguments,
 // returning its standard output, standard error and exit code. It skips
 // the test only when node or npm is not on PATH.
 func nodeWoT(t *testing.T) func(ctx context.Context, args ...string) (stdout, stderr []byte, code int) {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not on PATH: skipping the interoperability test with Eclipse Thingweb node-wot (CI has node and npm)", tool)
-		}
-	}
-	nodeWoTNPMCI.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = nodeWoTDir
-		nodeWoTNPMCI.out, nodeWoTNPMCI.err = cmd.CombinedOutput()
-	})
-	if nodeWoTNPMCI.err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", nodeWoTDir, nodeWoTNPMCI.err, nodeWoTNPMCI.out)
-	}
+	testnet.NPM(t, nodeWoTDir)
 	return nodeWoTScript(t, "consume.js")
 }
 
