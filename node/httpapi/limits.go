@@ -258,7 +258,7 @@ func (c *limitedConn) Close() error {
 	err := net.ErrClosed
 	c.closed.Do(func() {
 		if c.halfClosed.Load() {
-			_ = c.Conn.SetReadDeadline(time.Now().Add(c.l.cfg.Linger))
+			_ = c.SetReadDeadline(time.Now().Add(c.l.cfg.Linger))
 			_, _ = io.CopyN(io.Discard, c.Conn, maxLingerBytes)
 		}
 		err = c.Conn.Close()
