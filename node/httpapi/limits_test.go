@@ -258,6 +258,44 @@ func TestLimitHeaderTooLarge(t *testing.T) {
 	}
 }
 
+// A client that writes its whole request before it reads (as many
+// scripts do) still gets the answer: the server drains what it sends
+// after answering instead of resetting the connection.
+func TestLimitAnswersWriteFirstClients(t *testing.T) {
+	_, addr := limitedServer(t, 1<<20, httpapi.ConnLimits{}, readBodyHandler)
+	for _, tc := range []struct {
+		name, head string
+		pad        int
+		want       string
+	}{
+		{"8 MB header", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: ", 8 << 20, "HTTP/1.1 431 "},
+		{"50 MB body", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 52428800\r\n\r\n", 50 << 20, "HTTP/1.1 413 "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			req := append([]byte(tc.head), make([]byte, tc.pad)...)
+			if tc.want == "HTTP/1.1 431 " {
+				for i := len(tc.head); i < len(req); i++ {
+					req[i] = 'a'
+				}
+				req = append(req, "\r\n\r\n"...)
+			}
+			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			if _, err := c.Write(req); err != nil {
+				t.Fatalf("writing the request: %v (the server reset the connection)", err)
+			}
+			got, err := io.ReadAll(c)
+			if err != nil || !strings.HasPrefix(string(got), tc.want) {
+				t.Fatalf("got %.60q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
 // zeros is an endless body.
 type zeros struct{}
 
