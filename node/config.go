@@ -59,6 +59,10 @@ type Config struct {
 	// APICORS lets web pages of the origins it lists call the API from a
 	// browser (CORS; docs/api.md#access). Empty, the default: none.
 	APICORS httpapi.CORSConfig `json:"apiCORS"`
+	// APILimits bounds what one client may hold of the API: timeouts,
+	// header and body sizes, connections per client address
+	// (docs/api.md#limits). A zero field is its default.
+	APILimits APILimits `json:"apiLimits"`
 	// Bootstrap are multiaddrs, each ending in /p2p/<peer ID>, of peers the
 	// node connects to on start to join the DHT (and, through them, the
 	// federation's gossip). The DHT also falls back to them whenever its
@@ -176,6 +180,8 @@ func DefaultConfig() Config {
 		// Only this machine may reach the API without a token; binding it
 		// elsewhere requires APIToken.
 		API: "127.0.0.1:5080",
+		// See APILimits' fields.
+		APILimits: defaultAPILimits(),
 		// No public bootstrap peers are built in: an organisation chooses
 		// which federation it joins; a LAN needs none (mDNS).
 		Bootstrap: []string{},
@@ -293,6 +299,9 @@ func (c Config) validate() error {
 	}
 	if err := c.APICORS.Validate(); err != nil {
 		return fmt.Errorf("apiCORS.%w", err)
+	}
+	if err := c.APILimits.validate(); err != nil {
+		return fmt.Errorf("apiLimits.%w", err)
 	}
 	for i, s := range c.Bootstrap {
 		if _, err := peer.AddrInfoFromString(s); err != nil {

@@ -42,6 +42,8 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{"api bad port", func(c *Config) { c.API = "127.0.0.1:99999" }, "api"},
 		{"cors origin with path", func(c *Config) { c.APICORS.AllowOrigins = []string{"https://console.example/"} }, "apiCORS.allowOrigins[0]"},
 		{"cors star and origin", func(c *Config) { c.APICORS.AllowOrigins = []string{"*", "https://console.example"} }, "apiCORS.allowOrigins"},
+		{"api body timeout negative", func(c *Config) { c.APILimits.BodyTimeout = Duration(-time.Second) }, "apiLimits.bodyTimeout"},
+		{"api conns per client negative", func(c *Config) { c.APILimits.MaxConnsPerClient = -1 }, "apiLimits.maxConnsPerClient"},
 		{"bootstrap without peer id", func(c *Config) { c.Bootstrap = []string{"/ip4/127.0.0.1/tcp/4001"} }, "bootstrap[0]"},
 		{"dht mode", func(c *Config) { c.DHTMode = "both" }, "dhtMode"},
 		{"connmgr low negative", func(c *Config) { c.ConnMgr.Low = -1 }, "connMgr.low"},
@@ -195,7 +197,7 @@ func TestDefaultConfigJSONKeys(t *testing.T) {
 	if _, ok := m["Home"]; ok {
 		t.Error("Home is serialised; it must not be (config.json lives in it)")
 	}
-	for _, k := range []string{"listen", "api", "bootstrap", "mdns", "dhtMode", "connMgr", "resources", "autoNAT", "holePunching", "relayClient", "datastore"} {
+	for _, k := range []string{"listen", "api", "bootstrap", "mdns", "dhtMode", "connMgr", "resources", "autoNAT", "holePunching", "relayClient", "datastore", "apiLimits"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("config JSON lacks %q", k)
 		}

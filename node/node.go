@@ -28,6 +28,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/logroute"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
@@ -89,6 +90,7 @@ type Node struct {
 	started bool
 	closed  bool
 	api     *http.Server
+	apiLn   *httpapi.Listener // the API's listener, under APILimits
 	apiAddr string
 
 	closeOnce sync.Once
@@ -355,9 +357,10 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.apiAddr = ln.Addr().String()
 	n.api = newAPIServer(n)
-	srv := n.api
+	n.apiLn = apiListener(n, ln)
+	srv, limited := n.api, n.apiLn
 	n.wg.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(limited); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("api server stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	})

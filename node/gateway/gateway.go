@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -277,15 +276,7 @@ func (h *Handler) requestContext(r *http.Request) (context.Context, context.Canc
 
 // readBody reads a bounded request body; empty is nil.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *lmosproto.Problem) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, httpapi.Problemf(http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxBody)
-		}
-		return nil, httpapi.Problemf(http.StatusBadRequest, "reading body: %v", err)
-	}
-	return b, nil
+	return httpapi.ReadBody(w, r, maxBody)
 }
 
 // Option sets what Config cannot hold.

@@ -25,6 +25,9 @@ import (
 // type carry one output chunk each, event "completed" (data: the final
 // output, if any) or "failed" (data: an RFC 7807 object) ends it.
 func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target, req *lmosproto.Message) {
+	// The input arrives for as long as the session lasts: no body
+	// deadline nor total size (httpapi.Limit), each chunk is bounded.
+	httpapi.StreamBody(r)
 	end := &bodyEnd{r: r.Body}
 	body := bufio.NewReaderSize(end, 64<<10)
 	next := func() (lmosproto.Value, bool, error) {

@@ -51,6 +51,21 @@
 // Authorization) guard every HTTP surface; docs/api.md#access has the
 // rules and the order the node applies them in.
 //
-// Nothing here keeps state between requests; every function is safe for
-// concurrent use, a Stream belongs to its handler.
+// # Limits
+//
+// Limit bounds request bodies: a Content-Length above the cap is 413 at
+// once, a longer chunked body fails its read (ReadBody, the one body
+// reader of the routes, answers 413), and a body must arrive within a
+// read deadline (408, the connection is then closed). Requests without a
+// body — event streams, WebSocket upgrades — have no read deadline;
+// http.Server lifts it once a body has been read; StreamBody lifts it for
+// a handler that reads its body as a stream. LimitListener caps the open
+// connections per client address (loopback exempt unless configured) and
+// lets a half-closed connection (after 431 or 413) drain what the client
+// still sends before it closes, so that the client reads the answer
+// instead of a reset. docs/api.md#limits has the node's defaults.
+//
+// Nothing here keeps state between requests, except a Listener's count of
+// connections; every function is safe for concurrent use, a Stream
+// belongs to its handler.
 package httpapi

@@ -366,15 +366,7 @@ func checkContentType(r *http.Request, allowed ...string) *lmosproto.Problem {
 
 // readBody reads a request body of at most limit bytes.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *lmosproto.Problem) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, &lmosproto.Problem{Status: http.StatusRequestEntityTooLarge, Detail: fmt.Sprintf("request body: more than the %d bytes allowed", limit)}
-		}
-		return nil, httpapi.Problemf(http.StatusBadRequest, "request body: %v", err)
-	}
-	return body, nil
+	return httpapi.ReadBody(w, r, limit)
 }
 
 // decodeJSON decodes one JSON value, keeping numbers as written.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -155,9 +154,9 @@ func peerParam(w http.ResponseWriter, r *http.Request) (peer.ID, bool) {
 
 // readBody reads a request body of at most maxBody bytes.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		writeProblem(w, r, http.StatusBadRequest, fmt.Sprintf("body: %v", err))
+	raw, p := httpapi.ReadBody(w, r, maxBody)
+	if p != nil {
+		httpapi.WriteProblem(w, r, p)
 		return nil, false
 	}
 	return raw, true
