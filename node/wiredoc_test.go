@@ -33,6 +33,7 @@ const wireDoc = "../docs/wire.md"
 var wireLimits = map[string]any{
 	"proto.MaxTDSize":                   lmosproto.MaxTDSize,
 	"proto.MaxTDDepth":                  lmosproto.MaxTDDepth,
+	"proto.MaxIDLength":                 lmosproto.MaxIDLength,
 	"proto.MaxRecordSize":               lmosproto.MaxRecordSize,
 	"node.pubsubMaxMessageSize":         pubsubMaxMessageSize,
 	"proto.MaxMessageSize":              lmosproto.MaxMessageSize,

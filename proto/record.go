@@ -111,6 +111,9 @@ func SignTombstone(thingID string, seq uint64, key ed25519.PrivateKey, now time.
 	if thingID == "" {
 		return nil, errors.New("sign tombstone: /id: empty thing id")
 	}
+	if len(thingID) > MaxIDLength {
+		return nil, fmt.Errorf("sign tombstone: /id: %s", idTooLong(len(thingID)))
+	}
 	doc, err := json.Marshal(tombstone{Context: LMOSContext(), ID: thingID, Tombstone: true, Seq: seq})
 	if err != nil {
 		return nil, fmt.Errorf("sign tombstone %q: %w", thingID, err)
@@ -152,6 +155,9 @@ func ParseRecord(raw []byte) (*Record, error) {
 		}
 		if ts.ID == "" {
 			return nil, errors.New("record: /id: tombstone without a thing id")
+		}
+		if len(ts.ID) > MaxIDLength {
+			return nil, fmt.Errorf("record: /id: %s", idTooLong(len(ts.ID)))
 		}
 		rec.ThingID, rec.Seq = ts.ID, ts.Seq
 		return rec, nil

@@ -146,6 +146,29 @@ func TestParseRecordRejects(t *testing.T) {
 	if _, err := ParseRecord(extra); err == nil {
 		t.Error("tombstone with unknown members accepted")
 	}
+	// Peers refuse ids over MaxIDLength in TDs and tombstones alike, even
+	// when the signature verifies.
+	longID := "urn:" + strings.Repeat("x", MaxIDLength)
+	if _, err := SignTombstone(longID, 1, key, now); err == nil || !strings.Contains(err.Error(), "/id") {
+		t.Errorf("SignTombstone with a long id: %v", err)
+	}
+	longTomb, err := SignDocument([]byte(`{"@context":`+string(LMOSContext())+`,"id":"`+longID+`","lmos:tombstone":true,"lmos:seq":1}`), key, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseRecord(longTomb); err == nil || !strings.Contains(err.Error(), "allowed") {
+		t.Errorf("tombstone with a long id: %v", err)
+	}
+	longTD := td.Clone()
+	longTD.ID = longID
+	unsignedLong, _ := longTD.MarshalJSON()
+	signedLong, err := SignDocument(unsignedLong, key, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseRecord(signedLong); err == nil || !strings.Contains(err.Error(), "/id") {
+		t.Errorf("TD with a long id: %v", err)
+	}
 }
 
 // A delete is final for its sequence number: a TD re-signed later at the

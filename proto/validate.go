@@ -9,8 +9,11 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -28,6 +31,12 @@ const MaxTDSize = 1 << 20
 // accepts. A TD nests a data schema two levels per schema (properties →
 // name → schema), so 64 allows about thirty nested schemas.
 const MaxTDDepth = 64
+
+// MaxIDLength bounds a Thing id, in bytes, in a TD and in a tombstone.
+// Real ids (URNs, URLs, did:key) are well under 200 bytes; 2 KiB keeps room
+// for long URLs while keeping the DHT keys, index entries, log lines and
+// URL paths an id travels in small.
+const MaxIDLength = 2048
 
 // ValidationError is one problem found in a TD.
 type ValidationError struct {
@@ -69,6 +78,12 @@ func (es ValidationErrors) Error() string {
 //
 //   - the document is a JSON object of at most MaxTDSize bytes, nested at
 //     most MaxTDDepth deep, without duplicate member names;
+//   - every string (member names too) is valid UTF-8 with no lone UTF-16
+//     surrogate escape ("\ud800"): encoding/json would silently rewrite
+//     both to U+FFFD, so the content a node keeps and signs would differ
+//     from what was sent;
+//   - every number fits a 64-bit float (1e400 does not);
+//   - the id, if any, is at most MaxIDLength bytes;
 //   - it is valid against the official TD 1.1 JSON Schema;
 //   - every name in "security" (top level and in forms) and in combo
 //     schemes is defined in "securityDefinitions";
@@ -177,11 +192,19 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 	if err != nil {
 		return syntaxError(err)
 	}
+	// checkString checks the raw bytes of the token that ends at the
+	// decoder's offset and started after offset start.
+	checkString := func(ptr string, start int64) {
+		if msg := checkRawString(data[start:dec.InputOffset()]); msg != "" {
+			errs = append(errs, ValidationError{Pointer: ptr, Message: msg})
+		}
+	}
 	if tok != json.Delim('{') {
 		return ValidationErrors{{Message: "a TD must be a JSON object, got " + tokenKind(tok)}}, false
 	}
 	stack = append(stack, &frame{object: true, keys: map[string]bool{}, wantKey: true})
 	for len(stack) > 0 {
+		start := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
 			return syntaxError(err)
@@ -194,8 +217,9 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 				continue
 			}
 			key := tok.(string) // the decoder only returns string keys here
+			ptr := pointer(stack[:len(stack)-1]) + "/" + escapePointer(key)
+			checkString(ptr, start)
 			if top.keys[key] {
-				ptr := pointer(stack[:len(stack)-1]) + "/" + escapePointer(key)
 				errs = append(errs, ValidationError{Pointer: ptr, Message: fmt.Sprintf("duplicate member %q", key)})
 			}
 			top.keys[key] = true
@@ -216,6 +240,17 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 			stack = stack[:len(stack)-1]
 			valueDone()
 		default:
+			switch v := tok.(type) {
+			case string:
+				checkString(pointer(stack), start)
+				if len(stack) == 1 && top.key == memberID && len(v) > MaxIDLength {
+					errs = append(errs, ValidationError{Pointer: "/" + memberID, Message: idTooLong(len(v))})
+				}
+			case json.Number:
+				if _, err := strconv.ParseFloat(v.String(), 64); err != nil {
+					errs = append(errs, ValidationError{Pointer: pointer(stack), Message: fmt.Sprintf("number %s is out of range of a 64-bit float", v)})
+				}
+			}
 			valueDone()
 		}
 	}
@@ -223,6 +258,58 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 		return append(errs, ValidationError{Message: "invalid JSON: data after the TD object"}), false
 	}
 	return errs, true
+}
+
+// idTooLong says that an id of n bytes exceeds MaxIDLength.
+func idTooLong(n int) string {
+	return fmt.Sprintf("id is %d bytes, more than the %d allowed", n, MaxIDLength)
+}
+
+// CheckJSONText checks the raw text of any JSON document for what
+// encoding/json would silently rewrite to U+FFFD: invalid UTF-8 and lone
+// UTF-16 surrogate escapes. It returns what is wrong, or "". ValidateTD
+// makes this check (naming the member); CheckJSONText is for JSON that is
+// not a TD, such as a merge patch.
+func CheckJSONText(data []byte) string { return checkRawString(data) }
+
+// checkRawString checks the raw JSON text of one string token (possibly
+// preceded by the separators before it, which are ASCII): it must be valid
+// UTF-8 and every \u escape of a UTF-16 surrogate must be half of a pair.
+// It returns what is wrong, or "".
+func checkRawString(raw []byte) string {
+	if !utf8.Valid(raw) {
+		return "string is not valid UTF-8"
+	}
+	// hex reads the 4 hex digits of the escape "\uXXXX" at raw[i:].
+	hex := func(i int) (rune, bool) {
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := hex(i)
+		if !ok { // a two-byte escape such as \\ or \n
+			i++
+			continue
+		}
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00: // high half: a low half must follow
+			if low, ok := hex(i + 6); ok && low >= 0xdc00 && low <= 0xdfff {
+				i += 11
+				continue
+			}
+			return fmt.Sprintf(`lone surrogate \u%04x: not a character`, r)
+		case utf16.IsSurrogate(r):
+			return fmt.Sprintf(`lone surrogate \u%04x: not a character`, r)
+		}
+		i += 5
+	}
+	return ""
 }
 
 func tokenKind(tok json.Token) string {

@@ -117,6 +117,17 @@ func TestValidateTD(t *testing.T) {
 		{"vendor not an object", lmosTD(`,"lmos:metadata":{"lmos:vendor":"V"}`), []string{"/lmos:metadata/lmos:vendor"}, "want an object"},
 		{"vendor name not a string", lmosTD(`,"lmos:metadata":{"lmos:vendor":{"lmos:name":1,"lmos:url":true}}`), []string{"/lmos:metadata/lmos:vendor/lmos:name", "/lmos:metadata/lmos:vendor/lmos:url"}, "want a string"},
 
+		{"number out of range", plainTD(`,"properties":{"p":{"type":"number","maximum":1e400,"forms":[{"href":"h"}]}}`), []string{"/properties/p/maximum"}, "number 1e400 is out of range"},
+		{"negative number out of range", plainTD(`,"x":[1,-2e308]`), []string{"/x/1"}, "out of range"},
+		{"invalid UTF-8 in a value", plainTD(`,"description":"caf` + "\xe9" + `"`), []string{"/description"}, "not valid UTF-8"},
+		{"invalid UTF-8 in a member name", plainTD(`,"x":{"a` + "\xff" + `":1}`), []string{"/x/a\uFFFD"}, "not valid UTF-8"},
+		{"lone high surrogate", plainTD(`,"description":"a\ud800b"`), []string{"/description"}, `lone surrogate \ud800`},
+		{"lone low surrogate in a name", plainTD(`,"x":{"\uDC00":1}`), []string{"/x/\uFFFD"}, "lone surrogate"},
+		{"reversed surrogate pair", plainTD(`,"description":"\udc00\ud800"`), []string{"/description"}, "lone surrogate"},
+		{"surrogate pair", plainTD(`,"description":"\ud83d\ude00 \\ud800"`), nil, ""},
+		{"id at the length limit", plainTD(`,"id":"urn:` + strings.Repeat("x", MaxIDLength-4) + `"`), nil, ""},
+		{"id too long", plainTD(`,"id":"urn:` + strings.Repeat("x", MaxIDLength-3) + `"`), []string{"/id"}, "more than the 2048 allowed"},
+
 		// Schema errors, flattened to one readable message each.
 		{"schema: form without href", plainTD(`,"properties":{"status":{"forms":[{"op":"readproperty"}]}}`), []string{"/properties/status/forms/0"}, `missing required member "href"`},
 		{"schema: title missing", `{"@context":"https://www.w3.org/2022/wot/td/v1.1","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc"}`, []string{""}, `missing required member "title"`},

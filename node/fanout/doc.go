@@ -80,6 +80,14 @@
 // in place of interact.Client.Invoker(owner) so that gateways need no
 // change.
 //
+// A topic carries events only: an owner whose backend refuses an event
+// feed (404, say) has nothing to publish, so the Invoker adapter also asks
+// the owner directly, for Config.Probe after each subscription, and ends
+// the subscription with the owner's error if there is one (see probe.go).
+// The owner's publisher retries a failing feed with back-off and logs an
+// end that repeats the last one at debug level only, with an info-level
+// reminder every FeedWarnEvery (repeats.go).
+//
 // A Fanout publishes every own Thing with events as soon as Publish is
 // called, whether or not another node listens (gossipsub sends nothing
 // when the topic has no peers; the Engine's feed runs anyway).

@@ -17,7 +17,10 @@ import (
 // and subscriptions the Fanout refuses (Things restricted to groups,
 // unknown Things), to Remote, the per-interaction stream to the owner
 // (interact.Client.Invoker(Owner)). The owner's node learns nothing per
-// subscriber. A gateway uses it unchanged: the router builds one where it
+// subscriber but one short probe: for Config.Probe after each subscription
+// the adapter also sends it to the owner through Remote, and an error the
+// owner answers with (its backend's 404, say) ends the subscription with
+// that error, so the subscriber is not left on a silent topic. A gateway uses it unchanged: the router builds one where it
 // would use Client.Invoker(owner).
 type Invoker struct {
 	Owner  peer.ID
@@ -41,6 +44,7 @@ func (iv *Invoker) Invoke(ctx context.Context, req *lmosproto.Message) (interact
 		return iv.Remote.Invoke(ctx, req)
 	}
 	s.c = c
+	iv.Fanout.probe(ctx, iv.Remote, req, c)
 	return s, nil
 }
 

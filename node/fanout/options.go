@@ -27,6 +27,16 @@ const (
 	// DefaultRetry is how long the publisher waits before subscribing
 	// again to a Thing whose event feed ended.
 	DefaultRetry = 2 * time.Second
+	// DefaultProbe is how long a subscription served from a topic also
+	// asks the owner directly whether the subscription fails there (see
+	// Invoker): long enough for an owner whose backend answers at once,
+	// short enough that the owner holds one stream per subscriber only
+	// briefly.
+	DefaultProbe = 2 * time.Second
+	// FeedWarnEvery is how often the publisher logs again that an own
+	// Thing's event feed keeps ending the same way; the repeats between
+	// are logged at debug level and counted in the next warning.
+	FeedWarnEvery = time.Hour
 )
 
 // Config configures a Fanout. The zero value of every field selects its
@@ -47,6 +57,12 @@ type Config struct {
 	// after its feed ended; it grows, with jitter (node/backoff), up to a
 	// minute while the feeds publish nothing. Default DefaultRetry.
 	Retry time.Duration `json:"retry,omitempty"`
+	// Probe bounds the direct question to the owner that the Invoker
+	// adapter asks alongside each topic subscription, so that a
+	// subscriber learns the owner's error (a backend answering 404, an
+	// event the owner refuses) instead of waiting on a silent topic.
+	// Default DefaultProbe; negative: no probe.
+	Probe time.Duration `json:"probe,omitempty"`
 }
 
 func (c Config) withDefaults() Config {
@@ -64,6 +80,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Retry == 0 {
 		c.Retry = DefaultRetry
+	}
+	if c.Probe == 0 {
+		c.Probe = DefaultProbe
 	}
 	return c
 }

@@ -87,8 +87,9 @@ const maxRetry = time.Minute
 // after every attempt that published nothing, up to a minute.
 func (f *Fanout) publishLoop(ctx context.Context, pb *publishing) {
 	retry := backoff.New(f.cfg.Retry, max(maxRetry, f.cfg.Retry))
+	var ends repeats
 	for {
-		if f.publishFeed(ctx, pb) {
+		if f.publishFeed(ctx, pb, &ends) {
 			retry.Reset()
 		}
 		select {
@@ -101,7 +102,7 @@ func (f *Fanout) publishLoop(ctx context.Context, pb *publishing) {
 
 // publishFeed runs one subscribeAllEvents session until it ends and
 // reports whether it published any event.
-func (f *Fanout) publishFeed(ctx context.Context, pb *publishing) (published bool) {
+func (f *Fanout) publishFeed(ctx context.Context, pb *publishing, ends *repeats) (published bool) {
 	req := lmosproto.NewMessage(pb.thingID, lmosproto.MsgSubscribeAllEvents)
 	s, err := f.p.Local.Invoke(ctx, req)
 	if err != nil {
@@ -110,9 +111,13 @@ func (f *Fanout) publishFeed(ctx context.Context, pb *publishing) (published boo
 	}
 	defer func() { _ = s.Close() }() // an engine session's Close never fails
 	for m := range s.Replies() {
+		if published {
+			ends.reset() // the feed worked: its next end is news
+		}
 		if m.Type != lmosproto.MsgEvent {
 			if ctx.Err() == nil {
-				f.log.Info("own thing's event feed ended", "thing", pb.thingID, "reply", m)
+				level, repeated := ends.note(m.Status+" "+m.Title+" "+m.Detail, f.now())
+				f.log.Log(ctx, level, "own thing's event feed ended", "thing", pb.thingID, "reply", m, "repeated", repeated)
 			}
 			return published
 		}

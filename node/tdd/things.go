@@ -137,6 +137,10 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, p)
 		return
 	}
+	if msg := lmosproto.CheckJSONText(body); msg != "" {
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "request body: %s", msg))
+		return
+	}
 	patch, err := decodeJSON(body)
 	if err != nil {
 		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "request body: not JSON: %v", err))

@@ -183,6 +183,12 @@ func TestInvalidRequests(t *testing.T) {
 	badCap["lmos:capabilities"] = []any{map[string]any{"lmos:id": "c", "lmos:version": "one"}}
 	badCapDoc, _ := json.Marshal(badCap)
 	big := bytes.Repeat([]byte(" "), lmosproto.MaxTDSize+1)
+	withDesc := func(desc string) []byte { // valid with its description replaced by raw JSON text
+		return bytes.Replace(valid, []byte(`"title":"X"`), []byte(`"title":"X","description":`+desc), 1)
+	}
+	hugeNumber := withDesc(`"d","lmos:metadata":{"size":1e400}`)
+	longID := "urn:" + strings.Repeat("x", lmosproto.MaxIDLength)
+	longIDDoc := bytes.Replace(valid, []byte(`"urn:x"`), []byte(`"`+longID+`"`), 1)
 
 	tests := []struct {
 		name, method, path string
@@ -202,6 +208,14 @@ func TestInvalidRequests(t *testing.T) {
 		{"admin no content type", "POST", "/api/v1/things", []byte(`{"td":{}}`), []string{"Content-Type", ""}, 415, nil, "Content-Type"},
 		{"connect no content type", "POST", "/api/v1/connect", []byte(`{"addr":""}`), []string{"Content-Type", ""}, 415, nil, "Content-Type"},
 		{"too large", "PUT", "/things/urn:x", big, nil, 413, nil, "bytes allowed"},
+		{"number out of range", "PUT", "/things/urn:x", hugeNumber, nil, 400, []string{"/lmos:metadata/size"}, ""},
+		{"invalid UTF-8", "PUT", "/things/urn:x", withDesc("\"caf\xe9\""), nil, 400, []string{"/description"}, ""},
+		{"lone surrogate", "PUT", "/things/urn:x", withDesc(`"\ud800"`), nil, 400, []string{"/description"}, ""},
+		{"POST lone surrogate", "POST", "/things", bytes.Replace(withDesc(`"\udfff"`), []byte(`"id":"urn:x",`), nil, 1), nil, 400, []string{"/description"}, ""},
+		{"id too long", "PUT", "/things/" + longID, longIDDoc, nil, 400, []string{"/id"}, ""},
+		{"PATCH lone surrogate", "PATCH", "/things/urn:x", []byte(`{"title":"\ud800"}`), []string{"Content-Type", tdd.ContentTypeMergePatch}, 400, nil, "lone surrogate"},
+		{"admin lone surrogate", "POST", "/api/v1/things", []byte(`{"td":{"title":"\ud800"}}`), []string{"Content-Type", "application/json"}, 400, nil, "lone surrogate"},
+		{"PATCH invalid UTF-8", "PATCH", "/things/urn:x", []byte("{\"title\":\"\xff\"}"), []string{"Content-Type", tdd.ContentTypeMergePatch}, 400, nil, "UTF-8"},
 		{"POST invalid", "POST", "/things", badTitle, nil, 400, []string{"/title"}, ""},
 		{"PATCH wrong type", "PATCH", "/things/urn:x", []byte(`{}`), []string{"Content-Type", "application/json"}, 415, nil, tdd.ContentTypeMergePatch},
 		{"PATCH not object", "PATCH", "/things/urn:x", []byte(`[1]`), []string{"Content-Type", tdd.ContentTypeMergePatch}, 400, nil, "JSON object"},

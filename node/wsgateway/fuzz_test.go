@@ -3,7 +3,11 @@ package wsgateway
 import (
 	"testing"
 
+	"unicode/utf8"
+
 	"github.com/coder/websocket"
+
+	"github.com/lmosnode/lmosnode/proto"
 )
 
 func FuzzDecode(f *testing.F) {
@@ -20,8 +24,13 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decode returned message %v and error %v", m, bad)
 		}
 		if bad != nil {
-			if _, err := encode(bad, typ); err != nil {
+			fr, err := encode(bad, typ)
+			if err != nil {
 				t.Fatalf("error reply does not encode: %v", err)
+			}
+			back, again := decode(typ, fr.data)
+			if again != nil || back.Type != proto.MsgError || !utf8.ValidString(back.Detail) {
+				t.Fatalf("error reply %q does not decode as a valid error frame: %v", fr.data, again)
 			}
 		}
 	})

@@ -207,8 +207,11 @@ func decode(typ websocket.MessageType, data []byte) (*proto.Message, *proto.Mess
 		return m, nil
 	}
 	thingID, corr := lenientIDs(typ, data)
-	e := proto.NewError(nil, http.StatusBadRequest, interact.TitleBadRequest,
-		fmt.Sprintf("bad LMOS envelope (thingID %q, correlationID %q): %v", thingID, corr, err))
+	// The decoder's error may quote bytes of the frame: the reply must be
+	// valid UTF-8 whatever the frame held, or it would not encode at all
+	// and the client would get no answer.
+	detail := strings.ToValidUTF8(fmt.Sprintf("bad LMOS envelope (thingID %q, correlationID %q): %v", thingID, corr, err), "\uFFFD")
+	e := proto.NewError(nil, http.StatusBadRequest, interact.TitleBadRequest, detail)
 	e.ThingID, e.CorrelationID = thingID, corr
 	return nil, e
 }
