@@ -1,6 +1,7 @@
 // Package groups implements signed agent groups (docs/groups.md): a group's
 // state is a hash-linked DAG of operations signed with eddsa-jcs-2022
-// (genesis, add, remove, grant, revoke, policy, rename, leave, dissolve),
+// (genesis, add, remove, grant, revoke, policy, rename, leave, dissolve,
+// uninvite),
 // which every node folds deterministically to the same membership.
 //
 // The package is the model only: operations and their IDs, the log with its
@@ -60,9 +61,12 @@ const (
 	MaxRoleLen = 64
 	// MaxNameLen bounds a group name (bytes).
 	MaxNameLen = 256
-	// MaxInvitationSize bounds the signed JSON of an invitation, so that its
-	// token fits into an add operation.
+	// MaxInvitationSize bounds the signed JSON of an invitation, so that it
+	// fits into an add operation.
 	MaxInvitationSize = 4 << 10
+	// MaxTokenSize bounds the JSON of an invitation token (the signed
+	// invitation, its secret and the hints).
+	MaxTokenSize = 8 << 10
 	// MaxPostSize bounds the body of a post on a group topic.
 	MaxPostSize = 64 << 10
 	// MaxMessageSize bounds a message on a group topic.
@@ -83,6 +87,7 @@ const (
 	KindRename   Kind = "rename"
 	KindLeave    Kind = "leave"
 	KindDissolve Kind = "dissolve"
+	KindUninvite Kind = "uninvite"
 )
 
 // Roles. RoleAdmin is the one role with powers; any other label (at most
@@ -122,8 +127,11 @@ var (
 	// ErrBadInvitation: the invitation token is malformed or its proof does
 	// not verify.
 	ErrBadInvitation = errors.New("bad invitation")
-	// ErrSpent: a single-use invitation was already used.
+	// ErrSpent: an invitation's uses are spent (a single-use invitation
+	// was already used).
 	ErrSpent = errors.New("invitation already used")
+	// ErrRevoked: an admin revoked the invitation (an uninvite operation).
+	ErrRevoked = errors.New("invitation revoked")
 	// ErrDissolved: the group is dissolved.
 	ErrDissolved = errors.New("group dissolved")
 	// ErrGroupFull: the group has reached its policy's maxMembers.

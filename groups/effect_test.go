@@ -285,7 +285,7 @@ func TestInvitationEffects(t *testing.T) {
 	alice, bob, carol, dave := newActor(t, "alice"), newActor(t, "bob"), newActor(t, "carol"), newActor(t, "dave")
 	l := newGroup(t, alice, "g")
 	mustAdd(t, l, alice, Draft{Kind: KindAdd, Peer: bob.id, Role: RoleAdmin}, 1)
-	invite := func(by actor, inv Invitation) (string, *Invitation) {
+	invite := func(by actor, inv Invitation) (*Invitation, *Invitation) {
 		t.Helper()
 		inv.Group = l.ID()
 		if inv.Expires.IsZero() {
@@ -299,7 +299,7 @@ func TestInvitationEffects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tok, parsed
+		return parsed, parsed
 	}
 	now := t0.Add(time.Hour)
 
@@ -332,7 +332,7 @@ func TestInvitationEffects(t *testing.T) {
 	}
 
 	// Single use.
-	tok, inv = invite(bob, Invitation{Once: true, Things: []string{"urn:a"}})
+	tok, inv = invite(bob, Invitation{Uses: 1, Things: []string{"urn:a"}})
 	op = mustAdd(t, l, alice, Draft{Kind: KindAdd, Peer: dave.id, Things: []string{"urn:a"}, Invitation: tok}, 20)
 	if !l.Effective(op.ID) || !l.State().Allowed(dave.id, "urn:a") || l.State().Allowed(dave.id, "urn:b") {
 		t.Fatal("first use of a single-use invitation had no effect")

@@ -31,7 +31,7 @@ func Example() {
 		panic(err)
 	}
 	token, err := groups.NewInvitation(alice, groups.Invitation{
-		Group: log.ID(), Name: "diagnostics", For: bobID, Once: true, Expires: now.Add(24 * time.Hour),
+		Group: log.ID(), Name: "diagnostics", For: bobID, Uses: 1, Expires: now.Add(24 * time.Hour),
 	}, now)
 	if err != nil {
 		panic(err)
@@ -45,7 +45,7 @@ func Example() {
 	if err := log.CheckJoin(inv, bobID, now.Add(time.Minute)); err != nil {
 		panic(err)
 	}
-	add, err := log.Sign(alice, groups.Draft{Kind: groups.KindAdd, Peer: bobID, Invitation: token}, now.Add(time.Minute))
+	add, err := log.Sign(alice, groups.Draft{Kind: groups.KindAdd, Peer: bobID, Invitation: inv}, now.Add(time.Minute))
 	if err != nil {
 		panic(err)
 	}

@@ -22,8 +22,10 @@ type State struct {
 	// Ops is the number of operations in the log.
 	Ops int
 
-	used map[string]bool // IDs of invitations used by an effective add
-	step int             // operations applied so far; orders seniority (Member.rank)
+	used    map[string]int        // invitation ID → effective adds that used it
+	revoked map[string]bool       // invitation IDs of effective uninvites
+	removed map[peer.ID]time.Time // peer → created time of its latest effective remove
+	step    int                   // operations applied so far; orders seniority (Member.rank)
 }
 
 // Member is a member of a group.
@@ -86,7 +88,25 @@ func (s State) CanPost(p peer.ID) bool {
 
 // InvitationUsed reports whether an effective add used the invitation.
 func (s State) InvitationUsed(invitationID string) bool {
+	return s.used[invitationID] > 0
+}
+
+// InvitationUses returns how many effective adds used the invitation.
+func (s State) InvitationUses(invitationID string) int {
 	return s.used[invitationID]
+}
+
+// InvitationRevoked reports whether an effective uninvite revoked the
+// invitation.
+func (s State) InvitationRevoked(invitationID string) bool {
+	return s.revoked[invitationID]
+}
+
+// RemovedAt returns the created time of p's latest effective removal, and
+// whether p was ever removed; invitations issued up to then do not admit p.
+func (s State) RemovedAt(p peer.ID) (time.Time, bool) {
+	t, ok := s.removed[p]
+	return t, ok
 }
 
 func (s State) clone() State {
@@ -97,6 +117,8 @@ func (s State) clone() State {
 		c.Members[p] = m
 	}
 	c.used = maps.Clone(s.used)
+	c.revoked = maps.Clone(s.revoked)
+	c.removed = maps.Clone(s.removed)
 	c.Heads = slices.Clone(s.Heads)
 	return c
 }
@@ -129,7 +151,7 @@ func priority(k Kind) int {
 		return 0
 	case KindDissolve:
 		return 1
-	case KindRemove, KindRevoke, KindLeave:
+	case KindRemove, KindRevoke, KindLeave, KindUninvite:
 		return 2
 	case KindPolicy:
 		return 3
@@ -217,7 +239,9 @@ func (l *Log) apply(st *State, e *entry, in func(*entry) bool) bool {
 		*st = State{
 			ID: op.ID, Name: op.Name, Founder: op.Author, Created: op.Created,
 			Members: map[peer.ID]Member{op.Author: {Peer: op.Author, Role: RoleAdmin, Since: op.Created, AddedBy: op.Author}},
-			used:    map[string]bool{},
+			used:    map[string]int{},
+			revoked: map[string]bool{},
+			removed: map[peer.ID]time.Time{},
 		}
 		if op.Policy != nil {
 			st.Policy = *op.Policy
@@ -245,13 +269,18 @@ func (l *Log) apply(st *State, e *entry, in func(*entry) bool) bool {
 	}
 	switch op.Kind {
 	case KindAdd:
-		return addEffect(st, op)
+		return l.addEffect(st, e, in)
 	case KindRemove:
 		m, ok := st.Members[op.Peer]
 		if !ok || (m.Role == RoleAdmin && st.adminCount() == 1) {
 			return false
 		}
 		delete(st.Members, op.Peer)
+		if op.Created.After(st.removed[op.Peer]) {
+			st.removed[op.Peer] = op.Created
+		}
+	case KindUninvite:
+		st.revoked[op.InvitationID] = true
 	case KindLeave:
 		m := st.Members[op.Author]
 		if m.Role == RoleAdmin && st.adminCount() == 1 {
@@ -284,7 +313,10 @@ func (l *Log) apply(st *State, e *entry, in func(*entry) bool) bool {
 	return true
 }
 
-func addEffect(st *State, op *Op) bool {
+// addEffect applies the add e if it has effect in st. in is the set being
+// folded (for the uninvites concurrent with e).
+func (l *Log) addEffect(st *State, e *entry, in func(*entry) bool) bool {
+	op := e.op
 	old, exists := st.Members[op.Peer]
 	if !exists && st.Policy.MaxMembers > 0 && len(st.Members) >= st.Policy.MaxMembers {
 		return false
@@ -292,14 +324,15 @@ func addEffect(st *State, op *Op) bool {
 	if exists && old.Role == RoleAdmin && op.role() != RoleAdmin && st.adminCount() == 1 {
 		return false // would leave the group without an admin
 	}
-	if op.Invitation != "" {
+	if op.Invitation != nil {
 		inv := op.inv
 		if inv == nil || inv.Group != st.ID || !st.IsAdmin(inv.Issuer) || op.Created.After(inv.Expires) ||
 			(inv.For != "" && inv.For != op.Peer) || inv.role() != op.role() ||
-			!sameScope(inv.Things, op.Things) || (inv.Once && st.used[inv.ID]) {
+			!sameScope(inv.Things, op.Things) || (inv.Uses > 0 && st.used[inv.ID] >= inv.Uses) ||
+			issuedBeforeRemoval(st, inv, op.Peer) || l.revokedFor(st, e, inv.ID, in) {
 			return false
 		}
-		st.used[inv.ID] = true
+		st.used[inv.ID]++
 	}
 	m := Member{Peer: op.Peer, Role: op.role(), Things: slices.Clone(op.Things), Since: op.Created, AddedBy: op.Author, rank: st.step}
 	if exists {
@@ -310,6 +343,19 @@ func addEffect(st *State, op *Op) bool {
 	}
 	st.Members[op.Peer] = m
 	return true
+}
+
+// revokedFor reports whether an uninvite of the invitation in the folded
+// set voids the add e: one that e does not precede (it is concurrent with
+// e or after it) and whose author is an admin in st. An add the revoking
+// admin had seen stands; removing its member is a remove.
+func (l *Log) revokedFor(st *State, e *entry, invID string, in func(*entry) bool) bool {
+	for _, u := range l.revokes[invID] {
+		if in(u) && !u.anc.has(e.idx) && st.IsAdmin(u.op.Author) {
+			return true
+		}
+	}
+	return false
 }
 
 func sameScope(a, b []string) bool {

@@ -20,11 +20,16 @@ func seedLogs(f *testing.F) [][]byte {
 	if _, err := l.Merge(r); err != nil {
 		f.Fatal(err)
 	}
-	tok, err := NewInvitation(alice.key, Invitation{Group: l.ID(), Once: true, Expires: t0.Add(time.Hour)}, t0)
+	tok, err := NewInvitation(alice.key, Invitation{Group: l.ID(), Uses: 1, Expires: t0.Add(time.Hour)}, t0)
 	if err != nil {
 		f.Fatal(err)
 	}
-	mustAdd(f, l, alice, Draft{Kind: KindAdd, Peer: carol.id, Invitation: tok}, 3)
+	inv, err := ParseInvitation(tok, t0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	mustAdd(f, l, alice, Draft{Kind: KindAdd, Peer: carol.id, Invitation: inv}, 3)
+	mustAdd(f, l, alice, Draft{Kind: KindUninvite, InvitationID: inv.ID}, 3)
 	mustAdd(f, l, alice, Draft{Kind: KindPolicy, Policy: &Policy{PostRole: RoleAdmin, MaxMembers: 9}}, 4)
 	mustAdd(f, l, alice, Draft{Kind: KindRename, Name: "renamed"}, 5)
 	mustAdd(f, l, carol, Draft{Kind: KindLeave}, 6)
@@ -94,7 +99,7 @@ func FuzzParseInvitation(f *testing.F) {
 	l := newGroup(f, alice, "fuzz")
 	for _, inv := range []Invitation{
 		{Group: l.ID(), Expires: t0.Add(time.Hour)},
-		{Group: l.ID(), Name: "n", Addrs: []string{"/ip4/127.0.0.1/tcp/1"}, For: alice.id, Role: "r", Things: []string{"x"}, Once: true, Expires: t0.Add(time.Hour)},
+		{Group: l.ID(), Name: "n", Addrs: []string{"/ip4/127.0.0.1/tcp/1"}, For: alice.id, Role: "r", Things: []string{"x"}, Uses: 2, Expires: t0.Add(time.Hour)},
 	} {
 		tok, err := NewInvitation(alice.key, inv, t0)
 		if err != nil {

@@ -14,7 +14,7 @@ func TestInvitationRoundTrip(t *testing.T) {
 	l := newGroup(t, alice, "diag")
 	in := Invitation{
 		Group: l.ID(), Name: "diag", Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}, For: bob.id,
-		Role: "reviewer", Things: []string{"urn:a", "urn:b"}, Once: true, Expires: t0.Add(24 * time.Hour),
+		Role: "reviewer", Things: []string{"urn:a", "urn:b"}, Uses: 3, Expires: t0.Add(24 * time.Hour),
 	}
 	tok, err := NewInvitation(alice.key, in, t0)
 	if err != nil {
@@ -28,7 +28,7 @@ func TestInvitationRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if inv.Issuer != alice.id || inv.Group != l.ID() || inv.Name != "diag" || inv.For != bob.id || inv.Role != "reviewer" ||
-		!reflect.DeepEqual(inv.Things, in.Things) || !inv.Once || !inv.Expires.Equal(in.Expires) ||
+		!reflect.DeepEqual(inv.Things, in.Things) || inv.Uses != 3 || !inv.Issued.Equal(t0) || !inv.Expires.Equal(in.Expires) ||
 		!reflect.DeepEqual(inv.Addrs, in.Addrs) || !isOpID(inv.ID) || inv.Token() != tok {
 		t.Fatalf("round trip: %+v", inv)
 	}
@@ -75,7 +75,7 @@ func TestInvitationRejects(t *testing.T) {
 			t.Errorf("%s: %v, want ErrBadInvitation", name, err)
 		}
 	}
-	if _, err := ParseInvitation(InvitePrefix+strings.Repeat("A", 2*MaxInvitationSize), t0); !errors.Is(err, ErrTooLarge) {
+	if _, err := ParseInvitation(InvitePrefix+strings.Repeat("A", 2*MaxTokenSize), t0); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("oversized: %v, want ErrTooLarge", err)
 	}
 	if _, err := NewInvitation(alice.key, Invitation{Group: l.ID(), Expires: t0}, t0); err == nil {

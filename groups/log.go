@@ -66,6 +66,7 @@ type Log struct {
 	byID    map[string]*entry
 	heads   map[string]*entry
 	strikes map[peer.ID][]*entry // remove/revoke of a peer, leave by it
+	revokes map[string][]*entry  // uninvites by invitation ID
 	size    int                  // bytes of Marshal
 	signed  map[string]bool      // IDs made by Sign
 
@@ -93,6 +94,7 @@ func NewLog(genesis *Op) (*Log, error) {
 		byID:    make(map[string]*entry),
 		heads:   make(map[string]*entry),
 		strikes: make(map[peer.ID][]*entry),
+		revokes: make(map[string][]*entry),
 		signed:  make(map[string]bool),
 		pending: make(map[string]*Op),
 		waiting: make(map[string][]string),
@@ -122,6 +124,8 @@ func (l *Log) insert(e *entry) {
 		l.strikes[e.op.Peer] = append(l.strikes[e.op.Peer], e)
 	case KindLeave:
 		l.strikes[e.op.Author] = append(l.strikes[e.op.Author], e)
+	case KindUninvite: // voids concurrent adds that use the invitation
+		l.revokes[e.op.InvitationID] = append(l.revokes[e.op.InvitationID], e)
 	default:
 		strike = false
 	}
@@ -132,7 +136,7 @@ func (l *Log) insert(e *entry) {
 	at := l.place(e)
 	if l.stateOK && at == len(l.order)-1 && (descends || !strike) {
 		// e comes last in the fold and voids no earlier operation (it is
-		// no remove, revoke or leave concurrent with one), so the earlier
+		// no remove, revoke, leave or uninvite concurrent with one), so the earlier
 		// effects stand; apply e alone.
 		l.eff = append(l.eff, l.apply(&l.state, e, all))
 	} else {
@@ -324,7 +328,10 @@ func (l *Log) Sign(key ed25519.PrivateKey, d Draft, now time.Time) (*Op, error) 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	w := opWire{Type: typeOp, Group: l.id, Kind: d.Kind, Role: d.Role, Things: d.Things,
-		Name: d.Name, Policy: d.Policy, Invitation: d.Invitation}
+		Name: d.Name, Policy: d.Policy, InvitationID: d.InvitationID}
+	if d.Invitation != nil {
+		w.Invitation = d.Invitation.Raw // the signed part: never the secret
+	}
 	if d.Peer != "" {
 		w.Peer = d.Peer.String()
 	}
@@ -512,4 +519,21 @@ func parseOps(raws []json.RawMessage) ([]*Op, error) {
 		}
 	}
 	return ops, nil
+}
+
+// Invitations returns the invitations that add operations of the log
+// embed (valid ones, each once, in fold order of their first add); they
+// carry no secret.
+func (l *Log) Invitations() []*Invitation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []*Invitation
+	seen := map[string]bool{}
+	for _, e := range l.order {
+		if inv := e.op.inv; inv != nil && !seen[inv.ID] {
+			seen[inv.ID] = true
+			out = append(out, inv)
+		}
+	}
+	return out
 }

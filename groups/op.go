@@ -63,8 +63,11 @@ type Op struct {
 	Nonce string
 	// Policy is the policy of a genesis (may be nil) or of a policy op.
 	Policy *Policy
-	// Invitation is the token an add was made for, if any.
-	Invitation string
+	// Invitation is the signed invitation (without its secret) an add was
+	// made for, if any, as JCS bytes.
+	Invitation []byte
+	// InvitationID is the invitation an uninvite revokes.
+	InvitationID string
 	// Author is who signed the operation (from the proof).
 	Author peer.ID
 	// Created is the proof's created time (second precision).
@@ -88,29 +91,34 @@ func (o *Op) role() string {
 // Draft is what a caller fills to make an operation; Log.Sign adds the
 // group, the parents and the proof. Only the fields of its Kind may be set.
 type Draft struct {
-	Kind       Kind
-	Peer       peer.ID
-	Role       string
-	Things     []string
-	Name       string
-	Policy     *Policy
-	Invitation string
+	Kind   Kind
+	Peer   peer.ID
+	Role   string
+	Things []string
+	Name   string
+	Policy *Policy
+	// Invitation is the invitation of an add (its signed part is
+	// embedded; the secret never is).
+	Invitation *Invitation
+	// InvitationID is the invitation an uninvite revokes.
+	InvitationID string
 }
 
 // opWire is the JSON form of an operation.
 type opWire struct {
-	Type       string          `json:"type"`
-	Group      string          `json:"group,omitempty"`
-	Kind       Kind            `json:"kind"`
-	Parents    []string        `json:"parents,omitempty"`
-	Peer       string          `json:"peer,omitempty"`
-	Role       string          `json:"role,omitempty"`
-	Things     []string        `json:"things,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	Nonce      string          `json:"nonce,omitempty"`
-	Policy     *Policy         `json:"policy,omitempty"`
-	Invitation string          `json:"invitation,omitempty"`
-	Proof      json.RawMessage `json:"proof,omitempty"`
+	Type         string          `json:"type"`
+	Group        string          `json:"group,omitempty"`
+	Kind         Kind            `json:"kind"`
+	Parents      []string        `json:"parents,omitempty"`
+	Peer         string          `json:"peer,omitempty"`
+	Role         string          `json:"role,omitempty"`
+	Things       []string        `json:"things,omitempty"`
+	Name         string          `json:"name,omitempty"`
+	Nonce        string          `json:"nonce,omitempty"`
+	Policy       *Policy         `json:"policy,omitempty"`
+	Invitation   json.RawMessage `json:"invitation,omitempty"`
+	InvitationID string          `json:"invitationId,omitempty"`
+	Proof        json.RawMessage `json:"proof,omitempty"`
 }
 
 // fields lists, per kind, the members an operation may have besides type,
@@ -125,6 +133,7 @@ var fields = map[Kind][]string{
 	KindRename:   {"group!", "parents!", "name!"},
 	KindLeave:    {"group!", "parents!"},
 	KindDissolve: {"group!", "parents!"},
+	KindUninvite: {"group!", "parents!", "invitationId!"},
 }
 
 // Genesis makes the genesis operation of a new group founded by key's peer.
@@ -203,7 +212,7 @@ func ParseOp(raw []byte) (*Op, error) {
 	}
 	op := &Op{
 		ID: opID(canon), Group: w.Group, Kind: w.Kind, Parents: w.Parents, Role: w.Role, Things: w.Things,
-		Name: w.Name, Nonce: w.Nonce, Policy: w.Policy, Invitation: w.Invitation,
+		Name: w.Name, Nonce: w.Nonce, Policy: w.Policy, InvitationID: w.InvitationID,
 		Author: signer.PeerID, Created: signer.Created, Raw: canon, verified: true,
 	}
 	if err := op.checkShape(w, members); err != nil {
@@ -297,11 +306,19 @@ func (o *Op) checkShape(w opWire, members map[string]json.RawMessage) error {
 			return err
 		}
 	}
-	if _, ok := members["invitation"]; ok {
-		if o.Invitation == "" {
-			return fmt.Errorf("/invitation: empty")
+	if raw, ok := members["invitation"]; ok {
+		if len(raw) == 0 || raw[0] != '{' {
+			return fmt.Errorf("/invitation: want the signed invitation (an object)")
 		}
-		o.inv, o.invErr = parseToken(o.Invitation)
+		o.inv, o.invErr = parseInvitationJSON(raw)
+		if o.invErr == nil {
+			o.Invitation = o.inv.Raw
+		} else {
+			o.Invitation = slices.Clone(raw)
+		}
+	}
+	if _, ok := members["invitationId"]; ok && !isOpID(o.InvitationID) {
+		return fmt.Errorf("/invitationId %q is not an invitation ID", o.InvitationID)
 	}
 	return nil
 }
@@ -354,3 +371,7 @@ func sameSet(a, b []string) bool {
 	slices.Sort(y)
 	return slices.Equal(x, y)
 }
+
+// IsID reports whether s is a group, operation or invitation ID in
+// canonical form ("bafkrei…").
+func IsID(s string) bool { return isOpID(s) }

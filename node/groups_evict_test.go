@@ -53,7 +53,7 @@ func TestGroupRemovalEvicts(t *testing.T) {
 	// its group service cannot join (nor, once removed, leave) it: the
 	// subscription stays, as an uncooperative node's would.
 	got := newRawSub(t, victim, topic)
-	token, _, err := nodes[0].Groups().Invite(gid, groupsvc.InviteOptions{})
+	token, _, err := nodes[0].Groups().Invite(gid, groupsvc.InviteOptions{Uses: groupsvc.UnlimitedUses})
 	if err != nil {
 		t.Fatal(err)
 	}

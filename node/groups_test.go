@@ -69,8 +69,8 @@ func TestGroups(t *testing.T) {
 	outsiderGot := rawSubscribe(t, outsider, topic)
 	var forOne, forMany groupapi.Invitation
 	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups/"+gid+"/invitations",
-		fmt.Sprintf(`{"for": %q, "once": true}`, nodes[1].PeerID()), http.StatusCreated, &forOne)
-	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups/diagnostics/invitations", `{"ttl": "1h"}`, http.StatusCreated, &forMany)
+		fmt.Sprintf(`{"for": %q}`, nodes[1].PeerID()), http.StatusCreated, &forOne)
+	apiDo(t, nodes[0], http.MethodPost, "/api/v1/groups/diagnostics/invitations", `{"ttl": "1h", "uses": 0}`, http.StatusCreated, &forMany)
 
 	var joined groupapi.GroupInfo
 	apiDo(t, nodes[1], http.MethodPost, "/api/v1/groups/join", fmt.Sprintf(`{"token": %q}`, forOne.Token), http.StatusOK, &joined)
@@ -214,7 +214,7 @@ func TestGroups(t *testing.T) {
 	testnet.WaitFor(t, "node 3 is an admin on node 3", waitLong, func() (bool, string) {
 		return mustState(t, nodes[3], gid).IsAdmin(nodes[3].PeerID()), "not yet"
 	})
-	by3, _, err := nodes[3].Groups().Invite(gid, groupsvc.InviteOptions{For: nodes[7].PeerID(), Once: true})
+	by3, _, err := nodes[3].Groups().Invite(gid, groupsvc.InviteOptions{For: nodes[7].PeerID()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,7 @@ var wireLimits = map[string]any{
 	"groups.MaxPending":                 groups.MaxPending,
 	"groups.MaxPostSize":                groups.MaxPostSize,
 	"groups.MaxInvitationSize":          groups.MaxInvitationSize,
+	"groups.MaxTokenSize":               groups.MaxTokenSize,
 	"groups.MaxRoleLen":                 groups.MaxRoleLen,
 	"groups.MaxNameLen":                 groups.MaxNameLen,
 	"groupsvc.ServeBurst":               groupsvc.ServeBurst,

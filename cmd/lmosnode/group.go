@@ -34,7 +34,7 @@ names a group in lmos:groups is visible to and callable by its members only.
 GROUP is a group ID or an unambiguous name among this node's groups.
 See docs/groups.md.`,
 		Example: `  lmosnode group create diagnostics
-  lmosnode group invite diagnostics --once --ttl 1h
+  lmosnode group invite diagnostics --for 12D3KooW…
   lmosnode group join lmosgroup:eyJ0eXBlIjoi…
   lmosnode group show diagnostics`,
 	}
@@ -42,6 +42,8 @@ See docs/groups.md.`,
 		newGroupCreateCmd(),
 		newGroupInviteCmd(),
 		newGroupJoinCmd(),
+		newGroupInvitesCmd(),
+		newGroupRevokeInviteCmd(),
 		newGroupLsCmd(),
 		newGroupShowCmd(),
 		newGroupRemoveCmd(),
@@ -230,9 +232,16 @@ func newGroupInviteCmd() *cobra.Command {
 		Short: "Make an invitation token to hand out",
 		Long: `invite makes a signed invitation token (lmosgroup:…) for GROUP; this node
 must be one of its admins. Hand the token out of band; its holder joins
-with 'lmosnode group join TOKEN'. The token is printed alone on stdout.`,
-		Example: `  lmosnode group invite diagnostics --once --ttl 1h
-  lmosnode group invite diagnostics --for 12D3KooW… --thing urn:example:diagnostics`,
+with 'lmosnode group join TOKEN'. The token is printed alone on stdout,
+its ID and expiry on stderr.
+
+By default a token admits one peer (--uses), within an hour (--ttl); with
+--for only that peer. The token holds a secret that only its holder and
+the admins' nodes it asks to join see: the group's public log records a
+hash of it, never the token. 'lmosnode group invites' lists the
+outstanding invitations, 'lmosnode group revoke-invite' revokes one.`,
+		Example: `  lmosnode group invite diagnostics --for 12D3KooW…
+  lmosnode group invite diagnostics --uses 5 --ttl 24h --thing urn:example:diagnostics`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
@@ -250,7 +259,15 @@ with 'lmosnode group join TOKEN'. The token is printed alone on stdout.`,
 					return fmt.Errorf("--ttl: %s: want a positive duration", o.TTL)
 				}
 			}
-			o.Once, _ = f.GetBool("once")
+			switch uses, _ := f.GetInt("uses"); {
+			case !f.Changed("uses"): // the node's default: 1
+			case uses == 0:
+				o.Uses = groupsvc.UnlimitedUses
+			case uses > 0:
+				o.Uses = uses
+			default:
+				return fmt.Errorf("--uses: %d: want a positive count, or 0 for no limit", uses)
+			}
 			o.Role, _ = f.GetString("role")
 			o.Things, _ = f.GetStringArray("thing")
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
@@ -266,7 +283,7 @@ with 'lmosnode group join TOKEN'. The token is printed alone on stdout.`,
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), inv.Token)
 				if !inv.Expires.IsZero() {
-					fmt.Fprintf(cmd.ErrOrStderr(), "expires %s\n", timeText(inv.Expires))
+					fmt.Fprintf(cmd.ErrOrStderr(), "invitation %s, expires %s\n", inv.ID, timeText(inv.Expires))
 				}
 				return nil
 			})
@@ -274,8 +291,8 @@ with 'lmosnode group join TOKEN'. The token is printed alone on stdout.`,
 	}
 	f := cmd.Flags()
 	f.String("for", "", "only this peer may join with the token")
-	f.Duration("ttl", 24*time.Hour, "how long the token is valid")
-	f.Bool("once", false, "the token can be used once")
+	f.Duration("ttl", groupsvc.DefaultInviteTTL, "how long the token is valid")
+	f.Int("uses", 1, "how many peers may join with the token (0: any number until it expires)")
 	f.String("role", "", "the role of the joining member (default member)")
 	f.StringArray("thing", nil, "restrict the member to this Thing of the group (repeatable)")
 	f.Bool("json", false, "print the token and its expiry as JSON")
@@ -377,6 +394,70 @@ func waitJoined(cmd *cobra.Command, d *daemon, group string, expires time.Time) 
 		case <-t.C:
 		}
 	}
+}
+
+func newGroupInvitesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "invites GROUP",
+		Short: "List the group's outstanding invitations",
+		Long: `invites lists the invitations to GROUP this node knows that may still
+admit a peer: those it issued, and those that add operations of the log
+used (an unused invitation of another admin is known only to its node).
+--all lists spent, revoked and expired ones too. USES is the limit (- for
+none).`,
+		Example: `  lmosnode group invites diagnostics
+  lmosnode group invites diagnostics --all --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			all, _ := cmd.Flags().GetBool("all")
+			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
+				ins, err := d.groups.Invitations(ctx, id, all)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+					if ins == nil {
+						ins = []groupapi.InvitationInfo{}
+					}
+					return printJSON(out, ins)
+				}
+				if len(ins) == 0 {
+					fmt.Fprintln(cmd.ErrOrStderr(), "no outstanding invitations: see 'lmosnode group invite'")
+					return nil
+				}
+				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tSTATUS\tUSED\tUSES\tFOR\tROLE\tEXPIRES\tISSUER")
+				for _, in := range ins {
+					uses, forPeer := "-", "anyone"
+					if in.Uses > 0 {
+						uses = fmt.Sprint(in.Uses)
+					}
+					if in.For != "" {
+						forPeer = in.For.String()
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", in.ID, in.Status, in.Used, uses, forPeer, cell(in.Role), timeText(in.Expires), in.Issuer)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().Bool("all", false, "also list spent, revoked and expired invitations")
+	cmd.Flags().Bool("json", false, "print the invitations as the API returns them")
+	return cmd
+}
+
+func newGroupRevokeInviteCmd() *cobra.Command {
+	return changeCmd("revoke-invite GROUP ID", "Revoke an invitation (admins only)",
+		`revoke-invite signs an uninvite operation for the invitation ID (as
+'lmosnode group invite' and 'lmosnode group invites' show it); this node
+must be an admin. Every node enforces it: no join with the invitation that
+the revocation does not follow has effect. Members who joined with it
+before stay (remove them with 'lmosnode group remove').`,
+		`  lmosnode group revoke-invite diagnostics bafkrei…`, cobra.ExactArgs(2),
+		func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error) {
+			return c.RevokeInvitation(ctx, id, args[1])
+		}, "revoked an invitation to")
 }
 
 func newGroupLsCmd() *cobra.Command {

@@ -72,7 +72,7 @@ func TestGroupCommandsTwoNodes(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &g); err != nil || g.ID == "" || !g.Self.Admin {
 		t.Fatalf("create: %v\n%s", err, out)
 	}
-	token := strings.TrimSpace(mustRun(t, "--home", aHome, "group", "invite", "diagnostics", "--once", "--ttl", "1h"))
+	token := strings.TrimSpace(mustRun(t, "--home", aHome, "group", "invite", "diagnostics", "--ttl", "1h"))
 	if !strings.HasPrefix(token, "lmosgroup:") {
 		t.Fatalf("invite: %q", token)
 	}

@@ -116,7 +116,11 @@ func (g *groupAPI) requests() []string {
 func (g *groupAPI) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	g.mu.Lock()
-	g.reqs = append(g.reqs, strings.TrimSpace(r.Method+" "+r.URL.Path+" "+string(body)))
+	path := r.URL.Path
+	if r.URL.RawQuery != "" {
+		path += "?" + r.URL.RawQuery
+	}
+	g.reqs = append(g.reqs, strings.TrimSpace(r.Method+" "+path+" "+string(body)))
 	g.mu.Unlock()
 	rest := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/api/v1/groups"), "/")
 	parts := strings.Split(rest, "/")
@@ -156,7 +160,12 @@ func (g *groupAPI) serve(w http.ResponseWriter, r *http.Request) {
 		out["log"] = testLog(g.t)
 		writeTestJSON(w, http.StatusOK, out)
 	case len(parts) == 2 && parts[1] == "invitations" && r.Method == http.MethodPost:
-		writeTestJSON(w, http.StatusCreated, map[string]any{"token": "lmosgroup:dG9rZW4", "expires": "2026-11-22T08:00:00Z"})
+		writeTestJSON(w, http.StatusCreated, map[string]any{"token": "lmosgroup:dG9rZW4", "id": "bafkreiinv", "expires": "2026-11-22T08:00:00Z"})
+	case len(parts) == 2 && parts[1] == "invitations" && r.Method == http.MethodGet:
+		writeTestJSON(w, http.StatusOK, []map[string]any{{"id": "bafkreiinv", "issuer": peerA, "role": "member", "things": []string{},
+			"uses": 1, "used": 0, "issued": "2026-11-22T07:00:00Z", "expires": "2026-11-22T08:00:00Z", "status": "outstanding", "mine": true}})
+	case len(parts) == 3 && parts[1] == "invitations" && r.Method == http.MethodDelete:
+		writeTestJSON(w, http.StatusOK, gi)
 	case len(parts) == 3 && parts[1] == "members" && r.Method == http.MethodDelete:
 		if parts[2] == peerA {
 			writeTestProblem(w, http.StatusConflict, "the last admin cannot be removed: dissolve the group instead")
@@ -288,15 +297,31 @@ func TestGroupCommands(t *testing.T) {
 		t.Errorf("bad --post-role: %d %q", code, errOut)
 	}
 
-	out, errOut, code := lmosnode(t, "", "group", "invite", "diagnostics", "--for", peerB, "--ttl", "1h", "--once", "--role", "auditor", "--thing", "urn:a", "--thing", "urn:b", "--home", home)
+	out, errOut, code := lmosnode(t, "", "group", "invite", "diagnostics", "--for", peerB, "--ttl", "1h", "--uses", "3", "--role", "auditor", "--thing", "urn:a", "--thing", "urn:b", "--home", home)
 	if code != 0 || out != "lmosgroup:dG9rZW4\n" || !strings.Contains(errOut, "expires") {
 		t.Errorf("invite: %d %q %q", code, out, errOut)
 	}
-	if want := `POST /api/v1/groups/` + alphaID + `/invitations {"for":"` + peerB + `","once":true,"role":"auditor","things":["urn:a","urn:b"],"ttl":"1h0m0s"}`; last() != want {
+	if want := `POST /api/v1/groups/` + alphaID + `/invitations {"for":"` + peerB + `","role":"auditor","things":["urn:a","urn:b"],"ttl":"1h0m0s","uses":3}`; last() != want {
 		t.Errorf("invite request:\n%s\nwant\n%s", last(), want)
 	}
 	if _, errOut, code := lmosnode(t, "", "group", "invite", "diagnostics", "--for", "nobody", "--home", home); code != 1 || !strings.Contains(errOut, "--for") {
 		t.Errorf("bad --for: %d %q", code, errOut)
+	}
+	mustRun(t, "group", "invite", "diagnostics", "--uses", "0", "--home", home)
+	if want := `POST /api/v1/groups/` + alphaID + `/invitations {"uses":0}`; last() != want {
+		t.Errorf("invite --uses 0 request: %s, want %s", last(), want)
+	}
+	mustRun(t, "group", "invite", "diagnostics", "--home", home)
+	if want := `POST /api/v1/groups/` + alphaID + `/invitations {}`; last() != want {
+		t.Errorf("invite request with the defaults: %s, want %s", last(), want)
+	}
+	out = mustRun(t, "group", "invites", "diagnostics", "--all", "--home", home)
+	if !strings.Contains(out, "bafkreiinv") || !strings.Contains(out, "outstanding") || last() != `GET /api/v1/groups/`+alphaID+`/invitations?all=true` {
+		t.Errorf("invites: %q, request %q", out, last())
+	}
+	out = mustRun(t, "group", "revoke-invite", "diagnostics", "bafkreiinv", "--home", home)
+	if !strings.Contains(out, "revoked an invitation to group") || last() != `DELETE /api/v1/groups/`+alphaID+`/invitations/bafkreiinv` {
+		t.Errorf("revoke-invite: %q, request %q", out, last())
 	}
 
 	out = mustRun(t, "group", "ls", "--home", home)

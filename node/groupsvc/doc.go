@@ -67,8 +67,19 @@
 // {"error": "…", "status": 403|409|410|400|429}. A node answers at most
 // ServeBurst join and sync requests of one peer at once, then one every
 // ServeEvery (429: the joiner tries again later). The admin's node checks the
-// token with groups.Log.CheckJoin against the authenticated remote peer,
-// signs the add with the invitation, spreads it, and answers.
+// token with groups.Log.CheckJoin against the authenticated remote peer —
+// the token's secret must match the invitation's hash of it, which is how
+// the joiner proves it holds the token — signs the add with the signed
+// invitation (never the token or its secret: the log is public), spreads
+// it, and answers (410 for an invitation expired, revoked or spent).
+//
+// # Invitations
+//
+// Invite makes a single-use invitation valid for DefaultInviteTTL unless
+// InviteOptions widen it, and keeps its signed part (not the secret) in
+// the datastore so that Invitations lists it with those the log's adds
+// used; RevokeInvitation commits an uninvite operation, which every node
+// enforces in its fold.
 //
 // The joiner tries the issuer at the token's addresses, then through the
 // DHT (FindPeer), then every other admin of the group's DHT log. When none

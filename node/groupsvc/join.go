@@ -336,14 +336,14 @@ func (s *Service) serveJoin(st network.Stream, remote peer.ID) logAnswer {
 	}
 	if err := g.log.CheckJoin(inv, remote, now); err != nil {
 		status := http.StatusForbidden
-		if errors.Is(err, groups.ErrExpired) {
+		if errors.Is(err, groups.ErrExpired) || errors.Is(err, groups.ErrRevoked) || errors.Is(err, groups.ErrSpent) {
 			status = http.StatusGone
 		}
 		return logAnswer{Error: err.Error(), Status: status}
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, JoinTimeout)
 	defer cancel()
-	if _, err := s.commitLocked(ctx, g, groups.Draft{Kind: groups.KindAdd, Peer: remote, Role: inv.Role, Things: inv.Things, Invitation: req.Token}); err != nil {
+	if _, err := s.commitLocked(ctx, g, groups.Draft{Kind: groups.KindAdd, Peer: remote, Role: inv.Role, Things: inv.Things, Invitation: inv}); err != nil {
 		return logAnswer{Error: err.Error(), Status: http.StatusConflict}
 	}
 	s.log.Info("added member", "group", g.id, "peer", remote, "invitation", inv.ID)

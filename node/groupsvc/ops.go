@@ -15,7 +15,11 @@ import (
 
 // DefaultInviteTTL is how long an invitation is valid when InviteOptions
 // leave TTL zero.
-const DefaultInviteTTL = 24 * time.Hour
+const DefaultInviteTTL = time.Hour
+
+// UnlimitedUses, as InviteOptions.Uses, lets any number of peers join with
+// one invitation until it expires.
+const UnlimitedUses = -1
 
 // Create founds a group named name with policy (nil: the defaults), with
 // this node as its admin.
@@ -50,8 +54,9 @@ type InviteOptions struct {
 	For peer.ID
 	// TTL is how long the invitation is valid; 0 means DefaultInviteTTL.
 	TTL time.Duration
-	// Once makes it single-use.
-	Once bool
+	// Uses is how many peers may join with it: 0 means 1 (single use),
+	// UnlimitedUses any number until it expires.
+	Uses int
 	// Role is the joiner's role; empty means member.
 	Role string
 	// Things scopes the joiner to these Thing IDs; empty: every Thing of
@@ -76,6 +81,14 @@ func (s *Service) Invite(id string, o InviteOptions) (string, time.Time, error) 
 	if o.TTL == 0 {
 		o.TTL = DefaultInviteTTL
 	}
+	switch {
+	case o.Uses == 0:
+		o.Uses = 1
+	case o.Uses == UnlimitedUses:
+		o.Uses = 0
+	case o.Uses < 0 || o.Uses > groups.MaxLogOps:
+		return "", time.Time{}, fmt.Errorf("%w: uses: %d: want 1 to %d, or unlimited", ErrBadRequest, o.Uses, groups.MaxLogOps)
+	}
 	if o.For != "" {
 		if err := o.For.Validate(); err != nil {
 			return "", time.Time{}, fmt.Errorf("%w: for: %w", ErrBadRequest, err)
@@ -93,12 +106,15 @@ func (s *Service) Invite(id string, o InviteOptions) (string, time.Time, error) 
 		For:     o.For,
 		Role:    o.Role,
 		Things:  o.Things,
-		Once:    o.Once,
+		Uses:    o.Uses,
 		Expires: now.Add(o.TTL).UTC().Truncate(time.Second),
 	}
 	token, err := groups.NewInvitation(s.p.Key, inv, now)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if err := s.keepIssued(g.id, token); err != nil {
+		return "", time.Time{}, err
 	}
 	return token, inv.Expires, nil
 }

@@ -64,7 +64,7 @@ func TestGroupLife(t *testing.T) {
 	outSub := rawSubscribe(t, out, topic)
 
 	// A single-use token bound to b, a multi-use one for anyone.
-	forB, _, err := a.svc.Invite(id, groupsvc.InviteOptions{For: b.id(), Once: true})
+	forB, _, err := a.svc.Invite(id, groupsvc.InviteOptions{For: b.id()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -77,7 +78,13 @@ func (h *Handler) routes() map[string]http.HandlerFunc {
 		"DELETE /api/v1/groups/{id}": h.act(false, func(ctx context.Context, id string, _ peer.ID) (groupsvc.Info, error) {
 			return s.Dissolve(ctx, id)
 		}),
-		"POST /api/v1/groups/{id}/invitations":      h.invite,
+		"POST /api/v1/groups/{id}/invitations": h.invite,
+		"GET /api/v1/groups/{id}/invitations":  h.invitations,
+		"DELETE /api/v1/groups/{id}/invitations/{inv}": func(w http.ResponseWriter, r *http.Request) {
+			h.act(false, func(ctx context.Context, id string, _ peer.ID) (groupsvc.Info, error) {
+				return s.RevokeInvitation(ctx, id, r.PathValue("inv"))
+			})(w, r)
+		},
 		"DELETE /api/v1/groups/{id}/members/{peer}": h.act(true, s.Remove),
 		"PUT /api/v1/groups/{id}/admins/{peer}": h.act(true, func(ctx context.Context, id string, p peer.ID) (groupsvc.Info, error) {
 			return s.SetAdmin(ctx, id, p, true)
@@ -282,7 +289,18 @@ func (h *Handler) invite(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
-	o := groupsvc.InviteOptions{Once: req.Once, Role: req.Role, Things: req.Things}
+	o := groupsvc.InviteOptions{Role: req.Role, Things: req.Things}
+	if req.Uses != nil {
+		switch n := *req.Uses; {
+		case n == 0:
+			o.Uses = groupsvc.UnlimitedUses
+		case n > 0:
+			o.Uses = n
+		default:
+			writeProblem(w, r, http.StatusBadRequest, fmt.Sprintf("uses: %d: want a positive count, or 0 for no limit", n))
+			return
+		}
+	}
 	if req.For != "" {
 		p, err := peer.Decode(req.For)
 		if err != nil {
@@ -304,7 +322,33 @@ func (h *Handler) invite(w http.ResponseWriter, r *http.Request) {
 		serviceError(w, r, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusCreated, Invitation{Token: token, Expires: expires})
+	inv, err := groups.ParseInvitation(token, time.Time{})
+	if err != nil {
+		serviceError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusCreated, Invitation{Token: token, ID: inv.ID, Expires: expires})
+}
+
+func (h *Handler) invitations(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.resolve(w, r)
+	if !ok {
+		return
+	}
+	all := false
+	if v := r.URL.Query().Get("all"); v != "" {
+		var err error
+		if all, err = strconv.ParseBool(v); err != nil {
+			writeProblem(w, r, http.StatusBadRequest, fmt.Sprintf("query parameter all: %q: want true or false", v))
+			return
+		}
+	}
+	ins, err := h.svc.Invitations(r.Context(), id, all)
+	if err != nil {
+		serviceError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, invitationsToWire(ins))
 }
 
 func (h *Handler) join(w http.ResponseWriter, r *http.Request) {

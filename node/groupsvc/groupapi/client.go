@@ -79,7 +79,13 @@ func (c *Client) SetPolicy(ctx context.Context, group string, policy groups.Poli
 // Invite makes an invitation token to the group (the node must be an
 // admin).
 func (c *Client) Invite(ctx context.Context, group string, o groupsvc.InviteOptions) (Invitation, error) {
-	req := InviteRequest{Once: o.Once, Role: o.Role, Things: o.Things}
+	req := InviteRequest{Role: o.Role, Things: o.Things}
+	switch {
+	case o.Uses == groupsvc.UnlimitedUses:
+		req.Uses = new(int)
+	case o.Uses != 0: // a negative one is the node's to refuse
+		req.Uses = &o.Uses
+	}
 	if o.For != "" {
 		req.For = o.For.String()
 	}
@@ -89,6 +95,25 @@ func (c *Client) Invite(ctx context.Context, group string, o groupsvc.InviteOpti
 	var inv Invitation
 	_, err := c.do(ctx, http.MethodPost, groupPath(group, "invitations"), req, &inv)
 	return inv, err
+}
+
+// Invitations lists the group's invitations the node knows (issued by it,
+// or used by an add of the log): outstanding ones, or with all every one
+// with its status.
+func (c *Client) Invitations(ctx context.Context, group string, all bool) ([]InvitationInfo, error) {
+	path := groupPath(group, "invitations")
+	if all {
+		path += "?all=true"
+	}
+	var out []InvitationInfo
+	_, err := c.do(ctx, http.MethodGet, path, nil, &out)
+	return out, err
+}
+
+// RevokeInvitation revokes the invitation with ID inv (the node must be an
+// admin): an uninvite operation every node enforces.
+func (c *Client) RevokeInvitation(ctx context.Context, group, inv string) (GroupInfo, error) {
+	return c.info(ctx, http.MethodDelete, groupPath(group, "invitations", inv), nil)
 }
 
 // Join hands the invitation token to the node, which asks an admin's node

@@ -38,7 +38,7 @@ func TestClient(t *testing.T) {
 	if err != nil || g.Name != "lab" || !g.Self.Admin || g.Policy.MaxMembers != 5 || len(g.Members) != 1 || g.Members[0].Peer != a.self {
 		t.Fatalf("Create: %+v, %v", g, err)
 	}
-	inv, err := ac.Invite(ctx, "lab", groupsvc.InviteOptions{For: b.self, Once: true, TTL: time.Hour, Role: "auditor"})
+	inv, err := ac.Invite(ctx, "lab", groupsvc.InviteOptions{For: b.self, TTL: time.Hour, Role: "auditor"})
 	if err != nil || !strings.HasPrefix(inv.Token, groups.InvitePrefix) || time.Until(inv.Expires) > time.Hour || time.Until(inv.Expires) < 50*time.Minute {
 		t.Fatalf("Invite: %+v, %v", inv, err)
 	}
@@ -48,6 +48,35 @@ func TestClient(t *testing.T) {
 	}
 	_, err = bc.Join(ctx, "lmosgroup:AAAA")
 	wantStatus(t, "Join with a bad token", err, http.StatusBadRequest)
+
+	// Invitations: the used one is spent (single use by default), a new
+	// one for anyone is outstanding until revoked.
+	open, err := ac.Invite(ctx, "lab", groupsvc.InviteOptions{Uses: groupsvc.UnlimitedUses})
+	if err != nil || !groups.IsID(open.ID) {
+		t.Fatalf("Invite: %+v, %v", open, err)
+	}
+	outstanding, err := ac.Invitations(ctx, "lab", false)
+	if err != nil || len(outstanding) != 1 || outstanding[0].ID != open.ID || outstanding[0].Uses != 0 || !outstanding[0].Mine ||
+		outstanding[0].Status != groupsvc.InvitationOutstanding || outstanding[0].Things == nil {
+		t.Fatalf("Invitations: %+v, %v", outstanding, err)
+	}
+	all, err := ac.Invitations(ctx, "lab", true)
+	if err != nil || len(all) != 2 || all[1].ID != inv.ID || all[1].Status != groupsvc.InvitationSpent || all[1].Used != 1 ||
+		all[1].For != b.self || all[1].Role != "auditor" {
+		t.Fatalf("Invitations all: %+v, %v", all, err)
+	}
+	_, err = bc.RevokeInvitation(ctx, "lab", open.ID)
+	wantStatus(t, "RevokeInvitation by a plain member", err, http.StatusForbidden)
+	_, err = ac.RevokeInvitation(ctx, "lab", "nope")
+	wantStatus(t, "RevokeInvitation of a malformed ID", err, http.StatusBadRequest)
+	if g, err = ac.RevokeInvitation(ctx, "lab", open.ID); err != nil || g.Ops != 3 {
+		t.Fatalf("RevokeInvitation: %+v, %v", g, err)
+	}
+	if outstanding, err = ac.Invitations(ctx, "lab", false); err != nil || len(outstanding) != 0 {
+		t.Fatalf("Invitations after the revocation: %+v, %v", outstanding, err)
+	}
+	_, err = ac.Invite(ctx, "lab", groupsvc.InviteOptions{Uses: -5})
+	wantStatus(t, "Invite with negative uses", err, http.StatusBadRequest)
 	_, err = bc.Rename(ctx, g.ID, "mine")
 	wantStatus(t, "Rename by a plain member", err, http.StatusForbidden)
 
@@ -79,7 +108,7 @@ func TestClient(t *testing.T) {
 		}
 		log = append(log, fmt.Sprintf("%s %s", e.Kind, e.Target()))
 	}
-	want := []string{"genesis lab", "add " + b.self.String(), "grant " + b.self.String(), "revoke " + b.self.String(),
+	want := []string{"genesis lab", "add " + b.self.String(), "uninvite invitation " + open.ID, "grant " + b.self.String(), "revoke " + b.self.String(),
 		"rename lab-2", `policy {"postRole":"admin"}`}
 	if strings.Join(log, "\n") != strings.Join(want, "\n") {
 		t.Errorf("log:\n%s\nwant\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
@@ -160,7 +189,7 @@ func ExampleClient() {
 		return
 	}
 	fmt.Println("created", g.Name, "members:", len(g.Members), "admin:", g.Self.Admin)
-	inv, err := c.Invite(ctx, "diagnostics", groupsvc.InviteOptions{Once: true, TTL: time.Hour})
+	inv, err := c.Invite(ctx, "diagnostics", groupsvc.InviteOptions{TTL: time.Hour})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -17,6 +17,8 @@
 //	PATCH  /api/v1/groups/{id}                     PatchRequest → 200 GroupInfo (rename, set policy)
 //	DELETE /api/v1/groups/{id}                     → 200 GroupInfo (dissolve)
 //	POST   /api/v1/groups/{id}/invitations         InviteRequest? → 201 Invitation
+//	GET    /api/v1/groups/{id}/invitations         ?all=true → 200 [InvitationInfo]
+//	DELETE /api/v1/groups/{id}/invitations/{inv}   → 200 GroupInfo (uninvite: revoke the invitation)
 //	POST   /api/v1/groups/join                     JoinRequest → 200 GroupInfo | 202 {"group", "pending": true}
 //	DELETE /api/v1/groups/{id}/members/{peer}      → 200 GroupInfo (remove)
 //	PUT    /api/v1/groups/{id}/admins/{peer}       → 200 GroupInfo (grant admin)
@@ -31,7 +33,7 @@
 // status says what failed: 400 a bad body or path value (the detail names
 // the field), 403 the node is not an admin or not a member, 404 an unknown
 // group (or a {peer} that is not a member), 409 a dissolved group or the
-// last admin, 410 an expired invitation, 503 a node without gossip or
+// last admin, 410 an invitation expired, revoked or spent, 503 a node without gossip or
 // shutting down; a join an admin's node refused has the status that node
 // gave.
 //

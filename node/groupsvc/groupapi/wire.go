@@ -64,7 +64,8 @@ type LogEntry struct {
 
 // Target is what the operation acts on, for display: the peer of an add,
 // remove, grant or revoke, else the name of a genesis or rename, else the
-// policy (compact JSON) of a policy operation; "" for the others. The name
+// policy (compact JSON) of a policy operation, else the invitation ID of an
+// uninvite; "" for the others. The name
 // and policy are read from the signed operation, which must verify
 // (groups.ParseOp).
 func (e LogEntry) Target() string {
@@ -77,6 +78,8 @@ func (e LogEntry) Target() string {
 		return ""
 	case op.Name != "":
 		return op.Name
+	case op.InvitationID != "":
+		return "invitation " + op.InvitationID
 	case op.Policy != nil:
 		// As signed: op.Raw is compact (JCS).
 		var w struct {
@@ -107,21 +110,47 @@ type PatchRequest struct {
 // sent them.)
 type InviteRequest struct {
 	// For binds the invitation to this peer ID.
-	For  string `json:"for,omitempty"`
-	Once bool   `json:"once,omitempty"`
+	For string `json:"for,omitempty"`
 	// Role is the joiner's role (default member).
 	Role string `json:"role,omitempty"`
 	// Things scopes the joiner to these Thing IDs.
 	Things []string `json:"things,omitempty"`
-	// TTL is how long the invitation is valid, a Go duration ("24h",
+	// TTL is how long the invitation is valid, a Go duration ("1h",
 	// the default).
 	TTL string `json:"ttl,omitempty"`
+	// Uses is how many peers may join with it: absent 1 (single use), 0
+	// any number until it expires.
+	Uses *int `json:"uses,omitempty"`
 }
 
 // Invitation is the answer of POST /api/v1/groups/{id}/invitations.
 type Invitation struct {
-	Token   string    `json:"token"`
+	Token string `json:"token"`
+	// ID is the invitation's ID, what GET …/invitations lists and DELETE
+	// …/invitations/{inv} revokes.
+	ID      string    `json:"id"`
 	Expires time.Time `json:"expires"`
+}
+
+// InvitationInfo is one invitation of GET /api/v1/groups/{id}/invitations.
+type InvitationInfo struct {
+	ID     string  `json:"id"`
+	Issuer peer.ID `json:"issuer"`
+	// For is the only peer that may join with it, if any.
+	For  peer.ID `json:"for,omitempty"`
+	Role string  `json:"role"`
+	// Things scopes the joiner; empty (never null): every Thing.
+	Things []string `json:"things"`
+	// Uses is how many peers may join with it (0: no limit); Used how
+	// many did.
+	Uses    int       `json:"uses"`
+	Used    int       `json:"used"`
+	Issued  time.Time `json:"issued"`
+	Expires time.Time `json:"expires"`
+	// Status is "outstanding", "spent", "revoked" or "expired".
+	Status string `json:"status"`
+	// Mine is whether this node issued it.
+	Mine bool `json:"mine"`
 }
 
 // JoinRequest is the body of POST /api/v1/groups/join.
@@ -174,6 +203,20 @@ func toWire(in groupsvc.Info) GroupInfo {
 			Peer: op.Peer, Effective: op.Effective, Op: op.Op})
 	}
 	return g
+}
+
+// invitationsToWire is ins as the API answers them, never nil.
+func invitationsToWire(ins []groupsvc.InvitationInfo) []InvitationInfo {
+	out := make([]InvitationInfo, 0, len(ins))
+	for _, in := range ins {
+		things := in.Things
+		if things == nil {
+			things = []string{}
+		}
+		out = append(out, InvitationInfo{ID: in.ID, Issuer: in.Issuer, For: in.For, Role: in.Role, Things: things,
+			Uses: in.Uses, Used: in.Used, Issued: in.Issued, Expires: in.Expires, Status: in.Status, Mine: in.Mine})
+	}
+	return out
 }
 
 // toWireList is toWire of each of ins, never nil.
