@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -176,8 +177,18 @@ func randomized(t *testing.T, seed uint64, steps int) *Log {
 	for _, op := range root.Ops() {
 		all[op.ID] = op
 	}
-	kinds := []Kind{KindAdd, KindAdd, KindRemove, KindGrant, KindRevoke, KindPolicy, KindRename, KindLeave, KindAdd}
+	// Invitations by two admins: single use, two uses, no limit; adds use
+	// them, uninvites revoke them, concurrently.
+	invs := []*Invitation{
+		issue(t, root, people[0], Invitation{Uses: 1, Expires: t0.Add(time.Hour)}, 4),
+		issue(t, root, people[1], Invitation{Uses: 2, Expires: t0.Add(time.Hour)}, 4),
+		issue(t, root, people[0], Invitation{Expires: t0.Add(time.Hour)}, 4),
+	}
+	kinds := []Kind{KindAdd, KindAdd, KindRemove, KindGrant, KindRevoke, KindPolicy, KindRename, KindLeave, KindAdd, KindUninvite}
 	for step := 0; step < steps; step++ {
+		if step%25 == 0 { // fresh ones, issued after some removals
+			invs = append(invs, issue(t, root, people[rng.IntN(2)], Invitation{Uses: rng.IntN(3), Expires: t0.Add(time.Hour)}, 10+step))
+		}
 		r := rng.IntN(len(replicas))
 		who := people[rng.IntN(len(people))]
 		d := Draft{Kind: kinds[rng.IntN(len(kinds))], Peer: people[rng.IntN(len(people))].id}
@@ -189,8 +200,17 @@ func randomized(t *testing.T, seed uint64, steps int) *Log {
 		case KindLeave:
 			d.Peer = ""
 		case KindAdd:
-			if rng.IntN(3) == 0 {
+			switch rng.IntN(3) {
+			case 0:
 				d.Role = RoleAdmin
+			case 1:
+				d.Invitation = invs[rng.IntN(len(invs))]
+			}
+		case KindUninvite:
+			if rng.IntN(3) != 0 { // rarer than the others
+				d = Draft{Kind: KindAdd, Peer: d.Peer, Invitation: invs[rng.IntN(len(invs))]}
+			} else {
+				d.Peer, d.InvitationID = "", invs[rng.IntN(len(invs))].ID
 			}
 		}
 		if step == steps*9/10 && rng.IntN(2) == 0 {
@@ -232,13 +252,19 @@ func randomized(t *testing.T, seed uint64, steps int) *Log {
 		}
 	}
 	slices.SortFunc(ops, func(a, b *Op) int { return cmpString(a.ID, b.ID) })
-	effective := 0
+	effective, invited, uninvites := 0, 0, 0
 	for _, op := range ops {
 		if ref.Effective(op.ID) {
 			effective++
+			if op.Invitation != nil {
+				invited++
+			}
+		}
+		if op.Kind == KindUninvite {
+			uninvites++
 		}
 	}
-	t.Logf("%d ops accepted, %d with effect, %d heads", len(all), effective, len(ref.Heads()))
+	t.Logf("%d ops accepted, %d with effect (%d adds by invitation), %d uninvites, %d heads", len(all), effective, invited, uninvites, len(ref.Heads()))
 	for shuffle := range 20 {
 		rng.Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
 		l, err := NewLog(root.Ops()[0])
