@@ -26,6 +26,13 @@
 //   - Operations other than a genesis may carry a "nonce"; Log.Sign adds one
 //     only when the operation would otherwise repeat the ID of one it made.
 //   - A full pending buffer drops the operation held longest.
+//   - An invitation token holds a random secret; the signed invitation
+//     holds its SHA-256, and an add embeds only the signed invitation, so
+//     a log (public in the DHT) admits nobody. An uninvite voids every add
+//     with its invitation that does not precede it (concurrent or later)
+//     when its author is an admin at the add's place; an add whose
+//     invitation was issued (proof created) at or before the added peer's
+//     latest effective remove has no effect.
 //
 // A Log is safe for concurrent use. Ops, Invitations and States returned by
 // the package must be treated as read-only (State is a deep copy).

@@ -102,6 +102,19 @@ func (s State) InvitationRevoked(invitationID string) bool {
 	return s.revoked[invitationID]
 }
 
+// LastRemoval returns the latest created time of an effective removal of
+// any peer (zero if none): an invitation issued after it admits every
+// removed peer again.
+func (s State) LastRemoval() time.Time {
+	var last time.Time
+	for _, t := range s.removed {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
 // RemovedAt returns the created time of p's latest effective removal, and
 // whether p was ever removed; invitations issued up to then do not admit p.
 func (s State) RemovedAt(p peer.ID) (time.Time, bool) {

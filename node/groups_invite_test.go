@@ -185,7 +185,8 @@ func TestGroupInvitationAttacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if until := time.Until(once.Expires); until > groupsvc.DefaultInviteTTL || until < groupsvc.DefaultInviteTTL-time.Minute {
+	// (Issued up to a second ahead: after node 1's removal, see Invite.)
+	if until := time.Until(once.Expires); until > groupsvc.DefaultInviteTTL+2*time.Second || until < groupsvc.DefaultInviteTTL-time.Minute {
 		t.Errorf("a default invitation expires in %s, want %s", until, groupsvc.DefaultInviteTTL)
 	}
 	if res, err := fresh.Groups().Join(ctx, once.Token); err != nil || res.Pending {

@@ -94,7 +94,14 @@ func (s *Service) Invite(id string, o InviteOptions) (string, time.Time, error) 
 			return "", time.Time{}, fmt.Errorf("%w: for: %w", ErrBadRequest, err)
 		}
 	}
+	// Issued after every removal this node knows of, even one in the same
+	// second or signed by a node whose clock is ahead (as an operation is
+	// signed no earlier than its parents): the fold refuses an add whose
+	// invitation was issued at or before its peer's removal.
 	now := s.now()
+	if last := st.LastRemoval(); !last.IsZero() && !now.Truncate(time.Second).After(last) {
+		now = last.Add(time.Second)
+	}
 	addrs := make([]string, 0, len(s.p.Host.Addrs()))
 	for _, a := range s.p.Host.Addrs() {
 		addrs = append(addrs, a.String()+"/p2p/"+s.self.String())

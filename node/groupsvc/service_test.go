@@ -153,6 +153,19 @@ func TestGroupLife(t *testing.T) {
 	if _, err := a.svc.Remove(ctx, id, c.id()); err != nil {
 		t.Fatal(err)
 	}
+	// An invitation made right after the removal (the same second, as a
+	// rule) is issued after it, so that it admits c again.
+	again, _, err := a.svc.Invite(id, groupsvc.InviteOptions{For: c.id()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	againInv, err := groups.ParseInvitation(again, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := a.svc.State(id); !againInv.Issued.After(st.LastRemoval()) {
+		t.Errorf("an invitation made after the removal (%s) was issued at %s", st.LastRemoval(), againInv.Issued)
+	}
 	waitFor(t, "c removed everywhere", func() bool {
 		for _, m := range []*member{a, b, c} {
 			if st, _ := m.svc.State(id); st.IsMember(c.id()) {
