@@ -32,7 +32,8 @@ type State struct {
 type Member struct {
 	Peer peer.ID
 	Role string
-	// Things scopes the member; nil: every Thing of the group.
+	// Things scopes the member, as digests of Thing IDs (ScopeDigest);
+	// nil: every Thing of the group.
 	Things  []string
 	Since   time.Time
 	AddedBy peer.ID
@@ -74,8 +75,7 @@ func (s State) Allowed(p peer.ID, thingID string) bool {
 	if !s.IsMember(p) {
 		return false
 	}
-	m := s.Members[p]
-	return m.Things == nil || slices.Contains(m.Things, thingID)
+	return inScope(s.ID, s.Members[p].Things, thingID)
 }
 
 // CanPost reports whether p may post on the group topic under the policy.

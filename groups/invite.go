@@ -34,7 +34,9 @@ type Invitation struct {
 	For peer.ID
 	// Role is the role the joiner gets ("" = RoleMember).
 	Role string
-	// Things scopes the joiner; nil = every Thing of the group.
+	// Things scopes the joiner, as digests of Thing IDs (ScopeDigest;
+	// NewInvitation turns IDs into digests); nil = every Thing of the
+	// group.
 	Things []string
 	// Uses is how many adds may use it; 0 = any number until it expires.
 	Uses int
@@ -121,7 +123,7 @@ func NewInvitation(key ed25519.PrivateKey, inv Invitation, now time.Time) (token
 	}
 	w := inviteWire{
 		Type: typeInvitation, Group: inv.Group, Issuer: issuer.String(),
-		Role: inv.Role, Things: inv.Things, Uses: inv.Uses,
+		Role: inv.Role, Things: scopeDigests(inv.Group, inv.Things), Uses: inv.Uses,
 		Expires: inv.Expires.UTC().Truncate(time.Second).Format(expiresLayout), Nonce: nonce,
 		SecretHash: hashSecret(secret),
 	}
@@ -281,8 +283,8 @@ func parseInvitationJSON(raw []byte) (*Invitation, error) {
 			return bad("/things: empty (omit it for every Thing)")
 		}
 		for i, t := range w.Things {
-			if t == "" {
-				return bad("/things/%d: empty Thing ID", i)
+			if !IsScopeDigest(t) {
+				return bad("/things/%d: %q is not a scope digest (sha256:…)", i, t)
 			}
 		}
 	}

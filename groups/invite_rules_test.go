@@ -208,3 +208,37 @@ func TestInvitationExpiredAndWrongPeer(t *testing.T) {
 		t.Error("the invitation did not admit its peer")
 	}
 }
+
+// TestScopeDigests: a scope is recorded as digests of the Thing IDs, salted
+// with the group ID; the log names no scoped Thing, and a member's scope
+// is enforced all the same.
+func TestScopeDigests(t *testing.T) {
+	alice, bob, carol := newActor(t, "alice"), newActor(t, "bob"), newActor(t, "carol")
+	l := newGroup(t, alice, "g")
+	inv := issue(t, l, alice, Invitation{Things: []string{"urn:acme:secret-pump"}}, 1)
+	if bytes.Contains(inv.Raw, []byte("secret-pump")) || inv.Things[0] != ScopeDigest(l.ID(), "urn:acme:secret-pump") {
+		t.Fatalf("the invitation names the Thing: %s", inv.Raw)
+	}
+	// The add may name the IDs or the digests: Sign records digests, and
+	// they match the invitation's.
+	add := mustAdd(t, l, alice, Draft{Kind: KindAdd, Peer: bob.id, Things: []string{"urn:acme:secret-pump"}, Invitation: inv}, 2)
+	mustAdd(t, l, alice, Draft{Kind: KindAdd, Peer: carol.id, Things: []string{ScopeDigest(l.ID(), "urn:acme:other")}}, 3)
+	if !l.Effective(add.ID) {
+		t.Fatal("an add with the invitation's scope had no effect")
+	}
+	if bytes.Contains(l.Marshal(), []byte("urn:acme")) {
+		t.Error("the log record names a scoped Thing")
+	}
+	st := clone(t, l).State()
+	if !st.Allowed(bob.id, "urn:acme:secret-pump") || st.Allowed(bob.id, "urn:acme:other") ||
+		!st.Allowed(carol.id, "urn:acme:other") || st.Allowed(carol.id, "urn:acme:secret-pump") || !st.Allowed(alice.id, "urn:any") {
+		t.Error("Allowed does not follow the scopes")
+	}
+	other := newGroup(t, alice, "h")
+	if ScopeDigest(other.ID(), "urn:acme:secret-pump") == ScopeDigest(l.ID(), "urn:acme:secret-pump") {
+		t.Error("one Thing has the same digest in two groups")
+	}
+	if IsScopeDigest("urn:x") || IsScopeDigest("sha256:short") || !IsScopeDigest(ScopeDigest("g", "t")) {
+		t.Error("IsScopeDigest")
+	}
+}

@@ -327,7 +327,7 @@ func (l *Log) Sign(key ed25519.PrivateKey, d Draft, now time.Time) (*Op, error) 
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w := opWire{Type: typeOp, Group: l.id, Kind: d.Kind, Role: d.Role, Things: d.Things,
+	w := opWire{Type: typeOp, Group: l.id, Kind: d.Kind, Role: d.Role, Things: scopeDigests(l.id, d.Things),
 		Name: d.Name, Policy: d.Policy, InvitationID: d.InvitationID}
 	if d.Invitation != nil {
 		w.Invitation = d.Invitation.Raw // the signed part: never the secret

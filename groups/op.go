@@ -54,7 +54,8 @@ type Op struct {
 	Peer peer.ID
 	// Role is the role of an add ("" means RoleMember).
 	Role string
-	// Things scopes an add to these Thing IDs; nil means every Thing.
+	// Things scopes an add to these Things, as digests (ScopeDigest); nil
+	// means every Thing.
 	Things []string
 	// Name is the group name of a genesis or rename.
 	Name string
@@ -283,8 +284,8 @@ func (o *Op) checkShape(w opWire, members map[string]json.RawMessage) error {
 			return fmt.Errorf("/things: empty (omit it for every Thing)")
 		}
 		for i, t := range o.Things {
-			if t == "" {
-				return fmt.Errorf("/things/%d: empty Thing ID", i)
+			if !IsScopeDigest(t) {
+				return fmt.Errorf("/things/%d: %q is not a scope digest (sha256:…)", i, t)
 			}
 		}
 	}

@@ -273,7 +273,11 @@ func TestRejectMalformedOps(t *testing.T) {
 	forged2 := bytes.Clone(op.Raw)
 	i := bytes.Index(forged2, []byte(`"proofValue":"z`)) + len(`"proofValue":"z`) + 3
 	forged2[i] ^= 1
-	if _, err := l.Sign(alice.key, Draft{Kind: KindAdd, Peer: bob.id, Things: []string{strings.Repeat("x", MaxOpSize)}}, t0); !errors.Is(err, ErrTooLarge) {
+	var many []string
+	for i := range MaxOpSize / 50 {
+		many = append(many, fmt.Sprint("urn:", i))
+	}
+	if _, err := l.Sign(alice.key, Draft{Kind: KindAdd, Peer: bob.id, Things: many}, t0); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("Sign of an oversized op: %v, want ErrTooLarge", err)
 	}
 	for name, raw := range map[string][]byte{
@@ -306,6 +310,7 @@ func TestRejectMalformedOps(t *testing.T) {
 		{"negative cap", opWire{Kind: KindPolicy, Policy: &Policy{MaxMembers: -1}}},
 		{"unknown kind", opWire{Kind: "promote", Peer: bob.id.String()}},
 		{"empty thing", opWire{Kind: KindAdd, Peer: bob.id.String(), Things: []string{""}}},
+		{"thing ID, not its digest", opWire{Kind: KindAdd, Peer: bob.id.String(), Things: []string{"urn:x"}}},
 		{"no parents", opWire{Kind: KindDissolve, Parents: []string{}}},
 		{"bad parent", opWire{Kind: KindDissolve, Parents: []string{"bafkreiabc"}}},
 		{"duplicate parent", opWire{Kind: KindDissolve, Parents: []string{l.ID(), l.ID()}}},

@@ -23,6 +23,45 @@ func inviteKey(group, inv string) ds.Key {
 	return ds.NewKey(DatastorePrefix + "/" + group + "/invites/" + inv)
 }
 
+// scopeKey is where the Thing ID of a scope digest that this node put in
+// an invitation is kept: the log holds only the digest (groups.ScopeDigest),
+// so the node shows the IDs it knows.
+func scopeKey(group, digest string) ds.Key {
+	return ds.NewKey(DatastorePrefix + "/" + group + "/scopes/" + strings.TrimPrefix(digest, "sha256:"))
+}
+
+// keepScope remembers the Thing IDs of things (IDs, or digests which need
+// nothing) by their digests in group.
+func (s *Service) keepScope(ctx context.Context, group string, things []string) error {
+	for _, t := range things {
+		if groups.IsScopeDigest(t) {
+			continue
+		}
+		if err := s.p.Datastore.Put(ctx, scopeKey(group, groups.ScopeDigest(group, t)), []byte(t)); err != nil {
+			return fmt.Errorf("group %s: keep scope: %w", group, err)
+		}
+	}
+	return nil
+}
+
+// scopeNames returns things (scope digests) with the Thing ID of each
+// digest this node knows; nil stays nil.
+func (s *Service) scopeNames(group string, things []string) []string {
+	if things == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), DHTTimeout)
+	defer cancel()
+	out := make([]string, len(things))
+	for i, t := range things {
+		out[i] = t
+		if id, err := s.p.Datastore.Get(ctx, scopeKey(group, t)); err == nil && groups.ScopeDigest(group, string(id)) == t {
+			out[i] = string(id)
+		}
+	}
+	return out
+}
+
 // Invitation states of InvitationInfo.Status.
 const (
 	// InvitationOutstanding: it may still admit a peer.
@@ -41,8 +80,10 @@ type InvitationInfo struct {
 	ID     string
 	Issuer peer.ID
 	// For is the only peer that may use it; "" = anyone.
-	For    peer.ID
-	Role   string
+	For  peer.ID
+	Role string
+	// Things scopes the joiner: Thing IDs this node knows (it issued an
+	// invitation with them), else their digests (groups.ScopeDigest).
 	Things []string
 	// Uses is how many peers may join with it (0: no limit); Used how
 	// many did (effective adds).
@@ -57,14 +98,18 @@ type InvitationInfo struct {
 	Mine bool
 }
 
-// keepIssued persists the signed part of the invitation of token.
-func (s *Service) keepIssued(group, token string) error {
+// keepIssued persists the signed part of the invitation of token, and
+// the Thing IDs of its scope things.
+func (s *Service) keepIssued(group, token string, things []string) error {
 	inv, err := groups.ParseInvitation(token, time.Time{})
 	if err != nil {
 		return fmt.Errorf("groupsvc: invitation made: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), DHTTimeout)
 	defer cancel()
+	if err := s.keepScope(ctx, group, things); err != nil {
+		return err
+	}
 	if err := s.p.Datastore.Put(ctx, inviteKey(group, inv.ID), inv.Raw); err != nil {
 		return fmt.Errorf("group %s: keep invitation: %w", group, err)
 	}
@@ -126,7 +171,7 @@ func (s *Service) Invitations(ctx context.Context, id string, all bool) ([]Invit
 		}
 		seen[inv.ID] = true
 		in := InvitationInfo{
-			ID: inv.ID, Issuer: inv.Issuer, For: inv.For, Role: inv.Role, Things: inv.Things,
+			ID: inv.ID, Issuer: inv.Issuer, For: inv.For, Role: inv.Role, Things: s.scopeNames(g.id, inv.Things),
 			Uses: inv.Uses, Used: st.InvitationUses(inv.ID), Issued: inv.Issued, Expires: inv.Expires,
 			Status: InvitationOutstanding, Mine: inv.Issuer == s.self,
 		}

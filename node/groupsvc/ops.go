@@ -60,7 +60,8 @@ type InviteOptions struct {
 	// Role is the joiner's role; empty means member.
 	Role string
 	// Things scopes the joiner to these Thing IDs; empty: every Thing of
-	// the group.
+	// the group. The invitation and the log record their digests
+	// (groups.ScopeDigest); this node keeps the IDs to show them.
 	Things []string
 }
 
@@ -120,7 +121,7 @@ func (s *Service) Invite(id string, o InviteOptions) (string, time.Time, error) 
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
-	if err := s.keepIssued(g.id, token); err != nil {
+	if err := s.keepIssued(g.id, token, o.Things); err != nil {
 		return "", time.Time{}, err
 	}
 	return token, inv.Expires, nil
@@ -312,7 +313,10 @@ type MemberInfo struct {
 	Peer  peer.ID
 	Role  string
 	Admin bool
-	// Things scopes the member to these Thing IDs; nil: every Thing.
+	// Things scopes the member to these Things: their IDs where this
+	// node knows them (it issued an invitation with them), else their
+	// digests as the log holds them (groups.ScopeDigest); nil: every
+	// Thing.
 	Things []string
 	Since  time.Time
 }
@@ -349,7 +353,7 @@ func (s *Service) info(g *group, withLog bool) Info {
 		in.Policy.PostRole = groups.RoleMember
 	}
 	for _, m := range st.Members {
-		in.Members = append(in.Members, MemberInfo{Peer: m.Peer, Role: m.Role, Admin: m.Role == groups.RoleAdmin, Things: m.Things, Since: m.Since})
+		in.Members = append(in.Members, MemberInfo{Peer: m.Peer, Role: m.Role, Admin: m.Role == groups.RoleAdmin, Things: s.scopeNames(st.ID, m.Things), Since: m.Since})
 	}
 	slices.SortFunc(in.Members, func(a, b MemberInfo) int { return strings.Compare(string(a.Peer), string(b.Peer)) })
 	if withLog {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,13 +39,23 @@ func TestClient(t *testing.T) {
 	if err != nil || g.Name != "lab" || !g.Self.Admin || g.Policy.MaxMembers != 5 || len(g.Members) != 1 || g.Members[0].Peer != a.self {
 		t.Fatalf("Create: %+v, %v", g, err)
 	}
-	inv, err := ac.Invite(ctx, "lab", groupsvc.InviteOptions{For: b.self, TTL: time.Hour, Role: "auditor"})
+	inv, err := ac.Invite(ctx, "lab", groupsvc.InviteOptions{For: b.self, TTL: time.Hour, Role: "auditor", Things: []string{"urn:lab:scope"}})
 	if err != nil || !strings.HasPrefix(inv.Token, groups.InvitePrefix) || time.Until(inv.Expires) > time.Hour || time.Until(inv.Expires) < 50*time.Minute {
 		t.Fatalf("Invite: %+v, %v", inv, err)
 	}
 	res, err := bc.Join(ctx, inv.Token)
 	if err != nil || res.Pending || res.Group != g.ID || res.Info == nil || !res.Info.Self.Member || len(res.Info.Members) != 2 {
 		t.Fatalf("Join: %+v, %v", res, err)
+	}
+	// The scope: the log holds its digest; the issuing node shows the
+	// Thing ID, the joiner's node (which never saw it) the digest.
+	digest := groups.ScopeDigest(g.ID, "urn:lab:scope")
+	if shown, err := ac.Show(ctx, g.ID); err != nil || memberThings(shown, b.self.String()) != "urn:lab:scope" ||
+		strings.Contains(string(shown.Log[len(shown.Log)-1].Op), "urn:lab:scope") {
+		t.Errorf("the admin's view of the scope: %+v, %v", shown.Members, err)
+	}
+	if shown, err := bc.Show(ctx, g.ID); err != nil || memberThings(shown, b.self.String()) != digest {
+		t.Errorf("the joiner's view of the scope: %+v, %v", shown.Members, err)
 	}
 	_, err = bc.Join(ctx, "lmosgroup:AAAA")
 	wantStatus(t, "Join with a bad token", err, http.StatusBadRequest)
@@ -62,7 +73,7 @@ func TestClient(t *testing.T) {
 	}
 	all, err := ac.Invitations(ctx, "lab", true)
 	if err != nil || len(all) != 2 || all[1].ID != inv.ID || all[1].Status != groupsvc.InvitationSpent || all[1].Used != 1 ||
-		all[1].For != b.self || all[1].Role != "auditor" {
+		all[1].For != b.self || all[1].Role != "auditor" || !slices.Equal(all[1].Things, []string{"urn:lab:scope"}) {
 		t.Fatalf("Invitations all: %+v, %v", all, err)
 	}
 	_, err = bc.RevokeInvitation(ctx, "lab", open.ID)
@@ -217,4 +228,14 @@ func ExampleClient() {
 	// genesis diagnostics true
 	// rename diag true
 	// true 409
+}
+
+// memberThings returns the scope of member p in g, joined by commas.
+func memberThings(g groupapi.GroupInfo, p string) string {
+	for _, m := range g.Members {
+		if m.Peer.String() == p {
+			return strings.Join(m.Things, ",")
+		}
+	}
+	return "(not a member)"
 }

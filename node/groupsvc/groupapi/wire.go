@@ -36,8 +36,10 @@ type Member struct {
 	Peer  peer.ID `json:"peer"`
 	Role  string  `json:"role"`
 	Admin bool    `json:"admin"`
-	// Things scopes the member to these Thing IDs; empty (never null):
-	// every Thing of the group.
+	// Things scopes the member to these Things: their IDs where the node
+	// knows them (it issued the invitation), else the digests the log
+	// holds ("sha256:…", groups.ScopeDigest); empty (never null): every
+	// Thing of the group.
 	Things []string  `json:"things"`
 	Since  time.Time `json:"since"`
 }
