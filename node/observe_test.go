@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -237,13 +238,21 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	if got, _ := value(fb, "lmos_api_requests_total", map[string]string{"route": "/things/{id}/properties/{name}", "status": "404"}); got != 1 {
 		t.Errorf("B: API 404s on the property route = %v, want 1", got)
 	}
+	// A group founded on A: one more group, one change of its log.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := a.Groups().Create(ctx, "observed", nil); err != nil {
+		t.Fatal(err)
+	}
 	// The DHT queue puts A's record in the background; the routing tables
-	// fill after identify.
-	testnet.WaitFor(t, "A's DHT put and routing table in /metrics", 20*time.Second, func() (bool, string) {
+	// fill after identify; the group's change is reported asynchronously.
+	testnet.WaitFor(t, "A's DHT put, routing table and group in /metrics", 20*time.Second, func() (bool, string) {
 		f := scrape(t, a)
 		puts, _ := value(f, "lmos_dht_queries_total", map[string]string{"op": "put"})
 		rt, _ := value(f, "lmos_dht_routing_table_peers", nil)
-		return puts >= 1 && rt >= 1, "puts and routing table empty"
+		groups, _ := value(f, "lmos_groups", nil)
+		changes, _ := value(f, "lmos_group_changes_total", map[string]string{"membership": "member"})
+		return puts >= 1 && rt >= 1 && groups == 1 && changes >= 1, fmt.Sprintf("puts %v, routing table %v, groups %v, changes %v", puts, rt, groups, changes)
 	})
 }
 
