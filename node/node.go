@@ -376,7 +376,7 @@ func (n *Node) Start(ctx context.Context) error {
 	// A refresh of the routing table; kad-dht refreshes again by itself
 	// whenever discovery connects peers to a table that runs low.
 	if err := n.dht.Bootstrap(n.ctx); err != nil {
-		n.log.Warn("dht bootstrap", "err", err)
+		n.log.Warn("dht bootstrap failed; kad-dht refreshes its table again as peers connect", "err", err)
 	}
 
 	var lc net.ListenConfig
