@@ -83,6 +83,15 @@ func (n *Node) observeSources() {
 			}
 			return count
 		},
+		Refusals: func() map[string]int64 {
+			r := map[string]int64{"sync_requests": n.fed.Refused(), "group_requests": n.groups.Refused(), "api_connections": 0}
+			n.mu.Lock()
+			if n.apiLn != nil {
+				r["api_connections"] = n.apiLn.Refused()
+			}
+			n.mu.Unlock()
+			return r
+		},
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -133,16 +134,29 @@ func obsThing(t *testing.T, owner, consumer *node.Node) (*obsBackend, string) {
 // scrape reads n's /metrics and parses it.
 func scrape(t *testing.T, n *node.Node) map[string]*dto.MetricFamily {
 	t.Helper()
-	status, body := obsDo(t, http.MethodGet, "http://"+n.APIAddr()+"/metrics", "", "", nil)
-	if status != http.StatusOK {
-		t.Fatalf("GET /metrics: %d: %s", status, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	families, err := fetchMetrics(n)
 	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
+		t.Fatal(err)
 	}
 	return families
+}
+
+// fetchMetrics reads n's /metrics (without token) and parses it.
+func fetchMetrics(n *node.Node) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get("http://" + n.APIAddr() + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parse /metrics: %w", err)
+	}
+	return families, nil
 }
 
 // value returns the value of the sample of family name whose labels
@@ -433,4 +447,35 @@ func TestPprofBehindToken(t *testing.T) {
 	if status, body := obsDo(t, http.MethodGet, url, token, "", nil); status != http.StatusOK || !strings.Contains(body, "goroutine profile") {
 		t.Errorf("pprof with token: %d %.80s", status, body)
 	}
+}
+
+// TestQuotaRefusalsCounted holds the one connection a client may open and
+// checks that the connection refused beyond it is counted.
+func TestQuotaRefusalsCounted(t *testing.T) {
+	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
+		cfg.APILimits.MaxConnsPerClient = 1
+		cfg.APILimits.LimitLoopback = true
+	}}).Nodes[0]
+	held, err := net.Dial("tcp", n.APIAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	over, err := net.Dial("tcp", n.APIAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = over.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := over.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("connection over the cap: read %v, want EOF", err)
+	}
+	over.Close()
+	held.Close()
+	testnet.WaitFor(t, "the refusal in /metrics", 10*time.Second, func() (bool, string) {
+		f, err := fetchMetrics(n)
+		if err != nil {
+			return false, err.Error() // the held connection may not be released yet
+		}
+		got, _ := value(f, "lmos_quota_refusals_total", map[string]string{"quota": "api_connections"})
+		return got >= 1, fmt.Sprintf("api_connections refusals %v", got)
+	})
 }

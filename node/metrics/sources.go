@@ -18,6 +18,9 @@ type Sources struct {
 	Directory func() DirectoryCounts
 	// Groups returns the number of groups this node is a member of.
 	Groups func() int
+	// Refusals returns, by quota, how many requests or connections were
+	// refused so far for being over it (a counter: it never decreases).
+	Refusals func() map[string]int64
 }
 
 // Peer is one connected peer as lmos_peers counts it.
@@ -44,6 +47,8 @@ var (
 	dirDesc     = prometheus.NewDesc(namespace+"_directory_things", "Live Things in the directory, by origin (own, learned) and scope (public, group).",
 		[]string{"origin", "scope"}, nil)
 	groupsDesc = prometheus.NewDesc(namespace+"_groups", "Groups this node is a member of.", nil, nil)
+	quotaDesc  = prometheus.NewDesc(namespace+"_quota_refusals_total", "Requests or connections refused for being over a quota, by quota (api_connections, sync_requests, group_requests).",
+		[]string{"quota"}, nil)
 )
 
 type sourceCollector struct{ s Sources }
@@ -53,6 +58,7 @@ func (c sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- routingDesc
 	ch <- dirDesc
 	ch <- groupsDesc
+	ch <- quotaDesc
 }
 
 func (c sourceCollector) Collect(ch chan<- prometheus.Metric) {
@@ -93,5 +99,10 @@ func (c sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.s.Groups != nil {
 		ch <- prometheus.MustNewConstMetric(groupsDesc, prometheus.GaugeValue, float64(c.s.Groups()))
+	}
+	if c.s.Refusals != nil {
+		for quota, n := range c.s.Refusals() {
+			ch <- prometheus.MustNewConstMetric(quotaDesc, prometheus.CounterValue, float64(n), quota)
+		}
 	}
 }
