@@ -71,8 +71,8 @@ func (n *Node) observeSources() {
 		},
 		RoutingTable: func() int { return n.dht.RoutingTable().Size() },
 		Directory: func() metrics.DirectoryCounts {
-			c := n.dir.Counts()
-			return metrics.DirectoryCounts{Own: c.Own, OwnGroup: c.OwnScoped, Learned: c.Learned, LearnedGroup: c.LearnedScoped}
+			c := n.dir.Counts(func(p peer.ID) bool { return n.host.Network().Connectedness(p) == network.Connected })
+			return metrics.DirectoryCounts{Own: c.Own, OwnGroup: c.OwnScoped, Learned: c.Learned, LearnedGroup: c.LearnedScoped, LearnedOnline: c.LearnedOnline}
 		},
 		Groups: func() int {
 			count := 0

@@ -233,6 +233,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		{"A", fa, "lmos_api_requests_total", map[string]string{"method": "POST", "route": "/api/v1/things", "status": "201"}, 1},
 		{"A", fa, "lmos_directory_things", map[string]string{"origin": "own", "scope": "public"}, 1},
 		{"B", fb, "lmos_directory_things", map[string]string{"origin": "learned", "scope": "public"}, 1},
+		{"B", fb, "lmos_directory_things_online", nil, 1},
 		{"B", fb, "lmos_gossip_messages_total", map[string]string{"topic": "announce", "outcome": "delivered"}, 1},
 		{"A", fa, "lmos_peers", map[string]string{"transport": "tcp", "path": "direct"}, 1},
 		{"B", fb, "lmos_peers", map[string]string{"transport": "tcp", "path": "direct"}, 1},

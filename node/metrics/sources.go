@@ -33,6 +33,8 @@ type Peer struct {
 // node's own and learned ones, each public or restricted to groups.
 type DirectoryCounts struct {
 	Own, OwnGroup, Learned, LearnedGroup int
+	// LearnedOnline are the learned Things whose publisher is connected.
+	LearnedOnline int
 }
 
 // Observe registers the collector reading s. Call it once per node.
@@ -46,6 +48,7 @@ var (
 	routingDesc = prometheus.NewDesc(namespace+"_dht_routing_table_peers", "Peers in the DHT routing table.", nil, nil)
 	dirDesc     = prometheus.NewDesc(namespace+"_directory_things", "Live Things in the directory, by origin (own, learned) and scope (public, group).",
 		[]string{"origin", "scope"}, nil)
+	onlineDesc = prometheus.NewDesc(namespace+"_directory_things_online", "Learned Things whose publisher is connected to this node now.", nil, nil)
 	groupsDesc = prometheus.NewDesc(namespace+"_groups", "Groups this node is a member of.", nil, nil)
 	quotaDesc  = prometheus.NewDesc(namespace+"_quota_refusals_total", "Requests or connections refused for being over a quota, by quota (api_connections, sync_requests, group_requests).",
 		[]string{"quota"}, nil)
@@ -57,6 +60,7 @@ func (c sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- peersDesc
 	ch <- routingDesc
 	ch <- dirDesc
+	ch <- onlineDesc
 	ch <- groupsDesc
 	ch <- quotaDesc
 }
@@ -96,6 +100,7 @@ func (c sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		}{{"own", "public", d.Own}, {"own", "group", d.OwnGroup}, {"learned", "public", d.Learned}, {"learned", "group", d.LearnedGroup}} {
 			ch <- prometheus.MustNewConstMetric(dirDesc, prometheus.GaugeValue, float64(v.n), v.origin, v.scope)
 		}
+		ch <- prometheus.MustNewConstMetric(onlineDesc, prometheus.GaugeValue, float64(d.LearnedOnline))
 	}
 	if c.s.Groups != nil {
 		ch <- prometheus.MustNewConstMetric(groupsDesc, prometheus.GaugeValue, float64(c.s.Groups()))
