@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	protobuf "google.golang.org/protobuf/proto"
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
@@ -479,4 +482,61 @@ func TestQuotaRefusalsCounted(t *testing.T) {
 		got, _ := value(f, "lmos_quota_refusals_total", map[string]string{"quota": "api_connections"})
 		return got >= 1, fmt.Sprintf("api_connections refusals %v", got)
 	})
+}
+
+// TestOTLPFromEnvironment sets OTEL_EXPORTER_OTLP_ENDPOINT to a collector
+// served here and checks that the node, given no tracer provider, exports
+// the spans of an API request over OTLP/HTTP, flushed at Close.
+func TestOTLPFromEnvironment(t *testing.T) {
+	var mu sync.Mutex
+	var spans []string
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if r.URL.Path != "/v1/traces" || protobuf.Unmarshal(body, &req) != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		for _, rs := range req.GetResourceSpans() {
+			var service string
+			for _, a := range rs.GetResource().GetAttributes() {
+				if a.GetKey() == "service.name" {
+					service = a.GetValue().GetStringValue()
+				}
+			}
+			for _, ss := range rs.GetScopeSpans() {
+				for _, s := range ss.GetSpans() {
+					spans = append(spans, service+": "+s.GetName())
+				}
+			}
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	t.Setenv("OTEL_SERVICE_NAME", "lmos-test")
+
+	cfg := testnet.Config(t)
+	n, err := node.New(cfg, node.WithLogger(testnet.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := obsDo(t, http.MethodGet, "http://"+n.APIAddr()+"/api/v1/node", "", "", nil); status != http.StatusOK {
+		t.Fatalf("GET /api/v1/node: %d %s", status, body)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(spans, "lmos-test: GET /api/v1/node") {
+		t.Errorf("collector got spans %q, want the API request's", spans)
+	}
 }
