@@ -29,8 +29,9 @@ const (
 // Both fields are optional.
 type Instrumentation struct {
 	// Tracer starts one span per interaction, from the request to its
-	// terminal message. Its parent is the span in the Invoke context if
-	// there is one, else the request's traceparent; the request then
+	// terminal message. Its parent is the request's traceparent, or the
+	// span in the Invoke context when that continues the same trace (or
+	// the request has none); the request then
 	// carries the new span's context on (the message's traceparent
 	// member), so that the owner node and the Thing's HTTP backend
 	// continue the same trace.
@@ -84,7 +85,7 @@ func (o *instrumented) Invoke(ctx context.Context, req *proto.Message) (Session,
 		return nil, err
 	}
 	s := &observedSession{Session: sess, out: make(chan *proto.Message), done: make(chan struct{})}
-	go s.forward(func(status int) {
+	go s.forward(ctx, func(status int) {
 		if span != nil {
 			span.SetAttributes(attribute.Int("lmos.status", status))
 			if status >= 500 {
@@ -106,8 +107,17 @@ func (o *instrumented) ended(req *proto.Message, status int, start time.Time) {
 // startSpan starts the interaction's span and returns req (a copy when
 // it changed) carrying the span's trace context.
 func (o *instrumented) startSpan(ctx context.Context, req *proto.Message) (context.Context, trace.Span, *proto.Message) {
-	if !trace.SpanContextFromContext(ctx).IsValid() && req.Traceparent != "" {
-		ctx = traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": req.Traceparent, "tracestate": req.Tracestate})
+	// The request's own trace wins over the context's when they differ:
+	// a WebSocket session's context carries the span of its upgrade
+	// request, each of its messages its own traceparent. When they agree
+	// (the HTTP binding: the API span continues the request's header) the
+	// context's span, the nearer one, is the parent.
+	if req.Traceparent != "" {
+		remote := trace.SpanContextFromContext(traceContext.Extract(context.Background(),
+			propagation.MapCarrier{"traceparent": req.Traceparent, "tracestate": req.Tracestate}))
+		if local := trace.SpanContextFromContext(ctx); remote.IsValid() && (!local.IsValid() || local.TraceID() != remote.TraceID()) {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, remote)
+		}
 	}
 	kind := trace.SpanKindClient
 	if o.side == SideOwner {
@@ -145,9 +155,9 @@ func (s *observedSession) Close() error {
 }
 
 // forward passes the replies on until the inner session's end (after
-// Close, draining what the consumer no longer reads) and reports the
-// interaction's status to ended.
-func (s *observedSession) forward(ended func(status int)) {
+// Close or the end of ctx, draining what the consumer no longer reads)
+// and reports the interaction's status to ended.
+func (s *observedSession) forward(ctx context.Context, ended func(status int)) {
 	defer close(s.out)
 	req := s.Request()
 	var last *proto.Message
@@ -156,6 +166,7 @@ func (s *observedSession) forward(ended func(status int)) {
 		select {
 		case s.out <- m:
 		case <-s.done:
+		case <-ctx.Done(): // the consumer is gone; so is the inner session soon
 		}
 	}
 	ended(endStatus(req, last, s.closed()))

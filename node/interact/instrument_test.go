@@ -95,3 +95,51 @@ func TestInstrument(t *testing.T) {
 		})
 	}
 }
+
+// TestInstrumentParent checks which parent a consumer span takes: the
+// Invoke context's span when it continues the request's trace, the
+// request's traceparent when the context's span belongs to another trace
+// (a WebSocket session's upgrade request).
+func TestInstrumentParent(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	inv := Instrument(&recordingInvoker{final: func(req *proto.Message) *proto.Message { return req.Reply(proto.MsgPropertyReading) }},
+		SideConsumer, "websocket", Instrumentation{Tracer: tp.Tracer("test")})
+	const (
+		msgTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+		msgSpan  = "00f067aa0ba902b7"
+	)
+	for _, c := range []struct {
+		name      string
+		ctxTrace  string
+		wantTrace string
+		fromCtx   bool
+	}{
+		{"same trace: the context's span", msgTrace, msgTrace, true},
+		{"other trace: the message's", "0af7651916cd43dd8448eb211c80319c", msgTrace, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tid, _ := trace.TraceIDFromHex(c.ctxTrace)
+			sid, _ := trace.SpanIDFromHex("b7ad6b7169203331")
+			ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+			req := &proto.Message{ThingID: "urn:x", MessageID: "m", Type: proto.MsgReadProperty, Name: "t", Traceparent: "00-" + msgTrace + "-" + msgSpan + "-01"}
+			sess, err := inv.Invoke(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range sess.Replies() {
+			}
+			_ = sess.Close()
+			spans := exp.GetSpans()
+			last := spans[len(spans)-1]
+			wantParent := msgSpan
+			if c.fromCtx {
+				wantParent = "b7ad6b7169203331"
+			}
+			if last.SpanContext.TraceID().String() != c.wantTrace || last.Parent.SpanID().String() != wantParent {
+				t.Errorf("span in trace %s with parent %s, want trace %s, parent %s", last.SpanContext.TraceID(), last.Parent.SpanID(), c.wantTrace, wantParent)
+			}
+		})
+	}
+}
