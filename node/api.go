@@ -66,9 +66,15 @@ func apiHandler(n *Node) http.Handler {
 	mux.Handle(wsPath, n.ws)
 	mux.Handle(wsAgentPath, n.wsAgent)
 	mux.Handle("/", n.tdd)
+	// Metrics and pprof, under the API's access rules (observe.go).
+	n.observeRoutes(mux)
 	lim := n.cfg.APILimits.withDefaults()
 	bodies := httpapi.Limits{BodyTimeout: time.Duration(lim.BodyTimeout), MaxBody: lim.MaxBodyBytes}
-	return httpapi.Limit(bodies, httpapi.Recover(n.log, guardAPI(n.cfg.APIToken, n.cfg.APICORS, mux)))
+	// Outermost: every request counted (refusals included) and, with
+	// tracing on, traced; the probes answer before the access guard.
+	guarded := guardAPI(n.cfg.APIToken, n.cfg.APICORS, httpapi.Routed(mux))
+	return httpapi.Observe(n.metrics.APIRequest, n.traceAPI(
+		httpapi.Limit(bodies, httpapi.Recover(n.log, n.probes(guarded)))))
 }
 
 // guardAPI is the API's access control (docs/api.md#access): the bearer

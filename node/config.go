@@ -108,7 +108,26 @@ type Config struct {
 	// the node exposes its own public Things' events, properties and
 	// actions (package mqttgw). Empty, the default, means no MQTT.
 	MQTT string `json:"mqtt,omitempty"`
+
+	// LogFormat is the format of the daemon's log lines: "text" (the
+	// default, key=value) or "json" (one JSON object per line, for log
+	// collectors). lmosnode up --log-format overrides it.
+	LogFormat string `json:"logFormat,omitempty"`
+	// Libp2pMetrics adds go-libp2p's own metrics (connections, streams,
+	// resource manager scopes, identify, AutoNAT, relays) to /metrics. On
+	// by default; the resource manager's part costs a few percent of CPU
+	// on a busy node.
+	Libp2pMetrics bool `json:"libp2pMetrics"`
+	// Pprof serves Go's profiler at /debug/pprof/ on the API, under the
+	// API's access rules (the token, or loopback only). Off by default.
+	Pprof bool `json:"pprof,omitempty"`
 }
+
+// Log formats accepted in Config.LogFormat.
+const (
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+)
 
 // ConnMgrConfig configures libp2p's basic connection manager: when the
 // number of connections exceeds High, it trims down to Low, sparing
@@ -227,6 +246,8 @@ func DefaultConfig() Config {
 		// that is alive republishes well within it (every 12 h), so a
 		// Thing unseen for that long is gone.
 		ThingTTL: Duration(directory.DefaultTTL),
+		// Operators scrape /metrics; a node not watched pays little.
+		Libp2pMetrics: true,
 	}
 }
 
@@ -342,6 +363,9 @@ func (c Config) validate() error {
 	}
 	if c.ThingTTL < Duration(minThingTTL) {
 		return fmt.Errorf("thingTTL: %s: must be at least %s (0 means the default, %s)", c.ThingTTL, minThingTTL, directory.DefaultTTL)
+	}
+	if c.LogFormat != "" && c.LogFormat != LogFormatText && c.LogFormat != LogFormatJSON {
+		return fmt.Errorf("logFormat: %q: must be %q or %q", c.LogFormat, LogFormatText, LogFormatJSON)
 	}
 	if c.HolePunching && !c.RelayClient {
 		return errors.New("holePunching: needs relayClient, over whose relayed connection hole punching is coordinated")

@@ -48,14 +48,23 @@
 // # Logging
 //
 // The node logs through the *slog.Logger given with WithLogger. go-libp2p
-// (gologshim) and go-log/v2 users (kad-dht, go-ds-pebble) log process-wide;
-// their records are routed (package node/logroute) to the logger of the
-// most recently opened Node that is still open, from WithLibp2pLogLevel
-// (default warn) up.
+// (gologshim), go-log/v2 users (kad-dht, go-ds-pebble) and users of the
+// standard log package (zeroconf) log process-wide; their records are
+// routed (package node/logroute) to the logger of the most recently opened
+// Node that is still open, from WithLibp2pLogLevel (default warn) up.
+//
+// # Observability
+//
+// observe.go wires the node's metrics (package node/metrics, one
+// registry per node, served at /metrics), its tracing (WithTracerProvider,
+// or OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set), the /healthz and
+// /readyz probes (Ready), and pprof (Config.Pprof); docs/operations.md
+// describes them for operators.
 //
 // # HTTP API
 //
-// GET /api/v1/node returns NodeInfo. Errors are RFC 9457 problem details
+// GET /api/v1/node returns NodeInfo; /healthz and /readyz answer without
+// credentials. Errors are RFC 9457 problem details
 // (application/problem+json, type proto.Problem, written by package
 // httpapi); FetchNodeInfo returns them as errors. Without Config.APIToken the
 // API listens on a loopback address only and takes no credentials; with

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/own"
 
 	"github.com/lmosnode/lmosnode/node/mqttgw"
@@ -29,7 +30,7 @@ func (n *Node) buildGateways() error {
 	// endpoints too; others only from the API's own host.
 	wscfg := wsgateway.Config{OriginPatterns: n.cfg.APICORS.WebSocketOriginPatterns()}
 	var err error
-	if n.ws, err = wsgateway.NewGateway(wsgateway.GatewayDeps{Invoker: n.router}, wscfg, wsgateway.WithLogger(log)); err != nil {
+	if n.ws, err = wsgateway.NewGateway(wsgateway.GatewayDeps{Invoker: interact.Instrument(n.router, interact.SideConsumer, "websocket", n.instrumentation())}, wscfg, wsgateway.WithLogger(log)); err != nil {
 		return err
 	}
 	// Agents connected over WebSocket register Things: they are published
@@ -42,7 +43,7 @@ func (n *Node) buildGateways() error {
 	}
 	// The node's own public Things: Things scoped to groups stay off a
 	// broker that anyone may read.
-	n.mqtt, err = mqttgw.New(mqttgw.Deps{Invoker: n.router, Things: mqttgw.ThingListerFunc(n.own.Exposed)},
+	n.mqtt, err = mqttgw.New(mqttgw.Deps{Invoker: interact.Instrument(n.router, interact.SideConsumer, "mqtt", n.instrumentation()), Things: mqttgw.ThingListerFunc(n.own.Exposed)},
 		mqttgw.Config{BrokerURL: n.cfg.MQTT}, mqttgw.WithLogger(n.log.With("component", "mqtt")))
 	if err != nil {
 		return fmt.Errorf("mqtt %s: %w", n.cfg.MQTT, err)

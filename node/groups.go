@@ -64,6 +64,7 @@ func (n *Node) acceptScoped(intake *federation.Intake) groupsvc.ThingHandler {
 func (n *Node) groupChanged(group string) {
 	n.own.Reauthorize()
 	member := n.groups.MemberOf(group)
+	n.metrics.GroupChange(member)
 	if !n.joinedGroups.update(group, member) || !member {
 		return
 	}

@@ -41,14 +41,23 @@ func (n *Node) Things() *own.Things { return n.own }
 // Invoker returns the node's router: it opens interactions with any Thing
 // the node knows, its own (through its engine) or another node's (over
 // libp2p). See package interact.
-func (n *Node) Invoker() interact.Invoker { return n.router }
+func (n *Node) Invoker() interact.Invoker {
+	return interact.Instrument(n.router, interact.SideConsumer, "go", n.instrumentation())
+}
+
+// ownerLocal is the engine of the own Things as this node's own consumers
+// reach it, instrumented as the owner side (transport "local").
+func (n *Node) ownerLocal() interact.Invoker {
+	return interact.Instrument(n.own.Engine(), interact.SideOwner, "local", n.instrumentation())
+}
 
 // buildInteract builds the libp2p server and client of the interactions,
 // the gossip fan-out of events and the router; teardown closes them.
 func (n *Node) buildInteract() error {
 	log := n.log.With("component", "interact")
 	var err error
-	if n.interactServer, err = interact.NewServer(interact.ServerDeps{Host: n.host, Invoker: n.own.Engine()}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
+	if n.interactServer, err = interact.NewServer(interact.ServerDeps{Host: n.host,
+		Invoker: interact.Instrument(n.own.Engine(), interact.SideOwner, "libp2p", n.instrumentation())}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
 		return err
 	}
 	if n.interactClient, err = interact.NewClient(interact.ClientDeps{Host: n.host}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
@@ -66,7 +75,7 @@ func (n *Node) buildInteract() error {
 			return err
 		}
 	}
-	n.router = interact.NewRouter(n.peerID, n.own.Engine(), n.remote(), n.own)
+	n.router = interact.NewRouter(n.peerID, n.ownerLocal(), n.remote(), n.own)
 	return nil
 }
 

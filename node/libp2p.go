@@ -26,6 +26,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
@@ -41,13 +42,17 @@ import (
 // newHost builds the libp2p host described by cfg, with identity key. The
 // host does not listen yet: listenHost does that in Start, so New binds no
 // socket.
-func newHost(cfg Config, key crypto.PrivKey) (_ host.Host, err error) {
+//
+// With Config.Libp2pMetrics, go-libp2p's metrics (swarm, identify,
+// resource manager, event bus, AutoNAT, relay, …) register with reg, the
+// node's registry; without, none are collected.
+func newHost(cfg Config, key crypto.PrivKey, reg prometheus.Registerer) (_ host.Host, err error) {
 	cm, err := connmgr.NewConnManager(cfg.ConnMgr.Low, cfg.ConnMgr.High,
 		connmgr.WithGracePeriod(time.Duration(cfg.ConnMgr.Grace)))
 	if err != nil {
 		return nil, fmt.Errorf("connMgr: %w", err)
 	}
-	rm, err := newResourceManager(cfg.Resources)
+	rm, err := newResourceManager(cfg.Resources, cfg.Libp2pMetrics)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("resources: %w", err), cm.Close())
 	}
@@ -68,10 +73,13 @@ func newHost(cfg Config, key crypto.PrivKey) (_ host.Host, err error) {
 
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
-		// No metrics endpoint exists yet; metrics also register with the
-		// process-global Prometheus registry, which several nodes in one
-		// test process would share.
-		libp2p.DisableMetrics(),
+	}
+	if cfg.Libp2pMetrics {
+		// go-libp2p's collectors are process-wide variables: several
+		// nodes in one process report the sum.
+		opts = append(opts, libp2p.PrometheusRegisterer(reg))
+	} else {
+		opts = append(opts, libp2p.DisableMetrics())
 	}
 	// UPnP/NAT-PMP port mapping (libp2p.NATPortMap) is deliberately not
 	// enabled: it talks to the LAN gateway, which a node must not do
@@ -98,7 +106,7 @@ func newHost(cfg Config, key crypto.PrivKey) (_ host.Host, err error) {
 
 // newResourceManager scales libp2p's default limits (with its default
 // service limits) to the machine and caps the system scope with cfg.
-func newResourceManager(cfg ResourcesConfig) (network.ResourceManager, error) {
+func newResourceManager(cfg ResourcesConfig, withMetrics bool) (network.ResourceManager, error) {
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
 	// Every interaction, subscription and observation between two nodes is
@@ -117,10 +125,17 @@ func newResourceManager(cfg ResourcesConfig) (network.ResourceManager, error) {
 	}
 	// Zero is rcmgr's DefaultLimit: the scaled value stays.
 	concrete := rcmgr.PartialLimitConfig{System: system}.Build(scaled)
-	// Without metrics: the stats reporter would register with the global
-	// Prometheus registry and trace every scope change (about 5 % of the
-	// CPU of a request-reply across nodes).
-	return rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(concrete), rcmgr.WithMetricsDisabled())
+	if !withMetrics {
+		return rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(concrete), rcmgr.WithMetricsDisabled())
+	}
+	// The stats reporter traces every scope change (it cost about 5 % of
+	// the CPU of a request-reply across nodes when last measured); its
+	// collectors register with the node's registry in newHost.
+	str, err := rcmgr.NewStatsTraceReporter()
+	if err != nil {
+		return nil, err
+	}
+	return rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(concrete), rcmgr.WithTraceReporter(str))
 }
 
 // listenAddrs parses cfg.Listen (already validated).

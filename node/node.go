@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ds "github.com/ipfs/go-datastore"
@@ -18,6 +19,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/datastore"
@@ -31,6 +34,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/logroute"
+	"github.com/lmosnode/lmosnode/node/metrics"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/tdd"
@@ -52,19 +56,27 @@ type Node struct {
 	didKey string
 
 	unrouteLogs func()
-	store       *datastore.Store
-	host        host.Host
-	dir         *directory.Directory
-	dht         *kaddht.IpfsDHT
-	ps          *pubsub.PubSub // nil without Config.Gossip
-	psCancel    context.CancelFunc
-	fed         *federation.Federation
-	disc        *discovery.Service
-	tdd         *tdd.Handler
-	ws          *wsgateway.Gateway
-	wsAgent     *wsgateway.AgentGateway
-	mqtt        *mqttgw.Gateway // nil without Config.MQTT
-	fanout      *fanout.Fanout  // nil without Config.Gossip
+	// Observability (observe.go): the node's metrics, its tracer provider
+	// (nil without tracing) and, when the node built it from the
+	// environment, the provider to shut down.
+	metrics      *metrics.Metrics
+	tracing      trace.TracerProvider
+	ownTracing   *sdktrace.TracerProvider
+	bootstrapped atomic.Bool
+
+	store    *datastore.Store
+	host     host.Host
+	dir      *directory.Directory
+	dht      *kaddht.IpfsDHT
+	ps       *pubsub.PubSub // nil without Config.Gossip
+	psCancel context.CancelFunc
+	fed      *federation.Federation
+	disc     *discovery.Service
+	tdd      *tdd.Handler
+	ws       *wsgateway.Gateway
+	wsAgent  *wsgateway.AgentGateway
+	mqtt     *mqttgw.Gateway // nil without Config.MQTT
+	fanout   *fanout.Fanout  // nil without Config.Gossip
 
 	// Groups (groups.go): the group service and the groups this node was
 	// last a member of.
@@ -90,8 +102,10 @@ type Node struct {
 	started bool
 	closed  bool
 	api     *http.Server
-	apiLn   *httpapi.Listener // the API's listener, under APILimits
-	apiAddr string
+	// apiServing is set once the API serves (readiness).
+	apiServing bool
+	apiLn      *httpapi.Listener // the API's listener, under APILimits
+	apiAddr    string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -128,6 +142,16 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	}()
 
 	n.unrouteLogs = logroute.Register(o.logger.Handler(), o.libp2pLevel)
+	n.metrics = metrics.New()
+	n.tracing = o.tracing
+	if n.tracing == nil {
+		if n.ownTracing, err = tracingFromEnv(ctx); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+		if n.ownTracing != nil {
+			n.tracing = n.ownTracing
+		}
+	}
 
 	if _, err := Init(cfg.Home); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -150,7 +174,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.host, err = newHost(cfg, key)
+	n.host, err = newHost(cfg, key, n.metrics.Registry())
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -182,10 +206,11 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	dht := countingDHT{IpfsDHT: n.dht, m: n.metrics}
 	gdeps := groupsvc.Deps{
 		Host:      n.host,
 		Key:       signing,
-		DHT:       n.dht,
+		DHT:       dht,
 		Datastore: n.store,
 		// Both hooks run only once the node is started.
 		OnChange:     n.groupChanged,
@@ -210,6 +235,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		// the federation has left its topic.
 		psCtx, psCancel := context.WithCancel(context.Background())
 		n.psCancel = psCancel
+		o.tracers = append(o.tracers, n.metrics.GossipTracer(topicKind))
 		if n.ps, err = newPubSub(psCtx, n.host, o, n.groups); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
@@ -219,7 +245,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Key:       signing,
 		Directory: n.dir,
 		Intake:    intake,
-		DHT:       n.dht,
+		DHT:       dht,
 		PubSub:    n.ps,
 		MemberOf:  access.MemberOf,
 		Scoped: func(ctx context.Context, groups []string, record []byte) error {
@@ -263,8 +289,10 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	gwDeps := gateway.Deps{
 		Resolver: n.own,
 		Self:     n.peerID,
-		Local:    n.own.Engine(),
-		Remote:   n.remote(),
+		// The HTTP binding's consumers; a call of an own Thing is also
+		// the owner side's.
+		Local:  interact.Instrument(n.ownerLocal(), interact.SideConsumer, "http", n.instrumentation()),
+		Remote: interact.InstrumentRemote(n.remote(), interact.SideConsumer, "http", n.instrumentation()),
 	}
 	if n.mqtt != nil {
 		gwDeps.Broker = brokerForms{n.mqtt, n.own}
@@ -290,6 +318,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.observeSources()
 	n.log.Debug("node built", "peer", n.peerID, "home", cfg.Home, "gossip", cfg.Gossip, "dhtMode", cfg.DHTMode)
 	return n, nil
 }
@@ -347,7 +376,7 @@ func (n *Node) Start(ctx context.Context) error {
 	// A refresh of the routing table; kad-dht refreshes again by itself
 	// whenever discovery connects peers to a table that runs low.
 	if err := n.dht.Bootstrap(n.ctx); err != nil {
-		n.log.Warn("dht bootstrap", "err", err)
+		n.log.Warn("dht bootstrap failed; kad-dht refreshes its table again as peers connect", "err", err)
 	}
 
 	var lc net.ListenConfig
@@ -364,6 +393,7 @@ func (n *Node) Start(ctx context.Context) error {
 			n.log.Error("api server stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	})
+	n.apiServing = true
 	if err := writeAPIFile(n.cfg.Home, n.apiURL()); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
@@ -464,6 +494,14 @@ func (n *Node) teardown() error {
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("datastore: %w", err))
 		}
+	}
+	if n.ownTracing != nil {
+		// Exports the spans still batched.
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		if err := n.ownTracing.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("tracing: %w", err))
+		}
+		cancel()
 	}
 	if n.unrouteLogs != nil {
 		n.unrouteLogs()

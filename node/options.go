@@ -7,6 +7,7 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Option configures what a serialisable Config cannot hold. Options check
@@ -21,6 +22,8 @@ type options struct {
 	heartbeat time.Duration
 	// tracers observe the node's gossipsub router.
 	tracers []pubsub.RawTracer
+	// tracing, if set, is the node's tracer provider.
+	tracing trace.TracerProvider
 	// access, if set, replaces the group service as the node's
 	// groupAccess (tests).
 	access groupAccess
@@ -84,6 +87,20 @@ func WithPubSubTracer(t pubsub.RawTracer) Option {
 			return errors.New("WithPubSubTracer: tracer is nil")
 		}
 		o.tracers = append(o.tracers, t)
+		return nil
+	}
+}
+
+// WithTracerProvider makes the node trace its API requests and
+// interactions with tp (OpenTelemetry). Without it the node traces only
+// when the OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) environment
+// variable is set, exporting over OTLP/HTTP (docs/operations.md#tracing).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) error {
+		if tp == nil {
+			return errors.New("WithTracerProvider: provider is nil")
+		}
+		o.tracing = tp
 		return nil
 	}
 }

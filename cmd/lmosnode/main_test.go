@@ -133,7 +133,7 @@ func TestBinary(t *testing.T) {
 
 	up := command(t, bin, "up", "--home", home,
 		"--listen", "/ip4/127.0.0.1/tcp/0", "--listen", "/ip4/127.0.0.1/udp/0/quic-v1",
-		"--api", "127.0.0.1:0", "--mdns=false", "--log-level", "debug")
+		"--api", "127.0.0.1:0", "--mdns=false", "--log-level", "debug", "--log-format", "json")
 	stdout, err := up.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +204,14 @@ func TestBinary(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, node.APIFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("api file after shutdown: %v, want it removed", err)
+	}
+	// --log-format json: every log line is one JSON object, the libraries'
+	// included.
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec struct{ Level, Msg string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Level == "" || rec.Msg == "" {
+			t.Errorf("log line is not a JSON record (%v): %s", err, line)
+		}
 	}
 	for _, want := range []string{"is up", peerLine, "did:key: did:key:z6Mk", "API:     " + apiURL, "address: /ip4/127.0.0.1/udp/"} {
 		if !strings.Contains(upOut.String(), want) {

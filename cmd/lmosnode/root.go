@@ -69,6 +69,12 @@ func homeDir(cmd *cobra.Command) (string, error) {
 // logger builds the logger of this invocation from --log-level; logs go to
 // stderr, output meant for the user to stdout.
 func logger(cmd *cobra.Command) (*slog.Logger, error) {
+	return loggerFormat(cmd, node.LogFormatText)
+}
+
+// loggerFormat is logger writing format: node.LogFormatText (also for "")
+// or node.LogFormatJSON (slog's JSON handler, one object per line).
+func loggerFormat(cmd *cobra.Command, format string) (*slog.Logger, error) {
 	s, err := cmd.Flags().GetString("log-level")
 	if err != nil {
 		return nil, err
@@ -77,5 +83,12 @@ func logger(cmd *cobra.Command) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
 		return nil, fmt.Errorf("--log-level: %q: want debug, info, warn or error", s)
 	}
-	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "", node.LogFormatText:
+		return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), opts)), nil
+	case node.LogFormatJSON:
+		return slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q: want %s or %s", format, node.LogFormatText, node.LogFormatJSON)
 }

@@ -53,15 +53,12 @@ built in.`,
 	f.Bool("mdns", true, "discover LMOS nodes on the local network by mDNS")
 	f.StringArray("api-cors-origin", nil, "origin (scheme://host[:port], or *) whose web pages may call the HTTP API from a browser (CORS); repeat for several (replaces config apiCORS.allowOrigins)")
 	f.StringArray("bootstrap", nil, "bootstrap peer multiaddr ending in /p2p/<peer ID>; repeat for several (replaces config bootstrap)")
+	f.String("log-format", "", "log line format: text (key=value, the default) or json (one object per line); overrides config logFormat")
 	f.String("mqtt", "", "MQTT broker URL (mqtt://host:port) on which to expose this node's public Things' events, properties and actions")
 	return cmd
 }
 
 func runUp(cmd *cobra.Command, _ []string) (err error) {
-	log, err := logger(cmd)
-	if err != nil {
-		return err
-	}
 	home, err := homeDir(cmd)
 	if err != nil {
 		return err
@@ -70,15 +67,20 @@ func runUp(cmd *cobra.Command, _ []string) (err error) {
 	if err != nil {
 		return err
 	}
-	for _, p := range created {
-		log.Info("created", "path", p)
-	}
 	cfg, err := node.LoadConfig(home)
 	if err != nil {
 		return err
 	}
 	if err := applyUpFlags(cmd, &cfg); err != nil {
 		return err
+	}
+	// The log format is a setting (logFormat, --log-format).
+	log, err := loggerFormat(cmd, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	for _, p := range created {
+		log.Info("created", "path", p)
 	}
 
 	// Signals are caught before the node starts, so one arriving during
@@ -123,6 +125,11 @@ func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
 	}
 	if f.Changed("api") {
 		if cfg.API, err = f.GetString("api"); err != nil {
+			return err
+		}
+	}
+	if f.Changed("log-format") {
+		if cfg.LogFormat, err = f.GetString("log-format"); err != nil {
 			return err
 		}
 	}

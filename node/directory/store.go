@@ -820,3 +820,44 @@ func (d *Directory) Len() int {
 	defer d.mu.RUnlock()
 	return d.idx.live
 }
+
+// Counts are the live Things of a directory by origin and scope.
+type Counts struct {
+	// Own and OwnScoped are the node's own public and group-scoped
+	// Things; Learned and LearnedScoped those learned from other nodes.
+	Own, OwnScoped, Learned, LearnedScoped int
+	// LearnedOnline are the learned Things (of either scope) whose
+	// publisher online reported true.
+	LearnedOnline int
+}
+
+// Counts counts the live Things held (expired ones count until they are
+// purged, as in Len); online, if not nil, tells which publishers are
+// online now (e.g. connected). It walks every entry: for a metrics
+// scrape, not a request path.
+func (d *Directory) Counts(online func(peer.ID) bool) Counts {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	var c Counts
+	for _, ts := range d.byID {
+		for _, t := range ts {
+			if t.tombstone {
+				continue
+			}
+			if !t.own && online != nil && online(t.publisher) {
+				c.LearnedOnline++
+			}
+			switch scoped := len(t.groups) > 0; {
+			case t.own && scoped:
+				c.OwnScoped++
+			case t.own:
+				c.Own++
+			case scoped:
+				c.LearnedScoped++
+			default:
+				c.Learned++
+			}
+		}
+	}
+	return c
+}

@@ -2,10 +2,14 @@ package discovery
 
 import (
 	"context"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/node/logroute"
 )
 
 // bootstrapLoop dials the bootstrap peers at start and again whenever the
@@ -13,17 +17,23 @@ import (
 // attempts and checking every BootstrapBackoff.Min otherwise.
 func (s *Service) bootstrapLoop() {
 	retry := s.cfg.BootstrapBackoff.start()
+	// A federation whose bootstrap peers are down for hours would
+	// otherwise log the same warning every retry.
+	var unreachable logroute.Repeats
 	for first := true; ; first = false {
 		wait := s.cfg.BootstrapBackoff.Min
 		if first || len(s.h.Network().Peers()) == 0 {
 			if s.bootstrap() == 0 && len(s.h.Network().Peers()) == 0 {
 				wait = retry.NextBackOff()
-				s.log.Warn("no bootstrap peer reachable", "peers", len(s.cfg.Bootstrap), "retryIn", wait)
+				level, repeated := unreachable.Level(slog.LevelWarn, "unreachable", time.Now())
+				s.log.Log(context.Background(), level, "no bootstrap peer reachable", "peers", len(s.cfg.Bootstrap), "retryIn", wait, "repeated", repeated)
 			} else {
 				retry.Reset()
+				unreachable.Reset()
 			}
 		} else {
 			retry.Reset()
+			unreachable.Reset()
 		}
 		if !s.sleep(wait) {
 			return

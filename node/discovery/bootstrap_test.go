@@ -38,6 +38,9 @@ func TestBootstrapRetry(t *testing.T) {
 	waitFor(t, "a to fail bootstrapping twice", 5*time.Second, func() bool {
 		return logs.count("no bootstrap peer reachable") >= 2
 	})
+	if n := logs.warned("no bootstrap peer reachable"); n != 1 {
+		t.Errorf("the same bootstrap failure warned %d times, want once (then debug)", n)
+	}
 	if n := len(ah.Network().Peers()); n != 0 {
 		t.Fatalf("a has %d peers with its only bootstrap peer down", n)
 	}
@@ -106,9 +109,10 @@ func TestBootstrapNotWhileConnected(t *testing.T) {
 // recorder is a slog.Handler that keeps the messages it is given and
 // passes the records on to next.
 type recorder struct {
-	next slog.Handler
-	mu   sync.Mutex
-	msgs []string
+	next     slog.Handler
+	mu       sync.Mutex
+	msgs     []string
+	warnings []string // the messages at warn level or above
 }
 
 func newRecorder(t *testing.T) *recorder {
@@ -120,6 +124,9 @@ func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
 func (r *recorder) Handle(ctx context.Context, rec slog.Record) error {
 	r.mu.Lock()
 	r.msgs = append(r.msgs, rec.Message)
+	if rec.Level >= slog.LevelWarn {
+		r.warnings = append(r.warnings, rec.Message)
+	}
 	r.mu.Unlock()
 	return r.next.Handle(ctx, rec)
 }
@@ -130,8 +137,19 @@ func (r *recorder) WithGroup(string) slog.Handler      { return r }
 func (r *recorder) count(msg string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return countIn(r.msgs, msg)
+}
+
+// warned counts the records of msg at warn level or above.
+func (r *recorder) warned(msg string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return countIn(r.warnings, msg)
+}
+
+func countIn(msgs []string, msg string) int {
 	n := 0
-	for m := range slices.Values(r.msgs) {
+	for m := range slices.Values(msgs) {
 		if m == msg {
 			n++
 		}

@@ -86,7 +86,7 @@
 // the subscription with the owner's error if there is one (see probe.go).
 // The owner's publisher retries a failing feed with back-off and logs an
 // end that repeats the last one at debug level only, with an info-level
-// reminder every FeedWarnEvery (repeats.go).
+// reminder every FeedWarnEvery (logroute.Repeats).
 //
 // A Fanout publishes every own Thing with events as soon as Publish is
 // called, whether or not another node listens (gossipsub sends nothing

@@ -94,34 +94,6 @@ func TestFeedEndWarningRateLimited(t *testing.T) {
 	}
 }
 
-func TestRepeats(t *testing.T) {
-	var r repeats
-	t0 := time.Unix(0, 0)
-	for i, step := range []struct {
-		key   string
-		at    time.Duration
-		level slog.Level
-		n     int
-	}{
-		{"404", 0, slog.LevelInfo, 0},
-		{"404", time.Minute, slog.LevelDebug, 1},
-		{"404", 2 * time.Minute, slog.LevelDebug, 2},
-		{"404", FeedWarnEvery, slog.LevelInfo, 3},
-		{"404", FeedWarnEvery + time.Minute, slog.LevelDebug, 1},
-		{"502", FeedWarnEvery + 2*time.Minute, slog.LevelInfo, 0},
-		{"404", FeedWarnEvery + 3*time.Minute, slog.LevelInfo, 0},
-	} {
-		level, n := r.note(step.key, t0.Add(step.at))
-		if level != step.level || n != step.n {
-			t.Errorf("step %d (%s at %s): level %s, %d repeats; want %s, %d", i, step.key, step.at, level, n, step.level, step.n)
-		}
-	}
-	r.reset()
-	if level, _ := r.note("404", t0); level != slog.LevelInfo {
-		t.Errorf("after reset: %s", level)
-	}
-}
-
 // A subscriber on another node, served from the Thing's topic, gets the
 // owner's error when the owner's backend refuses the event feed, instead
 // of a silent topic.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/backoff"
+	"github.com/lmosnode/lmosnode/node/logroute"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -87,7 +89,7 @@ const maxRetry = time.Minute
 // after every attempt that published nothing, up to a minute.
 func (f *Fanout) publishLoop(ctx context.Context, pb *publishing) {
 	retry := backoff.New(f.cfg.Retry, max(maxRetry, f.cfg.Retry))
-	var ends repeats
+	ends := logroute.Repeats{Every: FeedWarnEvery}
 	for {
 		if f.publishFeed(ctx, pb, &ends) {
 			retry.Reset()
@@ -102,7 +104,7 @@ func (f *Fanout) publishLoop(ctx context.Context, pb *publishing) {
 
 // publishFeed runs one subscribeAllEvents session until it ends and
 // reports whether it published any event.
-func (f *Fanout) publishFeed(ctx context.Context, pb *publishing, ends *repeats) (published bool) {
+func (f *Fanout) publishFeed(ctx context.Context, pb *publishing, ends *logroute.Repeats) (published bool) {
 	req := lmosproto.NewMessage(pb.thingID, lmosproto.MsgSubscribeAllEvents)
 	s, err := f.p.Local.Invoke(ctx, req)
 	if err != nil {
@@ -112,11 +114,11 @@ func (f *Fanout) publishFeed(ctx context.Context, pb *publishing, ends *repeats)
 	defer func() { _ = s.Close() }() // an engine session's Close never fails
 	for m := range s.Replies() {
 		if published {
-			ends.reset() // the feed worked: its next end is news
+			ends.Reset() // the feed worked: its next end is news
 		}
 		if m.Type != lmosproto.MsgEvent {
 			if ctx.Err() == nil {
-				level, repeated := ends.note(m.Status+" "+m.Title+" "+m.Detail, f.now())
+				level, repeated := ends.Level(slog.LevelInfo, m.Status+" "+m.Title+" "+m.Detail, f.now())
 				f.log.Log(ctx, level, "own thing's event feed ended", "thing", pb.thingID, "reply", m, "repeated", repeated)
 			}
 			return published

@@ -353,3 +353,7 @@ func (f *Federation) Directory() *directory.Directory { return f.dir }
 // Intake returns the component through which the records of other
 // publishers enter the directory.
 func (f *Federation) Intake() *Intake { return f.intake }
+
+// Refused returns how many sync requests of other peers this node refused
+// for being over their rate (SyncBurst, then one every SyncEvery).
+func (f *Federation) Refused() int64 { return f.serveLimit.Refused() }

@@ -633,3 +633,7 @@ func (s *Service) askResubscribe(g *group, st groups.State) {
 		})
 	}
 }
+
+// Refused returns how many join and group-log sync requests of other
+// peers this node refused for being over their rate.
+func (s *Service) Refused() int64 { return s.serveLimit.Refused() }

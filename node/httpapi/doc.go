@@ -65,6 +65,11 @@
 // still sends before it closes, so that the client reads the answer
 // instead of a reset. docs/api.md#limits has the node's defaults.
 //
+// Observe reports every answered request (method, route pattern, status,
+// duration) to a function, the node's metrics; Routed, around each
+// ServeMux, tells it the pattern that matched and names the request's
+// trace span after it.
+//
 // Nothing here keeps state between requests, except a Listener's count of
 // connections; every function is safe for concurrent use, a Stream
 // belongs to its handler.

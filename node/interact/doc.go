@@ -194,4 +194,15 @@
 // (publish-subscribe to many nodes) needs no hook in the engine: the
 // publisher is one more subscriber (subscribeAllEvents via Invoke) whose
 // events it signs and publishes on the Thing's topic.
+//
+// # Instrumentation
+//
+// Instrument wraps any Invoker so that each interaction it opens is
+// reported when it ends (side, transport, request type, status, duration:
+// the node's metrics) and, with a tracer, is one OpenTelemetry span. The
+// span continues the trace of the Invoke context or of the request's
+// traceparent member, and the request carries the span's context on in
+// that member: over libp2p to the owner node, whose instrumented engine
+// continues it and hands it to the Thing's backend (HTTPBackend sends it
+// as the traceparent header). The package itself records nothing.
 package interact

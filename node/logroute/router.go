@@ -2,6 +2,7 @@ package logroute
 
 import (
 	"context"
+	"log"
 	"log/slog"
 	"slices"
 	"sync"
@@ -20,13 +21,16 @@ var (
 // above, until the returned function is called. Records go to the most
 // recently registered handler that is still registered.
 //
-// The first call makes go-libp2p and go-log write to the router:
+// The first call makes go-libp2p, go-log and the standard library's log
+// package (stdlog.go) write to the router:
 // gologshim picks its handler when a logger first logs, so a node
 // registers before it builds its first host.
 func Register(h slog.Handler, level slog.Leveler) (unregister func()) {
 	installOnce.Do(func() {
 		gologshim.SetDefaultHandler(std)
 		golog.SetPrimaryCore(&zapToSlog{h: std})
+		log.SetFlags(0)
+		log.SetOutput(stdlogWriter{std})
 	})
 	return std.register(h, level)
 }

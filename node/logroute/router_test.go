@@ -2,6 +2,7 @@ package logroute
 
 import (
 	"bytes"
+	"log"
 	"log/slog"
 	"strings"
 	"testing"
@@ -75,5 +76,31 @@ func TestRouting(t *testing.T) {
 				t.Errorf("%s handler has %q:\n%s", c.name, n, got)
 			}
 		}
+	}
+}
+
+// TestStdlog checks that lines of the standard library's log package
+// (zeroconf's) reach the registered handler as records with their tag as
+// level or logger, and are filtered by the registered level.
+func TestStdlog(t *testing.T) {
+	var out bytes.Buffer
+	unregister := Register(textHandler(&out), slog.LevelWarn)
+	defer unregister()
+	log.Printf("[zeroconf] no suitable IPv4 interface: %s", "udp4: no such device")
+	log.Println("[ERR] zeroconf: failed to send probe:", "broken pipe")
+	log.Printf("[WARN] mdns: Failed to set multicast interface: %v", "x")
+	log.Printf("[INFO] zeroconf: below the level")
+	got := out.String()
+	for _, w := range []string{
+		`level=WARN msg="no suitable IPv4 interface: udp4: no such device" logger=zeroconf`,
+		`level=ERROR msg="failed to send probe: broken pipe" logger=zeroconf`,
+		`level=WARN msg="Failed to set multicast interface: x" logger=mdns`,
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("handler lacks %q:\n%s", w, got)
+		}
+	}
+	if strings.Contains(got, "below the level") || strings.Contains(got, "[zeroconf]") {
+		t.Errorf("unexpected line:\n%s", got)
 	}
 }

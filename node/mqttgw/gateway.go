@@ -14,6 +14,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/node/backoff"
 	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/logroute"
 	"github.com/lmosnode/lmosnode/proto"
 )
 
@@ -118,6 +119,10 @@ func (g *Gateway) Start() error {
 	if err != nil {
 		return fmt.Errorf("mqttgw: brokerURL %q: %w", g.cfg.BrokerURL, err)
 	}
+	// A broker down for hours would otherwise be warned about at every
+	// reconnection attempt.
+	var connMu sync.Mutex
+	var connFails logroute.Repeats
 	cc := autopaho.ClientConfig{
 		ServerUrls:                    []*url.URL{u},
 		KeepAlive:                     uint16(g.cfg.KeepAlive / time.Second),
@@ -125,17 +130,24 @@ func (g *Gateway) Start() error {
 		ConnectTimeout:                g.cfg.ConnectTimeout,
 		ReconnectBackoff:              reconnectBackoff(g.cfg.ReconnectMin, g.cfg.ReconnectMax),
 		OnConnectionUp: func(cm *autopaho.ConnectionManager, _ *paho.Connack) {
-			g.log.Info("mqtt connected")
+			connMu.Lock()
+			connFails.Reset()
+			connMu.Unlock()
+			g.log.Info("mqtt connected", "broker", g.cfg.BrokerURL)
 			g.goOwned(func() { g.subscribeAll(cm) })
 		},
 		OnConnectError: func(err error) {
-			g.log.Warn("mqtt connect failed", "err", err)
+			connMu.Lock()
+			level, repeated := connFails.Level(slog.LevelWarn, err.Error(), time.Now())
+			connMu.Unlock()
+			g.log.Log(context.Background(), level, "mqtt broker connection failed; retrying", "broker", g.cfg.BrokerURL,
+				"err", err, "retryWithin", g.cfg.ReconnectMax, "repeated", repeated)
 		},
 		ClientConfig: paho.ClientConfig{
 			ClientID:          g.cfg.ClientID,
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){g.onPublish},
 			OnClientError: func(err error) {
-				g.log.Warn("mqtt client error", "err", err)
+				g.log.Warn("mqtt client error", "broker", g.cfg.BrokerURL, "err", err)
 			},
 		},
 	}

@@ -20,8 +20,9 @@ type Limiter struct {
 	every rate.Limit
 	burst int
 
-	mu    sync.Mutex
-	peers map[peer.ID]*rate.Limiter
+	mu      sync.Mutex
+	peers   map[peer.ID]*rate.Limiter
+	refused int64 // Allow calls that found no token
 }
 
 // New returns a Limiter allowing each peer burst events at once, then one
@@ -42,7 +43,18 @@ func (l *Limiter) Allow(p peer.ID) bool {
 		lim = rate.NewLimiter(l.every, l.burst)
 		l.peers[p] = lim
 	}
-	return lim.Allow()
+	if !lim.Allow() {
+		l.refused++
+		return false
+	}
+	return true
+}
+
+// Refused returns how many events Allow refused so far.
+func (l *Limiter) Refused() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refused
 }
 
 // forgetIdle drops the buckets that are full: forgetting them changes

@@ -272,21 +272,15 @@ func (h *Handler) ownThing(r *http.Request, id string) (directory.Entry, *lmospr
 func (h *Handler) publish(ctx context.Context, td *lmosproto.TD, local *directory.Local) (directory.Entry, directory.Change, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.WriteTimeout)
 	defer cancel()
-	e, change, err := h.deps.Publisher.Publish(ctx, td, local)
-	if err == nil {
-		h.log.Info("thing published", "thing", td.ID, "change", change.String())
-	}
-	return e, change, err
+	// The federation logs the publication, one line per publish.
+	return h.deps.Publisher.Publish(ctx, td, local)
 }
 
 func (h *Handler) remove(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.WriteTimeout)
 	defer cancel()
-	err := h.deps.Publisher.Remove(ctx, id)
-	if err == nil {
-		h.log.Info("thing removed", "thing", id)
-	}
-	return err
+	// The federation logs the removal.
+	return h.deps.Publisher.Remove(ctx, id)
 }
 
 // writePublishError answers a failed Publish or Remove of thing id.

@@ -1,0 +1,353 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"strings"
+
+	"github.com/ipfs/go-cid"
+	ds "github.com/ipfs/go-datastore"
+	kaddht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/routing"
+	ma "github.com/multiformats/go-multiaddr"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/lmosnode/lmosnode/node/httpapi"
+	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/metrics"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// Observability (docs/operations.md): the node's Prometheus metrics
+// (package metrics, one registry per node), its OpenTelemetry tracing,
+// the health and readiness probes and pprof. Components get hooks, not
+// the metrics package: interact.Instrument for interactions,
+// httpapi.Observe for API requests, a gossipsub tracer, a counting
+// wrapper of the DHT, and Sources read at scrape time.
+
+// Routes of the probes and of metrics and pprof on the API.
+const (
+	healthzPath = "/healthz"
+	readyzPath  = "/readyz"
+	metricsPath = "/metrics"
+	pprofPath   = "/debug/pprof/"
+)
+
+// instrumentation is what interact.Instrument reports to: the node's
+// metrics and, with tracing on, its tracer.
+func (n *Node) instrumentation() interact.Instrumentation {
+	ins := interact.Instrumentation{Ended: n.metrics.Interaction}
+	if n.tracing != nil {
+		ins.Tracer = n.tracing.Tracer("github.com/lmosnode/lmosnode/node/interact")
+	}
+	return ins
+}
+
+// observeSources registers what the metrics read at scrape time.
+func (n *Node) observeSources() {
+	n.metrics.Observe(metrics.Sources{
+		Peers: func() []metrics.Peer {
+			var out []metrics.Peer
+			for _, p := range n.host.Network().Peers() {
+				conns := n.host.Network().ConnsToPeer(p)
+				if len(conns) == 0 {
+					continue
+				}
+				out = append(out, connKind(conns[0]))
+			}
+			return out
+		},
+		RoutingTable: func() int { return n.dht.RoutingTable().Size() },
+		Directory: func() metrics.DirectoryCounts {
+			c := n.dir.Counts(func(p peer.ID) bool { return n.host.Network().Connectedness(p) == network.Connected })
+			return metrics.DirectoryCounts{Own: c.Own, OwnGroup: c.OwnScoped, Learned: c.Learned, LearnedGroup: c.LearnedScoped, LearnedOnline: c.LearnedOnline}
+		},
+		Groups: func() int {
+			count := 0
+			for _, g := range n.groups.List() {
+				if n.groups.MemberOf(g.ID) {
+					count++
+				}
+			}
+			return count
+		},
+		Refusals: func() map[string]int64 {
+			r := map[string]int64{"sync_requests": n.fed.Refused(), "group_requests": n.groups.Refused(), "api_connections": 0}
+			n.mu.Lock()
+			if n.apiLn != nil {
+				r["api_connections"] = n.apiLn.Refused()
+			}
+			n.mu.Unlock()
+			return r
+		},
+	})
+}
+
+// connKind is a connection as lmos_peers counts it.
+func connKind(c network.Conn) metrics.Peer {
+	a := c.RemoteMultiaddr()
+	p := metrics.Peer{Transport: "other"}
+	if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err == nil {
+		p.Relayed = true
+	}
+	switch {
+	case hasProtocol(a, ma.P_WS), hasProtocol(a, ma.P_WSS):
+		p.Transport = "websocket"
+	case hasProtocol(a, ma.P_QUIC_V1):
+		p.Transport = "quic"
+	case hasProtocol(a, ma.P_TCP):
+		p.Transport = "tcp"
+	}
+	return p
+}
+
+func hasProtocol(a ma.Multiaddr, code int) bool {
+	_, err := a.ValueForProtocol(code)
+	return err == nil
+}
+
+// topicKind names the kind of a gossipsub topic for lmos_gossip_messages_total.
+func topicKind(topic string) string {
+	switch {
+	case topic == lmosproto.TopicAnnounce:
+		return "announce"
+	case strings.HasPrefix(topic, lmosproto.TopicGroupPrefix):
+		return "group"
+	case strings.HasPrefix(topic, lmosproto.TopicEventsPrefix):
+		return "events"
+	}
+	return "other"
+}
+
+// countingDHT is the node's DHT as the federation and the group service
+// use it, counting each query's outcome in lmos_dht_queries_total.
+type countingDHT struct {
+	*kaddht.IpfsDHT
+	m *metrics.Metrics
+}
+
+func (d countingDHT) count(op string, err error) {
+	outcome := "ok"
+	switch {
+	case errors.Is(err, routing.ErrNotFound):
+		outcome = "not_found"
+	case err != nil:
+		outcome = "error"
+	}
+	d.m.DHTQuery(op, outcome)
+}
+
+func (d countingDHT) GetValue(ctx context.Context, key string, opts ...routing.Option) ([]byte, error) {
+	v, err := d.IpfsDHT.GetValue(ctx, key, opts...)
+	d.count("get", err)
+	return v, err
+}
+
+func (d countingDHT) PutValue(ctx context.Context, key string, value []byte, opts ...routing.Option) error {
+	err := d.IpfsDHT.PutValue(ctx, key, value, opts...)
+	d.count("put", err)
+	return err
+}
+
+func (d countingDHT) FindPeer(ctx context.Context, id peer.ID) (peer.AddrInfo, error) {
+	ai, err := d.IpfsDHT.FindPeer(ctx, id)
+	d.count("find_peer", err)
+	return ai, err
+}
+
+func (d countingDHT) Provide(ctx context.Context, key cid.Cid, broadcast bool) error {
+	err := d.IpfsDHT.Provide(ctx, key, broadcast)
+	d.count("provide", err)
+	return err
+}
+
+// FindProvidersAsync counts the query when its results end: ok when it
+// found a provider, not_found otherwise. The forwarding goroutine ends
+// with the DHT's channel, which kad-dht closes at the end of the query or
+// of ctx.
+func (d countingDHT) FindProvidersAsync(ctx context.Context, key cid.Cid, count int) <-chan peer.AddrInfo {
+	in := d.IpfsDHT.FindProvidersAsync(ctx, key, count)
+	out := make(chan peer.AddrInfo)
+	go func() {
+		defer close(out)
+		found := false
+		for ai := range in {
+			found = true
+			select {
+			case out <- ai:
+			case <-ctx.Done():
+			}
+		}
+		if found {
+			d.count("find_providers", nil)
+		} else {
+			d.count("find_providers", routing.ErrNotFound)
+		}
+	}()
+	return out
+}
+
+// tracingFromEnv returns an OpenTelemetry tracer provider exporting spans
+// over OTLP/HTTP when the standard variables ask for it
+// (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, and
+// OTEL_SDK_DISABLED not "true"; the exporter reads the other
+// OTEL_EXPORTER_OTLP_* variables, the resource OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES, the sampler OTEL_TRACES_SAMPLER), nil
+// otherwise.
+func tracingFromEnv(ctx context.Context) (*sdktrace.TracerProvider, error) {
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		return nil, nil
+	}
+	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
+		return nil, nil
+	}
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: otlp exporter: %w", err)
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "lmosnode"), attribute.String("service.version", Version)),
+		resource.WithFromEnv(), resource.WithTelemetrySDK())
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("tracing: resource: %w", err), exp.Shutdown(ctx))
+	}
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
+
+// traceAPI wraps the API's handler in OpenTelemetry's HTTP server
+// instrumentation when tracing is on: a span per request, continuing the
+// caller's traceparent. Probes and scrapes get none.
+func (n *Node) traceAPI(h http.Handler) http.Handler {
+	if n.tracing == nil {
+		return h
+	}
+	return otelhttp.NewHandler(h, "lmos api",
+		otelhttp.WithTracerProvider(n.tracing),
+		otelhttp.WithMeterProvider(noopmetric.NewMeterProvider()),
+		otelhttp.WithPropagators(propagation.TraceContext{}),
+		otelhttp.WithFilter(func(r *http.Request) bool {
+			switch r.URL.Path {
+			case healthzPath, readyzPath, metricsPath:
+				return false
+			}
+			return true
+		}))
+}
+
+// handleHealthz answers the liveness probe: the process serves HTTP.
+func (n *Node) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// Readiness is the body of GET /readyz.
+type Readiness struct {
+	// Ready is true when every check passed.
+	Ready bool `json:"ready"`
+	// Checks maps each check (datastore, host, bootstrap, api) to "ok" or
+	// to what is missing.
+	Checks map[string]string `json:"checks"`
+}
+
+// Ready reports whether the node is ready to serve: started and not
+// closing, its datastore answering, its host listening, connected once to
+// a bootstrap peer (when Config.Bootstrap names any) and its API serving.
+func (n *Node) Ready() Readiness {
+	checks := map[string]string{}
+	n.mu.Lock()
+	started, closed, api := n.started, n.closed, n.apiServing
+	n.mu.Unlock()
+	switch {
+	case closed:
+		checks["node"] = "closed"
+	case !started:
+		checks["node"] = "not started"
+	default:
+		checks["node"] = "ok"
+	}
+	checks["datastore"] = "ok"
+	if closed {
+		checks["datastore"] = "closed"
+	} else if _, err := n.store.Get(context.Background(), ds.NewKey("/lmos/readyz")); err != nil && !errors.Is(err, ds.ErrNotFound) {
+		checks["datastore"] = err.Error()
+	}
+	checks["host"] = "ok"
+	if closed || len(n.host.Network().ListenAddresses()) == 0 {
+		checks["host"] = "not listening"
+	}
+	checks["bootstrap"] = n.bootstrapCheck()
+	checks["api"] = "ok"
+	if !api || closed {
+		checks["api"] = "not serving"
+	}
+	ready := true
+	for _, v := range checks {
+		ready = ready && v == "ok"
+	}
+	return Readiness{Ready: ready, Checks: checks}
+}
+
+// bootstrapCheck is "ok" once the node has been connected to one of its
+// bootstrap peers (or has none).
+func (n *Node) bootstrapCheck() string {
+	if len(n.cfg.Bootstrap) == 0 || n.bootstrapped.Load() {
+		return "ok"
+	}
+	peers, err := bootstrapPeers(n.cfg)
+	if err != nil { // impossible: validated
+		return err.Error()
+	}
+	for _, ai := range peers {
+		if n.host.Network().Connectedness(ai.ID) == network.Connected {
+			n.bootstrapped.Store(true)
+			return "ok"
+		}
+	}
+	return fmt.Sprintf("not yet connected to any of %d bootstrap peers", len(peers))
+}
+
+// handleReadyz answers the readiness probe: 200 when Ready, else 503,
+// with the checks either way.
+func (n *Node) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	rd := n.Ready()
+	status := http.StatusOK
+	if !rd.Ready {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, rd)
+}
+
+// observeRoutes adds /metrics and, with Config.Pprof, pprof to the
+// guarded API mux.
+func (n *Node) observeRoutes(mux *http.ServeMux) {
+	mux.Handle("GET "+metricsPath, n.metrics.Handler())
+	if !n.cfg.Pprof {
+		return
+	}
+	mux.HandleFunc(pprofPath, pprof.Index)
+	mux.HandleFunc(pprofPath+"cmdline", pprof.Cmdline)
+	mux.HandleFunc(pprofPath+"profile", pprof.Profile)
+	mux.HandleFunc(pprofPath+"symbol", pprof.Symbol)
+	mux.HandleFunc(pprofPath+"trace", pprof.Trace)
+}
+
+// probes serves /healthz and /readyz to anyone (no token, any Host: a
+// Kubernetes probe sends neither) and everything else through guarded.
+func (n *Node) probes(guarded http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+healthzPath, n.handleHealthz)
+	mux.HandleFunc("GET "+readyzPath, n.handleReadyz)
+	mux.Handle("/", guarded)
+	return httpapi.Routed(mux)
+}
