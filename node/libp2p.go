@@ -15,6 +15,7 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
 	record "github.com/libp2p/go-libp2p-record"
+	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -41,7 +42,7 @@ import (
 // newHost builds the libp2p host described by cfg, with identity key. The
 // host does not listen yet: listenHost does that in Start, so New binds no
 // socket.
-func newHost(cfg Config, key crypto.PrivKey) (_ host.Host, err error) {
+func newHost(cfg Config, key crypto.PrivKey, gater coreconnmgr.ConnectionGater) (_ host.Host, err error) {
 	cm, err := connmgr.NewConnManager(cfg.ConnMgr.Low, cfg.ConnMgr.High,
 		connmgr.WithGracePeriod(time.Duration(cfg.ConnMgr.Grace)))
 	if err != nil {
@@ -86,6 +87,9 @@ func newHost(cfg Config, key crypto.PrivKey) (_ host.Host, err error) {
 	}
 	if cfg.HolePunching {
 		opts = append(opts, libp2p.EnableHolePunching())
+	}
+	if gater != nil {
+		opts = append(opts, libp2p.ConnectionGater(gater))
 	}
 	h, err := libp2p.New(opts...)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/connmgr"
 )
 
 // Option configures what a serialisable Config cannot hold. Options check
@@ -24,6 +25,8 @@ type options struct {
 	// access, if set, replaces the group service as the node's
 	// groupAccess (tests).
 	access groupAccess
+	// gater, if set, decides which connections the host makes and takes.
+	gater connmgr.ConnectionGater
 }
 
 func defaultOptions() options {
@@ -84,6 +87,19 @@ func WithPubSubTracer(t pubsub.RawTracer) Option {
 			return errors.New("WithPubSubTracer: tracer is nil")
 		}
 		o.tracers = append(o.tracers, t)
+		return nil
+	}
+}
+
+// WithConnectionGater makes the host ask g before every connection it
+// dials or accepts, e.g. to keep a multi-node test to a given topology
+// (the DHT otherwise connects every node it hears of).
+func WithConnectionGater(g connmgr.ConnectionGater) Option {
+	return func(o *options) error {
+		if g == nil {
+			return errors.New("WithConnectionGater: gater is nil")
+		}
+		o.gater = g
 		return nil
 	}
 }

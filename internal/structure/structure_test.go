@@ -123,6 +123,7 @@ var nodeRank = map[string]int{
 	"node/topicval":   0,
 	"node/datastore":  0,
 	"node/logroute":   0,
+	"node/trust":      0,
 
 	"node/directory": 1,
 	"node/interact":  1,

@@ -146,12 +146,15 @@ type api struct {
 	t    *testing.T
 	base string
 	hc   *http.Client
+	// token is the node's API token, sent on the node-admin routes
+	// (/api/…) only: the binding's calls need none on loopback.
+	token string
 }
 
 func newAPI(t *testing.T, n *node.Node) *api {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &api{t: t, base: "http://" + n.APIAddr(), hc: &http.Client{Transport: tr}}
+	return &api{t: t, base: "http://" + n.APIAddr(), hc: &http.Client{Transport: tr}, token: n.APIToken()}
 }
 
 func (a *api) do(method, path, body string) (int, http.Header, []byte) {
@@ -167,6 +170,9 @@ func (a *api) do(method, path, body string) (int, http.Header, []byte) {
 	}
 	if accept != "" {
 		req.Header.Set("Accept", "application/"+accept)
+	}
+	if strings.HasPrefix(path, "/api/") {
+		req.Header.Set("Authorization", "Bearer "+a.token)
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
