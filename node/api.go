@@ -37,7 +37,9 @@ type NodeInfo struct {
 func apiHandler(n *Node) http.Handler {
 	mux := http.NewServeMux()
 	routes := map[string]map[string]http.HandlerFunc{
-		"/api/v1/node": {http.MethodGet: n.handleNode},
+		"/api/v1/node":              {http.MethodGet: n.handleNode},
+		"/api/v1/trust":             {http.MethodGet: n.handleTrustList},
+		"/api/v1/trust/{publisher}": {http.MethodPut: n.handleTrustSet, http.MethodDelete: n.handleTrustRemove},
 	}
 	for path, methods := range routes {
 		allowed := make([]string, 0, len(methods))
@@ -72,22 +74,31 @@ func apiHandler(n *Node) http.Handler {
 	bodies := httpapi.Limits{BodyTimeout: time.Duration(lim.BodyTimeout), MaxBody: lim.MaxBodyBytes}
 	// Outermost: every request counted (refusals included) and, with
 	// tracing on, traced; the probes answer before the access guard.
-	guarded := guardAPI(n.cfg.APIToken, n.cfg.APICORS, httpapi.Routed(mux))
+	guarded := guardAPI(n.apiToken, n.tokenForAll, n.cfg.APICORS, mux)
 	return httpapi.Observe(n.metrics.APIRequest, n.traceAPI(
 		httpapi.Limit(bodies, httpapi.Recover(n.log, n.probes(guarded)))))
 }
 
-// guardAPI is the API's access control (docs/api.md#access): the bearer
-// token when one is configured, else the loopback Host check; and CORS for
-// the origins cors allows. CORS answers preflights inside the Host check
-// (a rebound host name gets no CORS answer either) but before the token
-// check, because browsers send preflights without the Authorization
-// header.
-func guardAPI(token string, cors httpapi.CORSConfig, next http.Handler) http.Handler {
-	if token != "" {
-		return httpapi.CORS(cors, httpapi.RequireBearer(token, next))
+// guardAPI is the API's access control (docs/api.md#access): with all,
+// the bearer token for every request; else the loopback Host check, and
+// the token for the requests that act as the node (adminRequest, by the
+// pattern mux routes them to); and CORS for the origins cors allows. CORS
+// answers preflights inside the Host check (a rebound host name gets no
+// CORS answer either) but before the token check, because browsers send
+// preflights without the Authorization header.
+func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMux) http.Handler {
+	routed := httpapi.Routed(mux)
+	if all {
+		return httpapi.CORS(cors, httpapi.RequireBearer(token, routed))
 	}
-	return httpapi.LoopbackHostOnly(httpapi.CORS(cors, next))
+	admin := httpapi.RequireBearer(token, routed)
+	return httpapi.LoopbackHostOnly(httpapi.CORS(cors, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); adminRequest(r, pattern) {
+			admin.ServeHTTP(w, r)
+			return
+		}
+		routed.ServeHTTP(w, r)
+	})))
 }
 
 func (n *Node) handleNode(w http.ResponseWriter, r *http.Request) {

@@ -54,7 +54,7 @@ func TestAPILimits(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer c.Close()
-				head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"na", method, path, addr)
+				head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"na", method, path, addr, n.APIToken())
 				if _, err := io.WriteString(c, head); err != nil {
 					t.Fatal(err)
 				}
@@ -100,6 +100,7 @@ func TestAPILimits(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/groups", bytes.NewReader(make([]byte, size)))
 			req.ContentLength = tc.length
 			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+n.APIToken())
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatalf("no answer: %v", err)

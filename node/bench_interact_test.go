@@ -189,7 +189,13 @@ func brPublish(b *testing.B, hc *http.Client, n *node.Node, td *lmosproto.TD, ba
 	if err != nil {
 		b.Fatal(err)
 	}
-	resp, err := hc.Post("http://"+n.APIAddr()+"/api/v1/things", "application/json", strings.NewReader(string(body)))
+	req, err := http.NewRequest(http.MethodPost, "http://"+n.APIAddr()+"/api/v1/things", strings.NewReader(string(body)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+n.APIToken())
+	resp, err := hc.Do(req)
 	if err != nil {
 		b.Fatal(err)
 	}

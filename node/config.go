@@ -22,6 +22,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
+	"github.com/lmosnode/lmosnode/node/trust"
 )
 
 // Config is the serialisable configuration of a node, kept as config.json in
@@ -56,6 +57,10 @@ type Config struct {
 	// $LMOS_API_TOKEN, when set, overrides it (see LoadConfig), so the
 	// secret can stay out of config.json.
 	APIToken string `json:"apiToken,omitempty"`
+	// APIAuth says which requests must carry the API's token (Config.APIToken,
+	// else <home>/api-token): those that act as the node always; reads and
+	// invocations by its RequireTokenFor (docs/api.md#access).
+	APIAuth APIAuth `json:"apiAuth,omitzero"`
 	// APICORS lets web pages of the origins it lists call the API from a
 	// browser (CORS; docs/api.md#access). Empty, the default: none.
 	APICORS httpapi.CORSConfig `json:"apiCORS"`
@@ -63,6 +68,10 @@ type Config struct {
 	// header and body sizes, connections per client address
 	// (docs/api.md#limits). A zero field is its default.
 	APILimits APILimits `json:"apiLimits"`
+	// Trust is the operator's trust list: publishers allowed, preferred
+	// and denied (docs/api.md#trust). Empty by default; 'lmosnode trust'
+	// and the API's /api/v1/trust change it live and write it back here.
+	Trust trust.Config `json:"trust,omitzero"`
 	// Bootstrap are multiaddrs, each ending in /p2p/<peer ID>, of peers the
 	// node connects to on start to join the DHT (and, through them, the
 	// federation's gossip). The DHT also falls back to them whenever its
@@ -317,6 +326,12 @@ func (c Config) validate() error {
 	}
 	if err := validateAPIToken(c.APIToken, loopback); err != nil {
 		return fmt.Errorf("apiToken: %w", err)
+	}
+	if err := c.APIAuth.validate(loopback); err != nil {
+		return fmt.Errorf("apiAuth: %w", err)
+	}
+	if err := c.Trust.Validate(); err != nil {
+		return fmt.Errorf("trust: %w", err)
 	}
 	if err := c.APICORS.Validate(); err != nil {
 		return fmt.Errorf("apiCORS.%w", err)

@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
@@ -14,10 +15,14 @@ import (
 )
 
 // wsDial opens an lmosprotocol WebSocket to a node's API.
-func wsDial(t *testing.T, ctx context.Context, addr, path string) *websocket.Conn {
+func wsDial(t *testing.T, ctx context.Context, addr, path string, header ...string) *websocket.Conn {
 	t.Helper()
+	h := http.Header{}
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Set(header[i], header[i+1])
+	}
 	c, resp, err := websocket.Dial(ctx, "ws://"+addr+path, &websocket.DialOptions{
-		Subprotocols: []string{lmosproto.WebSocketSubprotocol},
+		Subprotocols: []string{lmosproto.WebSocketSubprotocol}, HTTPHeader: h,
 	})
 	if err != nil {
 		t.Fatalf("dial %s: %v", path, err)
@@ -69,7 +74,7 @@ func TestWebSocketAgentAcrossNodes(t *testing.T) {
 		Input: json.RawMessage(`{"type":"string"}`),
 		Forms: []lmosproto.Form{{Href: "ws://agent.invalid/echo"}},
 	}}
-	agent := wsDial(t, ctx, owner.APIAddr(), "/ws/agent")
+	agent := wsDial(t, ctx, owner.APIAddr(), "/ws/agent", "Authorization", "Bearer "+owner.APIToken())
 	regID := uuid.NewString()
 	wsSend(t, ctx, agent, map[string]any{"messageType": "registerThing", "messageID": regID, "thingID": id, "data": td})
 	_, ackRaw, err := agent.Read(ctx)

@@ -50,7 +50,7 @@ func (n *Node) acceptScoped(intake *federation.Intake) groupsvc.ThingHandler {
 		ctx, cancel := context.WithTimeout(n.ctx, scopedAcceptTimeout)
 		defer cancel()
 		err := intake.AcceptScoped(ctx, from, group, raw)
-		if errors.Is(err, federation.ErrNotNewer) {
+		if errors.Is(err, federation.ErrNotNewer) || errors.Is(err, federation.ErrNotAdmitted) {
 			return fmt.Errorf("%w: %w", groupsvc.ErrStaleThing, err)
 		}
 		return err

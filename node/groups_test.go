@@ -22,6 +22,7 @@ import (
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -364,8 +365,8 @@ func mustState(t *testing.T, n *node.Node, gid string) groups.State {
 	return st
 }
 
-// apiDo calls n's API and checks the status; out, if not nil, receives
-// the JSON answer.
+// apiDo calls n's API with its token and checks the status; out, if not
+// nil, receives the JSON answer.
 func apiDo(t *testing.T, n *node.Node, method, path, body string, want int, out any) {
 	t.Helper()
 	req, err := http.NewRequest(method, "http://"+n.APIAddr()+path, strings.NewReader(body))
@@ -375,7 +376,7 @@ func apiDo(t *testing.T, n *node.Node, method, path, body string, want int, out 
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpapi.BearerClient(n.APIToken()).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,9 @@ const (
 	// APIFile holds the URL of the running daemon's HTTP API; it exists
 	// only while the daemon runs.
 	APIFile = "api"
+	// APITokenFile holds the token of the node's API (mode 0600), made by
+	// Init; see APIToken and docs/api.md#access.
+	APITokenFile = "api-token"
 )
 
 // ResolveHome returns the absolute home directory: flagValue if set, else
@@ -47,8 +50,8 @@ func ResolveHome(flagValue string) (string, error) {
 }
 
 // Init prepares home as a node's home directory: it creates the directory
-// (mode 0700), config.json with DefaultConfig, the identity key (mode 0600)
-// and the datastore directory, each only if missing, and returns the paths
+// (mode 0700), config.json with DefaultConfig, the identity key (mode 0600),
+// the datastore directory and the API token (APITokenFile, mode 0600), each only if missing, and returns the paths
 // it created. An existing file is never overwritten, so Init is safe to run
 // on every start.
 func Init(home string) (created []string, err error) {
@@ -89,6 +92,13 @@ func Init(home string) (created []string, err error) {
 	}
 	if err := mkdir(filepath.Join(home, DatastoreDir)); err != nil {
 		return created, fmt.Errorf("init: datastore: %w", err)
+	}
+	_, made, err = loadOrCreateAPIToken(home)
+	if err != nil {
+		return created, fmt.Errorf("init: %w", err)
+	}
+	if made {
+		created = append(created, filepath.Join(home, APITokenFile))
 	}
 	return created, nil
 }

@@ -38,7 +38,7 @@ func TestInitCreatesHome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{home, filepath.Join(home, ConfigFile), filepath.Join(home, IdentityFile), filepath.Join(home, DatastoreDir)}
+	want := []string{home, filepath.Join(home, ConfigFile), filepath.Join(home, IdentityFile), filepath.Join(home, DatastoreDir), filepath.Join(home, APITokenFile)}
 	if !slices.Equal(created, want) {
 		t.Errorf("created %v, want %v", created, want)
 	}
@@ -47,6 +47,7 @@ func TestInitCreatesHome(t *testing.T) {
 		filepath.Join(home, ConfigFile):   0o600,
 		filepath.Join(home, IdentityFile): 0o600,
 		filepath.Join(home, DatastoreDir): 0o700 | os.ModeDir,
+		filepath.Join(home, APITokenFile): 0o600,
 	} {
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -59,6 +60,10 @@ func TestInitCreatesHome(t *testing.T) {
 	key1, err := LoadIdentity(home)
 	if err != nil {
 		t.Fatal(err)
+	}
+	tok1, err := readAPIToken(home)
+	if err != nil || len(tok1) != 64 {
+		t.Fatalf("api token %q, %v; want 64 hex characters", tok1, err)
 	}
 
 	// A second Init changes nothing.
@@ -76,7 +81,10 @@ func TestInitCreatesHome(t *testing.T) {
 	if !key1.Equals(key2) {
 		t.Error("second Init replaced the identity key")
 	}
-	if entries, _ := os.ReadDir(home); len(entries) != 3 {
+	if tok2, err := readAPIToken(home); err != nil || tok2 != tok1 {
+		t.Errorf("second Init: api token %q, %v; want the first", tok2, err)
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 4 {
 		t.Errorf("home holds %d entries (temporary files left?): %v", len(entries), entries)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
 	record "github.com/libp2p/go-libp2p-record"
+	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -46,7 +47,7 @@ import (
 // With Config.Libp2pMetrics, go-libp2p's metrics (swarm, identify,
 // resource manager, event bus, AutoNAT, relay, …) register with reg, the
 // node's registry; without, none are collected.
-func newHost(cfg Config, key crypto.PrivKey, reg prometheus.Registerer) (_ host.Host, err error) {
+func newHost(cfg Config, key crypto.PrivKey, reg prometheus.Registerer, gater coreconnmgr.ConnectionGater) (_ host.Host, err error) {
 	cm, err := connmgr.NewConnManager(cfg.ConnMgr.Low, cfg.ConnMgr.High,
 		connmgr.WithGracePeriod(time.Duration(cfg.ConnMgr.Grace)))
 	if err != nil {
@@ -94,6 +95,9 @@ func newHost(cfg Config, key crypto.PrivKey, reg prometheus.Registerer) (_ host.
 	}
 	if cfg.HolePunching {
 		opts = append(opts, libp2p.EnableHolePunching())
+	}
+	if gater != nil {
+		opts = append(opts, libp2p.ConnectionGater(gater))
 	}
 	h, err := libp2p.New(opts...)
 	if err != nil {

@@ -38,6 +38,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/tdd"
+	"github.com/lmosnode/lmosnode/node/trust"
 	"github.com/lmosnode/lmosnode/node/wsgateway"
 )
 
@@ -54,6 +55,14 @@ type Node struct {
 	key    crypto.PrivKey
 	peerID peer.ID
 	didKey string
+	// apiToken is the API's token (access.go), tokenForAll whether every
+	// request must carry it.
+	apiToken    string
+	tokenForAll bool
+	// trust is the operator's trust list (trust.go); trustMu serialises
+	// its changes through the API with their write to config.json.
+	trust   *trust.List
+	trustMu sync.Mutex
 
 	unrouteLogs func()
 	// Observability (observe.go): the node's metrics, its tracer provider
@@ -167,6 +176,12 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if n.didKey, err = DIDKeyOf(key.GetPublic()); err != nil {
 		return nil, fmt.Errorf("node: identity: %w", err)
 	}
+	n.apiToken, n.tokenForAll = cfg.APIToken, cfg.tokenForAll()
+	if n.apiToken == "" {
+		if n.apiToken, _, err = loadOrCreateAPIToken(cfg.Home); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
 
 	n.store, err = datastore.Open(datastore.Deps{Self: n.peerID},
 		datastore.Config{Dir: filepath.Join(cfg.Home, DatastoreDir), CacheMB: cfg.Datastore.CacheMB},
@@ -174,7 +189,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.host, err = newHost(cfg, key, n.metrics.Registry())
+	n.host, err = newHost(cfg, key, n.metrics.Registry(), o.gater)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -202,7 +217,11 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	// the service's filters; the federation, with the service as its
 	// membership predicate and scoped publisher; and the own Things.
 	fedLog := o.logger.With("component", "federation")
-	intake, err := federation.NewIntake(federation.IntakeDeps{Directory: n.dir, Self: n.peerID, Validator: things}, federation.WithLogger(fedLog))
+	if n.trust, err = trust.New(n.peerID, cfg.Trust); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	intake, err := federation.NewIntake(federation.IntakeDeps{Directory: n.dir, Self: n.peerID, Validator: things, Admit: n.trust.Admits},
+		federation.WithLogger(fedLog))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -263,6 +282,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Publisher: n.fed,
 		Access:    access,
 		Fetcher:   n.fed,
+		Trust:     n.trust,
 	}, own.Config{}, own.WithLogger(o.logger.With("component", "interact")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -293,11 +313,12 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		// the owner side's.
 		Local:  interact.Instrument(n.ownerLocal(), interact.SideConsumer, "http", n.instrumentation()),
 		Remote: interact.InstrumentRemote(n.remote(), interact.SideConsumer, "http", n.instrumentation()),
+		Trust:  n.trust,
 	}
 	if n.mqtt != nil {
 		gwDeps.Broker = brokerForms{n.mqtt, n.own}
 	}
-	n.gateway, err = gateway.New(gwDeps, gateway.Config{BearerAuth: cfg.APIToken != "", WebSocketPath: wsPath},
+	n.gateway, err = gateway.New(gwDeps, gateway.Config{BearerAuth: n.tokenForAll, WebSocketPath: wsPath},
 		gateway.WithLogger(o.logger.With("component", "gateway")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -314,7 +335,8 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		// Directory consumers (exploreDirectory) get the consumer views
 		// the HTTP binding serves at /things/{id}/td.
 		ConsumerView: n.gateway.ConsumerViewOf,
-	}, tdd.Config{BearerAuth: cfg.APIToken != ""}, tdd.WithLogger(o.logger.With("component", "tdd")))
+		Trust:        n.trust,
+	}, tdd.Config{BearerAuth: n.tokenForAll, BearerWrites: !n.tokenForAll}, tdd.WithLogger(o.logger.With("component", "tdd")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

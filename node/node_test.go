@@ -231,6 +231,8 @@ func TestAPIProblems(t *testing.T) {
 	} {
 		t.Run(tc.method+tc.path, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, base+tc.path, nil)
+			// A write needs the token before the route answers.
+			req.Header.Set("Authorization", "Bearer "+n.APIToken())
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/connmgr"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -27,6 +28,8 @@ type options struct {
 	// access, if set, replaces the group service as the node's
 	// groupAccess (tests).
 	access groupAccess
+	// gater, if set, decides which connections the host makes and takes.
+	gater connmgr.ConnectionGater
 }
 
 func defaultOptions() options {
@@ -101,6 +104,19 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 			return errors.New("WithTracerProvider: provider is nil")
 		}
 		o.tracing = tp
+		return nil
+	}
+}
+
+// WithConnectionGater makes the host ask g before every connection it
+// dials or accepts, e.g. to keep a multi-node test to a given topology
+// (the DHT otherwise connects every node it hears of).
+func WithConnectionGater(g connmgr.ConnectionGater) Option {
+	return func(o *options) error {
+		if g == nil {
+			return errors.New("WithConnectionGater: gater is nil")
+		}
+		o.gater = g
 		return nil
 	}
 }

@@ -44,6 +44,7 @@ func TestThingsPlainTD(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", ct)
+		req.Header.Set("Authorization", "Bearer "+alice.APIToken())
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -108,3 +108,46 @@ func Ed25519FromPeerID(id peer.ID) (ed25519.PublicKey, error) {
 	}
 	return ed25519.PublicKey(raw), nil
 }
+
+// The short form of a publisher, as a user reads and types it: an
+// ellipsis and the last ShortPublisherLen characters of its peer ID
+// ("…zRfVBq6e"). Ed25519 peer IDs all start with "12D3KooW", so the end
+// tells them apart. Where a publisher is taken back as input, a short
+// form — with or without the ellipsis ("…", or "..."), of at least
+// MinPublisherSuffix characters — names the one publisher the node knows
+// whose peer ID ends with it (see PublisherSuffix).
+const (
+	ShortPublisherLen  = 8
+	MinPublisherSuffix = 6
+)
+
+// ShortPublisher returns the short form of publisher id.
+func ShortPublisher(id peer.ID) string {
+	s := id.String()
+	if len(s) <= ShortPublisherLen {
+		return s
+	}
+	return "…" + s[len(s)-ShortPublisherLen:]
+}
+
+// PublisherSuffix returns the peer ID suffix a short form s stands for,
+// and whether s is one: at least MinPublisherSuffix characters of the
+// base58 alphabet after an optional "…" or "...".
+func PublisherSuffix(s string) (string, bool) {
+	s, ok := strings.CutPrefix(s, "…")
+	if !ok {
+		s, _ = strings.CutPrefix(s, "...")
+	}
+	if len(s) < MinPublisherSuffix {
+		return "", false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune(base58Alphabet, r) {
+			return "", false
+		}
+	}
+	return s, true
+}
+
+// base58Alphabet is base58btc's, in which peer IDs are written.
+const base58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"

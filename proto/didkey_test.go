@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // A round trip with a fixed Ed25519 seed. (This seed is not the key of the
@@ -68,6 +70,26 @@ func TestParsePublisher(t *testing.T) {
 	for _, s := range []string{"", "nobody", "12D3Koo", "did:key:zzz", "did:web:example.com"} {
 		if got, err := ParsePublisher(s); err == nil {
 			t.Errorf("ParsePublisher(%q) = %s, accepted", s, got)
+		}
+	}
+}
+
+func TestShortPublisher(t *testing.T) {
+	const id = "12D3KooWJxLWSBaxuTCffiZvh7MV5Ht8m5rgEeq9vr6YMGoxzLF1"
+	p, err := peer.Decode(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ShortPublisher(p); got != "…MGoxzLF1" {
+		t.Errorf("ShortPublisher = %q", got)
+	}
+	for in, want := range map[string]string{
+		"…MGoxzLF1": "MGoxzLF1", "...MGoxzLF1": "MGoxzLF1", "MGoxzLF1": "MGoxzLF1", "xzLF1x": "xzLF1x",
+		"…zLF1": "", "…MGoxzL0": "", "…MGox-LF1": "", "": "",
+	} {
+		got, ok := PublisherSuffix(in)
+		if got != want || ok != (want != "") {
+			t.Errorf("PublisherSuffix(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
 }

@@ -71,6 +71,9 @@ type Candidate struct {
 	Href string `json:"href"`
 	// Modified is when the Thing last changed here (RFC 3339).
 	Modified string `json:"modified,omitempty"`
+	// Trust is the publisher's mark in the node's trust list: own,
+	// trusted, denied or unknown.
+	Trust string `json:"trust,omitempty"`
 }
 
 // Error returns "status title: detail" (without status when it is 0,

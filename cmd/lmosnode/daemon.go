@@ -27,8 +27,8 @@ const requestTimeout = 30 * time.Second
 type daemon struct {
 	home   string
 	apiURL string
-	// http sends the API token ($LMOS_API_TOKEN or the home's apiToken),
-	// if any, with every request; client and groups use it.
+	// http sends the API token ($LMOS_API_TOKEN, the home's apiToken or
+	// its api-token file) with every request; client and groups use it.
 	http   *http.Client
 	client *tdd.Client
 	groups *groupapi.Client
@@ -73,7 +73,7 @@ func (d *daemon) explain(err error) error {
 		return fmt.Errorf("no running node in %s (its api file names %s, which does not answer): start it with 'lmosnode up'", d.home, d.apiURL)
 	}
 	if p := (*lmosproto.Problem)(nil); errors.As(err, &p) && p.Status == http.StatusUnauthorized {
-		return fmt.Errorf("%w: the node's API requires its token: set apiToken in %s or $%s", err, filepath.Join(d.home, node.ConfigFile), node.APITokenEnv)
+		return fmt.Errorf("%w: the node's API requires its token, which the CLI reads from $%s, else apiToken in %s, else %s: check that they hold the running node's token", err, node.APITokenEnv, filepath.Join(d.home, node.ConfigFile), filepath.Join(d.home, node.APITokenFile))
 	}
 	return err
 }

@@ -226,13 +226,7 @@ func (d *demoRun) printf(format string, args ...any) {
 
 func ms(t time.Duration) string { return t.Round(time.Millisecond).String() }
 
-func short(p peer.ID) string {
-	s := p.String()
-	if len(s) > 12 {
-		return "…" + s[len(s)-8:]
-	}
-	return s
-}
+func short(p peer.ID) string { return lmosproto.ShortPublisher(p) }
 
 func typesOf(td *lmosproto.TD) string {
 	if len(td.Types) == 0 {

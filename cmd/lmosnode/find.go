@@ -12,6 +12,8 @@ import (
 
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/tdd"
+	"github.com/lmosnode/lmosnode/node/trust"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 func newFindCmd() *cobra.Command {
@@ -24,21 +26,24 @@ titles, descriptions and capabilities, and ranks the results. A capability
 that no known Thing offers is looked up in the DHT.
 
 Each result's signature is verified here; the PUBLISHER column is the peer
-that signed it ("self" for this node, "UNVERIFIED" if the proof does not
-verify). GROUPS are the groups a Thing is restricted to (lmos:groups), by
+that signed it, in its short form (…zRfVBq6e, the end of its peer ID),
+which --publisher and 'lmosnode trust' take back ("self" for this node,
+"UNVERIFIED" if the proof does not verify). TRUST is the publisher's mark
+in the node's trust list: own, trusted, denied or unknown; the node lists
+preferred, then allowed publishers first (see 'lmosnode trust'). GROUPS are the groups a Thing is restricted to (lmos:groups), by
 name where this node knows them, "-" for a public Thing. --json prints the
 signed TDs as served.`,
 		Example: `  lmosnode find weather
   lmosnode find --type agent --capability weather-forecast@^1.2
   lmosnode find --vendor "Example Maps AG" --type tool
-  lmosnode find --publisher 12D3KooW... --json`,
+  lmosnode find --publisher …zRfVBq6e --json`,
 		RunE: runFind,
 	}
 	f := cmd.Flags()
 	f.String("type", "", "agent, tool, or any @type")
 	f.String("capability", "", "capability id, optionally @ a semantic version range (weather-forecast@^1.2)")
 	f.String("vendor", "", "vendor name (lmos:vendor), case-insensitive")
-	f.String("publisher", "", "publisher peer ID or did:key")
+	f.String("publisher", "", "publisher: peer ID, did:key or the short form find prints (…zRfVBq6e)")
 	f.String("group", "", "group id (lmos:groups)")
 	f.Int("limit", 50, "at most this many results")
 	f.Int("offset", 0, "skip this many results")
@@ -96,11 +101,12 @@ func runFind(cmd *cobra.Command, args []string) error {
 		self, _ = peer.Decode(info.PeerID)
 	}
 	names := groupNames(ctx, d)
+	marks := trustMarks(ctx, d)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tGROUPS\tPUBLISHER\tID")
+	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tGROUPS\tPUBLISHER\tTRUST\tID")
 	for _, t := range res.Things {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
-			cell(t.TD.Vendor()), groupList(t.TD.Groups, names), publisherName(t, self), t.TD.ID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
+			cell(t.TD.Vendor()), groupList(t.TD.Groups, names), publisherName(t, self), trustMark(t, self, marks), t.TD.ID)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -119,17 +125,31 @@ func publisherName(t tdd.Found, self peer.ID) string {
 	case self:
 		return "self"
 	}
-	return shortPeerID(t.Publisher.String())
+	return lmosproto.ShortPublisher(t.Publisher)
 }
 
-// shortPeerID abbreviates a peer ID to its last characters: Ed25519 peer
-// IDs all start with 12D3KooW, so the end tells them apart.
-func shortPeerID(id string) string {
-	const keep = 8
-	if len(id) <= keep+1 {
-		return id
+// trustMarks returns the marks of the node's trust list by peer ID; nil
+// if the node does not answer (every publisher then shows unknown).
+func trustMarks(ctx context.Context, d *daemon) map[string]trust.Mark {
+	l, err := node.FetchTrust(ctx, d.http, d.apiURL)
+	if err != nil {
+		return nil
 	}
-	return "…" + id[len(id)-keep:]
+	return l.Marks()
+}
+
+// trustMark is the TRUST cell of a result.
+func trustMark(t tdd.Found, self peer.ID, marks map[string]trust.Mark) string {
+	switch t.Publisher {
+	case "":
+		return "-"
+	case self:
+		return string(trust.Own)
+	}
+	if m, ok := marks[t.Publisher.String()]; ok {
+		return string(m)
+	}
+	return string(trust.Unknown)
 }
 
 // groupNames maps the IDs of the groups the node knows to their names;

@@ -18,6 +18,7 @@ import (
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // The group commands are thin clients of the node's group API
@@ -816,5 +817,5 @@ func postLine(p groupapi.Post) string {
 	if !p.Sent.IsZero() {
 		sent = p.Sent.Local().Format("15:04:05")
 	}
-	return fmt.Sprintf("%s %s: %s", cell(sent), shortPeerID(p.From.String()), body)
+	return fmt.Sprintf("%s %s: %s", cell(sent), lmosproto.ShortPublisher(p.From), body)
 }

@@ -415,7 +415,7 @@ func TestGroupSubscribe(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "ended by the node") || len(lines) != 2 {
 		t.Fatalf("subscribe: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if !strings.HasSuffix(lines[0], " "+shortPeerID(peerB)+": hello members") || !strings.HasSuffix(lines[1], ": "+`{"alert":"disk"}`) {
+	if !strings.HasSuffix(lines[0], " …"+peerB[len(peerB)-8:]+": hello members") || !strings.HasSuffix(lines[1], ": "+`{"alert":"disk"}`) {
 		t.Errorf("subscribe lines:\n%s", out)
 	}
 	out, _, _ = lmosnode(t, "", "group", "subscribe", "diagnostics", "--json", "--home", home)

@@ -109,7 +109,7 @@ printed.`,
 }
 
 func addPublisherFlag(cmd *cobra.Command) {
-	cmd.Flags().String("publisher", "", "publisher peer ID or did:key, when several publish the Thing")
+	cmd.Flags().String("publisher", "", "publisher (peer ID, did:key or the short form find prints), when several publish the Thing")
 	_ = cmd.RegisterFlagCompletionFunc("publisher", cobra.NoFileCompletions)
 }
 

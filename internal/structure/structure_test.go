@@ -124,6 +124,7 @@ var nodeRank = map[string]int{
 	"node/datastore":  0,
 	"node/logroute":   0,
 	"node/metrics":    0,
+	"node/trust":      0,
 
 	"node/directory": 1,
 	"node/interact":  1,

@@ -35,6 +35,37 @@ type Tracer struct {
 	delivered  int
 	duplicates int
 	received   int
+	// mesh holds the node's mesh peers by topic (Graft adds, Prune
+	// removes).
+	mesh map[string]map[peer.ID]bool
+}
+
+// InMesh reports whether p is in the node's mesh of topic: the node
+// forwards the topic's messages to p.
+func (tr *Tracer) InMesh(p peer.ID, topic string) bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.mesh[topic][p]
+}
+
+// Graft records that p joined the node's mesh of topic.
+func (tr *Tracer) Graft(p peer.ID, topic string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.mesh == nil {
+		tr.mesh = map[string]map[peer.ID]bool{}
+	}
+	if tr.mesh[topic] == nil {
+		tr.mesh[topic] = map[peer.ID]bool{}
+	}
+	tr.mesh[topic][p] = true
+}
+
+// Prune records that p left the node's mesh of topic.
+func (tr *Tracer) Prune(p peer.ID, topic string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	delete(tr.mesh[topic], p)
 }
 
 var _ pubsub.RawTracer = (*Tracer)(nil)
@@ -120,8 +151,6 @@ func (*Tracer) OnNewOutboundStream(peer.ID, protocol.ID) {}
 func (*Tracer) OnClosedOutboundStream(peer.ID)           {}
 func (*Tracer) Join(string)                              {}
 func (*Tracer) Leave(string)                             {}
-func (*Tracer) Graft(peer.ID, string)                    {}
-func (*Tracer) Prune(peer.ID, string)                    {}
 func (*Tracer) ValidateMessage(*pubsub.Message)          {}
 func (*Tracer) ThrottlePeer(peer.ID)                     {}
 func (*Tracer) SendRPC(*pubsub.RPC, peer.ID)             {}

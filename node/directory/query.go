@@ -46,6 +46,12 @@ type Query struct {
 	// Directory.
 	Visible func(Entry) bool
 
+	// Rank, if set, ranks publishers (higher first): results are ordered
+	// by their publisher's rank before anything else (the trust list's
+	// preferred and allowed publishers lead). It is called under the
+	// directory's read lock and must not call the Directory.
+	Rank func(peer.ID) int
+
 	// ByID orders the results by thing id (byte order of the UTF-8
 	// strings, which is Unicode code point order), then publisher, instead
 	// of by relevance and title; free-text scores are still computed.
@@ -184,12 +190,17 @@ func (c *constraintCache) get(s string) (*versionRange, error) {
 // hit is a matching Thing and its relevance.
 type hit struct {
 	t     *thing
+	rank  int // Query.Rank of the publisher
 	score float64
 	key   uint64 // titleKey(t.title), or of t.id when ordering by id
 }
 
-// better orders hits: score descending, then title, publisher, id.
+// better orders hits: rank descending, score descending, then title,
+// publisher, id.
 func better(a, b hit) bool {
+	if a.rank != b.rank {
+		return a.rank > b.rank
+	}
 	if a.score != b.score {
 		return a.score > b.score
 	}
@@ -205,8 +216,12 @@ func better(a, b hit) bool {
 	return a.t.id < b.t.id
 }
 
-// betterByID orders hits by id, then publisher (Query.ByID).
+// betterByID orders hits by rank (descending), id, then publisher
+// (Query.ByID).
 func betterByID(a, b hit) bool {
+	if a.rank != b.rank {
+		return a.rank > b.rank
+	}
 	if a.key != b.key {
 		return a.key < b.key
 	}
@@ -331,7 +346,11 @@ func (d *Directory) Search(q Query) (Result, error) {
 		if q.ByID {
 			key = titleKey(t.id)
 		}
-		top.add(hit{t: t, score: score, key: key})
+		h := hit{t: t, score: score, key: key}
+		if q.Rank != nil {
+			h.rank = q.Rank(t.publisher)
+		}
+		top.add(h)
 	}
 
 	switch {

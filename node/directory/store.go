@@ -688,10 +688,21 @@ func (d *Directory) Purge(now time.Time) int {
 	if len(expired) == 0 {
 		return 0
 	}
+	if err := d.remove(expired); err != nil {
+		d.log.Warn("directory: purge failed", "expired", len(expired), "error", err)
+		return 0
+	}
+	d.log.Debug("directory: purged", "expired", len(expired))
+	return len(expired)
+}
+
+// remove deletes things from the datastore and from memory, and emits
+// thing_deleted for the live ones. Callers hold wmu.
+func (d *Directory) remove(things []*thing) error {
 	ctx := context.Background()
 	batch, err := d.ds.Batch(ctx)
 	if err == nil {
-		for _, t := range expired {
+		for _, t := range things {
 			if err = batch.Delete(ctx, thingKey(t.publisher, t.id)); err != nil {
 				break
 			}
@@ -704,23 +715,21 @@ func (d *Directory) Purge(now time.Time) int {
 		err = d.ds.Sync(ctx, keyThings)
 	}
 	if err != nil {
-		d.log.Warn("directory: purge failed", "expired", len(expired), "error", err)
-		return 0
+		return err
 	}
 	d.mu.Lock()
-	for _, t := range expired {
+	for _, t := range things {
 		d.drop(t)
 	}
 	d.mu.Unlock()
-	for _, t := range expired {
+	for _, t := range things {
 		if !t.tombstone {
 			e := d.entry(t, 0)
 			e.Tombstone = true
 			d.events.emit(EventDeleted, e, nil)
 		}
 	}
-	d.log.Debug("directory: purged", "expired", len(expired))
-	return len(expired)
+	return nil
 }
 
 func (d *Directory) purgeLoop() {

@@ -53,6 +53,10 @@ func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult
 	}
 	rec, err := f.intake.Check(author, data)
 	if err != nil {
+		if errors.Is(err, ErrNotAdmitted) {
+			// The operator's choice, not the sender's fault.
+			return pubsub.ValidationIgnore, err
+		}
 		if errors.Is(err, lmosdht.ErrWrongPublisher) {
 			err = fmt.Errorf("%w: %w", errNotAuthor, err)
 		}

@@ -27,8 +27,15 @@ type Intake struct {
 	self      peer.ID
 	dir       *directory.Directory
 	validator lmosdht.ThingValidator
+	admit     func(peer.ID) bool
 	log       *slog.Logger
 }
+
+// ErrNotAdmitted: the operator's trust list refuses the record's publisher
+// (deny-listed, or not trusted under onlyTrusted). The record is dropped;
+// the announce validator ignores it (not relayed, no penalty for the peer
+// that relayed it, which may not share the list).
+var ErrNotAdmitted = errors.New("publisher refused by this node's trust list")
 
 // IntakeDeps are what an Intake works with.
 type IntakeDeps struct {
@@ -41,6 +48,10 @@ type IntakeDeps struct {
 	// limits and the system clock. The node shares one (with its cache of
 	// verified records) with the DHT.
 	Validator lmosdht.ThingValidator
+	// Admit, if set, tells whether records of a publisher may enter the
+	// directory (the trust list: trust.List.Admits); nil admits every
+	// publisher.
+	Admit func(peer.ID) bool
 }
 
 // NewIntake returns the Intake of deps; of the options it takes
@@ -58,13 +69,17 @@ func NewIntake(deps IntakeDeps, opts ...Option) (*Intake, error) {
 			opt(&o)
 		}
 	}
-	return &Intake{self: deps.Self, dir: deps.Directory, validator: deps.Validator, log: o.log}, nil
+	return &Intake{self: deps.Self, dir: deps.Directory, validator: deps.Validator, admit: deps.Admit, log: o.log}, nil
 }
 
 // Check checks raw as a record published by publisher: size, proof, TD or
 // tombstone, freshness, and that publisher signed it (dht.ThingValidator
-// under the record's own key).
+// under the record's own key). A publisher the trust list refuses is an
+// error wrapping ErrNotAdmitted, before any of that.
 func (in *Intake) Check(publisher peer.ID, raw []byte) (*lmosproto.Record, error) {
+	if err := in.Admits(publisher); err != nil {
+		return nil, err
+	}
 	if len(raw) > lmosproto.MaxRecordSize {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", lmosdht.ErrTooLarge, len(raw), lmosproto.MaxRecordSize)
 	}
@@ -88,11 +103,24 @@ func (in *Intake) CheckKey(key string, raw []byte) (*lmosproto.Record, error) {
 	return in.validator.Check(key, raw)
 }
 
+// Admits returns nil if the trust list lets records of publisher in, else
+// an error wrapping ErrNotAdmitted.
+func (in *Intake) Admits(publisher peer.ID) error {
+	if in.admit != nil && !in.admit(publisher) {
+		return fmt.Errorf("%s: %w", publisher, ErrNotAdmitted)
+	}
+	return nil
+}
+
 // Store stores rec, a checked record of another publisher that arrived
 // via a path ("gossip", "dht", "group"), and returns what changed. A
 // record older than the one held is an error wrapping errReplay; one no
-// newer (a duplicate) an error wrapping ErrNotNewer.
+// newer (a duplicate) an error wrapping ErrNotNewer; one of a publisher
+// the trust list refuses an error wrapping ErrNotAdmitted.
 func (in *Intake) Store(via string, rec *lmosproto.Record) (directory.Change, error) {
+	if err := in.Admits(rec.Publisher()); err != nil {
+		return directory.Unchanged, fmt.Errorf("thing %q: %w", rec.ThingID, err)
+	}
 	change, err := in.dir.Put(rec, nil)
 	switch {
 	case errors.Is(err, directory.ErrStale):
@@ -114,6 +142,7 @@ func (in *Intake) Store(via string, rec *lmosproto.Record) (directory.Change, er
 // returns how many changed the directory; records no newer than those
 // held are skipped.
 func (in *Intake) StoreMany(recs []*lmosproto.Record) (int, error) {
+	recs = slices.DeleteFunc(slices.Clone(recs), func(r *lmosproto.Record) bool { return in.Admits(r.Publisher()) != nil })
 	if len(recs) == 0 {
 		return 0, nil
 	}

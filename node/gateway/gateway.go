@@ -17,6 +17,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/tdcache"
+	"github.com/lmosnode/lmosnode/node/trust"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -147,6 +148,14 @@ type Deps struct {
 	// Broker, if set, adds MQTT forms to the consumer views of the Things
 	// the node's MQTT gateway exposes.
 	Broker Broker
+	// Trust, if set, marks the publisher in consumer views (lmos:trust)
+	// and in the LMOS-Trust header of /things/{id}/td.
+	Trust Trust
+}
+
+// Trust is what the handler asks the operator's trust list (trust.List).
+type Trust interface {
+	Mark(p peer.ID) trust.Mark
 }
 
 // Handler serves the HTTP binding (see the package documentation).

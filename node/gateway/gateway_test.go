@@ -128,7 +128,13 @@ func pair(t *testing.T) (owner, consumer *node.Node, id string, th *interact.Thi
 // register it.
 func pairTD(t *testing.T, td *lmosproto.TD) (owner, consumer *node.Node, th *interact.Thing, err error) {
 	t.Helper()
-	net := testnet.New(t, 2, testnet.Options{})
+	return pairTDWith(t, td, testnet.Options{})
+}
+
+// pairTDWith is pairTD with the nodes built with opts.
+func pairTDWith(t *testing.T, td *lmosproto.TD, opts testnet.Options) (owner, consumer *node.Node, th *interact.Thing, err error) {
+	t.Helper()
+	net := testnet.New(t, 2, opts)
 	owner, consumer = net.Nodes[0], net.Nodes[1]
 	id := td.ID
 	th = device()
@@ -146,12 +152,18 @@ type api struct {
 	t    *testing.T
 	base string
 	hc   *http.Client
+	// token is the node's API token, sent on the node-admin routes
+	// (/api/…) only: the binding's calls need none on loopback, unless
+	// the node requires it for all requests (all).
+	token string
+	all   bool
 }
 
 func newAPI(t *testing.T, n *node.Node) *api {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &api{t: t, base: "http://" + n.APIAddr(), hc: &http.Client{Transport: tr}}
+	return &api{t: t, base: "http://" + n.APIAddr(), hc: &http.Client{Transport: tr}, token: n.APIToken(),
+		all: n.Config().APIAuth.RequireTokenFor == node.TokenForAll}
 }
 
 func (a *api) do(method, path, body string) (int, http.Header, []byte) {
@@ -167,6 +179,9 @@ func (a *api) do(method, path, body string) (int, http.Header, []byte) {
 	}
 	if accept != "" {
 		req.Header.Set("Accept", "application/"+accept)
+	}
+	if a.all || strings.HasPrefix(path, "/api/") {
+		req.Header.Set("Authorization", "Bearer "+a.token)
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")

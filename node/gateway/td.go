@@ -45,6 +45,9 @@ func (h *Handler) getTD(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", ContentTypeTD)
 	w.Header().Set("Content-Length", strconv.Itoa(len(view)))
 	w.Header().Set("LMOS-Publisher", t.entry.Publisher.String())
+	if h.deps.Trust != nil {
+		w.Header().Set("LMOS-Trust", string(h.deps.Trust.Mark(t.entry.Publisher)))
+	}
 	w.Header().Set("Link", fmt.Sprintf("</things/%s%s>; rel=\"canonical\"", url.PathEscape(t.entry.ThingID), t.query()))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(view)
@@ -71,7 +74,10 @@ func (h *Handler) view(r *http.Request, t target) ([]byte, *lmosproto.Problem) {
 		return nil, httpapi.Problemf(http.StatusNotFound, "Thing %q of %s was removed", t.entry.ThingID, t.entry.Publisher)
 	}
 	base := h.apiBase(r)
-	v := View{Base: base, Query: t.query(), Bearer: h.cfg.BearerAuth}
+	v := View{Base: base, Query: t.query(), Bearer: h.cfg.BearerAuth, Publisher: t.entry.Publisher.String()}
+	if h.deps.Trust != nil {
+		v.Trust = string(h.deps.Trust.Mark(t.entry.Publisher))
+	}
 	if h.cfg.WebSocketPath != "" {
 		v.WebSocket = "ws" + strings.TrimPrefix(base, "http") + h.cfg.WebSocketPath
 	}
@@ -106,6 +112,11 @@ type View struct {
 	Query string
 	// Bearer: the API requires a bearer token (else nosec).
 	Bearer bool
+	// Publisher, if set, is the peer ID of the Thing's publisher, which
+	// the view names in lmos:publisher (the proof that names it is
+	// dropped); Trust, if set, its mark in the node's trust list (own,
+	// trusted, denied, unknown), in lmos:trust.
+	Publisher, Trust string
 	// WebSocket, if set, is the URL of the node's lmosprotocol endpoint
 	// (e.g. "ws://127.0.0.1:5080/ws"): every affordance gets a form with
 	// subprotocol lmosprotocol there.
@@ -133,7 +144,8 @@ type MQTTForms struct {
 // binding (subprotocol lmosprotocol) and the MQTT binding when v offers
 // them; Thing-level forms only for the WebSocket binding's
 // writemultipleproperties and subscribeallevents; the bearer security
-// scheme if v.Bearer, else nosec. Everything else is kept as published.
+// scheme if v.Bearer, else nosec; lmos:publisher and lmos:trust when v
+// names them. Everything else is kept as published.
 func ConsumerView(td []byte, v View) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(td))
 	dec.UseNumber() // keep numbers exactly as published
@@ -147,6 +159,12 @@ func ConsumerView(td []byte, v View) ([]byte, error) {
 	delete(doc, "base")
 	delete(doc, "forms")
 	doc["@context"] = consumerContext(doc["@context"], v.MQTT != nil)
+	if v.Publisher != "" {
+		doc[lmosproto.PrefixLMOS+":publisher"] = v.Publisher
+	}
+	if v.Trust != "" {
+		doc[lmosproto.PrefixLMOS+":trust"] = v.Trust
+	}
 	if v.Bearer {
 		doc["securityDefinitions"] = map[string]any{bearerName: map[string]any{"scheme": "bearer", "in": "header", "name": "Authorization"}}
 		doc["security"] = bearerName

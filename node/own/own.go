@@ -13,6 +13,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/tdcache"
+	"github.com/lmosnode/lmosnode/node/trust"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -57,6 +58,18 @@ type Deps struct {
 	// Fetcher, if set, is asked by Resolve for a Thing of a named
 	// publisher that the directory lacks.
 	Fetcher Fetcher
+	// Trust, if set, is the operator's trust list: Resolve refuses denied
+	// publishers and picks the best-ranked of several.
+	Trust Trust
+}
+
+// Trust is what Resolve asks the operator's trust list (trust.List).
+type Trust interface {
+	// Rank orders publishers: trust.RankDenied (refused) up to
+	// trust.RankOwn.
+	Rank(p peer.ID) int
+	// Mark is the publisher's mark for the candidates of a 300.
+	Mark(p peer.ID) trust.Mark
 }
 
 // Config configures Things. The zero value of every field selects its

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/trust"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -47,7 +48,10 @@ const fetchTimeout = 10 * time.Second
 // the TD). With a publisher named (?publisher=) it is that
 // publisher's Thing, fetched from the DHT (Deps.Fetcher) when the
 // directory lacks it; otherwise the node's own Thing first, else the one
-// publisher of the id. Things this node may not see do not count. Its
+// publisher of the id, else the one the trust list (Deps.Trust) ranks
+// above the others (preferred over allowed over unknown). Things this node
+// may not see and deny-listed publishers do not count (naming a denied
+// publisher is 403). Its
 // errors are *proto.Problem: 404 for an unknown Thing, 403 (Forbidden)
 // for a call of a Thing only hidden ones have, 300 Multiple Choices with
 // Candidates (Publisher, Title, Modified; the caller, who knows its
@@ -73,6 +77,10 @@ func (t *Things) ResolveAs(ctx context.Context, id string, publisher peer.ID, ca
 }
 
 func (t *Things) resolve(ctx context.Context, id string, publisher peer.ID, visible func(directory.Entry) bool, hidden *directory.Entry) (directory.Entry, error) {
+	if publisher != "" && t.rank(publisher) == trust.RankDenied {
+		return directory.Entry{}, &lmosproto.Problem{Status: http.StatusForbidden, Title: interact.TitleForbidden,
+			Detail: fmt.Sprintf("publisher %s is deny-listed in this node's trust list", publisher)}
+	}
 	if publisher != "" {
 		e, ok := t.deps.Directory.Get(publisher, id)
 		if !ok && t.deps.Fetcher != nil && publisher != t.deps.Self {
@@ -93,6 +101,9 @@ func (t *Things) resolve(ctx context.Context, id string, publisher peer.ID, visi
 	}
 	var all []directory.Entry
 	for _, e := range t.deps.Directory.Lookup(id) {
+		if t.rank(e.Publisher) == trust.RankDenied {
+			continue
+		}
 		if visible(e) {
 			all = append(all, e)
 		} else if hidden.ThingID == "" {
@@ -106,14 +117,47 @@ func (t *Things) resolve(ctx context.Context, id string, publisher peer.ID, visi
 	case len(all) == 1 || all[0].Own: // Lookup puts the own Thing first
 		return all[0], nil
 	}
+	if e, ok := t.best(all); ok {
+		return e, nil
+	}
 	p := &lmosproto.Problem{Status: http.StatusMultipleChoices, Title: http.StatusText(http.StatusMultipleChoices),
 		Detail: fmt.Sprintf("Thing %q is published by %d peers and none is this node; choose one with ?publisher=", id, len(all))}
 	for _, e := range all {
-		p.Candidates = append(p.Candidates, lmosproto.Candidate{
+		c := lmosproto.Candidate{
 			Publisher: e.Publisher.String(),
 			Title:     e.Title,
 			Modified:  e.Modified.UTC().Format(time.RFC3339),
-		})
+		}
+		if t.deps.Trust != nil {
+			c.Trust = string(t.deps.Trust.Mark(e.Publisher))
+		}
+		p.Candidates = append(p.Candidates, c)
 	}
 	return directory.Entry{}, p
+}
+
+// rank is p's rank in the trust list (trust.RankUnknown without one).
+func (t *Things) rank(p peer.ID) int {
+	if t.deps.Trust == nil {
+		return trust.RankUnknown
+	}
+	return t.deps.Trust.Rank(p)
+}
+
+// best returns the one Thing of all whose publisher ranks highest in the
+// trust list, if that rank is above unknown and no other publisher shares
+// it: a preferred publisher wins over allowed and unknown ones, an allowed
+// one over unknown ones.
+func (t *Things) best(all []directory.Entry) (directory.Entry, bool) {
+	top, n := trust.RankUnknown, 0
+	var best directory.Entry
+	for _, e := range all {
+		switch r := t.rank(e.Publisher); {
+		case r > top:
+			top, n, best = r, 1, e
+		case r == top:
+			n++
+		}
+	}
+	return best, top > trust.RankUnknown && n == 1
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
+	"github.com/lmosnode/lmosnode/node/trust"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -103,6 +104,16 @@ type Deps struct {
 	// which the directory TD's things property reads, and the Link from a
 	// signed TD to its consumer view. Nil: view=consumer is 501.
 	ConsumerView func(r *http.Request, e directory.Entry) ([]byte, error)
+	// Trust, if set, is the operator's trust list: listings put its
+	// preferred, then allowed publishers first, and a retrieved TD's
+	// LMOS-Trust header carries its publisher's mark.
+	Trust Trust
+}
+
+// Trust is what the handler asks the operator's trust list (trust.List).
+type Trust interface {
+	Mark(p peer.ID) trust.Mark
+	Rank(p peer.ID) int
 }
 
 // Defaults of Config.
@@ -170,6 +181,10 @@ type Config struct {
 	// <token>": the directory TD then declares the bearer security scheme
 	// instead of nosec. The handler itself checks nothing.
 	BearerAuth bool
+	// BearerWrites tells that the API requires the token for the writes
+	// only (creating, updating and deleting TDs): the directory TD declares
+	// nosec and the bearer scheme on the forms of those actions.
+	BearerWrites bool
 }
 
 func (c Config) withDefaults() Config {

@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
+	"github.com/lmosnode/lmosnode/node/trust"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -38,6 +41,9 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq.q.Visible = h.visible(r)
+	if h.deps.Trust != nil {
+		lq.q.Rank = h.listRank
+	}
 	tag := h.deps.Directory.Revision() // before the search: a change after it changes the tag
 	// The directory pages in id order itself; any other order needs every
 	// match, ordered here, then cut.
@@ -188,6 +194,9 @@ func (h *Handler) retrieve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	setRegistrationHeaders(w.Header(), e)
+	if h.deps.Trust != nil {
+		w.Header().Set(HeaderTrust, string(h.deps.Trust.Mark(e.Publisher)))
+	}
 	if l := h.consumerViewLink(r, e); l != "" {
 		w.Header().Add("Link", l)
 	}
@@ -208,4 +217,16 @@ func writeBody(w http.ResponseWriter, r *http.Request, body []byte, offers ...st
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+// listRank is the rank of a listing's publishers: the trust list's
+// preferred, then allowed publishers first; the node's own and unknown
+// ones keep the listing's order (so that without a trust list nothing
+// moves).
+func (h *Handler) listRank(p peer.ID) int {
+	switch r := h.deps.Trust.Rank(p); r {
+	case trust.RankPreferred, trust.RankAllowed:
+		return r
+	}
+	return 0
 }

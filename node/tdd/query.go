@@ -105,7 +105,7 @@ func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem
 	lq.q.Group = v.Get("group")
 	lq.q.Text = v.Get("q")
 	if s := v.Get("publisher"); s != "" {
-		id, err := lmosproto.ParsePublisher(s)
+		id, err := h.deps.Directory.ParsePublisher(s)
 		if err != nil {
 			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err)
 		}

@@ -45,3 +45,39 @@ func TestWellKnownSecurity(t *testing.T) {
 		}
 	}
 }
+
+// TestWellKnownSecurityWrites: with the token for writes only, the
+// directory TD declares nosec and the bearer scheme on the forms of the
+// actions that write, and stays a valid TD.
+func TestWellKnownSecurityWrites(t *testing.T) {
+	env := tddtest.NewEnv(t, func(_ *tdd.Deps, c *tdd.Config) { c.BearerWrites = true })
+	r := do(t, http.MethodGet, env.URL+"/.well-known/wot", nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	if err := lmosproto.ValidateTD(r.body); err != nil {
+		t.Fatalf("directory TD is not valid: %v", err)
+	}
+	var td struct {
+		Security            string                       `json:"security"`
+		SecurityDefinitions map[string]map[string]string `json:"securityDefinitions"`
+		Actions             map[string]struct {
+			Forms []struct {
+				Security string `json:"security"`
+			} `json:"forms"`
+		} `json:"actions"`
+	}
+	if err := json.Unmarshal(r.body, &td); err != nil {
+		t.Fatal(err)
+	}
+	if td.Security != "nosec_sc" || td.SecurityDefinitions["bearer_sc"]["scheme"] != "bearer" {
+		t.Errorf("security %q, definitions %v; want nosec_sc and a bearer_sc", td.Security, td.SecurityDefinitions)
+	}
+	for name, want := range map[string]string{"createThing": "bearer_sc", "createAnonymousThing": "bearer_sc", "updateThing": "bearer_sc",
+		"partiallyUpdateThing": "bearer_sc", "deleteThing": "bearer_sc", "retrieveThing": "", "searchJSONPath": ""} {
+		a, ok := td.Actions[name]
+		if !ok || len(a.Forms) == 0 || a.Forms[0].Security != want {
+			t.Errorf("action %s: %+v, want form security %q", name, a, want)
+		}
+	}
+}

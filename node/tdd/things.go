@@ -29,7 +29,7 @@ func (h *Handler) resolve(r *http.Request, id string) (directory.Entry, *lmospro
 	var pub peer.ID
 	if s := r.URL.Query().Get("publisher"); s != "" {
 		var err error
-		if pub, err = lmosproto.ParsePublisher(s); err != nil {
+		if pub, err = h.deps.Directory.ParsePublisher(s); err != nil {
 			return directory.Entry{}, httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err)
 		}
 	}
@@ -237,7 +237,7 @@ func (h *Handler) checkWrite(r *http.Request, id string) *lmosproto.Problem {
 		return &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no thing id in the path: %s /things/{id}", r.Method)}
 	}
 	if s := r.URL.Query().Get("publisher"); s != "" {
-		pub, err := lmosproto.ParsePublisher(s)
+		pub, err := h.deps.Directory.ParsePublisher(s)
 		if err != nil {
 			return httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err)
 		}

@@ -206,10 +206,23 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 			"thingDeleted": event("thing_deleted", "Deletion of Thing Descriptions from the directory"),
 		},
 	}
-	if h.cfg.BearerAuth {
-		td["securityDefinitions"] = obj{"bearer_sc": obj{"scheme": "bearer", "in": "header", "name": "Authorization",
-			"description": "Every request carries the node's API token: Authorization: Bearer <token>."}}
+	bearer := obj{"scheme": "bearer", "in": "header", "name": "Authorization",
+		"description": "Every request carries the node's API token: Authorization: Bearer <token>."}
+	switch {
+	case h.cfg.BearerAuth:
+		td["securityDefinitions"] = obj{"bearer_sc": bearer}
 		td["security"] = "bearer_sc"
+	case h.cfg.BearerWrites:
+		// The writes act as the node: their forms need the token.
+		bearer["description"] = "The writes carry the node's API token: Authorization: Bearer <token>."
+		td["securityDefinitions"].(obj)["bearer_sc"] = bearer
+		for _, a := range td["actions"].(obj) {
+			if safe, _ := a.(obj)["safe"].(bool); !safe {
+				for _, f := range a.(obj)["forms"].([]any) {
+					f.(obj)["security"] = "bearer_sc"
+				}
+			}
+		}
 	}
 	return td
 }

@@ -36,6 +36,9 @@ const (
 const (
 	HeaderRegistration = "LMOS-Registration"
 	HeaderPublisher    = "LMOS-Publisher"
+	// HeaderTrust is the publisher's mark in the node's trust list: own,
+	// trusted, denied or unknown.
+	HeaderTrust = "LMOS-Trust"
 )
 
 // Registration is the registration information of a Thing in this

@@ -8,11 +8,18 @@
 //   node consume.js TD_URL [--property P] [--write JSON] [--action A]
 //                   [--input JSON] [--event E] [--timeout MS]
 //   node consume.js --explore ID DIRECTORY_URL [same options]
+//   node consume.js TD_URL --token TOKEN [same options]
 //
 // With --explore the Thing's TD is not fetched from TD_URL: the script
 // explores the directory whose TD is at DIRECTORY_URL (node-wot's
 // WoT.exploreDirectory, e.g. http://127.0.0.1:5080/.well-known/wot) and
 // consumes the TD of id ID that the directory lists.
+//
+// With --token the TD is fetched with "Authorization: Bearer TOKEN" and the
+// token is given to node-wot as the Thing's credentials
+// (servient.addCredentials), which node-wot sends as the TD's bearer
+// security scheme says. "--event none" skips the event (node-wot 0.9.2's
+// SSE subscriptions send no credentials).
 //
 // On success it prints one JSON line to standard output,
 //   {"title", "read", "written", "readBack", "output", "event"},
@@ -24,11 +31,11 @@ const { Servient } = require("@node-wot/core");
 const { HttpClientFactory } = require("@node-wot/binding-http");
 
 function usage(msg) {
-    process.stderr.write(`nodewot: ${msg}\nusage: node consume.js [--explore ID] TD_URL|DIRECTORY_URL [--property P] [--write JSON] [--action A] [--input JSON] [--event E] [--timeout MS]\n`);
+    process.stderr.write(`nodewot: ${msg}\nusage: node consume.js [--explore ID] TD_URL|DIRECTORY_URL [--property P] [--write JSON] [--action A] [--input JSON] [--event E] [--timeout MS] [--token TOKEN]\n`);
     process.exit(2);
 }
 
-const opts = { property: "target", write: "21.5", action: "add", input: '{"a":2,"b":40}', event: "alarm", timeout: "20000", explore: "" };
+const opts = { property: "target", write: "21.5", action: "add", input: '{"a":2,"b":40}', event: "alarm", timeout: "20000", explore: "", token: "" };
 const argv = process.argv.slice(2);
 let url;
 for (let i = 0; i < argv.length; i++) {
@@ -56,7 +63,7 @@ if (!(timeoutMs > 0)) usage(`bad --timeout ${opts.timeout}`);
 
 let step = "start";
 function fail(err) {
-    const msg = err instanceof Error ? err.message : typeof err === "string" ? err : JSON.stringify(err);
+    const msg = err instanceof Error ? err.message : typeof err === "string" ? err : require("util").inspect(err);
     process.stderr.write(`nodewot: ${step}: ${msg}\n`);
     process.exit(1);
 }
@@ -69,7 +76,13 @@ async function main() {
     const WoT = await servient.start();
 
     let td;
-    if (opts.explore === "") {
+    if (opts.token !== "") {
+        step = `fetch TD ${url} with the token`;
+        const resp = await fetch(url, { headers: { Authorization: `Bearer ${opts.token}`, Accept: "application/td+json" } });
+        if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}`);
+        td = await resp.json();
+        servient.addCredentials({ [td.id]: { token: opts.token } });
+    } else if (opts.explore === "") {
         step = `requestThingDescription ${url}`;
         td = await WoT.requestThingDescription(url);
     } else {
@@ -94,7 +107,7 @@ async function main() {
 
     step = `subscribeEvent ${opts.event}`;
     let subscription;
-    const firstEvent = new Promise((resolve, reject) => {
+    const firstEvent = opts.event === "none" ? Promise.resolve(null) : new Promise((resolve, reject) => {
         thing
             .subscribeEvent(
                 opts.event,

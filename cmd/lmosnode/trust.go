@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/trust"
+)
+
+func newTrustCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trust",
+		Short: "Show and change which publishers this node trusts",
+		Long: `trust shows and changes the running node's trust list: publishers it
+allows, prefers and denies. The change applies at once and is written to
+the "trust" member of config.json.
+
+  allow   the publisher is marked trusted; with "onlyTrusted": true in
+          config.json only trusted publishers' records are taken
+  prefer  trusted, and it wins: when several publishers have a Thing of one
+          id, the node resolves and calls the preferred one, and find lists
+          it first
+  deny    the publisher's records are dropped (those held now too), not
+          relayed to other nodes, not resolved and not called
+
+A PUBLISHER is a peer ID, a did:key, or the short form that 'lmosnode find'
+prints in its PUBLISHER column (…zRfVBq6e): the end of the peer ID of a
+publisher whose Things the node holds. Changing the list needs the node's
+API token, which the CLI reads from the home.`,
+		Example: `  lmosnode trust ls
+  lmosnode trust add prefer …zRfVBq6e
+  lmosnode trust add deny 12D3KooWJxLWSBaxuTCffiZvh7MV5Ht8m5rgEeq9vr6YMGoxzLF1
+  lmosnode trust rm …zRfVBq6e`,
+	}
+	cmd.AddCommand(newTrustLsCmd(), newTrustAddCmd(), newTrustRmCmd())
+	return cmd
+}
+
+func newTrustLsCmd() *cobra.Command {
+	return trustCmd(&cobra.Command{
+		Use:   "ls",
+		Short: "List the trust list",
+		Args:  cobra.NoArgs,
+	}, func(ctx context.Context, d *daemon, _ []string) (node.TrustList, error) {
+		return node.FetchTrust(ctx, d.http, d.apiURL)
+	})
+}
+
+func newTrustAddCmd() *cobra.Command {
+	return trustCmd(&cobra.Command{
+		Use:       "add allow|prefer|deny PUBLISHER",
+		Short:     "Put a publisher on the trust list (or move it to another level)",
+		Args:      cobra.ExactArgs(2),
+		ValidArgs: []string{string(trust.Allow), string(trust.Prefer), string(trust.Deny)},
+	}, func(ctx context.Context, d *daemon, args []string) (node.TrustList, error) {
+		level, err := trust.ParseLevel(args[0])
+		if err != nil {
+			return node.TrustList{}, err
+		}
+		return node.SetTrust(ctx, d.http, d.apiURL, args[1], level)
+	})
+}
+
+func newTrustRmCmd() *cobra.Command {
+	return trustCmd(&cobra.Command{
+		Use:   "rm PUBLISHER",
+		Short: "Take a publisher off the trust list",
+		Args:  cobra.ExactArgs(1),
+	}, func(ctx context.Context, d *daemon, args []string) (node.TrustList, error) {
+		return node.RemoveTrust(ctx, d.http, d.apiURL, args[0])
+	})
+}
+
+// trustCmd completes cmd: it runs call against the running node and
+// prints the trust list it returns.
+func trustCmd(cmd *cobra.Command, call func(context.Context, *daemon, []string) (node.TrustList, error)) *cobra.Command {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		d, err := connectDaemon(cmd)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := d.ctx(cmd)
+		defer cancel()
+		l, err := call(ctx, d, args)
+		if err != nil {
+			return d.explain(err)
+		}
+		if l.Dropped > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "dropped %d records of the denied publisher\n", l.Dropped)
+		}
+		return printTrust(cmd, l)
+	}
+	cmd.Flags().Bool("json", false, "print JSON")
+	return cmd
+}
+
+// printTrust prints the trust list l as a table (or JSON with --json).
+func printTrust(cmd *cobra.Command, l node.TrustList) error {
+	out := cmd.OutOrStdout()
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		return printJSON(out, l)
+	}
+	if len(l.Entries) == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "the trust list is empty: every publisher is unknown")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEVEL\tSHORT\tPUBLISHER")
+	for _, e := range l.Entries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Level, e.Short, e.Publisher)
+	}
+	if l.OnlyTrusted {
+		fmt.Fprintln(tw, "(onlyTrusted: records of unlisted publishers are not taken)")
+	}
+	return tw.Flush()
+}

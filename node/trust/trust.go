@@ -1,0 +1,224 @@
+package trust
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// Level is the place of a publisher in the list.
+type Level string
+
+// The levels of Config.
+const (
+	Allow  Level = "allow"
+	Prefer Level = "prefer"
+	Deny   Level = "deny"
+)
+
+// ParseLevel returns the Level named s.
+func ParseLevel(s string) (Level, error) {
+	switch l := Level(s); l {
+	case Allow, Prefer, Deny:
+		return l, nil
+	}
+	return "", fmt.Errorf("trust level %q: want allow, prefer or deny", s)
+}
+
+// Mark is what a user is shown beside a publisher.
+type Mark string
+
+// The marks.
+const (
+	Own     Mark = "own"
+	Trusted Mark = "trusted"
+	Denied  Mark = "denied"
+	Unknown Mark = "unknown"
+)
+
+// The ranks Rank returns.
+const (
+	RankDenied    = -1
+	RankUnknown   = 0
+	RankAllowed   = 1
+	RankPreferred = 2
+	RankOwn       = 3
+)
+
+// Config is the trust list as config.json holds it (the "trust" member):
+// publishers by peer ID or did:key.
+type Config struct {
+	// Allow are publishers the operator trusts: marked trusted; with
+	// OnlyTrusted the only ones (with Prefer) whose records are taken.
+	Allow []string `json:"allow,omitempty"`
+	// Prefer are trusted publishers that win: when several publishers
+	// have a Thing of one id, resolution picks the preferred one, and find
+	// lists them first.
+	Prefer []string `json:"prefer,omitempty"`
+	// Deny are publishers whose records are dropped: not stored, not
+	// relayed, not resolved, not called.
+	Deny []string `json:"deny,omitempty"`
+	// OnlyTrusted takes only the records of allowed and preferred
+	// publishers (and the node's own). Off by default: an open
+	// federation.
+	OnlyTrusted bool `json:"onlyTrusted,omitempty"`
+}
+
+// Validate checks that every entry names a publisher, once.
+func (c Config) Validate() error {
+	_, err := c.parse()
+	return err
+}
+
+func (c Config) parse() (map[peer.ID]Level, error) {
+	levels := map[peer.ID]Level{}
+	var errs []error
+	for _, l := range []struct {
+		level Level
+		ids   []string
+	}{{Allow, c.Allow}, {Prefer, c.Prefer}, {Deny, c.Deny}} {
+		for i, s := range l.ids {
+			id, err := lmosproto.ParsePublisher(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s[%d]: %w", l.level, i, err))
+				continue
+			}
+			if prev, dup := levels[id]; dup {
+				errs = append(errs, fmt.Errorf("%s[%d]: %s is listed in %s already", l.level, i, id, prev))
+				continue
+			}
+			levels[id] = l.level
+		}
+	}
+	return levels, errors.Join(errs...)
+}
+
+// List is a live trust list.
+type List struct {
+	self peer.ID
+
+	mu          sync.RWMutex
+	levels      map[peer.ID]Level
+	onlyTrusted bool
+}
+
+// New returns the list of cfg for the node self (never denied, always own).
+func New(self peer.ID, cfg Config) (*List, error) {
+	levels, err := cfg.parse()
+	if err != nil {
+		return nil, fmt.Errorf("trust: %w", err)
+	}
+	if levels[self] == Deny {
+		return nil, fmt.Errorf("trust: deny: %s is this node", self)
+	}
+	return &List{self: self, levels: levels, onlyTrusted: cfg.OnlyTrusted}, nil
+}
+
+// Level returns p's level, "" if unlisted.
+func (l *List) Level(p peer.ID) Level {
+	if l == nil {
+		return ""
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.levels[p]
+}
+
+// Mark returns the mark of p.
+func (l *List) Mark(p peer.ID) Mark {
+	if l != nil && p == l.self {
+		return Own
+	}
+	switch l.Level(p) {
+	case Allow, Prefer:
+		return Trusted
+	case Deny:
+		return Denied
+	}
+	return Unknown
+}
+
+// Rank orders publishers: higher is better (the Rank* constants).
+func (l *List) Rank(p peer.ID) int {
+	if l != nil && p == l.self {
+		return RankOwn
+	}
+	switch l.Level(p) {
+	case Prefer:
+		return RankPreferred
+	case Allow:
+		return RankAllowed
+	case Deny:
+		return RankDenied
+	}
+	return RankUnknown
+}
+
+// Admits reports whether records of p may enter the directory.
+func (l *List) Admits(p peer.ID) bool {
+	if l == nil || p == l.self {
+		return true
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	switch l.levels[p] {
+	case Deny:
+		return false
+	case Allow, Prefer:
+		return true
+	}
+	return !l.onlyTrusted
+}
+
+// Set puts p at level, moving it from another level; the node itself
+// cannot be denied.
+func (l *List) Set(p peer.ID, level Level) error {
+	if _, err := ParseLevel(string(level)); err != nil {
+		return err
+	}
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("trust: %w", err)
+	}
+	if p == l.self && level == Deny {
+		return fmt.Errorf("trust: deny: %s is this node", p)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.levels[p] = level
+	return nil
+}
+
+// Remove takes p off the list and reports whether it was on it.
+func (l *List) Remove(p peer.ID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.levels[p]
+	delete(l.levels, p)
+	return ok
+}
+
+// Config returns the list as config.json holds it, each level sorted.
+func (l *List) Config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	c := Config{OnlyTrusted: l.onlyTrusted}
+	for p, level := range l.levels {
+		switch level {
+		case Allow:
+			c.Allow = append(c.Allow, p.String())
+		case Prefer:
+			c.Prefer = append(c.Prefer, p.String())
+		case Deny:
+			c.Deny = append(c.Deny, p.String())
+		}
+	}
+	slices.Sort(c.Allow)
+	slices.Sort(c.Prefer)
+	slices.Sort(c.Deny)
+	return c
+}
