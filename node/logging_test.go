@@ -91,7 +91,13 @@ func TestPublishLogsOneLine(t *testing.T) {
 	}
 	const id = "urn:lmos:test:one-log-line"
 	td := `{"@context":["https://www.w3.org/2022/wot/td/v1.1"],"id":"` + id + `","title":"One line","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc"}`
-	resp, err := http.Post("http://"+n.APIAddr()+"/api/v1/things", "application/json", strings.NewReader(`{"td":`+td+`}`))
+	req, err := http.NewRequest(http.MethodPost, "http://"+n.APIAddr()+"/api/v1/things", strings.NewReader(`{"td":`+td+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+n.APIToken())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func obsPublish(t *testing.T, n *node.Node, td *lmosproto.TD, backend string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status, msg := obsDo(t, http.MethodPost, "http://"+n.APIAddr()+"/api/v1/things", "", string(body), nil); status/100 != 2 {
+	if status, msg := obsDo(t, http.MethodPost, "http://"+n.APIAddr()+"/api/v1/things", n.APIToken(), string(body), nil); status/100 != 2 {
 		t.Fatalf("publish: %d: %s", status, msg)
 	}
 }
