@@ -57,6 +57,11 @@ type Deps struct {
 	// Fetcher, if set, is asked by Resolve for a Thing of a named
 	// publisher that the directory lacks.
 	Fetcher Fetcher
+	// Kinds build the backends of Things published with a backend kind
+	// (directory.Local.Kind) other than an HTTP service, by kind: for
+	// example "a2a", an imported A2A agent (package a2abridge). The
+	// function is called once per kind and URL; what it returns is kept.
+	Kinds map[string]func(url string) (interact.Backend, error)
 }
 
 // Config configures Things. The zero value of every field selects its
@@ -105,9 +110,10 @@ type Things struct {
 	tds    *tdcache.Cache
 	engine *interact.Engine
 
-	mu   sync.Mutex
-	sdk  map[string]interact.Backend      // by thing id: Go handlers, agents over WebSocket
-	http map[string]*interact.HTTPBackend // by backend URL
+	mu    sync.Mutex
+	sdk   map[string]interact.Backend      // by thing id: Go handlers, agents over WebSocket
+	http  map[string]*interact.HTTPBackend // by backend URL
+	kinds map[[2]string]interact.Backend   // by backend kind and URL (Deps.Kinds)
 }
 
 // New builds the Things of deps: the engine that serves their
@@ -131,11 +137,12 @@ func New(deps Deps, cfg Config, opts ...Option) (*Things, error) {
 		}
 	}
 	t := &Things{
-		deps: deps,
-		log:  o.log,
-		tds:  tdcache.New(cfg.TDCacheSize),
-		sdk:  map[string]interact.Backend{},
-		http: map[string]*interact.HTTPBackend{},
+		deps:  deps,
+		log:   o.log,
+		tds:   tdcache.New(cfg.TDCacheSize),
+		sdk:   map[string]interact.Backend{},
+		http:  map[string]*interact.HTTPBackend{},
+		kinds: map[[2]string]interact.Backend{},
 	}
 	var err error
 	if t.engine, err = interact.NewEngine(interact.EngineDeps{Things: t, Authorize: t.authorize}, cfg.Engine, interact.WithLogger(o.log)); err != nil {
@@ -268,6 +275,9 @@ func (t *Things) backendOf(id string) (interact.Backend, error) {
 		return nil, &lmosproto.Problem{Status: http.StatusServiceUnavailable, Title: interact.TitleUnavailable,
 			Detail: fmt.Sprintf("Thing %q has no backend on this node (publish it with --backend URL, or register handlers)", id)}
 	}
+	if e.Local.Kind != "" {
+		return t.kindBackend(id, e.Local)
+	}
 	if be, ok := t.http[e.Local.Backend]; ok {
 		return be, nil
 	}
@@ -277,6 +287,27 @@ func (t *Things) backendOf(id string) (interact.Backend, error) {
 			Detail: fmt.Sprintf("backend of Thing %q: %v", id, err)}
 	}
 	t.http[e.Local.Backend] = be
+	return be, nil
+}
+
+// kindBackend is the backend of kind local.Kind for local.Backend
+// (Deps.Kinds); t.mu is held.
+func (t *Things) kindBackend(id string, local directory.Local) (interact.Backend, error) {
+	key := [2]string{local.Kind, local.Backend}
+	if be, ok := t.kinds[key]; ok {
+		return be, nil
+	}
+	build, ok := t.deps.Kinds[local.Kind]
+	if !ok {
+		return nil, &lmosproto.Problem{Status: http.StatusServiceUnavailable, Title: interact.TitleUnavailable,
+			Detail: fmt.Sprintf("Thing %q has a backend of kind %q, which this node does not serve", id, local.Kind)}
+	}
+	be, err := build(local.Backend)
+	if err != nil {
+		return nil, &lmosproto.Problem{Status: http.StatusBadGateway, Title: interact.TitleBadGateway,
+			Detail: fmt.Sprintf("%s backend of Thing %q: %v", local.Kind, id, err)}
+	}
+	t.kinds[key] = be
 	return be, nil
 }
 

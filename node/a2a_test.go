@@ -1,0 +1,141 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lmosnode/lmosnode/internal/testnet"
+	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/interact"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// a2aAgent registers on n an lmos:Agent with one action "chat" (input a
+// string): "stream" answers the chunks "a", "b", "c" as running statuses,
+// then "abc"; "slow" runs until cancelled; anything else is answered in
+// upper case.
+func a2aAgent(t *testing.T, n *node.Node, id string, groups ...string) {
+	t.Helper()
+	td := testnet.TD(t, id, "ChatAgent", "chat")
+	td.Description = "Answers in upper case."
+	td.Groups = groups
+	td.Actions = map[string]*lmosproto.ActionAffordance{"chat": {
+		Input:  json.RawMessage(`{"type":"string"}`),
+		Output: json.RawMessage(`{"type":"string"}`),
+		Forms:  []lmosproto.Form{{Href: "https://agent.invalid/chat"}},
+	}}
+	thing := interact.NewThing().OnAction("chat", func(ctx context.Context, in lmosproto.Value, progress func(lmosproto.Value)) (lmosproto.Value, error) {
+		var s string
+		if err := in.Decode(&s); err != nil {
+			return lmosproto.Value{}, err
+		}
+		switch s {
+		case "stream":
+			for _, c := range []string{"a", "b", "c"} {
+				progress(lmosproto.StringValue(c))
+			}
+			return lmosproto.StringValue("abc"), nil
+		case "slow":
+			progress(lmosproto.StringValue("started"))
+			<-ctx.Done()
+			return lmosproto.Value{}, ctx.Err()
+		}
+		return lmosproto.StringValue(strings.ToUpper(s)), nil
+	})
+	if _, err := n.Register(td, thing); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// a2aCall makes a JSON-RPC call of the A2A bridge at url and returns the
+// response.
+func a2aCall(t *testing.T, url, method string, params any) (result json.RawMessage, rpcErr *a2abridge.RPCError) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Result json.RawMessage     `json:"result"`
+		Error  *a2abridge.RPCError `json:"error"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %s: %v", method, b, err)
+	}
+	return r.Result, r.Error
+}
+
+func getJSONBody(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestA2AGo drives the bridge of node B with plain JSON-RPC: a message to
+// an agent of node A, and a group-scoped agent of A that B may not call.
+func TestA2AGo(t *testing.T) {
+	net := testnet.New(t, 2, testnet.Options{})
+	owner, consumer := net.Nodes[0], net.Nodes[1]
+	id := testnet.UniqueID(t)
+	a2aAgent(t, owner, id)
+	net.Link(1, 0)
+	testnet.WaitFor(t, "B learns the agent", 10*time.Second, func() (bool, string) {
+		return len(consumer.Directory().Lookup(id)) > 0, "not yet"
+	})
+	base := "http://" + consumer.APIAddr()
+	ep := base + a2abridge.AgentPath(owner.PeerID(), id)
+
+	status, card := getJSONBody(t, ep+a2abridge.WellKnownCard)
+	if status != http.StatusOK || !strings.Contains(string(card), `"signatures"`) {
+		t.Fatalf("card: %d %s", status, card)
+	}
+	var c a2abridge.AgentCard
+	if err := json.Unmarshal(card, &c); err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := lmosproto.Ed25519FromPeerID(consumer.PeerID())
+	if _, err := a2abridge.VerifyCard(c, pub); err != nil {
+		t.Fatalf("card signature: %v", err)
+	}
+	if c.SupportedInterfaces[0].URL != ep || len(c.Skills) != 1 || c.Skills[0].ID != "chat" {
+		t.Fatalf("card %s", card)
+	}
+
+	res, rerr := a2aCall(t, ep, a2abridge.MethodSendMessage, map[string]any{"message": map[string]any{
+		"messageId": "m1", "role": "ROLE_USER", "parts": []any{map[string]any{"text": "hello"}}}})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var sent a2abridge.SendMessageResponse
+	if err := json.Unmarshal(res, &sent); err != nil || sent.Task == nil {
+		t.Fatalf("SendMessage: %s (%v)", res, err)
+	}
+	if sent.Task.Status.State != a2abridge.StateCompleted || len(sent.Task.Artifacts) != 1 || *sent.Task.Artifacts[0].Parts[0].Text != "HELLO" {
+		t.Fatalf("task %s", res)
+	}
+	res, rerr = a2aCall(t, ep, a2abridge.MethodGetTask, map[string]any{"id": sent.Task.ID})
+	if rerr != nil || !strings.Contains(string(res), a2abridge.StateCompleted) {
+		t.Fatalf("GetTask: %s %v", res, rerr)
+	}
+	if _, rerr = a2aCall(t, ep, a2abridge.MethodCancelTask, map[string]any{"id": sent.Task.ID}); rerr == nil || rerr.Code != a2abridge.CodeTaskNotCancelable {
+		t.Fatalf("CancelTask of a completed task: %v", rerr)
+	}
+}

@@ -1,0 +1,281 @@
+package a2abridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lmosnode/lmosnode/node/interact"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// task is an A2A task: one LMOS invocation (invokeAction) of an agent's
+// action that the bridge follows for its client. Its events are kept in
+// order, so that a stream (SendStreamingMessage, SubscribeToTask) reads
+// every one of them whenever it joined.
+type task struct {
+	id, contextID string
+	thingID       string
+	action        string
+	sess          interact.Session
+	cancel        context.CancelFunc
+
+	mu       sync.Mutex
+	status   TaskStatus
+	arts     []Artifact
+	history  []Message
+	events   []StreamResponse // every event after the initial task, in order
+	changed  chan struct{}    // closed and replaced on every new event
+	done     chan struct{}    // closed when the task reached a terminal state
+	finished time.Time
+}
+
+func newTask(ctxID, thingID, action string, req Message) *task {
+	t := &task{id: uuid.NewString(), contextID: ctxID, thingID: thingID, action: action,
+		changed: make(chan struct{}), done: make(chan struct{})}
+	t.status = TaskStatus{State: StateSubmitted, Timestamp: now()}
+	req.TaskID, req.ContextID = t.id, ctxID
+	t.history = []Message{req}
+	return t
+}
+
+func now() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// snapshot returns the task as A2A shows it, with at most historyLength
+// messages of its history (nil: all).
+func (t *task) snapshot(historyLength *int) Task {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.snapshotLocked(historyLength)
+}
+
+func (t *task) snapshotLocked(historyLength *int) Task {
+	s := Task{ID: t.id, ContextID: t.contextID, Status: t.status, Artifacts: cloneArtifacts(t.arts)}
+	h := t.history
+	if historyLength != nil && *historyLength < len(h) {
+		h = h[len(h)-max(*historyLength, 0):]
+	}
+	s.History = append([]Message(nil), h...)
+	md, _ := json.Marshal(map[string]string{"lmos:thingId": t.thingID, "lmos:action": t.action}) // strings only
+	s.Metadata = md
+	return s
+}
+
+func cloneArtifacts(as []Artifact) []Artifact {
+	out := make([]Artifact, len(as))
+	for i, a := range as {
+		a.Parts = append([]Part(nil), a.Parts...)
+		out[i] = a
+	}
+	return out
+}
+
+// emitLocked appends ev to the events and wakes the streams.
+func (t *task) emitLocked(ev StreamResponse) {
+	t.events = append(t.events, ev)
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// setStatusLocked moves the task to state with an optional agent message
+// and emits the status update.
+func (t *task) setStatusLocked(state string, msg *Message) {
+	if terminal(t.status.State) {
+		return
+	}
+	if msg != nil {
+		msg.TaskID, msg.ContextID = t.id, t.contextID
+		t.history = append(t.history, *msg)
+	}
+	t.status = TaskStatus{State: state, Message: msg, Timestamp: now()}
+	t.emitLocked(StreamResponse{StatusUpdate: &TaskStatusUpdateEvent{TaskID: t.id, ContextID: t.contextID, Status: t.status}})
+	if terminal(state) {
+		t.finished = time.Now()
+		close(t.done)
+	}
+}
+
+// Artifact ids: the chunks of a running invocation (LMOS "one request,
+// many responses", actionStatus running with output) are appended to one
+// artifact; the final output is an artifact of its own.
+const (
+	artifactStream = "stream"
+	artifactResult = "result"
+)
+
+// addArtifactLocked adds parts to the artifact id (appending to it when
+// it exists) and emits the artifact update.
+func (t *task) addArtifactLocked(id string, parts []Part, last bool) {
+	ev := &TaskArtifactUpdateEvent{TaskID: t.id, ContextID: t.contextID, LastChunk: last,
+		Artifact: Artifact{ArtifactID: id, Name: id, Parts: parts}}
+	found := false
+	for i := range t.arts {
+		if t.arts[i].ArtifactID == id {
+			t.arts[i].Parts = append(t.arts[i].Parts, parts...)
+			ev.Append, found = true, true
+		}
+	}
+	if !found {
+		t.arts = append(t.arts, Artifact{ArtifactID: id, Name: id, Parts: append([]Part(nil), parts...)})
+	}
+	t.emitLocked(StreamResponse{ArtifactUpdate: ev})
+}
+
+// apply records an LMOS reply of the invocation.
+func (t *task) apply(m *lmosproto.Message) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch m.Type {
+	case lmosproto.MsgError:
+		p := m.Problem()
+		t.setStatusLocked(StateFailed, agentMessage(problemText(p), problemData(p)))
+	case lmosproto.MsgActionStatus:
+		switch m.Status {
+		case lmosproto.ActionPending:
+			// Accepted, not started: the task stays submitted.
+		case lmosproto.ActionRunning:
+			if m.Output.Present() {
+				t.addArtifactLocked(artifactStream, partsOf(m.Output), false)
+			}
+			if t.status.State != StateWorking {
+				t.setStatusLocked(StateWorking, nil)
+			}
+		case lmosproto.ActionCompleted:
+			if m.Output.Present() {
+				t.addArtifactLocked(artifactResult, partsOf(m.Output), true)
+			}
+			t.setStatusLocked(StateCompleted, nil)
+		case lmosproto.ActionCancelled:
+			t.setStatusLocked(StateCanceled, nil)
+		default: // failed
+			var msg *Message
+			if m.Output.Present() {
+				msg = &Message{MessageID: uuid.NewString(), Role: RoleAgent, Parts: partsOf(m.Output)}
+			}
+			t.setStatusLocked(StateFailed, msg)
+		}
+	}
+}
+
+// fail ends the task with a failure the bridge itself saw.
+func (t *task) fail(text string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.setStatusLocked(StateFailed, agentMessage(text, nil))
+}
+
+// isDone reports whether the task is terminal.
+func (t *task) isDone() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// next returns the events from index i on and a channel closed when more
+// arrive; done tells that the task is terminal and no event follows.
+func (t *task) next(i int) (evs []StreamResponse, more <-chan struct{}, done bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i < len(t.events) {
+		evs = append(evs, t.events[i:]...)
+	}
+	return evs, t.changed, terminal(t.status.State)
+}
+
+// agentMessage is a message of the agent with a text part and, if data is
+// set, a data part.
+func agentMessage(text string, data json.RawMessage) *Message {
+	m := &Message{MessageID: uuid.NewString(), Role: RoleAgent, Parts: []Part{TextPart(text)}}
+	if data != nil {
+		m.Parts = append(m.Parts, Part{Data: data, MediaType: "application/problem+json"})
+	}
+	return m
+}
+
+func problemText(p *lmosproto.Problem) string {
+	switch {
+	case p.Detail != "":
+		return p.Detail
+	case p.Title != "":
+		return p.Title
+	}
+	return http.StatusText(p.Status)
+}
+
+func problemData(p *lmosproto.Problem) json.RawMessage {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// partsOf maps an LMOS value to A2A parts: a string is a text part,
+// anything else a JSON data part.
+func partsOf(v lmosproto.Value) []Part {
+	var s string
+	if err := json.Unmarshal(v.JSON(), &s); err == nil {
+		return []Part{TextPart(s)}
+	}
+	return []Part{{Data: append(json.RawMessage(nil), v.JSON()...), MediaType: "application/json"}}
+}
+
+// tasks holds the tasks of the bridge's clients.
+type tasks struct {
+	retention time.Duration
+	max       int
+
+	mu   sync.Mutex
+	byID map[string]*task
+}
+
+// add keeps t; it fails when max tasks are held, after dropping those
+// finished longer than retention ago.
+func (ts *tasks) add(t *task) error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.pruneLocked(time.Now())
+	if len(ts.byID) >= ts.max {
+		return fmt.Errorf("this node follows %d A2A tasks already", len(ts.byID))
+	}
+	ts.byID[t.id] = t
+	return nil
+}
+
+func (ts *tasks) get(id string) (*task, bool) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.pruneLocked(time.Now())
+	t, ok := ts.byID[id]
+	return t, ok
+}
+
+func (ts *tasks) all() []*task {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.pruneLocked(time.Now())
+	out := make([]*task, 0, len(ts.byID))
+	for _, t := range ts.byID {
+		out = append(out, t)
+	}
+	return out
+}
+
+func (ts *tasks) pruneLocked(now time.Time) {
+	for id, t := range ts.byID {
+		t.mu.Lock()
+		old := !t.finished.IsZero() && now.Sub(t.finished) > ts.retention
+		t.mu.Unlock()
+		if old {
+			delete(ts.byID, id)
+		}
+	}
+}
