@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +105,7 @@ func TestA2AGo(t *testing.T) {
 	base := "http://" + consumer.APIAddr()
 	ep := base + a2abridge.AgentPath(owner.PeerID(), id)
 
-	status, card := getJSONBody(t, ep+a2abridge.WellKnownCard)
+	status, card := getJSONBody(t, ep+".well-known/agent-card.json")
 	if status != http.StatusOK || !strings.Contains(string(card), `"signatures"`) {
 		t.Fatalf("card: %d %s", status, card)
 	}
@@ -137,5 +139,68 @@ func TestA2AGo(t *testing.T) {
 	}
 	if _, rerr = a2aCall(t, ep, a2abridge.MethodCancelTask, map[string]any{"id": sent.Task.ID}); rerr == nil || rerr.Code != a2abridge.CodeTaskNotCancelable {
 		t.Fatalf("CancelTask of a completed task: %v", rerr)
+	}
+}
+
+// a2aJSDir holds the scripts that run the official A2A JavaScript SDK
+// (@a2a-js/sdk, pinned in package-lock.json) against the bridge.
+var a2aJSDir = filepath.Join("..", "scripts", "interop", "a2a")
+
+// a2aJS runs script with request req and decodes its one line of JSON.
+func a2aJS(t *testing.T, script string, req map[string]any) map[string]any {
+	t.Helper()
+	testnet.NPM(t, a2aJSDir)
+	arg, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script, string(arg))
+	cmd.Dir = a2aJSDir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node %s: %v\n%s", script, err, errb.Bytes())
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("%s printed %q: %v\n%s", script, out.Bytes(), err, errb.Bytes())
+	}
+	if e, ok := v["error"]; ok {
+		t.Fatalf("%s failed: %v\n%s", script, e, errb.Bytes())
+	}
+	return v
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestA2AJSClient: the official A2A JavaScript SDK client against node B
+// fetches and verifies the card of an agent hosted on node A, sends it a
+// message, streams a response, gets and cancels a task; and finds the
+// agent among the skills of B's own card.
+func TestA2AJSClient(t *testing.T) {
+	net := testnet.New(t, 2, testnet.Options{})
+	owner, consumer := net.Nodes[0], net.Nodes[1]
+	id := testnet.UniqueID(t)
+	a2aAgent(t, owner, id)
+	net.Link(1, 0)
+	testnet.WaitFor(t, "B learns the agent", 10*time.Second, func() (bool, string) {
+		return len(consumer.Directory().Lookup(id)) > 0, "not yet"
+	})
+	base := "http://" + consumer.APIAddr()
+	path := a2abridge.AgentPath(owner.PeerID(), id)
+	got := a2aJS(t, "client.mjs", map[string]any{"task": "agent", "base": base, "agent": path})
+
+	for what, want := range map[string]string{
+		"card":     `{"name":"ChatAgent","skills":["chat"],"url":"` + base + path + `","verified":true}`,
+		"send":     `{"artifacts":["HELLO"],"state":"TASK_STATE_COMPLETED"}`,
+		"stream":   `["task:TASK_STATE_SUBMITTED","status:TASK_STATE_WORKING","artifact:stream:a","artifact:stream:b","artifact:stream:c","artifact:result:abc","status:TASK_STATE_COMPLETED"]`,
+		"cancel":   `{"after":"TASK_STATE_CANCELED","cancelled":"TASK_STATE_CANCELED","got":"TASK_STATE_WORKING"}`,
+		"nodeCard": `{"skills":["` + owner.PeerID().String() + `/` + id + `"],"verified":true}`,
+	} {
+		if s := jsonOf(got[what]); s != want {
+			t.Errorf("%s: got %s\nwant %s", what, s, want)
+		}
 	}
 }

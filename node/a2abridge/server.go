@@ -37,17 +37,22 @@ const (
 
 // Patterns returns the ServeMux patterns the bridge serves.
 func Patterns() []string {
-	return []string{WellKnownCard, PathPrefix, PathPrefix + "/{publisher}/{id}", PathPrefix + "/{publisher}/{id}/.well-known/agent-card.json",
-		pathAgents, pathJWKS, PathImports}
+	return []string{WellKnownCard, PathPrefix, PathPrefix + "/{publisher}/{id}", PathPrefix + "/{publisher}/{id}/{$}",
+		PathPrefix + "/{publisher}/{id}/.well-known/agent-card.json", pathAgents, pathJWKS, PathImports}
 }
 
 func (b *Bridge) routes() {
 	b.mux = http.NewServeMux()
 	b.mux.HandleFunc("GET "+WellKnownCard, b.serveNodeCard)
 	b.mux.HandleFunc("POST "+PathPrefix, b.serveNodeRPC)
-	b.mux.HandleFunc("GET "+PathPrefix+"/{publisher}/{id}", b.serveAgentCard)
+	// An agent's base URL ends with a slash, so that clients find its card
+	// relative to it (new URL(".well-known/agent-card.json", base)); the
+	// form without the slash is served too.
+	for _, p := range []string{PathPrefix + "/{publisher}/{id}", PathPrefix + "/{publisher}/{id}/{$}"} {
+		b.mux.HandleFunc("GET "+p, b.serveAgentCard)
+		b.mux.HandleFunc("POST "+p, b.serveAgentRPC)
+	}
 	b.mux.HandleFunc("GET "+PathPrefix+"/{publisher}/{id}/.well-known/agent-card.json", b.serveAgentCard)
-	b.mux.HandleFunc("POST "+PathPrefix+"/{publisher}/{id}", b.serveAgentRPC)
 	b.mux.HandleFunc("GET "+pathAgents, b.serveAgents)
 	b.mux.HandleFunc("GET "+pathJWKS, func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, b.signer.jwks())
@@ -73,11 +78,14 @@ func baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// AgentPath is the path of the A2A endpoint of the agent id of publisher;
-// its card is at AgentPath + WellKnownCard.
+// AgentPath is the path of the A2A endpoint of the agent id of publisher,
+// ending with a slash; its card is at AgentPath + ".well-known/agent-card.json".
 func AgentPath(publisher peer.ID, id string) string {
-	return PathPrefix + "/" + url.PathEscape(publisher.String()) + "/" + url.PathEscape(id)
+	return PathPrefix + "/" + url.PathEscape(publisher.String()) + "/" + url.PathEscape(id) + "/"
 }
+
+// agentCardFile is the card's path relative to an agent's base URL.
+const agentCardFile = ".well-known/agent-card.json"
 
 // agents returns the lmos:Agent Things this node may see, by id.
 func (b *Bridge) agents() []directory.Entry {
@@ -113,7 +121,7 @@ func (b *Bridge) index(r *http.Request) ([]agentRef, []AgentSkill) {
 			continue
 		}
 		u := base + AgentPath(e.Publisher, e.ThingID)
-		refs = append(refs, agentRef{ThingID: e.ThingID, Publisher: e.Publisher.String(), Name: td.Title, URL: u, Card: u + WellKnownCard})
+		refs = append(refs, agentRef{ThingID: e.ThingID, Publisher: e.Publisher.String(), Name: td.Title, URL: u, Card: u + agentCardFile})
 		s := AgentSkill{ID: e.Publisher.String() + "/" + e.ThingID, Name: td.Title, Description: td.Description, Tags: []string{lmosproto.TypeAgent}}
 		for _, c := range td.Capabilities {
 			s.Tags = append(s.Tags, c.ID)
@@ -493,25 +501,19 @@ func lastInterrupted(evs []StreamResponse) bool {
 }
 
 func (b *Bridge) sendStreamingMessage(c *call) {
-	t, p, err := b.start(c)
+	t, _, err := b.start(c)
 	if err != nil {
 		writeRPC(c.w, c.req.ID, nil, err)
 		return
 	}
-	var hl *int
-	if p.Configuration != nil {
-		hl = p.Configuration.HistoryLength
-	}
-	b.stream(c, t, hl)
+	// The stream starts with the task as it was created, then every event.
+	b.stream(c, t, t.initial, 0)
 }
 
-// stream answers with the task t and then its events, as server-sent
-// events each holding a JSON-RPC response, until the task is terminal.
-func (b *Bridge) stream(c *call, t *task, hl *int) {
-	t.mu.Lock()
-	first := t.snapshotLocked(hl)
-	i := len(t.events)
-	t.mu.Unlock()
+// stream answers with the task first and then t's events from the i-th
+// on, as server-sent events each holding a JSON-RPC response, until the
+// task is terminal.
+func (b *Bridge) stream(c *call, t *task, first Task, i int) {
 	s, err := httpapi.StartStream(c.w, httpapi.StreamConfig{KeepAlive: b.cfg.KeepAlive, WriteTimeout: b.cfg.WriteTimeout})
 	if err != nil {
 		return
@@ -582,7 +584,10 @@ func (b *Bridge) subscribeToTask(c *call) {
 		writeRPC(c.w, c.req.ID, nil, rpcErr(CodeUnsupportedOperation, "task %q is in a terminal state", t.id))
 		return
 	}
-	b.stream(c, t, p.HistoryLength)
+	t.mu.Lock()
+	first, i := t.snapshotLocked(p.HistoryLength), len(t.events)
+	t.mu.Unlock()
+	b.stream(c, t, first, i)
 }
 
 // cancelTask sends the LMOS cancelAction and answers with the task once

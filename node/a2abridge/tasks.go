@@ -24,6 +24,7 @@ type task struct {
 	action        string
 	sess          interact.Session
 	cancel        context.CancelFunc
+	initial       Task // the task as created, before any event
 
 	mu       sync.Mutex
 	status   TaskStatus
@@ -41,6 +42,7 @@ func newTask(ctxID, thingID, action string, req Message) *task {
 	t.status = TaskStatus{State: StateSubmitted, Timestamp: now()}
 	req.TaskID, req.ContextID = t.id, ctxID
 	t.history = []Message{req}
+	t.initial = t.snapshotLocked(nil)
 	return t
 }
 
@@ -139,11 +141,11 @@ func (t *task) apply(m *lmosproto.Message) {
 		case lmosproto.ActionPending:
 			// Accepted, not started: the task stays submitted.
 		case lmosproto.ActionRunning:
-			if m.Output.Present() {
-				t.addArtifactLocked(artifactStream, partsOf(m.Output), false)
-			}
 			if t.status.State != StateWorking {
 				t.setStatusLocked(StateWorking, nil)
+			}
+			if m.Output.Present() {
+				t.addArtifactLocked(artifactStream, partsOf(m.Output), false)
 			}
 		case lmosproto.ActionCompleted:
 			if m.Output.Present() {

@@ -1,0 +1,99 @@
+// The official A2A JavaScript SDK (@a2a-js/sdk, pinned in package-lock.json)
+// as a client of an lmosnode's A2A bridge. Run by node/a2a_test.go:
+//
+//   node client.mjs '{"base": "http://127.0.0.1:PORT", "agent": "/a2a/<publisher>/<id>", "task": "…"}'
+//
+// It prints one JSON object with what it saw; the Go test asserts on it.
+import { ClientFactory } from "@a2a-js/sdk/client";
+import { Role, TaskState, verifyAgentCardSignature } from "@a2a-js/sdk";
+
+const req = JSON.parse(process.argv[2]);
+const out = {};
+const factory = new ClientFactory();
+
+const text = (s) => ({ content: { $case: "text", value: s } });
+const message = (s, metadata) => ({
+  messageId: crypto.randomUUID(),
+  role: Role.ROLE_USER,
+  parts: [text(s)],
+  metadata,
+});
+const partText = (p) => (p?.content?.$case === "text" ? p.content.value : JSON.stringify(p?.content?.value));
+// sendMessage answers a Task or a Message.
+const taskOf = (res) => (res?.payload?.$case === "task" ? res.payload.value : res);
+const stateName = (s) => TaskState[s] ?? String(s);
+
+// Verifies a card's signature with the key its jku names.
+async function verified(card) {
+  await verifyAgentCardSignature(async (kid, jku) => {
+    const jwks = await (await fetch(jku)).json();
+    const jwk = jwks.keys.find((k) => k.kid === kid);
+    return crypto.subtle.importKey("jwk", jwk, { name: "Ed25519" }, true, ["verify"]);
+  })(card);
+  return true;
+}
+
+async function agentTasks(base) {
+  const client = await factory.createFromUrl(base);
+  const card = await (await fetch(base + "/.well-known/agent-card.json")).json();
+  out.card = { name: card.name, url: card.supportedInterfaces[0].url, skills: card.skills.map((s) => s.id), verified: await verified(card) };
+
+  // Request-reply: a message answered by a completed task.
+  const sent = await client.sendMessage({ message: message("hello") });
+  const task = taskOf(sent);
+  out.send = { state: stateName(task.status.state), artifacts: task.artifacts.map((a) => a.parts.map(partText).join("")) };
+
+  // One request, many responses: the chunks stream as artifact updates.
+  out.stream = [];
+  for await (const ev of client.sendMessageStream({ message: message("stream") })) {
+    const p = ev.payload;
+    if (p?.$case === "task") out.stream.push("task:" + stateName(p.value.status.state));
+    if (p?.$case === "statusUpdate") out.stream.push("status:" + stateName(p.value.status.state));
+    if (p?.$case === "artifactUpdate") out.stream.push("artifact:" + p.value.artifact.artifactId + ":" + p.value.artifact.parts.map(partText).join(""));
+  }
+
+  // A long-running task: started, read, cancelled, read again.
+  const started = await client.sendMessage({ message: message("slow"), configuration: { returnImmediately: true, acceptedOutputModes: [] } });
+  const slow = taskOf(started);
+  let got = await client.getTask({ id: slow.id });
+  while (got.status.state !== TaskState.TASK_STATE_WORKING && got.status.state === TaskState.TASK_STATE_SUBMITTED) {
+    await new Promise((r) => setTimeout(r, 20));
+    got = await client.getTask({ id: slow.id });
+  }
+  const cancelled = await client.cancelTask({ id: slow.id });
+  const after = await client.getTask({ id: slow.id });
+  out.cancel = { got: stateName(got.status.state), cancelled: stateName(cancelled.status.state), after: stateName(after.status.state) };
+}
+
+async function nodeCard(base) {
+  const card = await (await fetch(base + "/.well-known/agent-card.json")).json();
+  out.nodeCard = { skills: card.skills.map((s) => s.id), verified: await verified(card) };
+}
+
+async function callOnly(base, input) {
+  const client = await factory.createFromUrl(base);
+  try {
+    const sent = await client.sendMessage({ message: message(input) });
+    const task = taskOf(sent);
+    out.call = { state: stateName(task.status.state), artifacts: task.artifacts.map((a) => a.parts.map(partText).join("")) };
+  } catch (e) {
+    out.call = { error: String(e?.message ?? e) };
+  }
+}
+
+try {
+  switch (req.task) {
+    case "agent":
+      await agentTasks(req.base + req.agent);
+      await nodeCard(req.base);
+      break;
+    case "call":
+      await callOnly(req.base + req.agent, req.input);
+      break;
+    default:
+      throw new Error("unknown task " + req.task);
+  }
+} catch (e) {
+  out.error = String(e?.stack ?? e);
+}
+console.log(JSON.stringify(out));
