@@ -204,3 +204,83 @@ func TestA2AJSClient(t *testing.T) {
 		}
 	}
 }
+
+// TestA2AImport: an A2A agent built with the official A2A JavaScript
+// SDK's server is imported on node A (its card read, an lmos:Agent
+// published) and called from node B through the HTTP binding and through
+// B's A2A bridge with the SDK's client.
+func TestA2AImport(t *testing.T) {
+	testnet.NPM(t, a2aJSDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "agent.mjs")
+	cmd.Dir = a2aJSDir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	var agent struct{ URL string }
+	if err := json.NewDecoder(stdout).Decode(&agent); err != nil {
+		t.Fatalf("agent.mjs: %v\n%s", err, errb.Bytes())
+	}
+
+	net := testnet.New(t, 2, testnet.Options{})
+	owner, consumer := net.Nodes[0], net.Nodes[1]
+	body, _ := json.Marshal(map[string]string{"card": agent.URL + ".well-known/agent-card.json"})
+	resp, err := http.Post("http://"+owner.APIAddr()+a2abridge.PathImports, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imp a2abridge.ImportResult
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &imp) != nil || imp.Endpoint != agent.URL {
+		t.Fatalf("import: %d %s", resp.StatusCode, b)
+	}
+	td, ok := owner.Things().TD(imp.ThingID)
+	if !ok || !td.IsAgent() || td.Title != "EchoAgent" || len(td.Capabilities) != 1 || td.Capabilities[0].ID != "echo" {
+		t.Fatalf("imported TD %+v", td)
+	}
+
+	net.Link(1, 0)
+	testnet.WaitFor(t, "B learns the imported agent", 10*time.Second, func() (bool, string) {
+		return len(consumer.Directory().Lookup(imp.ThingID)) > 0, "not yet"
+	})
+	// Through B's HTTP binding: A forwards the invocation over A2A.
+	resp, err = http.Post("http://"+consumer.APIAddr()+"/things/"+imp.ThingID+"/actions/"+a2abridge.ActionMessage, "application/json", strings.NewReader(`"hi"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// The streaming agent's first chunk makes the invocation long-running
+	// (201 with its status URL), which ends completed with the whole text.
+	var st struct{ Status, Href string }
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &st) != nil {
+		t.Fatalf("HTTP binding: %d %s", resp.StatusCode, b)
+	}
+	testnet.WaitFor(t, "the invocation completes", 10*time.Second, func() (bool, string) {
+		_, b = getJSONBody(t, "http://"+consumer.APIAddr()+st.Href)
+		return strings.Contains(string(b), `"completed"`), string(b)
+	})
+	if string(b) != `{"status":"completed","output":"echo: hi"}` {
+		t.Fatalf("HTTP binding: %s", b)
+	}
+	// Through B's A2A bridge, with the SDK's client: A2A → LMOS → A2A; the
+	// artifact "stream" holds the chunks, "result" the final output.
+	got := a2aJS(t, "client.mjs", map[string]any{"task": "call", "base": "http://" + consumer.APIAddr(),
+		"agent": a2abridge.AgentPath(owner.PeerID(), imp.ThingID), "input": "hey"})
+	if s := jsonOf(got["call"]); s != `{"artifacts":["echo: hey","echo: hey"],"state":"TASK_STATE_COMPLETED"}` {
+		t.Fatalf("A2A call: %s", s)
+	}
+}
