@@ -15,6 +15,7 @@ import (
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -277,10 +278,125 @@ func TestA2AImport(t *testing.T) {
 		t.Fatalf("HTTP binding: %s", b)
 	}
 	// Through B's A2A bridge, with the SDK's client: A2A → LMOS → A2A; the
-	// artifact "stream" holds the chunks, "result" the final output.
+	// artifact "stream" holds the chunks passed on (all but the last of the
+	// agent's artifact), "result" the final output.
 	got := a2aJS(t, "client.mjs", map[string]any{"task": "call", "base": "http://" + consumer.APIAddr(),
 		"agent": a2abridge.AgentPath(owner.PeerID(), imp.ThingID), "input": "hey"})
-	if s := jsonOf(got["call"]); s != `{"artifacts":["echo: hey","echo: hey"],"state":"TASK_STATE_COMPLETED"}` {
+	if s := jsonOf(got["call"]); s != `{"artifacts":["echo: ","echo: hey"],"state":"TASK_STATE_COMPLETED"}` {
 		t.Fatalf("A2A call: %s", s)
+	}
+}
+
+// TestA2AGroupScoped: an agent restricted to a group is an A2A agent for
+// the members' nodes and for nobody else: node B, not a member, neither
+// lists it, nor serves its card, nor calls it, at the per-agent and at the
+// node-wide endpoint.
+func TestA2AGroupScoped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	net := testnet.New(t, 3, testnet.Options{})
+	owner, outsider, member := net.Nodes[0], net.Nodes[1], net.Nodes[2]
+	net.Link(1, 0)
+	net.Link(2, 0)
+	info, err := owner.Groups().Create(ctx, "a2a-members", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := owner.Groups().Invite(info.ID, groupsvc.InviteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := member.Groups().Join(ctx, token); err != nil || res.Pending {
+		t.Fatalf("join: %+v, %v", res, err)
+	}
+	testnet.WaitFor(t, "two members on the member nodes", waitLong, testnet.All([]*node.Node{owner, member}, hasMembers(info.ID, owner, member)))
+	id := testnet.UniqueID(t)
+	a2aAgent(t, owner, id, info.ID)
+	public := testnet.UniqueID(t)
+	a2aAgent(t, owner, public)
+	testnet.WaitFor(t, "the member and the outsider learn what they may", waitLong, func() (bool, string) {
+		return len(member.Directory().Lookup(id)) > 0 && len(outsider.Directory().Lookup(public)) > 0, "not yet"
+	})
+	path := a2abridge.AgentPath(owner.PeerID(), id)
+	hello := map[string]any{"message": map[string]any{"messageId": "m1", "role": "ROLE_USER", "parts": []any{map[string]any{"text": "secret"}}}}
+
+	// The member's node serves the agent.
+	base := "http://" + member.APIAddr()
+	if _, b := getJSONBody(t, base+"/a2a/agents"); !strings.Contains(string(b), id) {
+		t.Fatalf("member's index lacks the agent: %s", b)
+	}
+	res, rerr := a2aCall(t, base+path, a2abridge.MethodSendMessage, hello)
+	if rerr != nil || !strings.Contains(string(res), "SECRET") {
+		t.Fatalf("member's call: %s %v", res, rerr)
+	}
+
+	// The outsider's does not.
+	base = "http://" + outsider.APIAddr()
+	_, idx := getJSONBody(t, base+"/a2a/agents")
+	_, card := getJSONBody(t, base+a2abridge.WellKnownCard)
+	if strings.Contains(string(idx), id) || strings.Contains(string(card), id) || !strings.Contains(string(idx), public) {
+		t.Fatalf("outsider lists the group's agent:\n%s\n%s", idx, card)
+	}
+	if status, b := getJSONBody(t, base+path+".well-known/agent-card.json"); status != http.StatusNotFound {
+		t.Fatalf("outsider serves the card: %d %s", status, b)
+	}
+	res, rerr = a2aCall(t, base+path, a2abridge.MethodSendMessage, hello)
+	if rerr == nil || rerr.Code != a2abridge.CodeServer || strings.Contains(string(res), "SECRET") {
+		t.Fatalf("outsider's call: %s %v", res, rerr)
+	}
+	md := map[string]any{"lmos:agent": id, "lmos:publisher": owner.PeerID().String()}
+	hello["message"].(map[string]any)["metadata"] = md
+	res, rerr = a2aCall(t, base+a2abridge.PathPrefix, a2abridge.MethodSendMessage, hello)
+	if rerr == nil || strings.Contains(string(res), "SECRET") {
+		t.Fatalf("outsider's call at the node-wide endpoint: %s %v", res, rerr)
+	}
+}
+
+// TestA2AImportPersists: node B imports an agent of node A through A's
+// A2A bridge (no libp2p between them), calls it through its HTTP binding,
+// and still forwards calls to it after a restart.
+func TestA2AImportPersists(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	owner := testnet.New(t, 1, testnet.Options{}).Nodes[0]
+	id := testnet.UniqueID(t)
+	a2aAgent(t, owner, id)
+	card := "http://" + owner.APIAddr() + a2abridge.AgentPath(owner.PeerID(), id) + ".well-known/agent-card.json"
+
+	cfg := testnet.Config(t)
+	start := func() *node.Node {
+		n, err := node.New(cfg, node.WithLogger(testnet.Logger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	call := func(n *node.Node, thingID string) string {
+		resp, err := http.Post("http://"+n.APIAddr()+"/things/"+thingID+"/actions/"+a2abridge.ActionMessage, "application/json", strings.NewReader(`"persist"`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	b := start()
+	imp, err := a2abridge.NewAPIClient("http://"+b.APIAddr(), nil).Import(ctx, card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := call(b, imp.ThingID); got != `"PERSIST"` {
+		t.Fatalf("call: %s", got)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = start()
+	t.Cleanup(func() { b.Close() })
+	if got := call(b, imp.ThingID); got != `"PERSIST"` {
+		t.Fatalf("call after restart: %s", got)
 	}
 }

@@ -213,8 +213,9 @@ func NewClient(cfg ClientConfig, opts ...Option) (*Client, error) {
 
 // Backend forwards the invocations of an imported A2A agent's action over
 // A2A (interact.Backend): the input becomes a message (a string a text
-// part, anything else a data part); artifact updates of a streaming agent
-// become actionStatus running with the chunk as output; the final task's
+// part, anything else a data part); artifact chunks of a streaming agent
+// (but the last of an artifact) become actionStatus running with the chunk
+// as output; the final task's
 // artifacts the completed status's output; cancelAction a CancelTask.
 type Backend struct {
 	c       *Client
@@ -341,11 +342,7 @@ func (r *result) event(ev StreamResponse) error {
 		r.taskID, r.state, r.status = ev.Task.ID, ev.Task.Status.State, ev.Task.Status.Message
 		r.arts = cloneArtifacts(ev.Task.Artifacts)
 	case ev.StatusUpdate != nil:
-		prev := r.state
 		r.state, r.status = ev.StatusUpdate.Status.State, ev.StatusUpdate.Status.Message
-		if r.state == StateWorking && prev != StateWorking {
-			return r.x.Status(lmosproto.ActionRunning, lmosproto.Value{})
-		}
 	case ev.ArtifactUpdate != nil:
 		a := ev.ArtifactUpdate.Artifact
 		merged := false
@@ -358,7 +355,10 @@ func (r *result) event(ev StreamResponse) error {
 		if !merged {
 			r.arts = append(r.arts, Artifact{ArtifactID: a.ArtifactID, Name: a.Name, Parts: append([]Part(nil), a.Parts...)})
 		}
-		if v, ok := valueOf(a.Parts); ok {
+		// A chunk that is not the artifact's last is passed on at once; the
+		// last is part of the final output only, so that an agent that
+		// answers with one artifact answers in one message.
+		if v, ok := valueOf(a.Parts); ok && !ev.ArtifactUpdate.LastChunk {
 			return r.x.Status(lmosproto.ActionRunning, v)
 		}
 	}

@@ -97,23 +97,27 @@ func (b *Bridge) agents() []directory.Entry {
 	return res.Entries
 }
 
-// agentRef is an entry of the agent index.
-type agentRef struct {
+// AgentRef is an entry of the agent index (GET /a2a/agents).
+type AgentRef struct {
+	// ThingID and Publisher name the lmos:Agent.
 	ThingID   string `json:"thingId"`
 	Publisher string `json:"publisher"`
-	Name      string `json:"name"`
-	URL       string `json:"url"`
-	Card      string `json:"card"`
+	// Name is the agent's title.
+	Name string `json:"name"`
+	// URL is the agent's A2A base URL: its JSON-RPC endpoint.
+	URL string `json:"url"`
+	// Card is the URL of its agent card.
+	Card string `json:"card"`
 }
 
 // index is the body of GET /a2a/agents.
 type index struct {
-	Agents []agentRef `json:"agents"`
+	Agents []AgentRef `json:"agents"`
 }
 
-func (b *Bridge) index(r *http.Request) ([]agentRef, []AgentSkill) {
+func (b *Bridge) index(r *http.Request) ([]AgentRef, []AgentSkill) {
 	base := baseURL(r)
-	refs := []agentRef{}
+	refs := []AgentRef{}
 	skills := []AgentSkill{}
 	for _, e := range b.agents() {
 		td, ok := b.deps.TDs.TDOf(e.Publisher, e.ThingID)
@@ -121,7 +125,7 @@ func (b *Bridge) index(r *http.Request) ([]agentRef, []AgentSkill) {
 			continue
 		}
 		u := base + AgentPath(e.Publisher, e.ThingID)
-		refs = append(refs, agentRef{ThingID: e.ThingID, Publisher: e.Publisher.String(), Name: td.Title, URL: u, Card: u + agentCardFile})
+		refs = append(refs, AgentRef{ThingID: e.ThingID, Publisher: e.Publisher.String(), Name: td.Title, URL: u, Card: u + agentCardFile})
 		s := AgentSkill{ID: e.Publisher.String() + "/" + e.ThingID, Name: td.Title, Description: td.Description, Tags: []string{lmosproto.TypeAgent}}
 		for _, c := range td.Capabilities {
 			s.Tags = append(s.Tags, c.ID)
