@@ -24,7 +24,7 @@ import (
 // string): "stream" answers the chunks "a", "b", "c" as running statuses,
 // then "abc"; "slow" runs until cancelled; anything else is answered in
 // upper case.
-func a2aAgent(t *testing.T, n *node.Node, id string, groups ...string) {
+func a2aAgent(t testing.TB, n *node.Node, id string, groups ...string) {
 	t.Helper()
 	td := testnet.TD(t, id, "ChatAgent", "chat")
 	td.Description = "Answers in upper case."

@@ -21,8 +21,9 @@ const (
 	// DefaultRetention is how long a finished task can still be read
 	// (GetTask), like the HTTP binding's invocations.
 	DefaultRetention = 5 * time.Minute
-	// DefaultMaxTasks bounds the tasks the bridge follows at once; more
-	// are refused.
+	// DefaultMaxTasks bounds the tasks the bridge keeps: at the bound, a
+	// new task pushes out the one finished first, and is refused when all
+	// still run.
 	DefaultMaxTasks = 1024
 	// DefaultKeepAlive is the interval of comment lines on idle streams.
 	DefaultKeepAlive = 15 * time.Second

@@ -239,14 +239,27 @@ type tasks struct {
 	byID map[string]*task
 }
 
-// add keeps t; it fails when max tasks are held, after dropping those
-// finished longer than retention ago.
+// add keeps t. When max tasks are held, the one finished first makes
+// room; it fails when all of them still run.
 func (ts *tasks) add(t *task) error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.pruneLocked(time.Now())
 	if len(ts.byID) >= ts.max {
-		return fmt.Errorf("this node follows %d A2A tasks already", len(ts.byID))
+		var oldest *task
+		var at time.Time
+		for _, o := range ts.byID {
+			o.mu.Lock()
+			f := o.finished
+			o.mu.Unlock()
+			if !f.IsZero() && (oldest == nil || f.Before(at)) {
+				oldest, at = o, f
+			}
+		}
+		if oldest == nil {
+			return fmt.Errorf("this node runs %d A2A tasks already", len(ts.byID))
+		}
+		delete(ts.byID, oldest.id)
 	}
 	ts.byID[t.id] = t
 	return nil
