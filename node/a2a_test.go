@@ -141,6 +141,81 @@ func TestA2AGo(t *testing.T) {
 	if _, rerr = a2aCall(t, ep, a2abridge.MethodCancelTask, map[string]any{"id": sent.Task.ID}); rerr == nil || rerr.Code != a2abridge.CodeTaskNotCancelable {
 		t.Fatalf("CancelTask of a completed task: %v", rerr)
 	}
+	if _, rerr = a2aCall(t, ep, a2abridge.MethodGetTask, map[string]any{"id": "no-such-task"}); rerr == nil || rerr.Code != a2abridge.CodeTaskNotFound {
+		t.Fatalf("GetTask of an unknown task: %v", rerr)
+	}
+	res, rerr = a2aCall(t, ep, a2abridge.MethodListTasks, map[string]any{"contextId": sent.Task.ContextID})
+	var list a2abridge.ListTasksResponse
+	if rerr != nil || json.Unmarshal(res, &list) != nil || list.TotalSize != 1 || list.Tasks[0].ID != sent.Task.ID || len(list.Tasks[0].Artifacts) != 0 {
+		t.Fatalf("ListTasks: %s %v", res, rerr)
+	}
+	// A message into a finished task, an action that does not exist, a
+	// file part, a push notification config: refused with A2A's codes.
+	for _, tc := range []struct {
+		msg  map[string]any
+		code int
+	}{
+		{map[string]any{"messageId": "m2", "taskId": sent.Task.ID, "parts": []any{map[string]any{"text": "x"}}}, a2abridge.CodeUnsupportedOperation},
+		{map[string]any{"messageId": "m3", "metadata": map[string]any{"lmos:action": "nope"}, "parts": []any{map[string]any{"text": "x"}}}, a2abridge.CodeInvalidParams},
+		{map[string]any{"messageId": "m4", "parts": []any{map[string]any{"url": "https://x.invalid/f"}}}, a2abridge.CodeContentTypeNotSupported},
+	} {
+		if res, rerr := a2aCall(t, ep, a2abridge.MethodSendMessage, map[string]any{"message": tc.msg}); rerr == nil || rerr.Code != tc.code {
+			t.Errorf("SendMessage %v: %s %v, want code %d", tc.msg, res, rerr, tc.code)
+		}
+	}
+	if res, rerr := a2aCall(t, ep, "CreateTaskPushNotificationConfig", map[string]any{}); rerr == nil || rerr.Code != a2abridge.CodePushNotSupported {
+		t.Errorf("push config: %s %v", res, rerr)
+	}
+	if res, rerr := a2aCall(t, ep, "message/send", map[string]any{}); rerr == nil || rerr.Code != a2abridge.CodeMethodNotFound {
+		t.Errorf("an A2A 0.3 method: %s %v", res, rerr)
+	}
+
+	// Without A2A-Version a request is an A2A 0.3 request: refused.
+	resp, err := http.Post(ep, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"x"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"code":-32009`) || !strings.Contains(string(b), `"id":7`) {
+		t.Fatalf("a request without A2A-Version: %s", b)
+	}
+}
+
+// TestA2ASubscribe: a client subscribes to a running task and sees it
+// cancelled.
+func TestA2ASubscribe(t *testing.T) {
+	n := testnet.New(t, 1, testnet.Options{}).Nodes[0]
+	id := testnet.UniqueID(t)
+	a2aAgent(t, n, id)
+	ep := "http://" + n.APIAddr() + a2abridge.AgentPath(n.PeerID(), id)
+	res, rerr := a2aCall(t, ep, a2abridge.MethodSendMessage, map[string]any{"configuration": map[string]any{"returnImmediately": true},
+		"message": map[string]any{"messageId": "m", "role": "ROLE_USER", "parts": []any{map[string]any{"text": "slow"}}}})
+	var sent a2abridge.SendMessageResponse
+	if rerr != nil || json.Unmarshal(res, &sent) != nil || sent.Task == nil {
+		t.Fatalf("SendMessage: %s %v", res, rerr)
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 2, "method": a2abridge.MethodSubscribeToTask, "params": map[string]any{"id": sent.Task.ID}})
+	req, _ := http.NewRequest(http.MethodPost, ep, bytes.NewReader(body))
+	req.Header.Set("A2A-Version", "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("SubscribeToTask answered %s", ct)
+	}
+	if _, rerr := a2aCall(t, ep, a2abridge.MethodCancelTask, map[string]any{"id": sent.Task.ID}); rerr != nil {
+		t.Fatal(rerr)
+	}
+	// The stream ends after the task did: the last event is the cancellation.
+	b, _ := io.ReadAll(resp.Body)
+	events := strings.Split(strings.TrimSpace(string(b)), "\n\n")
+	last := events[len(events)-1]
+	if !strings.HasPrefix(events[0], "data: ") || !strings.Contains(last, `"statusUpdate"`) || !strings.Contains(last, a2abridge.StateCanceled) {
+		t.Fatalf("stream:\n%s", b)
+	}
 }
 
 // a2aJSDir holds the scripts that run the official A2A JavaScript SDK
@@ -191,7 +266,7 @@ func TestA2AJSClient(t *testing.T) {
 	})
 	base := "http://" + consumer.APIAddr()
 	path := a2abridge.AgentPath(owner.PeerID(), id)
-	got := a2aJS(t, "client.mjs", map[string]any{"task": "agent", "base": base, "agent": path})
+	got := a2aJS(t, "client.mjs", map[string]any{"task": "agent", "base": base, "agent": path, "thingId": id})
 
 	for what, want := range map[string]string{
 		"card":     `{"name":"ChatAgent","skills":["chat"],"url":"` + base + path + `","verified":true}`,
@@ -199,6 +274,7 @@ func TestA2AJSClient(t *testing.T) {
 		"stream":   `["task:TASK_STATE_SUBMITTED","status:TASK_STATE_WORKING","artifact:stream:a","artifact:stream:b","artifact:stream:c","artifact:result:abc","status:TASK_STATE_COMPLETED"]`,
 		"cancel":   `{"after":"TASK_STATE_CANCELED","cancelled":"TASK_STATE_CANCELED","got":"TASK_STATE_WORKING"}`,
 		"nodeCard": `{"skills":["` + owner.PeerID().String() + `/` + id + `"],"verified":true}`,
+		"nodeCall": `{"artifacts":["VIA THE NODE"],"state":"TASK_STATE_COMPLETED"}`,
 	} {
 		if s := jsonOf(got[what]); s != want {
 			t.Errorf("%s: got %s\nwant %s", what, s, want)

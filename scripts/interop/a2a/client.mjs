@@ -65,9 +65,14 @@ async function agentTasks(base) {
   out.cancel = { got: stateName(got.status.state), cancelled: stateName(cancelled.status.state), after: stateName(after.status.state) };
 }
 
-async function nodeCard(base) {
+// The node's own card lists the agents as skills; its interface is the
+// node-wide endpoint, where message metadata names the agent.
+async function nodeCard(base, thingId) {
   const card = await (await fetch(base + "/.well-known/agent-card.json")).json();
   out.nodeCard = { skills: card.skills.map((s) => s.id), verified: await verified(card) };
+  const client = await factory.createFromUrl(base);
+  const task = taskOf(await client.sendMessage({ message: message("via the node", { "lmos:agent": thingId }) }));
+  out.nodeCall = { state: stateName(task.status.state), artifacts: task.artifacts.map((a) => a.parts.map(partText).join("")) };
 }
 
 async function callOnly(base, input) {
@@ -85,7 +90,7 @@ try {
   switch (req.task) {
     case "agent":
       await agentTasks(req.base + req.agent);
-      await nodeCard(req.base);
+      await nodeCard(req.base, req.thingId);
       break;
     case "call":
       await callOnly(req.base + req.agent, req.input);
