@@ -57,6 +57,35 @@ func a2aAgent(t testing.TB, n *node.Node, id string, groups ...string) {
 	}
 }
 
+// a2aSessionAgent registers on n an lmos:Agent whose one action "talk"
+// is a streaming session: every input chunk comes back in upper case, and
+// the session ends with the number of chunks it got.
+func a2aSessionAgent(t testing.TB, n *node.Node, id string) {
+	t.Helper()
+	td := testnet.TD(t, id, "TalkAgent", "talk")
+	td.Actions = map[string]*lmosproto.ActionAffordance{"talk": {
+		Input: json.RawMessage(`{"type":"string"}`),
+		Forms: []lmosproto.Form{{Href: "https://agent.invalid/talk"}},
+	}}
+	thing := interact.NewThing().OnStream("talk", func(ctx context.Context, in <-chan lmosproto.Value, out func(lmosproto.Value) error) error {
+		n := 0
+		for v := range in {
+			var s string
+			if err := v.Decode(&s); err != nil {
+				return err
+			}
+			n++
+			if err := out(lmosproto.StringValue(strings.ToUpper(s))); err != nil {
+				return err
+			}
+		}
+		return out(lmosproto.StringValue(strings.Repeat("*", n)))
+	})
+	if _, err := n.Register(td, thing); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // a2aCall makes a JSON-RPC call of the A2A bridge at url and returns the
 // response.
 func a2aCall(t *testing.T, url, method string, params any) (result json.RawMessage, rpcErr *a2abridge.RPCError) {
@@ -279,6 +308,25 @@ func TestA2AJSClient(t *testing.T) {
 		if s := jsonOf(got[what]); s != want {
 			t.Errorf("%s: got %s\nwant %s", what, s, want)
 		}
+	}
+}
+
+// TestA2ASession: a streaming conversation with the SDK's client is an
+// LMOS streaming session of an agent on another node.
+func TestA2ASession(t *testing.T) {
+	net := testnet.New(t, 2, testnet.Options{})
+	owner, consumer := net.Nodes[0], net.Nodes[1]
+	id := testnet.UniqueID(t)
+	a2aSessionAgent(t, owner, id)
+	net.Link(1, 0)
+	testnet.WaitFor(t, "B learns the agent", 10*time.Second, func() (bool, string) {
+		return len(consumer.Directory().Lookup(id)) > 0, "not yet"
+	})
+	got := a2aJS(t, "client.mjs", map[string]any{"task": "session", "base": "http://" + consumer.APIAddr(), "agent": a2abridge.AgentPath(owner.PeerID(), id)})
+	want := `{"events":["task:TASK_STATE_SUBMITTED","status:TASK_STATE_WORKING","artifact:stream:HELLO","artifact:stream:WORLD","artifact:stream:**","status:TASK_STATE_COMPLETED"],` +
+		`"history":3,"last":"TASK_STATE_COMPLETED","more":"TASK_STATE_WORKING"}`
+	if s := jsonOf(got["session"]); s != want {
+		t.Fatalf("session: got %s\nwant %s", s, want)
 	}
 }
 

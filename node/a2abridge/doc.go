@@ -26,6 +26,9 @@
 // artifact chunks (artifact "stream"), the final output the artifact
 // "result", completed/failed/cancelled the task's terminal states, an
 // error message a failed task with the problem as a data part.
+// A message with metadata "lmos:stream": true opens an LMOS streaming
+// session; messages naming its task are its input (streamInput), and
+// "lmos:streamEnd": true ends it (streamEnd).
 // SendStreamingMessage and SubscribeToTask stream the task's events as
 // server-sent events; GetTask, ListTasks and CancelTask (an LMOS
 // cancelAction) work on the tasks the bridge keeps for Config.Retention.

@@ -256,6 +256,10 @@ const (
 	metaAgent     = "lmos:agent"
 	metaPublisher = "lmos:publisher"
 	metaAction    = "lmos:action"
+	// metaStream opens a streaming session (LMOS invokeAction "stream":
+	// true); metaStreamEnd ends its input (streamEnd).
+	metaStream    = "lmos:stream"
+	metaStreamEnd = "lmos:streamEnd"
 )
 
 func (b *Bridge) serveNodeRPC(w http.ResponseWriter, r *http.Request) {
@@ -299,6 +303,21 @@ func metaString(key string, metadata ...json.RawMessage) string {
 		}
 	}
 	return ""
+}
+
+// metaBool is the boolean member key of the first metadata object that
+// has it.
+func metaBool(key string, metadata ...json.RawMessage) bool {
+	for _, md := range metadata {
+		var m map[string]any
+		if json.Unmarshal(md, &m) != nil {
+			continue
+		}
+		if v, ok := m[key].(bool); ok {
+			return v
+		}
+	}
+	return false
 }
 
 // versionOK reports whether r asks for the A2A version the bridge
@@ -377,66 +396,139 @@ func (c *call) params(v any) *RPCError {
 	return nil
 }
 
-// start opens the task of a SendMessage or SendStreamingMessage request.
-func (b *Bridge) start(c *call) (*task, *SendMessageRequest, *RPCError) {
+// started is what start did for a SendMessage or SendStreamingMessage.
+type started struct {
+	t *task
+	p *SendMessageRequest
+	// followUp is set for input into a running streaming session; from is
+	// the index of the first event after it.
+	followUp bool
+	from     int
+	// end is set when the message ended the session's input.
+	end bool
+}
+
+// start opens the task of a SendMessage or SendStreamingMessage request,
+// or feeds a message into the streaming session whose task it names.
+func (b *Bridge) start(c *call) (started, *RPCError) {
 	var p SendMessageRequest
 	if err := c.params(&p); err != nil {
-		return nil, nil, err
+		return started{}, err
 	}
 	m := p.Message
 	switch {
 	case m == nil:
-		return nil, nil, rpcErr(CodeInvalidParams, "Invalid parameters: message missing")
+		return started{}, rpcErr(CodeInvalidParams, "Invalid parameters: message missing")
 	case m.MessageID == "":
-		return nil, nil, rpcErr(CodeInvalidParams, "Invalid parameters: message.messageId missing")
+		return started{}, rpcErr(CodeInvalidParams, "Invalid parameters: message.messageId missing")
 	case len(m.Parts) == 0:
-		return nil, nil, rpcErr(CodeInvalidParams, "Invalid parameters: message.parts is empty")
+		return started{}, rpcErr(CodeInvalidParams, "Invalid parameters: message.parts is empty")
 	case p.Configuration != nil && len(p.Configuration.TaskPushNotificationConfig) > 0 && string(p.Configuration.TaskPushNotificationConfig) != "null":
-		return nil, nil, rpcErr(CodePushNotSupported, "push notifications are not supported")
+		return started{}, rpcErr(CodePushNotSupported, "push notifications are not supported")
 	}
+	m.Role = RoleUser
 	if m.TaskID != "" {
-		t, ok := b.tasks.get(m.TaskID)
-		if !ok || (c.thingID != "" && t.thingID != c.thingID) {
-			return nil, nil, rpcErr(CodeTaskNotFound, "task %q not found", m.TaskID)
-		}
-		if t.isDone() {
-			return nil, nil, rpcErr(CodeUnsupportedOperation, "task %q is in a terminal state; send a new message without taskId", m.TaskID)
-		}
-		return nil, nil, rpcErr(CodeUnsupportedOperation, "task %q is running: the bridge takes no further input into a running task", m.TaskID)
+		return b.followUp(c, &p)
 	}
 	e, td, rerr := c.agent(m.Metadata, p.Metadata)
 	if rerr != nil {
-		return nil, nil, rerr
+		return started{}, rerr
 	}
 	action, rerr := actionOf(td, m.Metadata, p.Metadata)
 	if rerr != nil {
-		return nil, nil, rerr
+		return started{}, rerr
 	}
 	input, rerr := inputOf(td.Actions[action], action, m.Parts)
 	if rerr != nil {
-		return nil, nil, rerr
+		return started{}, rerr
 	}
 	req := lmosproto.NewMessage(td.ID, lmosproto.MsgInvokeAction)
 	req.Name, req.Input, req.CorrelationID = action, input, req.MessageID
+	req.Stream = metaBool(metaStream, m.Metadata, p.Metadata)
 	ctxID := m.ContextID
 	if ctxID == "" {
 		ctxID = uuid.NewString()
 	}
-	m.Role = RoleUser
 	t := newTask(ctxID, td.ID, action, *m)
+	t.session, t.affordance = req.Stream, td.Actions[action]
 	if err := b.tasks.add(t); err != nil {
-		return nil, nil, rpcErr(CodeInternal, "%v", err)
+		return started{}, rpcErr(CodeInternal, "%v", err)
 	}
 	actx, cancel := context.WithCancel(b.ctx)
 	sess, err := b.invoker(e).Invoke(actx, req)
 	if err != nil {
 		cancel()
 		t.fail(fmt.Sprintf("invoking action %q of agent %q: %v", action, td.ID, err))
-		return t, &p, nil
+		return started{t: t, p: &p}, nil
 	}
 	t.sess, t.cancel = sess, cancel
 	b.wg.Go(func() { b.follow(t) })
-	return t, &p, nil
+	return started{t: t, p: &p}, nil
+}
+
+// followUp feeds message p.Message into the streaming session of its
+// task (LMOS streamInput; streamEnd when its metadata says
+// "lmos:streamEnd": true), once the agent accepted the session.
+func (b *Bridge) followUp(c *call, p *SendMessageRequest) (started, *RPCError) {
+	m := p.Message
+	t, ok := b.tasks.get(m.TaskID)
+	switch {
+	case !ok || (c.thingID != "" && t.thingID != c.thingID):
+		return started{}, rpcErr(CodeTaskNotFound, "task %q not found", m.TaskID)
+	case m.ContextID != "" && m.ContextID != t.contextID:
+		return started{}, rpcErr(CodeInvalidParams, "message contextId %q is not the context %q of task %q", m.ContextID, t.contextID, t.id)
+	case t.isDone():
+		return started{}, rpcErr(CodeUnsupportedOperation, "task %q is in a terminal state; send a new message without taskId", t.id)
+	case !t.session:
+		return started{}, rpcErr(CodeUnsupportedOperation, "task %q takes no further input: only a streaming session does (open it with message metadata %q: true)", t.id, metaStream)
+	}
+	end := metaBool(metaStreamEnd, m.Metadata, p.Metadata)
+	var input lmosproto.Value
+	if !end || !emptyText(m.Parts) {
+		var rerr *RPCError
+		if input, rerr = inputOf(t.affordance, t.action, m.Parts); rerr != nil {
+			return started{}, rerr
+		}
+	}
+	select {
+	case <-t.settled:
+	case <-c.r.Context().Done():
+		return started{}, rpcErr(CodeInternal, "the client left")
+	}
+	t.inputMu.Lock()
+	defer t.inputMu.Unlock()
+	if t.inputEnded {
+		return started{}, rpcErr(CodeUnsupportedOperation, "the input of task %q has ended", t.id)
+	}
+	t.mu.Lock()
+	m.ContextID = t.contextID
+	t.history = append(t.history, *m)
+	from := len(t.events)
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(c.r.Context(), cancelWait)
+	defer cancel()
+	var err error
+	if input.Present() {
+		err = t.sess.Send(ctx, &lmosproto.Message{Type: lmosproto.MsgStreamInput, Input: input})
+	}
+	if err == nil && end {
+		err = t.sess.Send(ctx, &lmosproto.Message{Type: lmosproto.MsgStreamEnd})
+		t.inputEnded = true
+	}
+	if err != nil {
+		return started{}, rpcErr(CodeUnsupportedOperation, "task %q takes no input: %v", t.id, err)
+	}
+	return started{t: t, p: p, followUp: true, from: from, end: end}, nil
+}
+
+// emptyText reports whether parts are text parts without text.
+func emptyText(parts []Part) bool {
+	for _, p := range parts {
+		if p.Text == nil || *p.Text != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // follow records the replies of t's invocation until it ends or the
@@ -459,59 +551,57 @@ func (b *Bridge) follow(t *task) {
 	}
 }
 
+// sendMessage answers with the task once it is terminal; a streaming
+// session's once the agent accepted it (the first message) or at once (a
+// further input; the one that ends the input once the session ended);
+// with configuration.returnImmediately at once.
 func (b *Bridge) sendMessage(c *call) {
-	t, p, err := b.start(c)
+	st, err := b.start(c)
 	if err != nil {
 		writeRPC(c.w, c.req.ID, nil, err)
 		return
 	}
+	t := st.t
 	var hl *int
-	if cfg := p.Configuration; cfg != nil {
+	wait := t.done
+	if cfg := st.p.Configuration; cfg != nil {
 		hl = cfg.HistoryLength
 		if cfg.ReturnImmediately {
-			s := t.snapshot(hl)
-			writeRPC(c.w, c.req.ID, SendMessageResponse{Task: &s}, nil)
-			return
+			wait = nil
 		}
 	}
-	// Wait for a terminal or interrupted state.
-	for i := 0; ; {
-		evs, more, done := t.next(i)
-		i += len(evs)
-		if done || lastInterrupted(evs) {
-			break
-		}
+	switch {
+	case wait == nil:
+	case st.followUp && !st.end:
+		wait = nil
+	case t.session && !st.followUp:
+		wait = t.settled
+	}
+	if wait != nil {
 		select {
-		case <-more:
+		case <-wait:
 		case <-c.r.Context().Done():
 			return
 		case <-b.ctx.Done():
-		}
-		if b.ctx.Err() != nil {
-			break
 		}
 	}
 	s := t.snapshot(hl)
 	writeRPC(c.w, c.req.ID, SendMessageResponse{Task: &s}, nil)
 }
 
-func lastInterrupted(evs []StreamResponse) bool {
-	for i := len(evs) - 1; i >= 0; i-- {
-		if su := evs[i].StatusUpdate; su != nil {
-			return interrupted(su.Status.State)
-		}
-	}
-	return false
-}
-
+// sendStreamingMessage streams the task from its creation (a new task) or
+// from the message on (a further input of a streaming session).
 func (b *Bridge) sendStreamingMessage(c *call) {
-	t, _, err := b.start(c)
+	st, err := b.start(c)
 	if err != nil {
 		writeRPC(c.w, c.req.ID, nil, err)
 		return
 	}
-	// The stream starts with the task as it was created, then every event.
-	b.stream(c, t, t.initial, 0)
+	if st.followUp {
+		b.stream(c, st.t, st.t.snapshot(nil), st.from)
+		return
+	}
+	b.stream(c, st.t, st.t.initial, 0)
 }
 
 // stream answers with the task first and then t's events from the i-th

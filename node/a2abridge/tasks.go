@@ -25,6 +25,12 @@ type task struct {
 	sess          interact.Session
 	cancel        context.CancelFunc
 	initial       Task // the task as created, before any event
+	// session is set for an LMOS streaming session: further messages are
+	// its input, of the action affordance.
+	session    bool
+	affordance *lmosproto.ActionAffordance
+	inputMu    sync.Mutex // serialises the session's input; guards inputEnded
+	inputEnded bool
 
 	mu       sync.Mutex
 	status   TaskStatus
@@ -33,12 +39,14 @@ type task struct {
 	events   []StreamResponse // every event after the initial task, in order
 	changed  chan struct{}    // closed and replaced on every new event
 	done     chan struct{}    // closed when the task reached a terminal state
+	settled  chan struct{}    // closed when done, or when the agent accepted the session
+	accepted bool
 	finished time.Time
 }
 
 func newTask(ctxID, thingID, action string, req Message) *task {
 	t := &task{id: uuid.NewString(), contextID: ctxID, thingID: thingID, action: action,
-		changed: make(chan struct{}), done: make(chan struct{})}
+		changed: make(chan struct{}), done: make(chan struct{}), settled: make(chan struct{})}
 	t.status = TaskStatus{State: StateSubmitted, Timestamp: now()}
 	req.TaskID, req.ContextID = t.id, ctxID
 	t.history = []Message{req}
@@ -99,6 +107,7 @@ func (t *task) setStatusLocked(state string, msg *Message) {
 	if terminal(state) {
 		t.finished = time.Now()
 		close(t.done)
+		t.settleLocked()
 	}
 }
 
@@ -141,6 +150,9 @@ func (t *task) apply(m *lmosproto.Message) {
 		case lmosproto.ActionPending:
 			// Accepted, not started: the task stays submitted.
 		case lmosproto.ActionRunning:
+			if m.Stream {
+				t.settleLocked() // the session is accepted
+			}
 			if t.status.State != StateWorking {
 				t.setStatusLocked(StateWorking, nil)
 			}
@@ -161,6 +173,14 @@ func (t *task) apply(m *lmosproto.Message) {
 			}
 			t.setStatusLocked(StateFailed, msg)
 		}
+	}
+}
+
+// settleLocked closes settled once.
+func (t *task) settleLocked() {
+	if !t.accepted {
+		t.accepted = true
+		close(t.settled)
 	}
 }
 

@@ -75,6 +75,41 @@ async function nodeCard(base, thingId) {
   out.nodeCall = { state: stateName(task.status.state), artifacts: task.artifacts.map((a) => a.parts.map(partText).join("")) };
 }
 
+const describe = (ev) => {
+  const p = ev.payload;
+  switch (p?.$case) {
+    case "task": return "task:" + stateName(p.value.status.state);
+    case "statusUpdate": return "status:" + stateName(p.value.status.state);
+    case "artifactUpdate": return "artifact:" + p.value.artifact.artifactId + ":" + p.value.artifact.parts.map(partText).join("");
+    default: return "message";
+  }
+};
+
+// A streaming conversation (an LMOS streaming session): the first message
+// opens it (metadata lmos:stream) and streams the task; further messages
+// name the task and are the session's input; lmos:streamEnd ends it.
+async function session(base) {
+  const client = await factory.createFromUrl(base);
+  const events = [];
+  let taskId;
+  let opened;
+  const ready = new Promise((r) => (opened = r));
+  const collect = (async () => {
+    for await (const ev of client.sendMessageStream({ message: message("hello", { "lmos:stream": true }) })) {
+      if (ev.payload?.$case === "task") {
+        taskId = ev.payload.value.id;
+        opened();
+      }
+      events.push(describe(ev));
+    }
+  })();
+  await ready;
+  const more = taskOf(await client.sendMessage({ message: { ...message("world"), taskId } }));
+  const last = taskOf(await client.sendMessage({ message: { ...message(""), taskId, metadata: { "lmos:streamEnd": true } } }));
+  await collect;
+  out.session = { events, more: stateName(more.status.state), last: stateName(last.status.state), history: last.history.length };
+}
+
 async function callOnly(base, input) {
   const client = await factory.createFromUrl(base);
   try {
@@ -91,6 +126,9 @@ try {
     case "agent":
       await agentTasks(req.base + req.agent);
       await nodeCard(req.base, req.thingId);
+      break;
+    case "session":
+      await session(req.base + req.agent);
       break;
     case "call":
       await callOnly(req.base + req.agent, req.input);
