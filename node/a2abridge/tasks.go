@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,7 +25,8 @@ type task struct {
 	action        string
 	sess          interact.Session
 	cancel        context.CancelFunc
-	initial       Task // the task as created, before any event
+	initial       Task            // the task as created, before any event
+	metadata      json.RawMessage // the task's metadata: the agent and action
 	// session is set for an LMOS streaming session: further messages are
 	// its input, of the action affordance.
 	session    bool
@@ -50,6 +52,7 @@ func newTask(ctxID, thingID, action string, req Message) *task {
 	t.status = TaskStatus{State: StateSubmitted, Timestamp: now()}
 	req.TaskID, req.ContextID = t.id, ctxID
 	t.history = []Message{req}
+	t.metadata, _ = json.Marshal(map[string]string{"lmos:thingId": thingID, "lmos:action": action}) // strings only
 	t.initial = t.snapshotLocked(nil)
 	return t
 }
@@ -71,8 +74,7 @@ func (t *task) snapshotLocked(historyLength *int) Task {
 		h = h[len(h)-max(*historyLength, 0):]
 	}
 	s.History = append([]Message(nil), h...)
-	md, _ := json.Marshal(map[string]string{"lmos:thingId": t.thingID, "lmos:action": t.action}) // strings only
-	s.Metadata = md
+	s.Metadata = t.metadata
 	return s
 }
 
@@ -255,31 +257,43 @@ type tasks struct {
 	retention time.Duration
 	max       int
 
-	mu   sync.Mutex
-	byID map[string]*task
+	mu        sync.Mutex
+	byID      map[string]*task
+	nextPrune time.Time
 }
 
-// add keeps t. When max tasks are held, the one finished first makes
-// room; it fails when all of them still run.
+// pruneEvery is how often the store drops the tasks finished longer than
+// retention ago (a walk over all of them).
+const pruneEvery = time.Second
+
+// add keeps t. When max tasks are held, the eighth of them that finished
+// first makes room (all at once, so that a full store does not walk its
+// tasks on every add); it fails when all of them still run.
 func (ts *tasks) add(t *task) error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.pruneLocked(time.Now())
 	if len(ts.byID) >= ts.max {
-		var oldest *task
-		var at time.Time
+		type fin struct {
+			t  *task
+			at time.Time
+		}
+		var done []fin
 		for _, o := range ts.byID {
 			o.mu.Lock()
 			f := o.finished
 			o.mu.Unlock()
-			if !f.IsZero() && (oldest == nil || f.Before(at)) {
-				oldest, at = o, f
+			if !f.IsZero() {
+				done = append(done, fin{o, f})
 			}
 		}
-		if oldest == nil {
+		if len(done) == 0 {
 			return fmt.Errorf("this node runs %d A2A tasks already", len(ts.byID))
 		}
-		delete(ts.byID, oldest.id)
+		slices.SortFunc(done, func(a, b fin) int { return a.at.Compare(b.at) })
+		for _, f := range done[:min(len(done), max(ts.max/8, 1))] {
+			delete(ts.byID, f.t.id)
+		}
 	}
 	ts.byID[t.id] = t
 	return nil
@@ -304,7 +318,13 @@ func (ts *tasks) all() []*task {
 	return out
 }
 
+// pruneLocked drops the tasks finished longer than retention ago, at most
+// once per pruneEvery; get may return such a task until then.
 func (ts *tasks) pruneLocked(now time.Time) {
+	if now.Before(ts.nextPrune) {
+		return
+	}
+	ts.nextPrune = now.Add(pruneEvery)
 	for id, t := range ts.byID {
 		t.mu.Lock()
 		old := !t.finished.IsZero() && now.Sub(t.finished) > ts.retention
