@@ -60,9 +60,10 @@ func a2aAgent(t testing.TB, n *node.Node, id string, groups ...string) {
 // a2aSessionAgent registers on n an lmos:Agent whose one action "talk"
 // is a streaming session: every input chunk comes back in upper case, and
 // the session ends with the number of chunks it got.
-func a2aSessionAgent(t testing.TB, n *node.Node, id string) {
+func a2aSessionAgent(t testing.TB, n *node.Node, id string, groups ...string) {
 	t.Helper()
 	td := testnet.TD(t, id, "TalkAgent", "talk")
+	td.Groups = groups
 	td.Actions = map[string]*lmosproto.ActionAffordance{"talk": {
 		Input: json.RawMessage(`{"type":"string"}`),
 		Forms: []lmosproto.Form{{Href: "https://agent.invalid/talk"}},
@@ -84,6 +85,21 @@ func a2aSessionAgent(t testing.TB, n *node.Node, id string) {
 	if _, err := n.Register(td, thing); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// a2aPair starts node A with an agent registered by register and node
+// B, linked, once B knows the agent.
+func a2aPair(t *testing.T, register func(testing.TB, *node.Node, string, ...string)) (owner, consumer *node.Node, id string) {
+	t.Helper()
+	net := testnet.New(t, 2, testnet.Options{})
+	owner, consumer = net.Nodes[0], net.Nodes[1]
+	id = testnet.UniqueID(t)
+	register(t, owner, id)
+	net.Link(1, 0)
+	testnet.WaitFor(t, "B learns the agent", 10*time.Second, func() (bool, string) {
+		return len(consumer.Directory().Lookup(id)) > 0, "not yet"
+	})
+	return owner, consumer, id
 }
 
 // a2aCall makes a JSON-RPC call of the A2A bridge at url and returns the
@@ -124,14 +140,7 @@ func getJSONBody(t *testing.T, url string) (int, []byte) {
 // TestA2AGo drives the bridge of node B with plain JSON-RPC: a message to
 // an agent of node A, and a group-scoped agent of A that B may not call.
 func TestA2AGo(t *testing.T) {
-	net := testnet.New(t, 2, testnet.Options{})
-	owner, consumer := net.Nodes[0], net.Nodes[1]
-	id := testnet.UniqueID(t)
-	a2aAgent(t, owner, id)
-	net.Link(1, 0)
-	testnet.WaitFor(t, "B learns the agent", 10*time.Second, func() (bool, string) {
-		return len(consumer.Directory().Lookup(id)) > 0, "not yet"
-	})
+	owner, consumer, id := a2aPair(t, a2aAgent)
 	base := "http://" + consumer.APIAddr()
 	ep := base + a2abridge.AgentPath(owner.PeerID(), id)
 
@@ -285,14 +294,7 @@ func jsonOf(v any) string {
 // message, streams a response, gets and cancels a task; and finds the
 // agent among the skills of B's own card.
 func TestA2AJSClient(t *testing.T) {
-	net := testnet.New(t, 2, testnet.Options{})
-	owner, consumer := net.Nodes[0], net.Nodes[1]
-	id := testnet.UniqueID(t)
-	a2aAgent(t, owner, id)
-	net.Link(1, 0)
-	testnet.WaitFor(t, "B learns the agent", 10*time.Second, func() (bool, string) {
-		return len(consumer.Directory().Lookup(id)) > 0, "not yet"
-	})
+	owner, consumer, id := a2aPair(t, a2aAgent)
 	base := "http://" + consumer.APIAddr()
 	path := a2abridge.AgentPath(owner.PeerID(), id)
 	got := a2aJS(t, "client.mjs", map[string]any{"task": "agent", "base": base, "agent": path, "thingId": id})
@@ -314,14 +316,7 @@ func TestA2AJSClient(t *testing.T) {
 // TestA2ASession: a streaming conversation with the SDK's client is an
 // LMOS streaming session of an agent on another node.
 func TestA2ASession(t *testing.T) {
-	net := testnet.New(t, 2, testnet.Options{})
-	owner, consumer := net.Nodes[0], net.Nodes[1]
-	id := testnet.UniqueID(t)
-	a2aSessionAgent(t, owner, id)
-	net.Link(1, 0)
-	testnet.WaitFor(t, "B learns the agent", 10*time.Second, func() (bool, string) {
-		return len(consumer.Directory().Lookup(id)) > 0, "not yet"
-	})
+	owner, consumer, id := a2aPair(t, a2aSessionAgent)
 	got := a2aJS(t, "client.mjs", map[string]any{"task": "session", "base": "http://" + consumer.APIAddr(), "agent": a2abridge.AgentPath(owner.PeerID(), id)})
 	want := `{"events":["task:TASK_STATE_SUBMITTED","status:TASK_STATE_WORKING","artifact:stream:HELLO","artifact:stream:WORLD","artifact:stream:**","status:TASK_STATE_COMPLETED"],` +
 		`"history":3,"last":"TASK_STATE_COMPLETED","more":"TASK_STATE_WORKING"}`
