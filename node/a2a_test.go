@@ -325,6 +325,30 @@ func TestA2ASession(t *testing.T) {
 	}
 }
 
+// TestA2AToken: with the API token set, the cards declare the bearer
+// scheme (and stay verifiable), the SDK's client that sends the token
+// calls the agent, and one without it gets nothing.
+func TestA2AToken(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef-a2a"
+	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) { cfg.APIToken = token }}).Nodes[0]
+	id := testnet.UniqueID(t)
+	a2aAgent(t, n, id)
+	req := map[string]any{"task": "call", "base": "http://" + n.APIAddr(), "agent": a2abridge.AgentPath(n.PeerID(), id), "input": "token"}
+	req["token"] = token
+	got := a2aJS(t, "client.mjs", req)
+	if s := jsonOf(got["call"]); s != `{"artifacts":["TOKEN"],"state":"TASK_STATE_COMPLETED"}` {
+		t.Fatalf("call with the token: %s", s)
+	}
+	if s := jsonOf(got["security"]); !strings.Contains(s, `"httpAuthSecurityScheme":{`) || !strings.Contains(s, `"scheme":"Bearer"`) || !strings.Contains(s, `"verified":true`) {
+		t.Fatalf("card security: %s", s)
+	}
+	delete(req, "token")
+	got = a2aJS(t, "client.mjs", req)
+	if s := jsonOf(got["call"]); !strings.Contains(s, `"error"`) || !strings.Contains(s, "401") || strings.Contains(s, "TOKEN") {
+		t.Fatalf("call without the token: %s", s)
+	}
+}
+
 // TestA2AImport: an A2A agent built with the official A2A JavaScript
 // SDK's server is imported on node A (its card read, an lmos:Agent
 // published) and called from node B through the HTTP binding and through

@@ -4,12 +4,25 @@
 //   node client.mjs '{"base": "http://127.0.0.1:PORT", "agent": "/a2a/<publisher>/<id>", "task": "…"}'
 //
 // It prints one JSON object with what it saw; the Go test asserts on it.
-import { ClientFactory } from "@a2a-js/sdk/client";
+import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import { Role, TaskState, verifyAgentCardSignature } from "@a2a-js/sdk";
 
 const req = JSON.parse(process.argv[2]);
 const out = {};
-const factory = new ClientFactory();
+
+// With req.token every request, card fetches included, carries the node's
+// API token as a bearer token (what the cards' security scheme says).
+const authFetch = (url, init = {}) => {
+  const headers = new Headers(init.headers);
+  if (req.token) headers.set("Authorization", "Bearer " + req.token);
+  return fetch(url, { ...init, headers });
+};
+const factory = new ClientFactory(
+  ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+    transports: [new JsonRpcTransportFactory({ fetchImpl: authFetch })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl: authFetch }),
+  }),
+);
 
 const text = (s) => ({ content: { $case: "text", value: s } });
 const message = (s, metadata) => ({
@@ -26,7 +39,7 @@ const stateName = (s) => TaskState[s] ?? String(s);
 // Verifies a card's signature with the key its jku names.
 async function verified(card) {
   await verifyAgentCardSignature(async (kid, jku) => {
-    const jwks = await (await fetch(jku)).json();
+    const jwks = await (await authFetch(jku)).json();
     const jwk = jwks.keys.find((k) => k.kid === kid);
     return crypto.subtle.importKey("jwk", jwk, { name: "Ed25519" }, true, ["verify"]);
   })(card);
@@ -35,7 +48,7 @@ async function verified(card) {
 
 async function agentTasks(base) {
   const client = await factory.createFromUrl(base);
-  const card = await (await fetch(base + "/.well-known/agent-card.json")).json();
+  const card = await (await authFetch(new URL(".well-known/agent-card.json", base))).json();
   out.card = { name: card.name, url: card.supportedInterfaces[0].url, skills: card.skills.map((s) => s.id), verified: await verified(card) };
 
   // Request-reply: a message answered by a completed task.
@@ -68,7 +81,7 @@ async function agentTasks(base) {
 // The node's own card lists the agents as skills; its interface is the
 // node-wide endpoint, where message metadata names the agent.
 async function nodeCard(base, thingId) {
-  const card = await (await fetch(base + "/.well-known/agent-card.json")).json();
+  const card = await (await authFetch(base + "/.well-known/agent-card.json")).json();
   out.nodeCard = { skills: card.skills.map((s) => s.id), verified: await verified(card) };
   const client = await factory.createFromUrl(base);
   const task = taskOf(await client.sendMessage({ message: message("via the node", { "lmos:agent": thingId }) }));
@@ -111,8 +124,10 @@ async function session(base) {
 }
 
 async function callOnly(base, input) {
-  const client = await factory.createFromUrl(base);
   try {
+    const client = await factory.createFromUrl(base);
+    const card = await (await authFetch(new URL(".well-known/agent-card.json", base))).json();
+    out.security = { schemes: card.securitySchemes, verified: await verified(card) };
     const sent = await client.sendMessage({ message: message(input) });
     const task = taskOf(sent);
     out.call = { state: stateName(task.status.state), artifacts: task.artifacts.map((a) => a.parts.map(partText).join("")) };
