@@ -186,3 +186,37 @@ func FuzzSendMessageParams(f *testing.F) {
 		_ = metaString(metaAction, p.Message.Metadata, p.Metadata)
 	})
 }
+
+// TestTaskBounds: a long invocation keeps the latest events, parts and
+// messages only; a stream that fell behind goes on from the oldest kept.
+func TestTaskBounds(t *testing.T) {
+	tk := newTask("c", "t", "x", Message{})
+	req := lmosproto.NewMessage("t", lmosproto.MsgInvokeAction)
+	for i := range 3 * maxEvents {
+		m := req.Reply(lmosproto.MsgActionStatus)
+		m.Status, m.Output = lmosproto.ActionRunning, lmosproto.StringValue(itoa(i))
+		tk.apply(m)
+	}
+	tk.mu.Lock()
+	kept, dropped, parts := len(tk.events), tk.dropped, len(tk.arts[0].Parts)
+	tk.mu.Unlock()
+	if kept > 2*maxEvents || dropped == 0 || parts > 2*maxParts {
+		t.Fatalf("kept %d events (dropped %d), %d parts", kept, dropped, parts)
+	}
+	evs, after, _, done := tk.next(0)
+	if len(evs) != kept || after != dropped+kept || done {
+		t.Fatalf("next(0): %d events, after %d, done %v", len(evs), after, done)
+	}
+	last := evs[len(evs)-1].ArtifactUpdate
+	if last == nil || *last.Artifact.Parts[0].Text != itoa(3*maxEvents-1) {
+		t.Fatalf("last event %+v", evs[len(evs)-1])
+	}
+	for range 3 * maxHistory {
+		tk.mu.Lock()
+		tk.addHistoryLocked(Message{MessageID: "m"})
+		tk.mu.Unlock()
+	}
+	if h := len(tk.snapshot(nil).History); h > 2*maxHistory {
+		t.Fatalf("history of %d messages", h)
+	}
+}

@@ -502,8 +502,8 @@ func (b *Bridge) followUp(c *call, p *SendMessageRequest) (started, *RPCError) {
 	}
 	t.mu.Lock()
 	m.ContextID = t.contextID
-	t.history = append(t.history, *m)
-	from := len(t.events)
+	t.addHistoryLocked(*m)
+	from := t.eventCountLocked()
 	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(c.r.Context(), cancelWait)
 	defer cancel()
@@ -621,8 +621,8 @@ func (b *Bridge) stream(c *call, t *task, first Task, i int) {
 		return
 	}
 	for {
-		evs, more, done := t.next(i)
-		i += len(evs)
+		evs, after, more, done := t.next(i)
+		i = after
 		for _, ev := range evs {
 			if !send(ev) {
 				return
@@ -679,7 +679,7 @@ func (b *Bridge) subscribeToTask(c *call) {
 		return
 	}
 	t.mu.Lock()
-	first, i := t.snapshotLocked(p.HistoryLength), len(t.events)
+	first, i := t.snapshotLocked(p.HistoryLength), t.eventCountLocked()
 	t.mu.Unlock()
 	b.stream(c, t, first, i)
 }

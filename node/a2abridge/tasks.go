@@ -38,7 +38,8 @@ type task struct {
 	status   TaskStatus
 	arts     []Artifact
 	history  []Message
-	events   []StreamResponse // every event after the initial task, in order
+	events   []StreamResponse // the events after the initial task, in order, from event number dropped on
+	dropped  int              // the number of early events no longer kept (maxEvents)
 	changed  chan struct{}    // closed and replaced on every new event
 	done     chan struct{}    // closed when the task reached a terminal state
 	settled  chan struct{}    // closed when done, or when the agent accepted the session
@@ -87,11 +88,43 @@ func cloneArtifacts(as []Artifact) []Artifact {
 	return out
 }
 
+// What a task keeps of a long-running invocation or session: the latest
+// events (a stream that falls further behind skips the older ones), the
+// latest parts of each artifact and the latest messages of its history.
+const (
+	maxEvents  = 4096
+	maxParts   = 4096
+	maxHistory = 256
+)
+
+// keepLast returns the last n elements of s.
+func keepLast[T any](s []T, n int) []T {
+	if len(s) <= n {
+		return s
+	}
+	return append(s[:0:0], s[len(s)-n:]...)
+}
+
 // emitLocked appends ev to the events and wakes the streams.
 func (t *task) emitLocked(ev StreamResponse) {
 	t.events = append(t.events, ev)
+	if len(t.events) > 2*maxEvents { // drop in halves: amortised O(1)
+		t.dropped += len(t.events) - maxEvents
+		t.events = keepLast(t.events, maxEvents)
+	}
 	close(t.changed)
 	t.changed = make(chan struct{})
+}
+
+// eventCount is the number of events emitted so far.
+func (t *task) eventCountLocked() int { return t.dropped + len(t.events) }
+
+// addHistoryLocked appends m to the history.
+func (t *task) addHistoryLocked(m Message) {
+	t.history = append(t.history, m)
+	if len(t.history) > 2*maxHistory {
+		t.history = keepLast(t.history, maxHistory)
+	}
 }
 
 // setStatusLocked moves the task to state with an optional agent message
@@ -102,7 +135,7 @@ func (t *task) setStatusLocked(state string, msg *Message) {
 	}
 	if msg != nil {
 		msg.TaskID, msg.ContextID = t.id, t.contextID
-		t.history = append(t.history, *msg)
+		t.addHistoryLocked(*msg)
 	}
 	t.status = TaskStatus{State: state, Message: msg, Timestamp: now()}
 	t.emitLocked(StreamResponse{StatusUpdate: &TaskStatusUpdateEvent{TaskID: t.id, ContextID: t.contextID, Status: t.status}})
@@ -130,6 +163,9 @@ func (t *task) addArtifactLocked(id string, parts []Part, last bool) {
 	for i := range t.arts {
 		if t.arts[i].ArtifactID == id {
 			t.arts[i].Parts = append(t.arts[i].Parts, parts...)
+			if len(t.arts[i].Parts) > 2*maxParts {
+				t.arts[i].Parts = keepLast(t.arts[i].Parts, maxParts)
+			}
 			ev.Append, found = true, true
 		}
 	}
@@ -203,15 +239,17 @@ func (t *task) isDone() bool {
 	}
 }
 
-// next returns the events from index i on and a channel closed when more
-// arrive; done tells that the task is terminal and no event follows.
-func (t *task) next(i int) (evs []StreamResponse, more <-chan struct{}, done bool) {
+// next returns the events from number i on, the number of the event
+// after them, and a channel closed when more arrive; done tells that the
+// task is terminal and no event follows.
+func (t *task) next(i int) (evs []StreamResponse, after int, more <-chan struct{}, done bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if i < len(t.events) {
-		evs = append(evs, t.events[i:]...)
+	j := max(i-t.dropped, 0) // fallen behind: skip what is no longer kept
+	if j < len(t.events) {
+		evs = append(evs, t.events[j:]...)
 	}
-	return evs, t.changed, terminal(t.status.State)
+	return evs, t.eventCountLocked(), t.changed, terminal(t.status.State)
 }
 
 // agentMessage is a message of the agent with a text part and, if data is
