@@ -144,11 +144,19 @@ func (b *Bridge) serveAgents(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, index{Agents: refs})
 }
 
+// maxCardSkills bounds the agents the node's card lists; GET /a2a/agents
+// lists them all.
+const maxCardSkills = 256
+
 // serveNodeCard serves the node's own card: one skill per agent the node
 // may see, the node-wide endpoint as its interface, and the per-agent card
 // URLs in the params of the LMOS extension.
 func (b *Bridge) serveNodeCard(w http.ResponseWriter, r *http.Request) {
 	refs, skills := b.index(r)
+	if len(skills) > maxCardSkills {
+		// A card is read whole by every client: the rest are in the index.
+		refs, skills = refs[:maxCardSkills], skills[:maxCardSkills]
+	}
 	base := baseURL(r)
 	yes, no := true, false
 	c := AgentCard{
