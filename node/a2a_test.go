@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lmosnode/lmosnode/examples/demo"
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
@@ -541,5 +542,34 @@ func TestA2AImportPersists(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	if got := call(b, imp.ThingID); got != `"PERSIST"` {
 		t.Fatalf("call after restart: %s", got)
+	}
+}
+
+// TestA2ADemoWeather: the README's example, the demo's WeatherAgent (three
+// actions) asked over A2A: metadata names the action, the text fills its
+// one required string; an unknown place fails the task with the problem.
+func TestA2ADemoWeather(t *testing.T) {
+	n := testnet.New(t, 1, testnet.Options{}).Nodes[0]
+	w := demo.NewWeather()
+	if _, err := n.Register(w.TD, w.Thing); err != nil {
+		t.Fatal(err)
+	}
+	ep := "http://" + n.APIAddr() + a2abridge.AgentPath(n.PeerID(), w.TD.ID)
+	ask := func(place string) a2abridge.Task {
+		res, rerr := a2aCall(t, ep, a2abridge.MethodSendMessage, map[string]any{"message": map[string]any{"messageId": "m", "role": "ROLE_USER",
+			"parts": []any{map[string]any{"text": place}}, "metadata": map[string]any{"lmos:action": "getWeather"}}})
+		var sent a2abridge.SendMessageResponse
+		if rerr != nil || json.Unmarshal(res, &sent) != nil || sent.Task == nil {
+			t.Fatalf("SendMessage %s: %s %v", place, res, rerr)
+		}
+		return *sent.Task
+	}
+	if task := ask("Bonn"); task.Status.State != a2abridge.StateCompleted || !strings.HasPrefix(*task.Artifacts[0].Parts[0].Text, "Bonn today: sunny") {
+		t.Fatalf("Bonn: %+v", task)
+	}
+	task := ask("Atlantis")
+	if task.Status.State != a2abridge.StateFailed || task.Status.Message == nil || *task.Status.Message.Parts[0].Text != "Atlantis" ||
+		!strings.Contains(string(task.Status.Message.Parts[1].Data), `"status":404`) {
+		t.Fatalf("Atlantis: %s", jsonOf(task))
 	}
 }
