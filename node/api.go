@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lmosnode/lmosnode/node/a2abridge"
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/httpapi"
@@ -62,6 +63,10 @@ func apiHandler(n *Node) http.Handler {
 	// The WoT HTTP binding of every Thing the node knows (package gateway).
 	for _, pattern := range gateway.Patterns() {
 		mux.Handle(pattern, n.gateway)
+	}
+	// Every lmos:Agent as an A2A agent, and A2A imports (package a2abridge).
+	for _, pattern := range a2abridge.Patterns() {
+		mux.Handle(pattern, n.a2a)
 	}
 	// Everything else is the WoT Thing Description Directory API and the
 	// node-admin routes of package tdd (/things, /events, /api/v1/things…).

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/a2abridge"
 	"github.com/lmosnode/lmosnode/node/datastore"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/discovery"
@@ -101,6 +102,11 @@ type Node struct {
 	interactClient *interact.Client
 	router         *interact.Router
 	gateway        *gateway.Handler
+
+	// The A2A bridge (a2a.go): the client of imported A2A agents, built
+	// before the own Things that use its backends, and the bridge.
+	a2aClient *a2abridge.Client
+	a2a       *a2abridge.Bridge
 
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
 	ctx    context.Context
@@ -276,6 +282,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	if n.a2aClient, err = a2abridge.NewClient(a2abridge.ClientConfig{}, a2abridge.WithLogger(o.logger.With("component", "a2a"))); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.own, err = own.New(own.Deps{
 		Directory: n.dir,
 		Self:      n.peerID,
@@ -283,6 +292,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Access:    access,
 		Fetcher:   n.fed,
 		Trust:     n.trust,
+		Kinds:     map[string]func(string) (interact.Backend, error){a2abridge.KindA2A: n.a2aClient.Backend},
 	}, own.Config{}, own.WithLogger(o.logger.With("component", "interact")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -321,6 +331,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	n.gateway, err = gateway.New(gwDeps, gateway.Config{BearerAuth: n.tokenForAll, WebSocketPath: wsPath},
 		gateway.WithLogger(o.logger.With("component", "gateway")))
 	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := n.buildA2A(signing, o.logger); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.tdd, err = tdd.New(tdd.Deps{
@@ -468,6 +481,10 @@ func (n *Node) teardown() error {
 	if n.gateway != nil {
 		// Ends event streams and followed invocations likewise.
 		errs = append(errs, n.gateway.Close())
+	}
+	if n.a2a != nil {
+		// Ends A2A streams and followed tasks likewise.
+		errs = append(errs, n.a2a.Close())
 	}
 	errs = append(errs, n.closeGateways())
 	if srv != nil {

@@ -53,6 +53,7 @@ on first run, so nothing needs to be set up beforehand.`,
 		newInvokeCmd(),
 		newSubscribeCmd(),
 		newGroupCmd(),
+		newA2ACmd(),
 		newDemoCmd(),
 	)
 	return root

@@ -136,6 +136,7 @@ var nodeRank = map[string]int{
 	"node/mqttgw":    3,
 	"node/fanout":    3,
 	"node/tdd":       3,
+	"node/a2abridge": 3,
 
 	"node/discovery":  4,
 	"node/federation": 4,

@@ -18,6 +18,10 @@ type Local struct {
 	// Backend is the URL of the HTTP service that implements the Thing; the
 	// node forwards calls to it.
 	Backend string `json:"backend,omitempty"`
+	// Kind is the kind of backend Backend names: empty for an HTTP
+	// service, else a kind the node's own Things build a backend for
+	// (own.Deps.Kinds, e.g. "a2a": Backend is an A2A agent's card URL).
+	Kind string `json:"kind,omitempty"`
 }
 
 // Capability is the part of an lmos:capabilities element that the

@@ -61,6 +61,11 @@ type Deps struct {
 	// Trust, if set, is the operator's trust list: Resolve refuses denied
 	// publishers and picks the best-ranked of several.
 	Trust Trust
+	// Kinds build the backends of Things published with a backend kind
+	// (directory.Local.Kind) other than an HTTP service, by kind: for
+	// example "a2a", an imported A2A agent (package a2abridge). The
+	// function is called once per kind and URL; what it returns is kept.
+	Kinds map[string]func(url string) (interact.Backend, error)
 }
 
 // Trust is what Resolve asks the operator's trust list (trust.List).
@@ -118,9 +123,10 @@ type Things struct {
 	tds    *tdcache.Cache
 	engine *interact.Engine
 
-	mu   sync.Mutex
-	sdk  map[string]interact.Backend      // by thing id: Go handlers, agents over WebSocket
-	http map[string]*interact.HTTPBackend // by backend URL
+	mu    sync.Mutex
+	sdk   map[string]interact.Backend      // by thing id: Go handlers, agents over WebSocket
+	http  map[string]*interact.HTTPBackend // by backend URL
+	kinds map[[2]string]interact.Backend   // by backend kind and URL (Deps.Kinds)
 }
 
 // New builds the Things of deps: the engine that serves their
@@ -144,11 +150,12 @@ func New(deps Deps, cfg Config, opts ...Option) (*Things, error) {
 		}
 	}
 	t := &Things{
-		deps: deps,
-		log:  o.log,
-		tds:  tdcache.New(cfg.TDCacheSize),
-		sdk:  map[string]interact.Backend{},
-		http: map[string]*interact.HTTPBackend{},
+		deps:  deps,
+		log:   o.log,
+		tds:   tdcache.New(cfg.TDCacheSize),
+		sdk:   map[string]interact.Backend{},
+		http:  map[string]*interact.HTTPBackend{},
+		kinds: map[[2]string]interact.Backend{},
 	}
 	var err error
 	if t.engine, err = interact.NewEngine(interact.EngineDeps{Things: t, Authorize: t.authorize}, cfg.Engine, interact.WithLogger(o.log)); err != nil {
@@ -281,6 +288,9 @@ func (t *Things) backendOf(id string) (interact.Backend, error) {
 		return nil, &lmosproto.Problem{Status: http.StatusServiceUnavailable, Title: interact.TitleUnavailable,
 			Detail: fmt.Sprintf("Thing %q has no backend on this node (publish it with --backend URL, or register handlers)", id)}
 	}
+	if e.Local.Kind != "" {
+		return t.kindBackend(id, e.Local)
+	}
 	if be, ok := t.http[e.Local.Backend]; ok {
 		return be, nil
 	}
@@ -290,6 +300,27 @@ func (t *Things) backendOf(id string) (interact.Backend, error) {
 			Detail: fmt.Sprintf("backend of Thing %q: %v", id, err)}
 	}
 	t.http[e.Local.Backend] = be
+	return be, nil
+}
+
+// kindBackend is the backend of kind local.Kind for local.Backend
+// (Deps.Kinds); t.mu is held.
+func (t *Things) kindBackend(id string, local directory.Local) (interact.Backend, error) {
+	key := [2]string{local.Kind, local.Backend}
+	if be, ok := t.kinds[key]; ok {
+		return be, nil
+	}
+	build, ok := t.deps.Kinds[local.Kind]
+	if !ok {
+		return nil, &lmosproto.Problem{Status: http.StatusServiceUnavailable, Title: interact.TitleUnavailable,
+			Detail: fmt.Sprintf("Thing %q has a backend of kind %q, which this node does not serve", id, local.Kind)}
+	}
+	be, err := build(local.Backend)
+	if err != nil {
+		return nil, &lmosproto.Problem{Status: http.StatusBadGateway, Title: interact.TitleBadGateway,
+			Detail: fmt.Sprintf("%s backend of Thing %q: %v", local.Kind, id, err)}
+	}
+	t.kinds[key] = be
 	return be, nil
 }
 

@@ -1,0 +1,45 @@
+// Package a2abridge bridges the node to the Agent2Agent protocol (A2A
+// 1.0, JSON-RPC binding), both ways.
+//
+// Every lmos:Agent the node may see, its own and those of other nodes, is
+// an A2A agent (Bridge):
+//
+//	GET  /.well-known/agent-card.json              the node's card: one skill per agent, the
+//	                                               per-agent cards in the LMOS extension's params
+//	GET  /a2a/agents                               the index: thing id, publisher, endpoint, card
+//	GET  /a2a/{publisher}/{id}[/.well-known/agent-card.json]   the agent's card
+//	POST /a2a/{publisher}/{id}                     the agent's JSON-RPC endpoint
+//	POST /a2a                                      the node-wide endpoint (metadata "lmos:agent")
+//	GET  /a2a/jwks.json                            the key the cards are signed with
+//	POST /api/v1/a2a/imports                       import an A2A agent (lmosnode a2a import)
+//
+// A card is built from the TD (skills from lmos:capabilities, else one
+// per action), points at this node's endpoint for the agent, declares the
+// API's bearer token when one is configured, and is signed with the
+// node's Ed25519 key (JWS EdDSA over the JCS form, kid the node's did:key).
+// A message invokes one action of the agent (metadata "lmos:action", else
+// its only action) through the node's normal invocation path: the engine
+// for its own Things, the owner node over libp2p for the others, after
+// the node's one rule of which publisher serves a Thing (a group-scoped
+// agent of a group this node is not in is refused, its card not served).
+// The invocation is an A2A task: actionStatus running with output are
+// artifact chunks (artifact "stream"), the final output the artifact
+// "result", completed/failed/cancelled the task's terminal states, an
+// error message a failed task with the problem as a data part.
+// A message with metadata "lmos:stream": true opens an LMOS streaming
+// session; messages naming its task are its input (streamInput), and
+// "lmos:streamEnd": true ends it (streamEnd).
+// SendStreamingMessage and SubscribeToTask stream the task's events as
+// server-sent events; GetTask, ListTasks and CancelTask (an LMOS
+// cancelAction) work on the tasks the bridge keeps for Config.Retention.
+//
+// Any A2A agent can join (Client): Bridge.Import reads its card and
+// publishes an lmos:Agent for it with one action, "message", whose
+// backend (kind KindA2A, card URL as backend URL, persisted with the Thing)
+// forwards invocations over A2A.
+//
+// The bridge implements A2A 1.0 itself on net/http rather than with
+// github.com/a2aproject/a2a-go v0.3.3, which speaks A2A 0.3 (methods
+// message/send, tasks/get, …; kind-tagged parts; lower-case enums) and
+// not the 1.0 specification nor the 1.x JavaScript SDK (docs/bridges.md).
+package a2abridge
