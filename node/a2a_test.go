@@ -17,6 +17,7 @@ import (
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -382,7 +383,7 @@ func TestA2AImport(t *testing.T) {
 	net := testnet.New(t, 2, testnet.Options{})
 	owner, consumer := net.Nodes[0], net.Nodes[1]
 	body, _ := json.Marshal(map[string]string{"card": agent.URL + ".well-known/agent-card.json"})
-	resp, err := http.Post("http://"+owner.APIAddr()+a2abridge.PathImports, "application/json", bytes.NewReader(body))
+	resp, err := httpapi.BearerClient(owner.APIToken()).Post("http://"+owner.APIAddr()+a2abridge.PathImports, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +529,7 @@ func TestA2AImportPersists(t *testing.T) {
 		return string(b)
 	}
 	b := start()
-	imp, err := a2abridge.NewAPIClient("http://"+b.APIAddr(), nil).Import(ctx, card)
+	imp, err := a2abridge.NewAPIClient("http://"+b.APIAddr(), httpapi.BearerClient(b.APIToken())).Import(ctx, card)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/lmosnode/lmosnode/node/a2abridge"
 	"github.com/lmosnode/lmosnode/node/atomicfile"
 	"github.com/lmosnode/lmosnode/node/gateway"
 )
@@ -74,7 +76,8 @@ func (a APIAuth) validate(loopback bool) error {
 
 // adminRequest reports whether r acts as the node and so always needs the
 // token: every method but GET, HEAD and OPTIONS, except the invocations
-// of the WoT HTTP binding (writeProperty, invokeAction, cancelAction), and
+// of the WoT HTTP binding (writeProperty, invokeAction, cancelAction) and
+// of the A2A bridge (its JSON-RPC methods; an import acts as the node), and
 // the agents' WebSocket (an agent registers Things as the node's own).
 // pattern is the API mux's pattern for r.
 func adminRequest(r *http.Request, pattern string) bool {
@@ -85,12 +88,17 @@ func adminRequest(r *http.Request, pattern string) bool {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return false
 	}
-	for _, p := range gateway.Patterns() {
-		if p == pattern {
-			return false
-		}
+	return !invocation(pattern)
+}
+
+// invocation reports whether pattern is a route whose writes call Things
+// (the WoT HTTP binding, the A2A bridge's JSON-RPC endpoints) rather than
+// act as the node.
+func invocation(pattern string) bool {
+	if slices.Contains(gateway.Patterns(), pattern) {
+		return true
 	}
-	return true
+	return pattern != a2abridge.PathImports && slices.Contains(a2abridge.Patterns(), pattern)
 }
 
 // APIToken returns the token of the node's API: Config.APIToken when set,
