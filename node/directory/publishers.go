@@ -1,0 +1,165 @@
+package directory
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// ErrQuota is returned by Put for a learned record that would take its
+// publisher over Config.MaxThingsPerPublisher or
+// Config.MaxBytesPerPublisher; the entries held stay as they are.
+var ErrQuota = errors.New("over the publisher's quota")
+
+// pubState is what the directory keeps per publisher of learned entries:
+// its usage, counted against the quota, and when it was last seen alive.
+// It exists while the directory holds at least one learned entry of the
+// publisher.
+type pubState struct {
+	// things and bytes are the learned entries held (tombstones included)
+	// and the sizes of their signed records. Changed by writers under mu.
+	things int
+	bytes  int64
+	// since is when this node began to hold the publisher's entries (or
+	// loaded them), in Unix nanoseconds: the start of the grace an entry
+	// has before Config.OfflineTTL removes it unseen.
+	since int64
+	// seen is the latest evidence, in Unix nanoseconds, that the publisher
+	// was alive (Seen, the proof time of a record put); 0 if none.
+	seen atomic.Int64
+}
+
+// see records that the publisher was alive at at (Unix nanoseconds); an
+// older time than the one held changes nothing.
+func (p *pubState) see(at int64) {
+	for {
+		cur := p.seen.Load()
+		if at <= cur || p.seen.CompareAndSwap(cur, at) {
+			return
+		}
+	}
+}
+
+// account adds t's usage to its publisher (sign +1) or removes it (-1).
+// Own entries count against no quota. Callers hold mu for writing.
+func (d *Directory) account(t *thing, sign int) {
+	if t.own {
+		return
+	}
+	p := d.pubs[t.publisher]
+	if p == nil {
+		if sign < 0 {
+			return
+		}
+		p = &pubState{since: d.now().UnixNano()}
+		d.pubs[t.publisher] = p
+	}
+	p.things += sign
+	p.bytes += int64(sign) * t.size
+	if p.things <= 0 {
+		delete(d.pubs, t.publisher)
+	}
+}
+
+// usage is a put's change to one publisher's usage.
+type usage struct {
+	things int
+	bytes  int64
+}
+
+// overQuota reports whether storing rec's entry t in place of old (nil if
+// none) takes its learned publisher over the quota, given the changes
+// already staged by the same put (pending, updated when it is not over).
+// A change that does not grow the usage is never refused, so a publisher
+// over a lowered quota may still update and remove its Things. Callers
+// hold wmu.
+func (d *Directory) overQuota(t, old *thing, pending map[peer.ID]usage) bool {
+	if t.own || (d.cfg.MaxThingsPerPublisher == 0 && d.cfg.MaxBytesPerPublisher == 0) {
+		return false
+	}
+	delta := usage{things: 1, bytes: t.size}
+	if old != nil {
+		delta = usage{bytes: t.size - old.size}
+	}
+	cur := pending[t.publisher]
+	if p := d.pubs[t.publisher]; p != nil {
+		cur.things += p.things
+		cur.bytes += p.bytes
+	}
+	if (delta.things > 0 && d.cfg.MaxThingsPerPublisher > 0 && cur.things+delta.things > d.cfg.MaxThingsPerPublisher) ||
+		(delta.bytes > 0 && d.cfg.MaxBytesPerPublisher > 0 && cur.bytes+delta.bytes > d.cfg.MaxBytesPerPublisher) {
+		return true
+	}
+	u := pending[t.publisher]
+	u.things += delta.things
+	u.bytes += delta.bytes
+	pending[t.publisher] = u
+	return false
+}
+
+// Usage returns how many learned entries (tombstones included) of
+// publisher the directory holds and the bytes of their signed records:
+// what Config.MaxThingsPerPublisher and Config.MaxBytesPerPublisher bound.
+func (d *Directory) Usage(publisher peer.ID) (things int, bytes int64) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if p := d.pubs[publisher]; p != nil {
+		return p.things, p.bytes
+	}
+	return 0, 0
+}
+
+// Seen records that publisher was alive at at: a message it authored, a
+// connection to it. It counts for the liveness of the publisher's learned
+// Things (Entry.Online); a publisher of which the directory holds nothing
+// is not tracked. Safe to call from any goroutine, also from a gossip
+// validator.
+func (d *Directory) Seen(publisher peer.ID, at time.Time) {
+	n := min(unixNano(at), d.now().UnixNano())
+	d.mu.RLock()
+	p := d.pubs[publisher]
+	d.mu.RUnlock()
+	if p != nil {
+		p.see(n)
+	}
+}
+
+// Tracked reports whether the directory holds a learned entry of
+// publisher, and so tracks its liveness.
+func (d *Directory) Tracked(publisher peer.ID) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.pubs[publisher] != nil
+}
+
+// liveness returns whether t's publisher counts as online at now (Unix
+// nanoseconds) and when it was last seen (0: never). Own Things are
+// always online. Callers hold mu (read or write) or wmu.
+func (d *Directory) liveness(t *thing, now int64) (bool, int64) {
+	if t.own {
+		return true, 0
+	}
+	p := d.pubs[t.publisher]
+	if p == nil {
+		return false, 0
+	}
+	seen := p.seen.Load()
+	return seen != 0 && now-seen < int64(d.cfg.OfflineAfter), seen
+}
+
+// offlineExpired reports whether t is a learned entry whose publisher has
+// not been seen for Config.OfflineTTL, counted from the later of its last
+// sighting and the time this node began to hold its entries. Callers hold
+// wmu.
+func (d *Directory) offlineExpired(t *thing, now int64) bool {
+	if t.own {
+		return false
+	}
+	p := d.pubs[t.publisher]
+	if p == nil {
+		return false
+	}
+	return now-max(p.seen.Load(), p.since) >= int64(d.cfg.OfflineTTL)
+}
