@@ -289,7 +289,7 @@ func newPubSub(ctx context.Context, h host.Host, o options, groups *groupsvc.Ser
 // ten, except on loopback, where every peer of a multi-node test lives.
 func peerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
 	params := &pubsub.PeerScoreParams{
-		Topics:        map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: topicScore()},
+		Topics:        map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: topicScore(), lmosproto.TopicPresence: topicScore()},
 		TopicScoreCap: 50,
 
 		AppSpecificScore:  func(peer.ID) float64 { return 0 },
