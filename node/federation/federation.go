@@ -88,8 +88,9 @@ type Config struct {
 	// published again; 0 means dht.RepublishInterval.
 	RepublishInterval time.Duration
 	// PresenceInterval is how often the node sends a presence beat on
-	// proto.TopicPresence while it publishes Things (presence.go); 0
-	// means DefaultPresenceInterval. Keep it well below the
+	// proto.TopicPresence while it publishes Things, and counts its
+	// connected peers as seen (presence.go); 0 means
+	// DefaultPresenceInterval. Keep it well below the
 	// directory.Config.OfflineAfter of the federation's nodes.
 	PresenceInterval time.Duration
 }
@@ -305,8 +306,8 @@ func (f *Federation) Start(ctx context.Context) error {
 			return fmt.Errorf("federation: start: topic %s: %w", lmosproto.TopicPresence, err)
 		}
 		f.prRelay = prRelay
-		f.wg.Go(f.presenceLoop)
 	}
+	f.wg.Go(f.livenessLoop)
 	connSub, err := f.p.Host.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
 	if err != nil {
 		return fmt.Errorf("federation: start: connection events: %w", err)

@@ -15,8 +15,9 @@ import (
 // Liveness: each node tells the federation that it is alive with a
 // presence beat on proto.TopicPresence every Config.PresenceInterval while
 // it publishes Things, and learns from the beats of others, from the syncs
-// they answer and from its connections to them when each publisher was
-// last seen (directory.Directory.Seen; docs/wire.md, "Presence").
+// they answer and from its connections to them (opening, closing, and
+// every PresenceInterval while open) when each publisher was last seen
+// (directory.Directory.Seen; docs/wire.md, "Presence topic").
 const (
 	// DefaultPresenceInterval is how often a node that publishes Things
 	// sends a presence beat: a fifth of directory.DefaultOfflineAfter, so
@@ -78,12 +79,16 @@ func (f *Federation) checkPresence(msg *pubsub.Message) (pubsub.ValidationResult
 	return pubsub.ValidationAccept, nil
 }
 
-// presenceLoop sends a presence beat every PresenceInterval while the
-// node publishes a Thing.
-func (f *Federation) presenceLoop() {
+// livenessLoop, every PresenceInterval, counts each connected peer as
+// seen (a live connection is a sighting, also without gossip) and, with
+// gossip, sends a presence beat while the node publishes a Thing.
+func (f *Federation) livenessLoop() {
 	t := time.NewTicker(f.cfg.PresenceInterval)
 	defer t.Stop()
 	for {
+		for _, p := range f.p.Host.Network().Peers() {
+			f.intake.Seen(p)
+		}
 		f.beat()
 		select {
 		case <-f.ctx.Done():
@@ -93,9 +98,10 @@ func (f *Federation) presenceLoop() {
 	}
 }
 
-// beat publishes one presence beat, if the node publishes a Thing.
+// beat publishes one presence beat, if the node has gossip and publishes
+// a Thing.
 func (f *Federation) beat() {
-	if len(f.dir.Own()) == 0 {
+	if f.presence == nil || len(f.dir.Own()) == 0 {
 		return
 	}
 	data, err := json.Marshal(presence{Peer: f.self.String(), At: f.now().UTC()})
