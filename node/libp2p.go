@@ -186,6 +186,9 @@ func newDHT(ctx context.Context, cfg Config, h host.Host, store ds.Batching, thi
 		Datastore:      store,
 		BootstrapPeers: peers,
 		Things:         things,
+		// The Thing records one publisher may make this node store for
+		// the DHT: as many as its directory holds of it.
+		MaxRecordsPerPublisher: cfg.Quota.withDefaults().MaxThings,
 		// Group logs (docs/groups.md), /lmos-group/<group ID>.
 		Validators: map[string]record.Validator{lmosproto.NamespaceGroup: groups.Validator{}},
 	})
