@@ -67,7 +67,10 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	var members [][]byte
 	var online []string
-	for _, e := range page {
+	// consumed counts the page's entries served or skipped: the next page
+	// starts after them, also when the page ends early at MaxPageBytes.
+	consumed, size := len(page), 0
+	for i, e := range page {
 		rec, err := e.Record()
 		if err != nil || rec.Tombstone() {
 			continue // removed since the search
@@ -82,12 +85,17 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		if len(members) > 0 && size+len(doc) > h.cfg.MaxPageBytes {
+			consumed = i
+			break
+		}
+		size += len(doc)
 		members = append(members, doc)
 		online = append(online, strconv.FormatBool(e.Online))
 	}
 
 	next := ""
-	if end := lq.offset + len(page); end < total {
+	if end := lq.offset + consumed; end < total {
 		next = h.pageURL(r, end, lq.limit)
 	}
 	if next != "" {

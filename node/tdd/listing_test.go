@@ -287,3 +287,28 @@ func TestListingOnline(t *testing.T) {
 		t.Errorf("%s: %q, want online=?0", tdd.HeaderRegistration, got)
 	}
 }
+
+// TestListingPageBytes: a page ends early once its TDs would exceed
+// MaxPageBytes (but holds at least one), and its next link continues
+// right after it: following the links lists every Thing once.
+func TestListingPageBytes(t *testing.T) {
+	env := tddtest.NewEnv(t, func(_ *tdd.Deps, c *tdd.Config) { c.MaxPageBytes = 1 })
+	fleet(t, env)
+	var all []string
+	next, pages := env.URL+"/things?limit=3", 0
+	for next != "" {
+		r := do(t, http.MethodGet, next, nil)
+		got := ids(tdList(t, r))
+		if len(got) != 1 {
+			t.Errorf("page %d: %v, want one TD (each is over MaxPageBytes)", pages, got)
+		}
+		all = append(all, got...)
+		next = nextLink(r)
+		if pages++; pages > 10 {
+			t.Fatal("pagination does not end")
+		}
+	}
+	if want := []string{"urn:a1", "urn:a2", "urn:b1", "urn:b2", "urn:t1"}; !slices.Equal(all, want) {
+		t.Errorf("ids %v, want %v", all, want)
+	}
+}
