@@ -102,8 +102,9 @@ type Config struct {
 	// gossip converges. The node answers such requests either way.
 	SyncOnConnect bool `json:"syncOnConnect"`
 	// ThingTTL is how long a Thing learned from another node is kept after
-	// its record was last seen (announced, synced, fetched). 0 means the
-	// default.
+	// its record was last seen (announced, synced, fetched), however alive
+	// its publisher is. 0 means the default. Liveness.OfflineTTL, much
+	// shorter by default, drops the Things of a publisher that is gone.
 	ThingTTL Duration `json:"thingTTL"`
 	// Quota bounds what another publisher may hold in this node's
 	// directory (docs/api.md#quotas). A zero field is its default.
