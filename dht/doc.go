@@ -112,5 +112,7 @@
 //
 // kad-dht keeps values and provider records in the datastore the node gives
 // Options, below the key prefix DatastorePrefix ("/dht"), so they never mix
-// with the node's own keys.
+// with the node's own keys. With Params.MaxRecordsPerPublisher it stores
+// at most that many Thing records per publisher: a peer's put of another
+// one is refused (ErrRecordQuota), a newer version of one held is not.
 package dht

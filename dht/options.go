@@ -111,6 +111,11 @@ type Params struct {
 	// Validators adds the validators of other namespaces, by namespace
 	// (e.g. "lmos-group"). "lmos-td" is Things'.
 	Validators map[string]record.Validator
+	// MaxRecordsPerPublisher, if set, bounds the Thing records this node
+	// stores in Datastore for the DHT per publisher: a put of a new record
+	// beyond it is refused (ErrRecordQuota), a newer version of a record
+	// held is not. 0: no limit.
+	MaxRecordsPerPublisher int
 }
 
 // Options returns the kad-dht options of an LMOS DHT, for
@@ -125,7 +130,8 @@ type Params struct {
 //     world, which an LMOS node has no use for (Ed25519 peer IDs embed
 //     their key) and which anyone could fill its disk with;
 //   - MaxRecordAge as the longest a peer keeps a record it received;
-//   - the datastore, below DatastorePrefix;
+//   - the datastore, below DatastorePrefix, with at most
+//     MaxRecordsPerPublisher Thing records per publisher, if set;
 //   - the bootstrap peers, if any. kad-dht has none unless given: its
 //     list of public IPFS bootstrap peers is used only by callers that ask
 //     for it, and Options never does.
@@ -166,7 +172,13 @@ func Options(p Params) ([]kaddht.Option, error) {
 		kaddht.MaxRecordAge(MaxRecordAge),
 	}
 	if p.Datastore != nil {
-		opts = append(opts, kaddht.Datastore(namespace.Wrap(p.Datastore, ds.NewKey(DatastorePrefix))))
+		var store ds.Batching = namespace.Wrap(p.Datastore, ds.NewKey(DatastorePrefix))
+		if p.MaxRecordsPerPublisher > 0 {
+			if store, err = newQuotaStore(store, p.MaxRecordsPerPublisher); err != nil {
+				return nil, err
+			}
+		}
+		opts = append(opts, kaddht.Datastore(store))
 	}
 	if len(p.BootstrapPeers) > 0 {
 		peers := make([]peer.AddrInfo, len(p.BootstrapPeers))

@@ -23,6 +23,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/trust"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // Config is the serialisable configuration of a node, kept as config.json in
@@ -110,9 +111,17 @@ type Config struct {
 	// gossip converges. The node answers such requests either way.
 	SyncOnConnect bool `json:"syncOnConnect"`
 	// ThingTTL is how long a Thing learned from another node is kept after
-	// its record was last seen (announced, synced, fetched). 0 means the
-	// default.
+	// its record was last seen (announced, synced, fetched), however alive
+	// its publisher is. 0 means the default. Liveness.OfflineTTL, much
+	// shorter by default, drops the Things of a publisher that is gone.
 	ThingTTL Duration `json:"thingTTL"`
+	// Quota bounds what another publisher may hold in this node's
+	// directory (docs/api.md#quotas). A zero field is its default.
+	Quota QuotaConfig `json:"quota"`
+	// Liveness says when another publisher's Things count as offline and
+	// when they are dropped (docs/api.md#liveness). A zero field is its
+	// default.
+	Liveness LivenessConfig `json:"liveness"`
 	// MQTT is the URL of an MQTT broker ("mqtt://127.0.0.1:1883") on which
 	// the node exposes its own public Things' events, properties and
 	// actions (package mqttgw). Empty, the default, means no MQTT.
@@ -173,6 +182,110 @@ type ResourcesConfig struct {
 type DatastoreConfig struct {
 	// CacheMB is pebble's block cache size in MiB.
 	CacheMB int `json:"cacheMB"`
+}
+
+// QuotaConfig bounds what one other publisher may hold in the node's
+// directory, whichever way its records arrive (gossip, sync, a DHT lookup,
+// a group topic: federation.Intake). A record over the quota is refused
+// (on gossip, rejected: it counts against the peer that sent it) and what
+// the publisher holds stays; an update of a held Thing counts only the
+// bytes it adds. The node's own Things count against neither. The size of
+// one TD is bounded by the protocol (proto.MaxTDSize, 64 KiB), the same
+// for every node.
+type QuotaConfig struct {
+	// MaxThings is the most Things (tombstones included) held per
+	// publisher. Default DefaultMaxThingsPerPublisher.
+	MaxThings int `json:"maxThings"`
+	// MaxBytes is the most bytes of signed records held per publisher.
+	// Default DefaultMaxBytesPerPublisher.
+	MaxBytes int64 `json:"maxBytes"`
+}
+
+// Defaults of QuotaConfig.
+const (
+	// DefaultMaxThingsPerPublisher: a node hosting a thousand agents and
+	// tools is a large one; beyond that, run several identities.
+	DefaultMaxThingsPerPublisher = 1000
+	// DefaultMaxBytesPerPublisher: a thousand TDs of 16 KiB, more than
+	// three times the largest TD of the W3C conformance corpus (10 KiB).
+	DefaultMaxBytesPerPublisher = 16 << 20
+)
+
+// LivenessConfig says how the node judges whether another publisher is
+// alive. A publisher is seen by its presence beats (sent every
+// OfflineAfter/5 by each node that publishes Things), the records it
+// republishes, the syncs it answers and connections to it.
+type LivenessConfig struct {
+	// OfflineAfter is how long after it was last seen a publisher's
+	// Things count as offline (online=false in the directory API).
+	// Default directory.DefaultOfflineAfter (5 min); the node sends its
+	// own presence beats every OfflineAfter/5.
+	OfflineAfter Duration `json:"offlineAfter"`
+	// OfflineTTL is how long a publisher may stay unseen before its
+	// learned Things are dropped, independent of their records' validity
+	// (ThingTTL). Default DefaultOfflineTTL; at least OfflineAfter.
+	OfflineTTL Duration `json:"offlineTTL"`
+}
+
+// DefaultOfflineTTL is LivenessConfig.OfflineTTL's default: a publisher
+// restarting or briefly cut off keeps its Things listed (as offline); one
+// gone for an hour is taken out of every directory.
+const DefaultOfflineTTL = time.Hour
+
+// withDefaults fills q's zero fields.
+func (q QuotaConfig) withDefaults() QuotaConfig {
+	if q.MaxThings == 0 {
+		q.MaxThings = DefaultMaxThingsPerPublisher
+	}
+	if q.MaxBytes == 0 {
+		q.MaxBytes = DefaultMaxBytesPerPublisher
+	}
+	return q
+}
+
+func (q QuotaConfig) validate() error {
+	if q.MaxThings < 0 {
+		return fmt.Errorf("maxThings: %d: must not be negative (0 means the default, %d)", q.MaxThings, DefaultMaxThingsPerPublisher)
+	}
+	if q.MaxBytes < 0 {
+		return fmt.Errorf("maxBytes: %d: must not be negative (0 means the default, %d)", q.MaxBytes, DefaultMaxBytesPerPublisher)
+	}
+	if q.MaxBytes > 0 && q.MaxBytes < lmosproto.MaxRecordSize {
+		return fmt.Errorf("maxBytes: %d: must admit one record of the largest size (%d)", q.MaxBytes, lmosproto.MaxRecordSize)
+	}
+	return nil
+}
+
+// withDefaults fills l's zero fields.
+func (l LivenessConfig) withDefaults() LivenessConfig {
+	if l.OfflineAfter == 0 {
+		l.OfflineAfter = Duration(directory.DefaultOfflineAfter)
+	}
+	if l.OfflineTTL == 0 {
+		l.OfflineTTL = Duration(DefaultOfflineTTL)
+	}
+	return l
+}
+
+// minOfflineAfter is the shortest LivenessConfig.OfflineAfter: presence
+// beats go out every fifth of it, and gossip needs a moment to carry one.
+const minOfflineAfter = time.Second
+
+func (l LivenessConfig) validate() error {
+	if l.OfflineAfter < 0 {
+		return fmt.Errorf("offlineAfter: %s: must not be negative (0 means the default, %s)", l.OfflineAfter, directory.DefaultOfflineAfter)
+	}
+	if l.OfflineTTL < 0 {
+		return fmt.Errorf("offlineTTL: %s: must not be negative (0 means the default, %s)", l.OfflineTTL, DefaultOfflineTTL)
+	}
+	d := l.withDefaults()
+	if d.OfflineAfter < Duration(minOfflineAfter) {
+		return fmt.Errorf("offlineAfter: %s: must be at least %s", d.OfflineAfter, minOfflineAfter)
+	}
+	if d.OfflineTTL < d.OfflineAfter {
+		return fmt.Errorf("offlineTTL: %s: must be at least offlineAfter (%s)", d.OfflineTTL, d.OfflineAfter)
+	}
+	return nil
 }
 
 // DHT modes accepted in Config.DHTMode.
@@ -257,6 +370,9 @@ func DefaultConfig() Config {
 		ThingTTL: Duration(directory.DefaultTTL),
 		// Operators scrape /metrics; a node not watched pays little.
 		Libp2pMetrics: true,
+		// See QuotaConfig and LivenessConfig.
+		Quota:    QuotaConfig{}.withDefaults(),
+		Liveness: LivenessConfig{}.withDefaults(),
 	}
 }
 
@@ -384,6 +500,12 @@ func (c Config) validate() error {
 	}
 	if c.HolePunching && !c.RelayClient {
 		return errors.New("holePunching: needs relayClient, over whose relayed connection hole punching is coordinated")
+	}
+	if err := c.Quota.validate(); err != nil {
+		return fmt.Errorf("quota.%w", err)
+	}
+	if err := c.Liveness.validate(); err != nil {
+		return fmt.Errorf("liveness.%w", err)
 	}
 	return nil
 }
@@ -553,4 +675,19 @@ func configExists(home string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// directoryConfig is the directory's part of cfg: the lifetime of learned
+// Things, the quota per publisher and liveness. The purge loop runs often
+// enough to drop offline Things within a quarter of OfflineTTL.
+func directoryConfig(cfg Config) directory.Config {
+	q, l := cfg.Quota.withDefaults(), cfg.Liveness.withDefaults()
+	return directory.Config{
+		TTL:                   time.Duration(cfg.ThingTTL),
+		PurgeInterval:         min(directory.DefaultPurgeInterval, time.Duration(l.OfflineTTL)/4),
+		MaxThingsPerPublisher: q.MaxThings,
+		MaxBytesPerPublisher:  q.MaxBytes,
+		OfflineAfter:          time.Duration(l.OfflineAfter),
+		OfflineTTL:            time.Duration(l.OfflineTTL),
+	}
 }

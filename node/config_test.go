@@ -59,6 +59,13 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{"hole punching without relay", func(c *Config) { c.RelayClient = false }, "holePunching"},
 		{"thing ttl negative", func(c *Config) { c.ThingTTL = Duration(-time.Hour) }, "thingTTL"},
 		{"thing ttl too short", func(c *Config) { c.ThingTTL = Duration(time.Second) }, "thingTTL"},
+		{"quota things negative", func(c *Config) { c.Quota.MaxThings = -1 }, "quota.maxThings"},
+		{"quota bytes negative", func(c *Config) { c.Quota.MaxBytes = -1 }, "quota.maxBytes"},
+		{"quota bytes below one record", func(c *Config) { c.Quota.MaxBytes = 1000 }, "quota.maxBytes"},
+		{"offline after negative", func(c *Config) { c.Liveness.OfflineAfter = Duration(-time.Second) }, "liveness.offlineAfter"},
+		{"offline after too short", func(c *Config) { c.Liveness.OfflineAfter = Duration(time.Millisecond) }, "liveness.offlineAfter"},
+		{"offline ttl negative", func(c *Config) { c.Liveness.OfflineTTL = Duration(-time.Second) }, "liveness.offlineTTL"},
+		{"offline ttl below offline after", func(c *Config) { c.Liveness.OfflineTTL = Duration(time.Minute) }, "liveness.offlineTTL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()

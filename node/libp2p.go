@@ -205,6 +205,9 @@ func newDHT(ctx context.Context, cfg Config, h host.Host, store ds.Batching, thi
 		Datastore:      store,
 		BootstrapPeers: peers,
 		Things:         things,
+		// The Thing records one publisher may make this node store for
+		// the DHT: as many as its directory holds of it.
+		MaxRecordsPerPublisher: cfg.Quota.withDefaults().MaxThings,
 		// Group logs (docs/groups.md), /lmos-group/<group ID>.
 		Validators: map[string]record.Validator{lmosproto.NamespaceGroup: groups.Validator{}},
 	})
@@ -308,7 +311,7 @@ func newPubSub(ctx context.Context, h host.Host, o options, groups *groupsvc.Ser
 // ten, except on loopback, where every peer of a multi-node test lives.
 func peerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
 	params := &pubsub.PeerScoreParams{
-		Topics:        map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: topicScore()},
+		Topics:        map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: topicScore(), lmosproto.TopicPresence: topicScore()},
 		TopicScoreCap: 50,
 
 		AppSpecificScore:  func(peer.ID) float64 { return 0 },

@@ -200,7 +200,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.dir, err = directory.Open(directory.Deps{Datastore: n.store, Self: n.peerID},
-		directory.Config{TTL: time.Duration(cfg.ThingTTL)},
+		directoryConfig(cfg),
 		directory.WithLogger(o.logger.With("component", "directory")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -278,7 +278,8 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 			return err
 		},
 		Allowed: access.Allowed,
-	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect}, federation.WithLogger(fedLog))
+	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.withDefaults().OfflineAfter) / 5},
+		federation.WithLogger(fedLog))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

@@ -38,6 +38,9 @@ const (
 const (
 	// TopicAnnounce carries signed TDs and tombstones.
 	TopicAnnounce = "/lmos/1/announce"
+	// TopicPresence carries the presence beats of publishers: that the
+	// author is alive (docs/wire.md).
+	TopicPresence = "/lmos/1/presence"
 	// TopicGroupPrefix + group ID is a group's topic.
 	TopicGroupPrefix = "/lmos/1/group/"
 	// TopicEventsPrefix + publisher peer ID + "/" + thing ID is the

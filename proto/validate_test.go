@@ -68,7 +68,7 @@ func TestValidateTD(t *testing.T) {
 		{"trailing data", plainTD("") + `{}`, []string{""}, "data after the TD object"},
 		{"deep at the limit", plainTD(`,"x":` + deep[1:len(deep)-1]), nil, ""},
 		{"too deep", plainTD(`,"x":` + deep), []string{"/x" + strings.Repeat("/0", MaxTDDepth-1)}, "nested more than"},
-		{"too large", plainTD(`,"x":"` + strings.Repeat("a", MaxTDSize) + `"`), []string{""}, "more than the 1048576 allowed"},
+		{"too large", plainTD(`,"x":"` + strings.Repeat("a", MaxTDSize) + `"`), []string{""}, "more than the 65536 allowed"},
 
 		{"duplicate top-level member", plainTD(`,"title":"again"`), []string{"/title"}, `duplicate member "title"`},
 		{"duplicate in an array item", plainTD(`,"links":[{"href":"a","href":"b"}]`), []string{"/links/0/href"}, "duplicate"},

@@ -31,12 +31,16 @@ which --publisher and 'lmosnode trust' take back ("self" for this node,
 "UNVERIFIED" if the proof does not verify). TRUST is the publisher's mark
 in the node's trust list: own, trusted, denied or unknown; the node lists
 preferred, then allowed publishers first (see 'lmosnode trust'). GROUPS are the groups a Thing is restricted to (lmos:groups), by
-name where this node knows them, "-" for a public Thing. --json prints the
-signed TDs as served.`,
+name where this node knows them, "-" for a public Thing. ONLINE says
+whether the publisher was seen recently (presence beats, republications, a
+connection; "yes" always for this node's own Things); online Things are
+listed first after the trust ranking, and --online lists only them. --json
+prints the signed TDs as served.`,
 		Example: `  lmosnode find weather
   lmosnode find --type agent --capability weather-forecast@^1.2
   lmosnode find --vendor "Example Maps AG" --type tool
-  lmosnode find --publisher …zRfVBq6e --json`,
+  lmosnode find --publisher …zRfVBq6e --json
+  lmosnode find --online --capability geocode`,
 		RunE: runFind,
 	}
 	f := cmd.Flags()
@@ -45,6 +49,7 @@ signed TDs as served.`,
 	f.String("vendor", "", "vendor name (lmos:vendor), case-insensitive")
 	f.String("publisher", "", "publisher: peer ID, did:key or the short form find prints (…zRfVBq6e)")
 	f.String("group", "", "group id (lmos:groups)")
+	f.Bool("online", false, "only Things whose publisher is online")
 	f.Int("limit", 50, "at most this many results")
 	f.Int("offset", 0, "skip this many results")
 	f.Bool("json", false, "print the signed TDs as a JSON array")
@@ -63,6 +68,7 @@ func runFind(cmd *cobra.Command, args []string) error {
 	q.Vendor, _ = f.GetString("vendor")
 	q.Publisher, _ = f.GetString("publisher")
 	q.Group, _ = f.GetString("group")
+	q.Online, _ = f.GetBool("online")
 	q.Limit, _ = f.GetInt("limit")
 	q.Offset, _ = f.GetInt("offset")
 	q.Text = strings.Join(args, " ")
@@ -103,10 +109,10 @@ func runFind(cmd *cobra.Command, args []string) error {
 	names := groupNames(ctx, d)
 	marks := trustMarks(ctx, d)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tGROUPS\tPUBLISHER\tTRUST\tID")
+	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tGROUPS\tPUBLISHER\tTRUST\tONLINE\tID")
 	for _, t := range res.Things {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
-			cell(t.TD.Vendor()), groupList(t.TD.Groups, names), publisherName(t, self), trustMark(t, self, marks), t.TD.ID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
+			cell(t.TD.Vendor()), groupList(t.TD.Groups, names), publisherName(t, self), trustMark(t, self, marks), yesNo(t.Online), t.TD.ID)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -173,15 +175,30 @@ func TestFindCommand(t *testing.T) {
 
 	out := mustRun(t, "find", "--home", home)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "TITLE TYPE CAPABILITIES VENDOR GROUPS PUBLISHER TRUST ID" {
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "TITLE TYPE CAPABILITIES VENDOR GROUPS PUBLISHER TRUST ONLINE ID" {
 		t.Fatalf("find:\n%s", out)
 	}
 	short := "…" + other.ID.String()[len(other.ID.String())-8:]
-	if row := strings.Join(strings.Fields(lines[1]), " "); row != "Geocoder tool geocode@2.0.0 Example Maps AG - "+short+" unknown "+geocoderID {
+	if row := strings.Join(strings.Fields(lines[1]), " "); row != "Geocoder tool geocode@2.0.0 Example Maps AG - "+short+" unknown yes "+geocoderID {
 		t.Errorf("row %q", row)
 	}
 	if row := strings.Join(strings.Fields(lines[2]), " "); row != "WeatherAgent agent weather-forecast@1.2.0,weather-alerts@0.3.1 Example Weather GmbH - self own "+weatherID {
 		t.Errorf("row %q", row)
+	}
+
+	// The geocoder's publisher not seen for longer than the directory's
+	// OfflineAfter: offline, listed after the online Things, left out by
+	// --online.
+	env.Clock.Advance(directory.DefaultOfflineAfter + time.Second)
+	out = mustRun(t, "find", "--home", home)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "WeatherAgent") ||
+		!strings.Contains(strings.Join(strings.Fields(lines[2]), " "), short+" no "+geocoderID) {
+		t.Errorf("find with the geocoder offline:\n%s", out)
+	}
+	out = mustRun(t, "find", "--online", "--home", home)
+	if lines = strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[1], "WeatherAgent") {
+		t.Errorf("find --online:\n%s", out)
 	}
 
 	for _, tc := range []struct {

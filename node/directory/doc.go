@@ -17,6 +17,20 @@
 // the directory stores the signed bytes as they are and does not verify them
 // again when it loads them.
 //
+// # Quotas and liveness
+//
+// Per publisher of learned entries the directory counts the entries held
+// and the bytes of their records, and refuses (ErrQuota, OverQuota) a
+// record that would take the publisher over Config.MaxThingsPerPublisher
+// or MaxBytesPerPublisher; own Things count against neither. It also keeps
+// when the publisher was last seen (Seen, and the proof time of each
+// record put): an entry is Online while that is within
+// Config.OfflineAfter, queries rank online entries first and can select
+// them (Query.Online), and with Config.OfflineTTL the purge loop drops the
+// learned entries of a publisher unseen that long. Liveness is memory
+// only: after Open every publisher counts as unseen and has OfflineTTL of
+// grace from then.
+//
 // # Storage layout
 //
 // The directory keeps its state in a go-datastore under "/directory":

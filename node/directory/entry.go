@@ -68,6 +68,12 @@ type Entry struct {
 	Expires  time.Time
 	TTL      time.Duration
 
+	// Online is set for an own Thing and for a learned one whose
+	// publisher was seen within Config.OfflineAfter; LastSeen is when that
+	// publisher was last seen (zero for own Things, or never).
+	Online   bool
+	LastSeen time.Time
+
 	// Score is the free-text relevance of the Thing to a Search; 0 without
 	// text.
 	Score float64
@@ -78,7 +84,10 @@ type Entry struct {
 
 // entry snapshots t. Callers hold d.mu (read or write) or own t.
 func (d *Directory) entry(t *thing, score float64) Entry {
+	online, seen := d.liveness(t, d.now().UnixNano())
 	return Entry{
+		Online:       online,
+		LastSeen:     fromUnixNano(seen),
 		Publisher:    t.publisher,
 		ThingID:      t.id,
 		Seq:          t.seq,

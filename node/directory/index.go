@@ -27,8 +27,11 @@ type thing struct {
 	// Registration times in Unix nanoseconds; expires is 0 for never.
 	created, modified, expires int64
 	ttl                        int64
-	local                      Local
-	tombstone, own             bool
+	// size is the length of the signed record, counted against the
+	// publisher's quota.
+	size           int64
+	local          Local
+	tombstone, own bool
 
 	// slot is the thing's document number in the index (live things only).
 	slot uint32

@@ -41,6 +41,9 @@ const (
 	// DefaultSubscriberBuffer is how many events a subscriber may lag behind
 	// before it is dropped.
 	DefaultSubscriberBuffer = 256
+	// DefaultOfflineAfter is how long after a publisher was last seen its
+	// learned Things count as offline (Entry.Online).
+	DefaultOfflineAfter = 5 * time.Minute
 )
 
 // Config configures a Directory. The zero value of every field selects its
@@ -62,6 +65,25 @@ type Config struct {
 	// SubscriberBuffer is the channel capacity of a subscriber; one that
 	// falls further behind is dropped. Default DefaultSubscriberBuffer.
 	SubscriberBuffer int
+
+	// MaxThingsPerPublisher bounds the learned entries (tombstones
+	// included) held per publisher, MaxBytesPerPublisher the bytes of
+	// their signed records: a learned record that would take its publisher
+	// over either is refused (ErrQuota) and what is held stays. An update
+	// counts only what it adds. Own Things count against neither. 0: no
+	// limit (the node sets both, see node.QuotaConfig).
+	MaxThingsPerPublisher int
+	MaxBytesPerPublisher  int64
+	// OfflineAfter is how long after a publisher was last seen (Seen, or
+	// the proof time of a record of it put) its learned Things count as
+	// offline. Default DefaultOfflineAfter.
+	OfflineAfter time.Duration
+	// OfflineTTL, if set, drops the learned entries of a publisher not
+	// seen for that long (counted from when the directory began to hold
+	// its entries, if it never saw it); the purge loop does. 0: learned
+	// entries expire by TTL only (the node sets it, see
+	// node.LivenessConfig).
+	OfflineTTL time.Duration
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -80,6 +102,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SubscriberBuffer == 0 {
 		c.SubscriberBuffer = DefaultSubscriberBuffer
+	}
+	if c.OfflineAfter == 0 {
+		c.OfflineAfter = DefaultOfflineAfter
 	}
 	return c
 }
@@ -101,6 +126,18 @@ func (c Config) Validate() error {
 	}
 	if c.SubscriberBuffer < 0 {
 		errs = append(errs, fmt.Errorf("directory: SubscriberBuffer: %d is negative", c.SubscriberBuffer))
+	}
+	if c.MaxThingsPerPublisher < 0 {
+		errs = append(errs, fmt.Errorf("directory: MaxThingsPerPublisher: %d is negative", c.MaxThingsPerPublisher))
+	}
+	if c.MaxBytesPerPublisher < 0 {
+		errs = append(errs, fmt.Errorf("directory: MaxBytesPerPublisher: %d is negative", c.MaxBytesPerPublisher))
+	}
+	if c.OfflineAfter < 0 {
+		errs = append(errs, fmt.Errorf("directory: OfflineAfter: %s is negative", c.OfflineAfter))
+	}
+	if c.OfflineTTL < 0 {
+		errs = append(errs, fmt.Errorf("directory: OfflineTTL: %s is negative", c.OfflineTTL))
 	}
 	return errors.Join(errs...)
 }

@@ -2,85 +2,164 @@ package directory
 
 import (
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-
-	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
-// Errors of ParsePublisher for a short form.
-var (
-	// ErrUnknownPublisher: no publisher held ends with the short form.
-	ErrUnknownPublisher = errors.New("no publisher known to this node ends with it")
-	// ErrAmbiguousPublisher: several do.
-	ErrAmbiguousPublisher = errors.New("several publishers known to this node end with it: give more characters or the full peer ID")
-)
+// ErrQuota is returned by Put for a learned record that would take its
+// publisher over Config.MaxThingsPerPublisher or
+// Config.MaxBytesPerPublisher; the entries held stay as they are.
+var ErrQuota = errors.New("over the publisher's quota")
 
-// ParsePublisher returns the publisher s names: a peer ID or a did:key
-// (proto.ParsePublisher), or a short form (proto.PublisherSuffix: "…" and
-// the end of a peer ID) that ends the peer ID of exactly one publisher of
-// a live Thing held here, the node's own included.
-func (d *Directory) ParsePublisher(s string) (peer.ID, error) {
-	id, err := lmosproto.ParsePublisher(s)
-	if err == nil {
-		return id, nil
-	}
-	suffix, ok := lmosproto.PublisherSuffix(s)
-	if !ok {
-		return "", fmt.Errorf("%q is neither a peer ID, a did:key nor a short form (… and at least %d final characters of a peer ID)", s, lmosproto.MinPublisherSuffix)
-	}
-	var found []peer.ID
-	d.mu.RLock()
-	for p, list := range d.idx.publishers {
-		if len(list) > 0 && strings.HasSuffix(p.String(), suffix) {
-			found = append(found, p)
-		}
-	}
-	d.mu.RUnlock()
-	switch len(found) {
-	case 0:
-		return "", fmt.Errorf("%q: %w", s, ErrUnknownPublisher)
-	case 1:
-		return found[0], nil
-	}
-	names := make([]string, len(found))
-	for i, p := range found {
-		names[i] = p.String()
-	}
-	slices.Sort(names)
-	return "", fmt.Errorf("%q: %w (%s)", s, ErrAmbiguousPublisher, strings.Join(names, ", "))
+// pubState is what the directory keeps per publisher of learned entries:
+// its usage, counted against the quota, and when it was last seen alive.
+// It exists while the directory holds at least one learned entry of the
+// publisher.
+type pubState struct {
+	// things and bytes are the learned entries held (tombstones included)
+	// and the sizes of their signed records. Changed by writers under mu.
+	things int
+	bytes  int64
+	// since is when this node began to hold the publisher's entries (or
+	// loaded them), in Unix nanoseconds: the start of the grace an entry
+	// has before Config.OfflineTTL removes it unseen.
+	since int64
+	// seen is the latest evidence, in Unix nanoseconds, that the publisher
+	// was alive (Seen, the proof time of a record put); 0 if none.
+	seen atomic.Int64
 }
 
-// DropPublisher removes every record of another publisher p held here
-// (an operator deny-listed it) and returns how many; thing_deleted is
-// emitted for the live ones. The node's own records are never dropped.
-func (d *Directory) DropPublisher(p peer.ID) (int, error) {
-	if p == d.self {
-		return 0, errors.New("directory: drop publisher: the node's own records stay")
-	}
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	if d.closed {
-		return 0, ErrClosed
-	}
-	var drop []*thing
-	d.mu.RLock()
-	for _, list := range d.byID {
-		for _, t := range list {
-			if t.publisher == p && !t.own {
-				drop = append(drop, t)
-			}
+// see records that the publisher was alive at at (Unix nanoseconds); an
+// older time than the one held changes nothing.
+func (p *pubState) see(at int64) {
+	for {
+		cur := p.seen.Load()
+		if at <= cur || p.seen.CompareAndSwap(cur, at) {
+			return
 		}
 	}
+}
+
+// account adds t's usage to its publisher (sign +1) or removes it (-1).
+// Own entries count against no quota. Callers hold mu for writing.
+func (d *Directory) account(t *thing, sign int) {
+	if t.own {
+		return
+	}
+	p := d.pubs[t.publisher]
+	if p == nil {
+		if sign < 0 {
+			return
+		}
+		p = &pubState{since: d.now().UnixNano()}
+		d.pubs[t.publisher] = p
+	}
+	p.things += sign
+	p.bytes += int64(sign) * t.size
+	if p.things <= 0 {
+		delete(d.pubs, t.publisher)
+	}
+}
+
+// usage is a put's change to one publisher's usage.
+type usage struct {
+	things int
+	bytes  int64
+}
+
+// overQuota reports whether storing rec's entry t in place of old (nil if
+// none) takes its learned publisher over the quota, given the changes
+// already staged by the same put (pending, updated when it is not over).
+// A change that does not grow the usage is never refused, so a publisher
+// over a lowered quota may still update and remove its Things. Callers
+// hold wmu.
+func (d *Directory) overQuota(t, old *thing, pending map[peer.ID]usage) bool {
+	if t.own || (d.cfg.MaxThingsPerPublisher == 0 && d.cfg.MaxBytesPerPublisher == 0) {
+		return false
+	}
+	delta := usage{things: 1, bytes: t.size}
+	if old != nil {
+		delta = usage{bytes: t.size - old.size}
+	}
+	cur := pending[t.publisher]
+	if p := d.pubs[t.publisher]; p != nil {
+		cur.things += p.things
+		cur.bytes += p.bytes
+	}
+	if (delta.things > 0 && d.cfg.MaxThingsPerPublisher > 0 && cur.things+delta.things > d.cfg.MaxThingsPerPublisher) ||
+		(delta.bytes > 0 && d.cfg.MaxBytesPerPublisher > 0 && cur.bytes+delta.bytes > d.cfg.MaxBytesPerPublisher) {
+		return true
+	}
+	u := pending[t.publisher]
+	u.things += delta.things
+	u.bytes += delta.bytes
+	pending[t.publisher] = u
+	return false
+}
+
+// Usage returns how many learned entries (tombstones included) of
+// publisher the directory holds and the bytes of their signed records:
+// what Config.MaxThingsPerPublisher and Config.MaxBytesPerPublisher bound.
+func (d *Directory) Usage(publisher peer.ID) (things int, bytes int64) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if p := d.pubs[publisher]; p != nil {
+		return p.things, p.bytes
+	}
+	return 0, 0
+}
+
+// Seen records that publisher was alive at at: a message it authored, a
+// connection to it. It counts for the liveness of the publisher's learned
+// Things (Entry.Online); a publisher of which the directory holds nothing
+// is not tracked. Safe to call from any goroutine, also from a gossip
+// validator.
+func (d *Directory) Seen(publisher peer.ID, at time.Time) {
+	n := min(unixNano(at), d.now().UnixNano())
+	d.mu.RLock()
+	p := d.pubs[publisher]
 	d.mu.RUnlock()
-	if len(drop) == 0 {
-		return 0, nil
+	if p != nil {
+		p.see(n)
 	}
-	if err := d.remove(drop); err != nil {
-		return 0, fmt.Errorf("directory: drop publisher %s: %w", p, err)
+}
+
+// Tracked reports whether the directory holds a learned entry of
+// publisher, and so tracks its liveness.
+func (d *Directory) Tracked(publisher peer.ID) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.pubs[publisher] != nil
+}
+
+// liveness returns whether t's publisher counts as online at now (Unix
+// nanoseconds) and when it was last seen (0: never). Own Things are
+// always online. Callers hold mu (read or write) or wmu.
+func (d *Directory) liveness(t *thing, now int64) (bool, int64) {
+	if t.own {
+		return true, 0
 	}
-	return len(drop), nil
+	p := d.pubs[t.publisher]
+	if p == nil {
+		return false, 0
+	}
+	seen := p.seen.Load()
+	return seen != 0 && now-seen < int64(d.cfg.OfflineAfter), seen
+}
+
+// offlineExpired reports whether t is a learned entry whose publisher has
+// not been seen for Config.OfflineTTL, counted from the later of its last
+// sighting and the time this node began to hold its entries. Callers hold
+// wmu.
+func (d *Directory) offlineExpired(t *thing, now int64) bool {
+	if t.own {
+		return false
+	}
+	p := d.pubs[t.publisher]
+	if p == nil {
+		return false
+	}
+	return now-max(p.seen.Load(), p.since) >= int64(d.cfg.OfflineTTL)
 }

@@ -40,6 +40,8 @@ type Query struct {
 	// relevance (BM25, a title word weighs most). Text without a searchable
 	// word (only stopwords or punctuation) matches nothing.
 	Text string
+	// Online selects the Things that are online (Entry.Online).
+	Online bool
 	// Visible, if set, hides the Things it returns false for (the group
 	// layer: Things naming lmos:groups are visible to members only). It is
 	// called under the directory's read lock and must not call the
@@ -65,9 +67,10 @@ type Query struct {
 
 // Result is a page of search results.
 type Result struct {
-	// Entries are the page, ordered by Score (descending, free-text queries
-	// only), then title, publisher and thing id; with Query.ByID by thing
-	// id and publisher.
+	// Entries are the page, online Things first (Entry.Online), then by
+	// Score (descending, free-text queries only), title, publisher and
+	// thing id; with Query.ByID online first, then by thing id and
+	// publisher.
 	Entries []Entry
 	// Total is the number of matching Things, all pages together.
 	Total int
@@ -189,17 +192,21 @@ func (c *constraintCache) get(s string) (*versionRange, error) {
 
 // hit is a matching Thing and its relevance.
 type hit struct {
-	t     *thing
-	rank  int // Query.Rank of the publisher
-	score float64
-	key   uint64 // titleKey(t.title), or of t.id when ordering by id
+	t      *thing
+	rank   int // Query.Rank of the publisher
+	online bool
+	score  float64
+	key    uint64 // titleKey(t.title), or of t.id when ordering by id
 }
 
-// better orders hits: rank descending, score descending, then title,
-// publisher, id.
+// better orders hits: rank descending, online first, score descending,
+// then title, publisher, id.
 func better(a, b hit) bool {
 	if a.rank != b.rank {
 		return a.rank > b.rank
+	}
+	if a.online != b.online {
+		return a.online
 	}
 	if a.score != b.score {
 		return a.score > b.score
@@ -216,11 +223,14 @@ func better(a, b hit) bool {
 	return a.t.id < b.t.id
 }
 
-// betterByID orders hits by rank (descending), id, then publisher
-// (Query.ByID).
+// betterByID orders hits by rank (descending), online first, then by id
+// and publisher (Query.ByID).
 func betterByID(a, b hit) bool {
 	if a.rank != b.rank {
 		return a.rank > b.rank
+	}
+	if a.online != b.online {
+		return a.online
 	}
 	if a.key != b.key {
 		return a.key < b.key
@@ -339,6 +349,10 @@ func (d *Directory) Search(q Query) (Result, error) {
 				}
 			}
 		}
+		online, _ := d.liveness(t, now)
+		if q.Online && !online {
+			return
+		}
 		if q.Visible != nil && !q.Visible(d.entry(t, 0)) {
 			return
 		}
@@ -346,7 +360,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 		if q.ByID {
 			key = titleKey(t.id)
 		}
-		h := hit{t: t, score: score, key: key}
+		h := hit{t: t, online: online, score: score, key: key}
 		if q.Rank != nil {
 			h.rank = q.Rank(t.publisher)
 		}

@@ -35,6 +35,10 @@ const (
 	Deleted
 	// Stale: the record is older than the one held and was refused.
 	Stale
+	// OverQuota: the learned record would take its publisher over its
+	// quota (Config.MaxThingsPerPublisher, MaxBytesPerPublisher) and was
+	// refused.
+	OverQuota
 )
 
 func (c Change) String() string {
@@ -49,6 +53,8 @@ func (c Change) String() string {
 		return "deleted"
 	case Stale:
 		return "stale"
+	case OverQuota:
+		return "over quota"
 	}
 	return fmt.Sprintf("Change(%d)", int(c))
 }
@@ -88,8 +94,9 @@ type Directory struct {
 
 	// mu guards the in-memory state.
 	mu   sync.RWMutex
-	byID map[string][]*thing // every entry, by thing id
-	own  map[string]*thing   // the node's own entries, by thing id
+	byID map[string][]*thing   // every entry, by thing id
+	own  map[string]*thing     // the node's own entries, by thing id
+	pubs map[peer.ID]*pubState // per publisher of learned entries
 	idx  index
 
 	events      *events
@@ -130,6 +137,7 @@ func Open(deps Deps, cfg Config, opts ...Option) (*Directory, error) {
 		versions: make(map[string]*semver.Version),
 		byID:     make(map[string][]*thing),
 		own:      make(map[string]*thing),
+		pubs:     make(map[peer.ID]*pubState),
 		idx:      newIndex(),
 		events:   newEvents(cfg.EventHistory, cfg.SubscriberBuffer),
 		done:     make(chan struct{}),
@@ -283,6 +291,7 @@ func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, 
 		local:     env.Local,
 		tombstone: env.Tombstone,
 		own:       pub == d.self,
+		size:      int64(len(env.Raw)),
 	}
 	if t.tombstone {
 		return t, nil
@@ -344,6 +353,7 @@ func (d *Directory) insert(t *thing, tf []termFreq) {
 	if t.own {
 		d.own[t.id] = t
 	}
+	d.account(t, +1)
 	if !t.tombstone {
 		d.idx.add(t, tf)
 	}
@@ -357,6 +367,9 @@ func (d *Directory) swap(old, t *thing, tf []termFreq, refresh bool) {
 	list[i] = t
 	if t.own {
 		d.own[t.id] = t
+	}
+	if p := d.pubs[t.publisher]; p != nil && !t.own {
+		p.bytes += t.size - old.size
 	}
 	switch {
 	case refresh && !old.tombstone:
@@ -384,6 +397,7 @@ func (d *Directory) drop(t *thing) {
 	if t.own && d.own[t.id] == t {
 		delete(d.own, t.id)
 	}
+	d.account(t, -1)
 	if !t.tombstone {
 		d.idx.remove(t)
 	}
@@ -391,7 +405,8 @@ func (d *Directory) drop(t *thing) {
 
 // Put stores rec if it is newer than the record held for its (publisher,
 // thing id) and returns what changed; for an older record it returns Stale
-// and an error wrapping ErrStale. The record must have been verified
+// and an error wrapping ErrStale, for a learned record over its
+// publisher's quota OverQuota and an error wrapping ErrQuota. The record must have been verified
 // (proto.ParseRecord). local is the node-local metadata of an own Thing
 // (nil keeps what is held) and must be nil for another publisher's Thing.
 // The change is durable when Put returns.
@@ -400,15 +415,21 @@ func (d *Directory) Put(rec *lmosproto.Record, local *Local) (Change, error) {
 	if err != nil {
 		return 0, err
 	}
-	if changes[0] == Stale {
+	switch changes[0] {
+	case Stale:
 		return Stale, fmt.Errorf("directory: thing %q of %s: seq %d: %w", rec.ThingID, rec.Publisher(), rec.Seq, ErrStale)
+	case OverQuota:
+		things, bytes := d.Usage(rec.Publisher())
+		return OverQuota, fmt.Errorf("directory: thing %q of %s (%d bytes): the publisher holds %d Things, %d bytes here: %w",
+			rec.ThingID, rec.Publisher(), len(rec.Raw), things, bytes, ErrQuota)
 	}
 	return changes[0], nil
 }
 
 // PutMany stores records learned together (a sync reply, a burst of
 // gossip) in one durable write, as if each were given to Put in order. The
-// i-th change is that of recs[i]; stale records get Stale and no error.
+// i-th change is that of recs[i]; stale records get Stale, records over
+// their publisher's quota OverQuota, and no error.
 func (d *Directory) PutMany(recs []*lmosproto.Record) ([]Change, error) {
 	items := make([]putItem, len(recs))
 	for i, r := range recs {
@@ -484,6 +505,7 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 	if len(items) > 1 {
 		pending = make(map[thingRef]staged)
 	}
+	quota := make(map[peer.ID]usage)
 	batch, err := d.ds.Batch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("directory: put: %w", err)
@@ -498,6 +520,9 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 		op, err := d.prepare(rec, it.local, old, oldRaw, now)
 		if err != nil {
 			return nil, err
+		}
+		if op.t != nil && op.change != Unchanged && d.overQuota(op.t, old, quota) {
+			op = putOp{change: OverQuota}
 		}
 		changes[i] = op.change
 		if op.t == nil {
@@ -541,6 +566,10 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 			d.insert(op.t, op.tf)
 		} else {
 			d.swap(op.old, op.t, op.tf, op.refresh)
+		}
+		if p := d.pubs[op.t.publisher]; p != nil && !op.t.own {
+			// A record's proof time is evidence its publisher was alive.
+			p.see(min(unixNano(op.rec.Signer.Created), now.UnixNano()))
 		}
 	}
 	d.mu.Unlock()
@@ -667,7 +696,9 @@ func (d *Directory) envelopeOf(rec *lmosproto.Record, t *thing) *envelope {
 	}
 }
 
-// Purge drops every entry expired at now and returns how many it dropped.
+// Purge drops every entry expired at now, and with Config.OfflineTTL the
+// learned entries of publishers offline that long, and returns how many it
+// dropped.
 // The purge loop calls it every Config.PurgeInterval; a failed write is
 // logged and retried on the next call.
 func (d *Directory) Purge(now time.Time) int {
@@ -680,7 +711,7 @@ func (d *Directory) Purge(now time.Time) int {
 	var expired []*thing
 	for _, list := range d.byID {
 		for _, t := range list {
-			if t.expired(n) {
+			if t.expired(n) || (d.cfg.OfflineTTL > 0 && d.offlineExpired(t, n)) {
 				expired = append(expired, t)
 			}
 		}

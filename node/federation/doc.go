@@ -43,8 +43,11 @@
 //   - Reject, which counts against the peer that forwarded the message
 //     (peer score P4) and stops it, for a message that is larger than
 //     proto.MaxRecordSize, not a valid signed record, authored by another
-//     peer than the record's publisher, expired or dated in the future, or
-//     a replay: a lower lmos:seq than the directory holds for the Thing;
+//     peer than the record's publisher, expired or dated in the future, a
+//     replay (a lower lmos:seq than the directory holds for the Thing), or
+//     over its publisher's quota in the directory (a new Thing or more
+//     bytes beyond directory.Config.MaxThingsPerPublisher,
+//     MaxBytesPerPublisher; what is held stays);
 //   - Ignore, which stops the message without penalty, for a record equal
 //     to or older by proof time only than the one held (a duplicate, or a
 //     republication that crossed a newer one), and when the directory cannot
@@ -55,6 +58,16 @@
 // was on its way to us by another path. The penalty of one such message is
 // small and decays (see node's gossipsub score parameters); a peer that
 // keeps sending replays is pruned and graylisted.
+//
+// # Liveness
+//
+// A node that publishes Things sends a presence beat on
+// proto.TopicPresence every Config.PresenceInterval (presence.go). The
+// Intake and the presence validator tell the directory when each
+// publisher was seen (directory.Directory.Seen): the time of its beats,
+// the proof time of its records, a sync it answered, a connection to it
+// opening or closing. The directory derives Entry.Online from it and drops
+// the learned Things of a publisher unseen for its OfflineTTL.
 //
 // # Sync protocol
 //

@@ -87,6 +87,12 @@ type Config struct {
 	// RepublishInterval is how often own records are re-signed and
 	// published again; 0 means dht.RepublishInterval.
 	RepublishInterval time.Duration
+	// PresenceInterval is how often the node sends a presence beat on
+	// proto.TopicPresence while it publishes Things, and counts its
+	// connected peers as seen (presence.go); 0 means
+	// DefaultPresenceInterval. Keep it well below the
+	// directory.Config.OfflineAfter of the federation's nodes.
+	PresenceInterval time.Duration
 }
 
 // Validate reports every field out of range.
@@ -94,12 +100,18 @@ func (c Config) Validate() error {
 	if c.RepublishInterval < 0 {
 		return fmt.Errorf("federation: RepublishInterval: %s is negative", c.RepublishInterval)
 	}
+	if c.PresenceInterval < 0 {
+		return fmt.Errorf("federation: PresenceInterval: %s is negative", c.PresenceInterval)
+	}
 	return nil
 }
 
 func (c Config) withDefaults() Config {
 	if c.RepublishInterval == 0 {
 		c.RepublishInterval = lmosdht.RepublishInterval
+	}
+	if c.PresenceInterval == 0 {
+		c.PresenceInterval = DefaultPresenceInterval
 	}
 	return c
 }
@@ -144,6 +156,8 @@ type Federation struct {
 
 	topic      *pubsub.Topic // nil without gossip
 	validating bool          // the topic validator is registered
+	presence   *pubsub.Topic // proto.TopicPresence; nil without gossip
+	prValid    bool          // its validator is registered
 
 	// ctx is cancelled by Close; it scopes the federation's goroutines and
 	// the network calls they make.
@@ -172,7 +186,9 @@ type Federation struct {
 	started bool
 	closed  bool
 	relay   pubsub.RelayCancelFunc
+	prRelay pubsub.RelayCancelFunc
 	idSub   event.Subscription
+	connSub event.Subscription
 	topicEH *pubsub.TopicEventHandler
 
 	closeOnce sync.Once
@@ -237,12 +253,19 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 		}
 	}()
 	if p.PubSub != nil {
-		if err := p.PubSub.RegisterTopicValidator(lmosproto.TopicAnnounce, f.validateAnnounce); err != nil {
+		if err := p.PubSub.RegisterTopicValidator(lmosproto.TopicAnnounce, f.validator("announcement", f.checkAnnounce)); err != nil {
 			return nil, fmt.Errorf("federation: topic %s: validator: %w", lmosproto.TopicAnnounce, err)
 		}
 		f.validating = true
 		if f.topic, err = p.PubSub.Join(lmosproto.TopicAnnounce); err != nil {
 			return nil, fmt.Errorf("federation: topic %s: %w", lmosproto.TopicAnnounce, err)
+		}
+		if err := p.PubSub.RegisterTopicValidator(lmosproto.TopicPresence, f.validator("presence beat", f.checkPresence)); err != nil {
+			return nil, fmt.Errorf("federation: topic %s: validator: %w", lmosproto.TopicPresence, err)
+		}
+		f.prValid = true
+		if f.presence, err = p.PubSub.Join(lmosproto.TopicPresence); err != nil {
+			return nil, fmt.Errorf("federation: topic %s: %w", lmosproto.TopicPresence, err)
 		}
 	}
 	return f, nil
@@ -278,7 +301,19 @@ func (f *Federation) Start(ctx context.Context) error {
 		}
 		f.topicEH = eh
 		f.wg.Go(func() { f.watchTopic(eh) })
+		prRelay, err := f.presence.Relay()
+		if err != nil {
+			return fmt.Errorf("federation: start: topic %s: %w", lmosproto.TopicPresence, err)
+		}
+		f.prRelay = prRelay
 	}
+	f.wg.Go(f.livenessLoop)
+	connSub, err := f.p.Host.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
+	if err != nil {
+		return fmt.Errorf("federation: start: connection events: %w", err)
+	}
+	f.connSub = connSub
+	f.wg.Go(func() { f.watchConnections(connSub) })
 	if f.cfg.SyncOnConnect {
 		sub, err := f.p.Host.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
 		if err != nil {
@@ -304,7 +339,7 @@ func (f *Federation) Close() error {
 	f.closeOnce.Do(func() {
 		f.mu.Lock()
 		f.closed = true
-		relay, idSub, eh := f.relay, f.idSub, f.topicEH
+		relay, prRelay, idSub, connSub, eh := f.relay, f.prRelay, f.idSub, f.connSub, f.topicEH
 		f.mu.Unlock()
 
 		f.cancel()
@@ -313,12 +348,18 @@ func (f *Federation) Close() error {
 		if idSub != nil {
 			errs = append(errs, idSub.Close())
 		}
+		if connSub != nil {
+			errs = append(errs, connSub.Close())
+		}
 		if eh != nil {
 			eh.Cancel()
 		}
 		f.wg.Wait()
 		if relay != nil {
 			relay()
+		}
+		if prRelay != nil {
+			prRelay()
 		}
 		errs = append(errs, f.leaveTopic())
 		if err := errors.Join(errs...); err != nil {
@@ -342,6 +383,16 @@ func (f *Federation) leaveTopic() error {
 	if f.validating {
 		if err := f.p.PubSub.UnregisterTopicValidator(lmosproto.TopicAnnounce); err != nil {
 			errs = append(errs, fmt.Errorf("topic %s: validator: %w", lmosproto.TopicAnnounce, err))
+		}
+	}
+	if f.presence != nil {
+		if err := f.presence.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("topic %s: %w", lmosproto.TopicPresence, err))
+		}
+	}
+	if f.prValid {
+		if err := f.p.PubSub.UnregisterTopicValidator(lmosproto.TopicPresence); err != nil {
+			errs = append(errs, fmt.Errorf("topic %s: validator: %w", lmosproto.TopicPresence, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/topicval"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -28,20 +29,22 @@ var (
 	errScopedAnnounced = errors.New("a Thing restricted to groups (lmos:groups) announced on the public topic")
 )
 
-// validateAnnounce is the topic validator of proto.TopicAnnounce; see the
-// package documentation for its answers. An accepted record is stored in
-// the directory before the validator returns, so a record gossipsub
-// forwards is one this node holds.
-func (f *Federation) validateAnnounce(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
-	res, err := f.checkAnnounce(msg)
-	if err != nil {
-		f.log.Debug("announcement refused", "from", msg.ReceivedFrom, "result", topicval.ResultName(res), "err", err)
+// validator is a topic validator that answers what check decides and logs
+// a refusal (at debug level: refusals are the peers' doing) as what's.
+func (f *Federation) validator(what string, check func(*pubsub.Message) (pubsub.ValidationResult, error)) func(context.Context, peer.ID, *pubsub.Message) pubsub.ValidationResult {
+	return func(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+		res, err := check(msg)
+		if err != nil {
+			f.log.Debug("gossip message refused", "what", what, "from", msg.ReceivedFrom, "result", topicval.ResultName(res), "err", err)
+		}
+		return res
 	}
-	return res
 }
 
-// checkAnnounce decides what validateAnnounce answers and stores an
-// accepted record.
+// checkAnnounce is the topic validator of proto.TopicAnnounce (through
+// validator); see the package documentation for its answers. An accepted
+// record is stored in the directory before it returns, so a record
+// gossipsub forwards is one this node holds.
 func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult, error) {
 	data := msg.GetData()
 	if len(data) > lmosproto.MaxRecordSize {
@@ -74,9 +77,12 @@ func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult
 		// messages itself, this keeps the directory safe if it did not.
 		return pubsub.ValidationIgnore, fmt.Errorf("thing %q: own record received from %s", rec.ThingID, msg.ReceivedFrom)
 	}
+	// Storing it counts the record's proof time as a sighting of its
+	// publisher; the message itself is not (a replayed message is as
+	// validly signed as the original).
 	_, err = f.intake.Store("gossip", rec)
 	switch {
-	case errors.Is(err, errReplay):
+	case errors.Is(err, errReplay), errors.Is(err, directory.ErrQuota):
 		return pubsub.ValidationReject, err
 	case err != nil:
 		return pubsub.ValidationIgnore, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -21,14 +22,20 @@ import (
 // tombstone, freshness, signed by the publisher named) and stores it as
 // learned, with one mapping of what the directory answers: a record older
 // than the one held is a replay (errReplay), one no newer a duplicate
-// (ErrNotNewer). The node builds it before the group service and the
-// federation, which both hand it records. It is safe for concurrent use.
+// (ErrNotNewer), and one that would take its publisher over its quota in
+// this directory (directory.Config.MaxThingsPerPublisher,
+// MaxBytesPerPublisher) is refused with an error wrapping
+// directory.ErrQuota, the records held staying as they are. It also tells
+// the directory when a publisher was seen alive (Seen). The node builds it
+// before the group service and the federation, which both hand it records.
+// It is safe for concurrent use.
 type Intake struct {
 	self      peer.ID
 	dir       *directory.Directory
 	validator lmosdht.ThingValidator
 	admit     func(peer.ID) bool
 	log       *slog.Logger
+	now       func() time.Time
 }
 
 // ErrNotAdmitted: the operator's trust list refuses the record's publisher
@@ -55,7 +62,7 @@ type IntakeDeps struct {
 }
 
 // NewIntake returns the Intake of deps; of the options it takes
-// WithLogger.
+// WithLogger and WithClock (which dates sightings, Seen).
 func NewIntake(deps IntakeDeps, opts ...Option) (*Intake, error) {
 	if deps.Directory == nil {
 		return nil, errors.New("federation: IntakeDeps.Directory is nil")
@@ -63,13 +70,21 @@ func NewIntake(deps IntakeDeps, opts ...Option) (*Intake, error) {
 	if err := deps.Self.Validate(); err != nil {
 		return nil, fmt.Errorf("federation: IntakeDeps.Self: %w", err)
 	}
-	o := options{log: slog.New(slog.DiscardHandler)}
+	o := options{log: slog.New(slog.DiscardHandler), now: time.Now}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
-	return &Intake{self: deps.Self, dir: deps.Directory, validator: deps.Validator, admit: deps.Admit, log: o.log}, nil
+	return &Intake{self: deps.Self, dir: deps.Directory, validator: deps.Validator, admit: deps.Admit, log: o.log, now: o.now}, nil
+}
+
+// Seen tells the directory that publisher p was seen alive now: a message
+// it authored, a sync it answered, a connection to it (Entry.Online).
+func (in *Intake) Seen(p peer.ID) {
+	if p != in.self {
+		in.dir.Seen(p, in.now())
+	}
 }
 
 // Check checks raw as a record published by publisher: size, proof, TD or
@@ -116,7 +131,8 @@ func (in *Intake) Admits(publisher peer.ID) error {
 // via a path ("gossip", "dht", "group"), and returns what changed. A
 // record older than the one held is an error wrapping errReplay; one no
 // newer (a duplicate) an error wrapping ErrNotNewer; one of a publisher
-// the trust list refuses an error wrapping ErrNotAdmitted.
+// the trust list refuses an error wrapping ErrNotAdmitted; one over its
+// publisher's quota an error wrapping directory.ErrQuota.
 func (in *Intake) Store(via string, rec *lmosproto.Record) (directory.Change, error) {
 	if err := in.Admits(rec.Publisher()); err != nil {
 		return directory.Unchanged, fmt.Errorf("thing %q: %w", rec.ThingID, err)
@@ -128,6 +144,9 @@ func (in *Intake) Store(via string, rec *lmosproto.Record) (directory.Change, er
 			return change, fmt.Errorf("thing %q of %s: seq %d, held %d: %w", rec.ThingID, rec.Publisher(), rec.Seq, held.Seq, errReplay)
 		}
 		return change, fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, rec.Publisher(), rec.Seq, ErrNotNewer)
+	case errors.Is(err, directory.ErrQuota):
+		in.log.Debug("learned record over quota", "via", via, "thing", rec.ThingID, "publisher", rec.Publisher(), "err", err)
+		return change, err
 	case err != nil:
 		in.log.Warn("store learned record", "via", via, "thing", rec.ThingID, "publisher", rec.Publisher(), "err", err)
 		return change, fmt.Errorf("thing %q of %s: %w", rec.ThingID, rec.Publisher(), err)
@@ -140,7 +159,8 @@ func (in *Intake) Store(via string, rec *lmosproto.Record) (directory.Change, er
 
 // StoreMany stores checked records in one batch (a sync answer) and
 // returns how many changed the directory; records no newer than those
-// held are skipped.
+// held, and those over their publisher's quota, are skipped (the latter
+// logged).
 func (in *Intake) StoreMany(recs []*lmosproto.Record) (int, error) {
 	recs = slices.DeleteFunc(slices.Clone(recs), func(r *lmosproto.Record) bool { return in.Admits(r.Publisher()) != nil })
 	if len(recs) == 0 {
@@ -150,11 +170,18 @@ func (in *Intake) StoreMany(recs []*lmosproto.Record) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	n, over := 0, 0
 	for _, c := range changes {
-		if c != directory.Unchanged && c != directory.Stale {
+		switch c {
+		case directory.Unchanged, directory.Stale:
+		case directory.OverQuota:
+			over++
+		default:
 			n++
 		}
+	}
+	if over > 0 {
+		in.log.Info("learned records over quota refused", "publisher", recs[0].Publisher(), "refused", over, "of", len(recs))
 	}
 	return n, nil
 }

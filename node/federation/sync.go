@@ -243,6 +243,7 @@ func (f *Federation) Sync(ctx context.Context, p peer.ID, flt Filter) (int, erro
 	if err != nil {
 		return 0, fmt.Errorf("federation: sync with %s: %w", p, err)
 	}
+	f.intake.Seen(p) // it answered: alive
 	return n, nil
 }
 

@@ -90,8 +90,10 @@ type FindQuery struct {
 	Publisher  string // peer ID or did:key
 	Group      string
 	Text       string
-	Offset     int
-	Limit      int // 0: the server's default page size
+	// Online selects the Things whose publisher is online.
+	Online bool
+	Offset int
+	Limit  int // 0: the server's default page size
 }
 
 func (q FindQuery) values() url.Values {
@@ -101,6 +103,9 @@ func (q FindQuery) values() url.Values {
 		if s != "" {
 			v.Set(k, s)
 		}
+	}
+	if q.Online {
+		v.Set("online", "true")
 	}
 	if q.Offset > 0 {
 		v.Set("offset", strconv.Itoa(q.Offset))
@@ -121,6 +126,9 @@ type Found struct {
 	// when the proof does not verify (VerifyErr says why).
 	Publisher peer.ID
 	VerifyErr error
+	// Online is whether the node counts the Thing's publisher as online
+	// (the listing's LMOS-Online header); false if the node does not say.
+	Online bool
 }
 
 // FindResult is a page of Find.
@@ -143,12 +151,19 @@ func (c *Client) Find(ctx context.Context, q FindQuery) (FindResult, error) {
 		return FindResult{}, err
 	}
 	res := FindResult{More: strings.Contains(hdr.Get("Link"), `rel="next"`)}
+	online := strings.Split(hdr.Get(HeaderOnline), ",")
+	if len(online) != len(raws) {
+		online = nil
+	}
 	for i, raw := range raws {
 		td, err := lmosproto.ParseTD(raw)
 		if err != nil {
 			return res, fmt.Errorf("GET %s: TD %d: %w", path, i, err)
 		}
 		f := Found{TD: td, Raw: raw}
+		if online != nil {
+			f.Online = strings.TrimSpace(online[i]) == "true"
+		}
 		if s, err := lmosproto.VerifyDocument(raw); err != nil {
 			f.VerifyErr = err
 		} else {

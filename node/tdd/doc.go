@@ -15,7 +15,9 @@
 //	                               Link rel="next" and rel="canonical" with an etag
 //	                               (the directory's revision); LMOS filters type, capability
 //	                               (id[@semver-range]), vendor, publisher, group,
-//	                               q (free text, ranked when no sort_by)
+//	                               q (free text, ranked when no sort_by), online;
+//	                               online Things first, LMOS-Online per TD; pages
+//	                               of at most Config.MaxLimit TDs and MaxPageBytes
 //	GET  /things?view=consumer     the same listing of consumer views (Deps.ConsumerView)
 //	GET  /things/{id}              one TD (application/td+json); HEAD likewise;
 //	                               enriched=true: the Enriched TD

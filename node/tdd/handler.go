@@ -125,6 +125,12 @@ const (
 	// DefaultMaxLimit caps limit; a larger one is lowered (the Link header
 	// leads on).
 	DefaultMaxLimit = 1000
+	// DefaultMaxPageBytes bounds the TDs of one listing page: a page that
+	// would hold more ends early and its Link header leads on from there.
+	// 8 MiB holds a default page of 100 TDs of the largest size with room
+	// to spare, and keeps concurrent listings of a large directory from
+	// each holding a page of 1000 large TDs (64 MiB) in memory.
+	DefaultMaxPageBytes = 8 << 20
 	// DefaultFindTimeout bounds the federation lookup on a capability
 	// miss: a DHT lookup in a small network answers within a few seconds.
 	DefaultFindTimeout = 5 * time.Second
@@ -160,6 +166,9 @@ type Config struct {
 	DefaultLimit int
 	// MaxLimit caps the limit of a listing.
 	MaxLimit int
+	// MaxPageBytes bounds the bytes of the TDs of one listing page (a page
+	// has at least one TD).
+	MaxPageBytes int
 	// FindTimeout bounds the Finder's lookup on a capability miss.
 	FindTimeout time.Duration
 	// WriteTimeout bounds a Publish or Remove.
@@ -200,6 +209,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.DefaultLimit, DefaultLimit)
 	def(&c.MaxLimit, DefaultMaxLimit)
+	def(&c.MaxPageBytes, DefaultMaxPageBytes)
 	defDur(&c.FindTimeout, DefaultFindTimeout)
 	defDur(&c.WriteTimeout, DefaultWriteTimeout)
 	defDur(&c.ConnectTimeout, DefaultConnectTimeout)
@@ -217,7 +227,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"defaultLimit", c.DefaultLimit}, {"maxLimit", c.MaxLimit}, {"maxQueryLength", c.MaxQueryLength}, {"maxQueryDepth", c.MaxQueryDepth}, {"maxSearchNodes", c.MaxSearchNodes}} {
+	}{{"defaultLimit", c.DefaultLimit}, {"maxLimit", c.MaxLimit}, {"maxPageBytes", c.MaxPageBytes}, {"maxQueryLength", c.MaxQueryLength}, {"maxQueryDepth", c.MaxQueryDepth}, {"maxSearchNodes", c.MaxSearchNodes}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("tdd config: %s: %d is negative", f.name, f.v))
 		}

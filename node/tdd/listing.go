@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -71,7 +72,11 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 
 	now := time.Now()
 	var members [][]byte
-	for _, e := range page {
+	var online []string
+	// consumed counts the page's entries served or skipped: the next page
+	// starts after them, also when the page ends early at MaxPageBytes.
+	consumed, size := len(page), 0
+	for i, e := range page {
 		rec, err := e.Record()
 		if err != nil || rec.Tombstone() {
 			continue // removed since the search
@@ -86,17 +91,24 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		if len(members) > 0 && size+len(doc) > h.cfg.MaxPageBytes {
+			consumed = i
+			break
+		}
+		size += len(doc)
 		members = append(members, doc)
+		online = append(online, strconv.FormatBool(e.Online))
 	}
 
 	next := ""
-	if end := lq.offset + len(page); end < total {
+	if end := lq.offset + consumed; end < total {
 		next = h.pageURL(r, end, lq.limit)
 	}
 	if next != "" {
 		w.Header().Add("Link", "<"+next+`>; rel="next"`)
 	}
 	w.Header().Add("Link", "<"+h.base(r)+`/things>; rel="canonical"; etag="`+tag+`"`)
+	w.Header().Set(HeaderOnline, strings.Join(online, ", "))
 
 	var buf bytes.Buffer
 	if lq.collection {
@@ -119,20 +131,36 @@ func (h *Handler) pageURL(r *http.Request, offset, limit int) string {
 	return h.base(r) + "/things?" + v.Encode()
 }
 
-// order sorts entries as lq asks: by the sort_by field, else by id, except
-// that free text without sort_by keeps the directory's order (relevance).
-// Strings compare by Unicode code points (Go compares UTF-8 bytes, which
-// orders as code points do); ties go by id, then publisher.
+// order sorts entries as lq asks: online Things first (the directory's
+// order too), then by the sort_by field, else by id, except that free text
+// without sort_by keeps the directory's order (relevance). Strings compare
+// by Unicode code points (Go compares UTF-8 bytes, which orders as code
+// points do); ties go by id, then publisher. sort_order=desc reverses the
+// order within the online and within the offline Things.
 func order(entries []directory.Entry, lq listQuery) {
 	if lq.sortBy != "" || lq.q.Text == "" {
 		by := cmpField(lq.sortBy)
+		dir := 1
+		if lq.desc {
+			dir = -1
+		}
 		slices.SortStableFunc(entries, func(a, b directory.Entry) int {
-			return cmp.Or(by(a, b), cmp.Compare(a.ThingID, b.ThingID), cmp.Compare(a.Publisher, b.Publisher))
+			return cmp.Or(onlineFirst(a, b), dir*cmp.Or(by(a, b), cmp.Compare(a.ThingID, b.ThingID), cmp.Compare(a.Publisher, b.Publisher)))
 		})
-	}
-	if lq.desc {
+	} else if lq.desc {
 		slices.Reverse(entries)
 	}
+}
+
+// onlineFirst orders online entries before offline ones.
+func onlineFirst(a, b directory.Entry) int {
+	switch {
+	case a.Online == b.Online:
+		return 0
+	case a.Online:
+		return -1
+	}
+	return 1
 }
 
 // cmpField compares two entries by field f (0 for the default, id, which

@@ -250,3 +250,65 @@ func opsMembersOnly(d *tdd.Deps, _ *tdd.Config) {
 		return func(e directory.Entry) bool { return len(e.Groups) == 0 }
 	}
 }
+
+// TestListingOnline: learned Things whose publisher was not seen within
+// the directory's OfflineAfter are listed after the online ones, marked in
+// LMOS-Online and the enriched registration, and left out by online=true.
+func TestListingOnline(t *testing.T) {
+	env := tddtest.NewEnv(t)
+	fleet(t, env)
+	check := func(query string, wantIDs []string, wantOnline string) {
+		t.Helper()
+		r := do(t, http.MethodGet, env.URL+"/things"+query, nil)
+		if got := ids(tdList(t, r)); !slices.Equal(got, wantIDs) {
+			t.Errorf("GET /things%s: %v, want %v", query, got, wantIDs)
+		}
+		if got := r.header.Get(tdd.HeaderOnline); got != wantOnline {
+			t.Errorf("GET /things%s: %s %q, want %q", query, tdd.HeaderOnline, got, wantOnline)
+		}
+	}
+	check("", []string{"urn:a1", "urn:a2", "urn:b1", "urn:b2", "urn:t1"}, "true, true, true, true, true")
+	env.Clock.Advance(directory.DefaultOfflineAfter + time.Second)
+	check("", []string{"urn:a1", "urn:a2", "urn:t1", "urn:b1", "urn:b2"}, "true, true, true, false, false")
+	check("?sort_by=title", []string{"urn:a2", "urn:t1", "urn:a1", "urn:b2", "urn:b1"}, "true, true, true, false, false")
+	check("?online=true", []string{"urn:a1", "urn:a2", "urn:t1"}, "true, true, true")
+	check("?online=false", []string{"urn:a1", "urn:a2", "urn:t1", "urn:b1", "urn:b2"}, "true, true, true, false, false")
+	check("?q=rain", []string{"urn:a1", "urn:b1"}, "true, false")
+	if r := do(t, http.MethodGet, env.URL+"/things?online=maybe", nil); r.status != http.StatusBadRequest {
+		t.Errorf("online=maybe: %d, want 400", r.status)
+	}
+
+	r := do(t, http.MethodGet, env.URL+"/things/urn:b1?enriched=true", nil)
+	reg, _ := decodeMap(t, string(r.body))["registration"].(map[string]any)
+	if reg["online"] != false || reg["lastSeen"] != tddtest.Epoch.Format(time.RFC3339) {
+		t.Errorf("enriched registration of an offline Thing: %v", reg)
+	}
+	if got := r.header.Get(tdd.HeaderRegistration); !strings.Contains(got, "online=?0") {
+		t.Errorf("%s: %q, want online=?0", tdd.HeaderRegistration, got)
+	}
+}
+
+// TestListingPageBytes: a page ends early once its TDs would exceed
+// MaxPageBytes (but holds at least one), and its next link continues
+// right after it: following the links lists every Thing once.
+func TestListingPageBytes(t *testing.T) {
+	env := tddtest.NewEnv(t, func(_ *tdd.Deps, c *tdd.Config) { c.MaxPageBytes = 1 })
+	fleet(t, env)
+	var all []string
+	next, pages := env.URL+"/things?limit=3", 0
+	for next != "" {
+		r := do(t, http.MethodGet, next, nil)
+		got := ids(tdList(t, r))
+		if len(got) != 1 {
+			t.Errorf("page %d: %v, want one TD (each is over MaxPageBytes)", pages, got)
+		}
+		all = append(all, got...)
+		next = nextLink(r)
+		if pages++; pages > 10 {
+			t.Fatal("pagination does not end")
+		}
+	}
+	if want := []string{"urn:a1", "urn:a2", "urn:b1", "urn:b2", "urn:t1"}; !slices.Equal(all, want) {
+		t.Errorf("ids %v, want %v", all, want)
+	}
+}

@@ -56,7 +56,7 @@ var sortFields = map[string]sortField{
 func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem) {
 	v := r.URL.Query()
 	lq := listQuery{limit: h.cfg.DefaultLimit}
-	for _, p := range []string{"offset", "limit", "format", "sort_by", "sort_order", "enriched", "type", "capability", "vendor", "publisher", "group", "q"} {
+	for _, p := range []string{"offset", "limit", "format", "sort_by", "sort_order", "enriched", "type", "capability", "vendor", "publisher", "group", "q", "online"} {
 		if len(v[p]) > 1 {
 			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter %s: given %d times, want at most once", p, len(v[p]))
 		}
@@ -98,6 +98,13 @@ func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem
 			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter enriched: %q: want true or false", s)
 		}
 		lq.enriched = b
+	}
+	if s, ok := single(v, "online"); ok {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter online: %q: want true or false", s)
+		}
+		lq.q.Online = b
 	}
 	lq.q.Type = v.Get("type")
 	lq.q.Capability = v.Get("capability")

@@ -86,7 +86,7 @@ func TestThingLifecycle(t *testing.T) {
 	if td.Seq != 1 || td.Title != "Weather" {
 		t.Errorf("served seq %d title %q", td.Seq, td.Title)
 	}
-	wantReg := `created="2026-11-21T10:00:00Z", modified="2026-11-21T10:00:00Z"`
+	wantReg := `created="2026-11-21T10:00:00Z", modified="2026-11-21T10:00:00Z", online`
 	if got := r.header.Get(tdd.HeaderRegistration); got != wantReg {
 		t.Errorf("%s: %q, want %q", tdd.HeaderRegistration, got, wantReg)
 	}
@@ -112,7 +112,7 @@ func TestThingLifecycle(t *testing.T) {
 	if td.Seq != 2 || td.Title != "Weather 2" {
 		t.Errorf("after update: seq %d title %q", td.Seq, td.Title)
 	}
-	if got := r.header.Get(tdd.HeaderRegistration); got != `created="2026-11-21T10:00:00Z", modified="2026-11-21T10:01:00Z"` {
+	if got := r.header.Get(tdd.HeaderRegistration); got != `created="2026-11-21T10:00:00Z", modified="2026-11-21T10:01:00Z", online` {
 		t.Errorf("registration after update: %q", got)
 	}
 

@@ -94,6 +94,7 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 					"publisher":  str("Publisher peer ID or did:key"),
 					"group":      str("An lmos:groups id"),
 					"q":          str("Free text over title, description and capabilities, ranked"),
+					"online":     obj{"title": "true: only Things whose publisher is online (online Things are always listed first)", "type": "boolean"},
 				},
 				"forms": []any{obj{
 					"op":             "readproperty",
@@ -103,7 +104,7 @@ func (h *Handler) DirectoryTD(base string) map[string]any {
 					"response": obj{
 						"description": things.resp,
 						"contentType": ContentTypeLDJSON,
-						"htv:headers": []any{obj{"htv:fieldName": "Link"}},
+						"htv:headers": []any{obj{"htv:fieldName": "Link"}, obj{"htv:fieldName": HeaderOnline}},
 					},
 					"additionalResponses": []any{problem(http.StatusBadRequest, "Invalid query arguments")},
 				}},

@@ -39,6 +39,9 @@ const (
 	// HeaderTrust is the publisher's mark in the node's trust list: own,
 	// trusted, denied or unknown.
 	HeaderTrust = "LMOS-Trust"
+	// HeaderOnline on a listing (GET /things) says, for each Thing of the
+	// page in order, whether it is online: "true, false, true".
+	HeaderOnline = "LMOS-Online"
 )
 
 // Registration is the registration information of a Thing in this
@@ -56,6 +59,12 @@ type Registration struct {
 	TTL int64 `json:"ttl,omitempty"`
 	// Retrieved is when the TD was served; set only in an Enriched TD.
 	Retrieved *time.Time `json:"retrieved,omitempty"`
+	// Online is whether the Thing's publisher was seen recently (always
+	// for the node's own Things); LastSeen when it was last seen (nil for
+	// own Things, or never). Not part of WoT Discovery: lmosnode's
+	// liveness (docs/api.md#liveness).
+	Online   bool       `json:"online"`
+	LastSeen *time.Time `json:"lastSeen,omitempty"`
 }
 
 // enrich returns the Enriched TD of the signed TD raw (WoT Discovery
@@ -96,7 +105,11 @@ func enrich(raw []byte, reg Registration, now time.Time) ([]byte, error) {
 }
 
 func registrationOf(e directory.Entry) Registration {
-	reg := Registration{Created: e.Created.UTC(), Modified: e.Modified.UTC()}
+	reg := Registration{Created: e.Created.UTC(), Modified: e.Modified.UTC(), Online: e.Online}
+	if !e.LastSeen.IsZero() {
+		seen := e.LastSeen.UTC()
+		reg.LastSeen = &seen
+	}
 	if !e.Expires.IsZero() {
 		exp := e.Expires.UTC()
 		reg.Expires = &exp
@@ -114,6 +127,14 @@ func (reg Registration) header() string {
 	}
 	if reg.Expires != nil {
 		parts = append(parts, `expires="`+reg.Expires.Format(layout)+`"`, "ttl="+strconv.FormatInt(reg.TTL, 10))
+	}
+	if reg.Online {
+		parts = append(parts, "online")
+	} else {
+		parts = append(parts, "online=?0")
+	}
+	if reg.LastSeen != nil {
+		parts = append(parts, `lastSeen="`+reg.LastSeen.Format(layout)+`"`)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -57,10 +57,10 @@ const tdSelector = (key, records) => wire.select(records)
 async function newPeer ({ msgid = 'lmos', gossipOnly = false, dht = true } = {}) {
   const privateKey = await generateKeyPair('Ed25519')
   const gs = {
-    // docs/wire.md: StrictSign, the content message ID, 1118208-byte
+    // docs/wire.md: StrictSign, the content message ID, 135168-byte
     // messages, flood publishing.
     globalSignaturePolicy: 'StrictSign',
-    maxInboundDataLength: 1118208,
+    maxInboundDataLength: 135168,
     floodPublish: true,
     allowPublishToZeroTopicPeers: false,
     emitSelf: false

@@ -13,7 +13,7 @@ import { sha256 } from 'multiformats/hashes/sha2'
 import { peerIdFromString } from '@libp2p/peer-id'
 
 // docs/wire.md, Limits.
-export const MaxRecordSize = 1052672
+export const MaxRecordSize = 69632
 export const MaxRecordAgeMs = 48 * 3600 * 1000
 export const MaxClockSkewMs = 5 * 60 * 1000
 export const TopicAnnounce = '/lmos/1/announce'
