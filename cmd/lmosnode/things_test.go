@@ -182,7 +182,7 @@ func TestFindCommand(t *testing.T) {
 	if row := strings.Join(strings.Fields(lines[1]), " "); row != "Geocoder tool geocode@2.0.0 Example Maps AG - "+short+" unknown yes "+geocoderID {
 		t.Errorf("row %q", row)
 	}
-	if row := strings.Join(strings.Fields(lines[2]), " "); row != "WeatherAgent agent weather-forecast@1.2.0,weather-alerts@0.3.1 Example Weather GmbH - self own "+weatherID {
+	if row := strings.Join(strings.Fields(lines[2]), " "); row != "WeatherAgent agent weather-forecast@1.2.0,weather-alerts@0.3.1 Example Weather GmbH - self own yes "+weatherID {
 		t.Errorf("row %q", row)
 	}
 
@@ -193,7 +193,7 @@ func TestFindCommand(t *testing.T) {
 	out = mustRun(t, "find", "--home", home)
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[1], "WeatherAgent") ||
-		!strings.Contains(strings.Join(strings.Fields(lines[2]), " "), short+" no "+geocoderID) {
+		!strings.Contains(strings.Join(strings.Fields(lines[2]), " "), short+" unknown no "+geocoderID) {
 		t.Errorf("find with the geocoder offline:\n%s", out)
 	}
 	out = mustRun(t, "find", "--online", "--home", home)
