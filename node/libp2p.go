@@ -27,7 +27,9 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
@@ -41,7 +43,17 @@ import (
 // newHost builds the libp2p host described by cfg, with identity key. The
 // host does not listen yet: listenHost does that in Start, so New binds no
 // socket.
-func newHost(cfg Config, key crypto.PrivKey) (_ host.Host, err error) {
+//
+// forced, unless unknown, replaces AutoNAT's verdict (options.reachability).
+func newHost(cfg Config, key crypto.PrivKey, forced network.Reachability) (_ host.Host, err error) {
+	factory, err := addrsFactory(cfg)
+	if err != nil {
+		return nil, err
+	}
+	relays, err := newRelaySource(cfg)
+	if err != nil {
+		return nil, err
+	}
 	cm, err := connmgr.NewConnManager(cfg.ConnMgr.Low, cfg.ConnMgr.High,
 		connmgr.WithGracePeriod(time.Duration(cfg.ConnMgr.Grace)))
 	if err != nil {
@@ -76,13 +88,29 @@ func newHost(cfg Config, key crypto.PrivKey) (_ host.Host, err error) {
 	// UPnP/NAT-PMP port mapping (libp2p.NATPortMap) is deliberately not
 	// enabled: it talks to the LAN gateway, which a node must not do
 	// unasked.
+	// Announce and NoAnnounce (docs/nat.md).
+	opts = append(opts, libp2p.AddrsFactory(factory))
 	if cfg.AutoNAT {
-		opts = append(opts, libp2p.EnableAutoNATv2())
+		// v2 checks each of our addresses; v1 gives the overall verdict
+		// (public/private) that AutoRelay, the relay service and the
+		// DHT's auto mode follow. We answer both kinds of probes, within
+		// libp2p's rate limits (v1: 30 dial-backs a minute, 3 per peer).
+		opts = append(opts, libp2p.EnableAutoNATv2(), libp2p.EnableNATService())
+	}
+	switch forced {
+	case network.ReachabilityPublic:
+		opts = append(opts, libp2p.ForceReachabilityPublic())
+	case network.ReachabilityPrivate:
+		opts = append(opts, libp2p.ForceReachabilityPrivate())
 	}
 	if cfg.RelayClient {
-		opts = append(opts, libp2p.EnableRelay())
+		opts = append(opts, libp2p.EnableRelay(),
+			libp2p.EnableAutoRelayWithPeerSource(relays.peers, autoRelayOptions()...))
 	} else {
 		opts = append(opts, libp2p.DisableRelay())
+	}
+	if cfg.RelayService {
+		opts = append(opts, libp2p.EnableRelayService(relayServiceOptions(cfg.RelayLimits)...))
 	}
 	if cfg.HolePunching {
 		opts = append(opts, libp2p.EnableHolePunching())
@@ -93,7 +121,49 @@ func newHost(cfg Config, key crypto.PrivKey) (_ host.Host, err error) {
 		// methods tolerate a second call.
 		return nil, errors.Join(fmt.Errorf("libp2p: %w", err), rm.Close(), cm.Close())
 	}
+	relays.host.Store(&h)
 	return h, nil
+}
+
+// autoRelayOptions tunes AutoRelay for federations, where relays are few
+// and known: one candidate is enough to start (libp2p waits for four, or
+// three minutes), a relay that refused or went away is asked again after
+// a minute rather than an hour, and connected peers are asked for new
+// candidates at most every 10 s.
+func autoRelayOptions() []autorelay.Option {
+	return []autorelay.Option{
+		autorelay.WithMinCandidates(1),
+		autorelay.WithBootDelay(0),
+		autorelay.WithBackoff(time.Minute),
+		autorelay.WithMinInterval(10 * time.Second),
+		// Two reservations: one relay may die without the node going
+		// unreachable (libp2p's default, made explicit).
+		autorelay.WithNumRelays(2),
+	}
+}
+
+// relayServiceOptions turns RelayLimits into the relay's resources,
+// libp2p's defaults where a field is zero.
+func relayServiceOptions(l RelayLimits) []relayv2.Option {
+	res := relayv2.DefaultResources()
+	setIf := func(dst *int, v int) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	setIf(&res.MaxReservations, l.MaxReservations)
+	setIf(&res.MaxReservationsPerIP, l.MaxReservationsPerIP)
+	setIf(&res.MaxCircuits, l.MaxCircuits)
+	if l.ReservationTTL > 0 {
+		res.ReservationTTL = time.Duration(l.ReservationTTL)
+	}
+	if l.ConnDuration > 0 {
+		res.Limit.Duration = time.Duration(l.ConnDuration)
+	}
+	if l.ConnDataBytes > 0 {
+		res.Limit.Data = l.ConnDataBytes
+	}
+	return []relayv2.Option{relayv2.WithResources(res)}
 }
 
 // newResourceManager scales libp2p's default limits (with its default

@@ -54,6 +54,7 @@ type Node struct {
 	unrouteLogs func()
 	store       *datastore.Store
 	host        host.Host
+	nat         natState // reachability, from the host's events (nat.go)
 	dir         *directory.Directory
 	dht         *kaddht.IpfsDHT
 	ps          *pubsub.PubSub // nil without Config.Gossip
@@ -150,8 +151,11 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.host, err = newHost(cfg, key)
+	n.host, err = newHost(cfg, key, o.reachability)
 	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := followNAT(n.ctx, n.host, &n.nat, &n.wg); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.dir, err = directory.Open(directory.Deps{Datastore: n.store, Self: n.peerID},
@@ -546,6 +550,8 @@ func (n *Node) Info() NodeInfo {
 	for i, a := range addrs {
 		info.Addrs[i] = a.String()
 	}
+	info.Reachability = n.nat.reachability()
+	info.RelayAddrs, info.Relays = relayInfo(addrs)
 	n.mu.Lock()
 	info.APIURL = n.apiURL()
 	n.mu.Unlock()

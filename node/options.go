@@ -7,6 +7,7 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/network"
 )
 
 // Option configures what a serialisable Config cannot hold. Options check
@@ -24,6 +25,9 @@ type options struct {
 	// access, if set, replaces the group service as the node's
 	// groupAccess (tests).
 	access groupAccess
+	// reachability, unless unknown, is forced on AutoNAT (tests on
+	// loopback, where AutoNAT never finds a public address).
+	reachability network.Reachability
 }
 
 func defaultOptions() options {
