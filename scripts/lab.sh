@@ -29,7 +29,14 @@
 # Usage: sudo scripts/lab.sh [-n NODES] [-d SECONDS] [--via mdns|bootstrap]
 #                            [--keep] [--strict] [--hold]
 #        sudo scripts/lab.sh --clean
+#        sudo scripts/lab.sh nat [--help]   the NAT lab (scripts/lab-nat.sh)
 set -euo pipefail
+
+# The NAT lab (relays, hole punching) is a scenario of its own.
+if [[ ${1:-} == nat ]]; then
+	shift
+	exec bash "$(dirname "$0")/lab-nat.sh" "$@"
+fi
 
 usage() {
 	cat <<EOF
@@ -55,6 +62,8 @@ usage: $0 [options]
       --clean         remove what a killed run of lab <ID> left behind
                       (namespaces, bridge, their processes) and exit
   -h, --help          this help
+
+'$0 nat --help' describes the NAT lab (relays, hole punching).
 
 Environment: GO (go command, default go), LMOSNODE_BIN (use this lmosnode
 binary instead of building one).
