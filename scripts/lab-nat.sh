@@ -106,17 +106,9 @@ declare -A ROUTER_OF=([p1]=r1 [p2]=r2 [p3]=r3)
 declare -A LAN_NET=([p1]=192.168.11 [p2]=192.168.12 [p3]=192.168.13)
 
 ns() { echo "$NS_PREFIX$1"; }
-step() { printf '\n== %s\n' "$*"; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-
-need() {
-	command -v "$1" >/dev/null 2>&1 && return 0
-	echo "lab nat: $1 missing; installing Debian package $2"
-	apt-get install -y "$2" >/dev/null 2>&1 ||
-		{ apt-get update >/dev/null && apt-get install -y "$2" >/dev/null; } ||
-		die "could not install $2; install it and run again"
-}
+LAB_NAME="lab nat"
+# shellcheck source=scripts/lablib.sh
+source "$REPO/scripts/lablib.sh"
 
 # ---------------------------------------------------------------------------
 # Cleanup: everything is recorded before it is created and removed on
@@ -128,32 +120,6 @@ CREATED_NS=()
 CREATED_BRIDGE=0
 WORK=""
 FAILED=1
-
-stop_pids() {
-	local pid killer
-	kill -TERM "$@" 2>/dev/null || true
-	(
-		sleep 5
-		kill -KILL "$@" 2>/dev/null
-	) &
-	killer=$!
-	for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
-	kill "$killer" 2>/dev/null || true
-	wait "$killer" 2>/dev/null || true
-}
-
-remove_lab() { # namespaces...
-	local n pids
-	for n in "$@"; do
-		pids=$(ip netns pids "$n" 2>/dev/null || true)
-		if [[ -n $pids ]]; then
-			# shellcheck disable=SC2086 # one PID per word
-			kill -KILL $pids 2>/dev/null || true
-		fi
-		ip netns del "$n" 2>/dev/null || true
-	done
-	ip link del "$BRIDGE" 2>/dev/null || true
-}
 
 cleanup() {
 	local rc=$?
@@ -209,7 +175,7 @@ else
 	(cd "$REPO" && "$GO" build -o "$BIN/lmosnode" ./cmd/lmosnode)
 fi
 (cd "$REPO" && "$GO" test -c -tags lab -o "$BIN/interact.test" ./node/interact)
-echo "built lmosnode and the lab's Agent backend in $(since "$t0")s"
+echo "built lmosnode and the lab's Agent backend in $(since "$t0")"
 
 # ---------------------------------------------------------------------------
 # Network.
@@ -389,9 +355,9 @@ step_public() {
 	done
 	for name in relay1 relay2; do
 		wait_until "$deadline" "$name finds itself public (AutoNAT)" is_public "$name" || return 1
-		echo "  $name: ${PEER_ID[$name]} public after $(since "${STARTED[$name]}")s"
+		echo "  $name: ${PEER_ID[$name]} public after $(since "${STARTED[$name]}")"
 	done
-	echo "public segment up in $(since "$t0")s"
+	echo "public segment up in $(since "$t0")"
 }
 
 # watch_p2 (in the background): record, every 0.2 s, how p2 is connected
@@ -440,7 +406,7 @@ private_wave() {
 	done
 	for p in "$@"; do
 		wait_until "$deadline" "$p holds a relay reservation" has_relay "$p" || { tail -n 20 "$WORK/$p.log"; return 1; }
-		fig "$p (${ROUTER_NAT[${ROUTER_OF[$p]}]}) reachable via relay after" "$(since "${STARTED[$p]}") s"
+		fig "$p (${ROUTER_NAT[${ROUTER_OF[$p]}]}) reachable via relay after" "$(since "${STARTED[$p]}")"
 		[[ $(info "$p" .reachability) == private ]] || { echo "FAIL: $p reports reachability $(info "$p" .reachability), want private"; return 1; }
 		echo "    reachability private; relays $(info "$p" '.relays | join(", ")')"
 	done
@@ -493,12 +459,12 @@ step_publish() {
 	t0=$(now)
 	for c in p2 p3; do
 		wait_until "$deadline" "$c finds the Agent" finds_agent "$c" || return 1
-		fig "$c finds p1's Agent after publish" "$(since "$t0") s"
+		fig "$c finds p1's Agent after publish" "$(since "$t0")"
 	done
 	for c in p2 p3; do
 		wait_until "$deadline" "$c calls the Agent (echo)" call_echo "$c" || { cat "$WORK/echo-$c.err"; return 1; }
 		via=$(relayed_to_p1 "$c")
-		fig "$c first call (echo) done after publish" "$(since "$t0") s ($( [[ $via == true ]] && echo relayed || echo direct) at that moment)"
+		fig "$c first call (echo) done after publish" "$(since "$t0") ($( [[ $via == true ]] && echo relayed || echo direct) at that moment)"
 	done
 	for c in p2 p3; do
 		nsx "$c" "$BIN/lmosnode" invoke "$AGENT" count 5 --stream --home "$(home "$c")" >"$WORK/stream-$c.out" 2>&1 ||
@@ -517,8 +483,8 @@ step_upgrade() {
 	local deadline=$((SECONDS + DEADLINE)) end relayed_at direct_at
 	wait_until "$deadline" "p2's connection to p1 becomes direct (hole punching)" direct_to_p1 p2 || { peer_entry p2 p1; return 1; }
 	fig "EIM<->EIM: connections ending direct" "1 of 1 (p2->p1)"
-	relayed_at=$(awk '$2 == "relayed" { print $1 " s"; exit }' "$WORK/watch-p2.log" 2>/dev/null)
-	direct_at=$(awk '$2 == "direct" { print $1 " s"; exit }' "$WORK/watch-p2.log" 2>/dev/null)
+	relayed_at=$(awk '$2 == "relayed" { print $1; exit }' "$WORK/watch-p2.log" 2>/dev/null)
+	direct_at=$(awk '$2 == "direct" { print $1; exit }' "$WORK/watch-p2.log" 2>/dev/null)
 	fig "p2->p1 relayed, then direct (since p2 started)" "relayed at ${relayed_at:-never seen (upgraded within 0.2 s)}, direct at ${direct_at:-?}"
 	echo "  p2 -> p1: $(peer_entry p2 p1 | jq -c .addrs)"
 	# Give p3 the same chance: it must still be relayed after the window.
@@ -565,7 +531,7 @@ step_failover() {
 	{ kill -KILL "${PID_OF[$used]}" && wait "${PID_OF[$used]}"; } 2>/dev/null || true
 	t0=$(now)
 	wait_until "$deadline" "p3 calls p1 again through $other" call_echo p3 || { cat "$WORK/echo-p3.err"; return 1; }
-	fig "p3 calls p1 again after $used died" "$(since "$t0") s"
+	fig "p3 calls p1 again after $used died" "$(since "$t0")"
 	[[ $(peer_entry p3 p1 | jq -r '.addrs[]') == *"${PEER_ID[$other]}"* ]] ||
 		{ echo "FAIL: p3 reaches p1 but not through $other: $(peer_entry p3 p1)"; return 1; }
 	no_dead_relay() { [[ $(info p1 '.relays // [] | join(",")') != *"${PEER_ID[$used]}"* ]]; }
@@ -590,7 +556,7 @@ summary() {
 run_started=$(now)
 if step_public && step_private && step_publish && step_upgrade && step_latency && step_failover; then
 	FAILED=0
-	summary "PASS in $(since "$run_started") s"
+	summary "PASS in $(since "$run_started")"
 	if ((HOLD)); then
 		echo
 		echo "The lab stays up until Ctrl-C. For example:"
@@ -601,7 +567,7 @@ if step_public && step_private && step_publish && step_upgrade && step_latency &
 		wait $!
 	fi
 else
-	summary "FAIL after $(since "$run_started") s"
+	summary "FAIL after $(since "$run_started")"
 	for f in "$WORK"/*.log; do
 		[[ -f $f ]] || continue
 		printf '\n-- last lines of %s\n' "$f"
