@@ -51,7 +51,7 @@ func (n *Node) buildInteract() error {
 	if n.interactServer, err = interact.NewServer(interact.ServerDeps{Host: n.host, Invoker: n.own.Engine()}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
 		return err
 	}
-	if n.interactClient, err = interact.NewClient(interact.ClientDeps{Host: n.host}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
+	if n.interactClient, err = interact.NewClient(interact.ClientDeps{Host: n.host, Routing: n.dht}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
 		return err
 	}
 	if n.ps != nil {
