@@ -32,6 +32,16 @@ type NodeInfo struct {
 	Version string `json:"version"`
 	// APIURL is the base URL of this API.
 	APIURL string `json:"apiURL"`
+	// Reachability is whether other nodes can dial this one directly:
+	// "public", "private" (behind NAT: reached through relays) or
+	// "unknown" (no AutoNAT verdict yet, or AutoNAT off). See docs/nat.md.
+	Reachability string `json:"reachability"`
+	// RelayAddrs are the relayed addresses the node announces (those of
+	// Addrs with /p2p-circuit), one per relay reservation it holds.
+	RelayAddrs []string `json:"relayAddrs,omitempty"`
+	// Relays are the peer IDs of the relays the node holds a reservation
+	// with.
+	Relays []string `json:"relays,omitempty"`
 }
 
 // apiHandler builds the API's routes for n.

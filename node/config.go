@@ -96,8 +96,33 @@ type Config struct {
 	// RelayClient, over whose relayed connection it coordinates.
 	HolePunching bool `json:"holePunching"`
 	// RelayClient lets the host dial and accept connections through
-	// circuit-relay v2 relays.
+	// circuit-relay v2 relays, and turns on AutoRelay: while the node is
+	// not publicly reachable it reserves a slot on up to two relays (from
+	// Relays first, then connected peers that serve as relays) and
+	// announces the relayed addresses (docs/nat.md).
 	RelayClient bool `json:"relayClient"`
+	// Relays are multiaddrs, each ending in /p2p/<peer ID>, of circuit
+	// relay v2 relays AutoRelay tries first, e.g. the relay an
+	// organisation runs for its nodes (docs/nat.md). Needs RelayClient.
+	// Empty, the default: relays are found among connected peers only.
+	Relays []string `json:"relays"`
+	// RelayService makes the node a circuit relay v2 relay for other nodes
+	// while it is publicly reachable (AutoNAT says so), within RelayLimits.
+	// Off by default: a relay carries other nodes' traffic.
+	RelayService bool `json:"relayService"`
+	// RelayLimits bounds what the relay service (RelayService) gives to
+	// others. A zero field is its default (see RelayLimits).
+	RelayLimits RelayLimits `json:"relayLimits"`
+	// Announce are multiaddrs the node announces in addition to those it
+	// finds itself (listen, observed and relay addresses), e.g. the public
+	// address or DNS name of a forwarded port: /dns4/node.example.org/tcp/4001.
+	// They carry no /p2p part.
+	Announce []string `json:"announce"`
+	// NoAnnounce are addresses the node never announces: a multiaddr
+	// hides that address, an /ip4/…/ipcidr/N or /ip6/…/ipcidr/N one every
+	// address in that network (/ip4/10.0.0.0/ipcidr/8). It applies after
+	// Announce.
+	NoAnnounce []string `json:"noAnnounce"`
 	// Datastore tunes the embedded pebble datastore.
 	Datastore DatastoreConfig `json:"datastore"`
 
@@ -288,6 +313,48 @@ func (l LivenessConfig) validate() error {
 	return nil
 }
 
+// RelayLimits bounds the relay service (Config.RelayService). Each zero
+// field means libp2p's default, given in brackets; the defaults keep a
+// relay cheap: it carries short exchanges (a call, a hole-punch
+// handshake), not bulk traffic.
+type RelayLimits struct {
+	// MaxReservations caps the peers holding a reservation at once [128].
+	MaxReservations int `json:"maxReservations,omitzero"`
+	// MaxReservationsPerIP caps the reservations of peers behind one IP
+	// address [8].
+	MaxReservationsPerIP int `json:"maxReservationsPerIP,omitzero"`
+	// MaxCircuits caps the relayed connections open at once per peer [16].
+	MaxCircuits int `json:"maxCircuits,omitzero"`
+	// ReservationTTL is how long a reservation lasts before the peer must
+	// renew it [1h].
+	ReservationTTL Duration `json:"reservationTTL,omitzero"`
+	// ConnDuration ends a relayed connection after this long [2m]; hole
+	// punching replaces it by a direct one where the NATs allow.
+	ConnDuration Duration `json:"connDuration,omitzero"`
+	// ConnDataBytes ends a relayed connection after this many bytes in
+	// each direction [131072, 128 KiB].
+	ConnDataBytes int64 `json:"connDataBytes,omitzero"`
+}
+
+func (l RelayLimits) validate() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"maxReservations", int64(l.MaxReservations)},
+		{"maxReservationsPerIP", int64(l.MaxReservationsPerIP)},
+		{"maxCircuits", int64(l.MaxCircuits)},
+		{"reservationTTL", int64(l.ReservationTTL)},
+		{"connDuration", int64(l.ConnDuration)},
+		{"connDataBytes", l.ConnDataBytes},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%s: %d: must not be negative (0 means the default)", f.name, f.v)
+		}
+	}
+	return nil
+}
+
 // DHT modes accepted in Config.DHTMode.
 const (
 	// DHTModeAuto serves the DHT while the node is publicly reachable and
@@ -355,6 +422,13 @@ func DefaultConfig() Config {
 		HolePunching: true,
 		// Without a relay a node behind a strict NAT is unreachable.
 		RelayClient: true,
+		// No relay is built in (as with bootstrap peers); AutoRelay uses
+		// connected peers that serve as relays.
+		Relays: []string{},
+		// A laptop must not carry other nodes' traffic unasked.
+		RelayService: false,
+		Announce:     []string{},
+		NoAnnounce:   []string{},
 		Datastore: DatastoreConfig{
 			// pebble's own default (see datastore.DefaultCacheMB).
 			CacheMB: datastore.DefaultCacheMB,
@@ -506,6 +580,51 @@ func (c Config) validate() error {
 	}
 	if err := c.Liveness.validate(); err != nil {
 		return fmt.Errorf("liveness.%w", err)
+	}
+	for i, s := range c.Relays {
+		if _, err := peer.AddrInfoFromString(s); err != nil {
+			return fmt.Errorf("relays[%d]: %q: must be a multiaddr ending in /p2p/<peer ID>: %w", i, s, err)
+		}
+	}
+	if len(c.Relays) > 0 && !c.RelayClient {
+		return errors.New("relays: needs relayClient, which reserves slots on them")
+	}
+	if err := c.RelayLimits.validate(); err != nil {
+		return fmt.Errorf("relayLimits.%w", err)
+	}
+	for i, s := range c.Announce {
+		if err := validateAnnounceAddr(s); err != nil {
+			return fmt.Errorf("announce[%d]: %q: %w", i, s, err)
+		}
+	}
+	for i, s := range c.NoAnnounce {
+		if _, err := parseAddrFilter(s); err != nil {
+			return fmt.Errorf("noAnnounce[%d]: %q: %w", i, s, err)
+		}
+	}
+	return nil
+}
+
+// validateAnnounceAddr accepts a multiaddr another node can dial: an IP
+// address or DNS name, then a transport, without /p2p (the node adds its
+// own).
+func validateAnnounceAddr(s string) error {
+	m, err := ma.NewMultiaddr(s)
+	if err != nil {
+		return err
+	}
+	if len(m) < 2 {
+		return errors.New("want an address and a transport, e.g. /ip4/203.0.113.7/tcp/4001 or /dns4/node.example.org/tcp/4001")
+	}
+	switch m[0].Code() {
+	case ma.P_IP4, ma.P_IP6, ma.P_DNS, ma.P_DNS4, ma.P_DNS6:
+	default:
+		return errors.New("must start with /ip4, /ip6, /dns, /dns4 or /dns6")
+	}
+	for _, c := range m {
+		if c.Code() == ma.P_P2P || c.Code() == ma.P_IPCIDR {
+			return fmt.Errorf("must not contain /%s", c.Protocol().Name)
+		}
 	}
 	return nil
 }

@@ -57,6 +57,20 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{"streams negative", func(c *Config) { c.Resources.MaxStreams = -5 }, "resources.maxStreams"},
 		{"cache negative", func(c *Config) { c.Datastore.CacheMB = -1 }, "datastore.cacheMB"},
 		{"hole punching without relay", func(c *Config) { c.RelayClient = false }, "holePunching"},
+		{"relay without peer id", func(c *Config) { c.Relays = []string{"/ip4/127.0.0.1/tcp/4001"} }, "relays[0]"},
+		{"relays without relay client", func(c *Config) {
+			c.HolePunching, c.RelayClient, c.Relays = false, false, []string{peerAddr}
+		}, "relays"},
+		{"relay limit negative", func(c *Config) { c.RelayLimits.MaxCircuits = -1 }, "relayLimits.maxCircuits"},
+		{"relay conn duration negative", func(c *Config) { c.RelayLimits.ConnDuration = Duration(-time.Second) }, "relayLimits.connDuration"},
+		{"relay data negative", func(c *Config) { c.RelayLimits.ConnDataBytes = -1 }, "relayLimits.connDataBytes"},
+		{"announce garbage", func(c *Config) { c.Announce = []string{"203.0.113.7:4001"} }, "announce[0]"},
+		{"announce without transport", func(c *Config) { c.Announce = []string{"/dns4/node.example.org"} }, "announce[0]"},
+		{"announce with peer id", func(c *Config) { c.Announce = []string{"/ip4/127.0.0.1/tcp/4001", peerAddr} }, "announce[1]"},
+		{"announce network", func(c *Config) { c.Announce = []string{"/ip4/10.0.0.0/ipcidr/8"} }, "announce[0]"},
+		{"announce starts with tcp", func(c *Config) { c.Announce = []string{"/tcp/4001"} }, "announce[0]"},
+		{"no-announce garbage", func(c *Config) { c.NoAnnounce = []string{"10.0.0.0/8"} }, "noAnnounce[0]"},
+		{"no-announce cidr misplaced", func(c *Config) { c.NoAnnounce = []string{"/ip4/10.0.0.0/ipcidr/8/tcp/1"} }, "noAnnounce[0]"},
 		{"thing ttl negative", func(c *Config) { c.ThingTTL = Duration(-time.Hour) }, "thingTTL"},
 		{"thing ttl too short", func(c *Config) { c.ThingTTL = Duration(time.Second) }, "thingTTL"},
 		{"quota things negative", func(c *Config) { c.Quota.MaxThings = -1 }, "quota.maxThings"},
@@ -89,6 +103,11 @@ func TestConfigValidateAccepts(t *testing.T) {
 	cfg.API = "[::1]:0"
 	cfg.Bootstrap = []string{"/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWQkq67sSjdEMzqEJgYX9s7791PkDj6gPZKDbH6d8xeGmQ"}
 	cfg.Resources = ResourcesConfig{MaxMemoryMB: 256, MaxFDs: 512, MaxConns: 192, MaxStreams: 1000}
+	cfg.Relays = []string{"/dns4/relay.example.org/tcp/4001/p2p/12D3KooWQkq67sSjdEMzqEJgYX9s7791PkDj6gPZKDbH6d8xeGmQ"}
+	cfg.RelayService = true
+	cfg.RelayLimits = RelayLimits{MaxReservations: 1024, MaxCircuits: 64, ConnDuration: Duration(10 * time.Minute), ConnDataBytes: 1 << 24}
+	cfg.Announce = []string{"/dns4/node.example.org/tcp/4001", "/ip4/203.0.113.7/udp/4001/quic-v1", "/ip6/2001:db8::7/tcp/4001"}
+	cfg.NoAnnounce = []string{"/ip4/10.0.0.0/ipcidr/8", "/ip6/fd00::/ipcidr/8", "/ip4/192.168.1.2/tcp/4001"}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +224,7 @@ func TestDefaultConfigJSONKeys(t *testing.T) {
 	if _, ok := m["Home"]; ok {
 		t.Error("Home is serialised; it must not be (config.json lives in it)")
 	}
-	for _, k := range []string{"listen", "api", "bootstrap", "mdns", "dhtMode", "connMgr", "resources", "autoNAT", "holePunching", "relayClient", "datastore", "apiLimits"} {
+	for _, k := range []string{"listen", "api", "bootstrap", "mdns", "dhtMode", "connMgr", "resources", "autoNAT", "holePunching", "relayClient", "relays", "relayService", "relayLimits", "announce", "noAnnounce", "datastore", "apiLimits"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("config JSON lacks %q", k)
 		}

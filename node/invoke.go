@@ -60,7 +60,7 @@ func (n *Node) buildInteract() error {
 		Invoker: interact.Instrument(n.own.Engine(), interact.SideOwner, "libp2p", n.instrumentation())}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
 		return err
 	}
-	if n.interactClient, err = interact.NewClient(interact.ClientDeps{Host: n.host}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
+	if n.interactClient, err = interact.NewClient(interact.ClientDeps{Host: n.host, Routing: n.dht}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
 		return err
 	}
 	if n.ps != nil {

@@ -29,7 +29,9 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
@@ -46,8 +48,17 @@ import (
 //
 // With Config.Libp2pMetrics, go-libp2p's metrics (swarm, identify,
 // resource manager, event bus, AutoNAT, relay, …) register with reg, the
-// node's registry; without, none are collected.
-func newHost(cfg Config, key crypto.PrivKey, reg prometheus.Registerer, gater coreconnmgr.ConnectionGater) (_ host.Host, err error) {
+// node's registry; without, none are collected. forced, unless unknown,
+// replaces AutoNAT's verdict (options.reachability).
+func newHost(cfg Config, key crypto.PrivKey, reg prometheus.Registerer, gater coreconnmgr.ConnectionGater, forced network.Reachability) (_ host.Host, err error) {
+	factory, err := addrsFactory(cfg)
+	if err != nil {
+		return nil, err
+	}
+	relays, err := newRelaySource(cfg)
+	if err != nil {
+		return nil, err
+	}
 	cm, err := connmgr.NewConnManager(cfg.ConnMgr.Low, cfg.ConnMgr.High,
 		connmgr.WithGracePeriod(time.Duration(cfg.ConnMgr.Grace)))
 	if err != nil {
@@ -85,13 +96,29 @@ func newHost(cfg Config, key crypto.PrivKey, reg prometheus.Registerer, gater co
 	// UPnP/NAT-PMP port mapping (libp2p.NATPortMap) is deliberately not
 	// enabled: it talks to the LAN gateway, which a node must not do
 	// unasked.
+	// Announce and NoAnnounce (docs/nat.md).
+	opts = append(opts, libp2p.AddrsFactory(factory))
 	if cfg.AutoNAT {
-		opts = append(opts, libp2p.EnableAutoNATv2())
+		// v2 checks each of our addresses; v1 gives the overall verdict
+		// (public/private) that AutoRelay, the relay service and the
+		// DHT's auto mode follow. We answer both kinds of probes, within
+		// libp2p's rate limits (v1: 30 dial-backs a minute, 3 per peer).
+		opts = append(opts, libp2p.EnableAutoNATv2(), libp2p.EnableNATService())
+	}
+	switch forced {
+	case network.ReachabilityPublic:
+		opts = append(opts, libp2p.ForceReachabilityPublic())
+	case network.ReachabilityPrivate:
+		opts = append(opts, libp2p.ForceReachabilityPrivate())
 	}
 	if cfg.RelayClient {
-		opts = append(opts, libp2p.EnableRelay())
+		opts = append(opts, libp2p.EnableRelay(),
+			libp2p.EnableAutoRelayWithPeerSource(relays.peers, autoRelayOptions()...))
 	} else {
 		opts = append(opts, libp2p.DisableRelay())
+	}
+	if cfg.RelayService {
+		opts = append(opts, libp2p.EnableRelayService(relayServiceOptions(cfg.RelayLimits)...))
 	}
 	if cfg.HolePunching {
 		opts = append(opts, libp2p.EnableHolePunching())
@@ -105,7 +132,49 @@ func newHost(cfg Config, key crypto.PrivKey, reg prometheus.Registerer, gater co
 		// methods tolerate a second call.
 		return nil, errors.Join(fmt.Errorf("libp2p: %w", err), rm.Close(), cm.Close())
 	}
+	relays.host.Store(&h)
 	return h, nil
+}
+
+// autoRelayOptions tunes AutoRelay for federations, where relays are few
+// and known: one candidate is enough to start (libp2p waits for four, or
+// three minutes), a relay that refused or went away is asked again after
+// a minute rather than an hour, and connected peers are asked for new
+// candidates at most every 10 s.
+func autoRelayOptions() []autorelay.Option {
+	return []autorelay.Option{
+		autorelay.WithMinCandidates(1),
+		autorelay.WithBootDelay(0),
+		autorelay.WithBackoff(time.Minute),
+		autorelay.WithMinInterval(10 * time.Second),
+		// Two reservations: one relay may die without the node going
+		// unreachable (libp2p's default, made explicit).
+		autorelay.WithNumRelays(2),
+	}
+}
+
+// relayServiceOptions turns RelayLimits into the relay's resources,
+// libp2p's defaults where a field is zero.
+func relayServiceOptions(l RelayLimits) []relayv2.Option {
+	res := relayv2.DefaultResources()
+	setIf := func(dst *int, v int) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	setIf(&res.MaxReservations, l.MaxReservations)
+	setIf(&res.MaxReservationsPerIP, l.MaxReservationsPerIP)
+	setIf(&res.MaxCircuits, l.MaxCircuits)
+	if l.ReservationTTL > 0 {
+		res.ReservationTTL = time.Duration(l.ReservationTTL)
+	}
+	if l.ConnDuration > 0 {
+		res.Limit.Duration = time.Duration(l.ConnDuration)
+	}
+	if l.ConnDataBytes > 0 {
+		res.Limit.Data = l.ConnDataBytes
+	}
+	return []relayv2.Option{relayv2.WithResources(res)}
 }
 
 // newResourceManager scales libp2p's default limits (with its default

@@ -76,6 +76,7 @@ type Node struct {
 
 	store    *datastore.Store
 	host     host.Host
+	nat      natState // reachability, from the host's events (nat.go)
 	dir      *directory.Directory
 	dht      *kaddht.IpfsDHT
 	ps       *pubsub.PubSub // nil without Config.Gossip
@@ -195,8 +196,11 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.host, err = newHost(cfg, key, n.metrics.Registry(), o.gater)
+	n.host, err = newHost(cfg, key, n.metrics.Registry(), o.gater, o.reachability)
 	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := followNAT(n.ctx, n.host, &n.nat, &n.wg); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.dir, err = directory.Open(directory.Deps{Datastore: n.store, Self: n.peerID},
@@ -624,6 +628,8 @@ func (n *Node) Info() NodeInfo {
 	for i, a := range addrs {
 		info.Addrs[i] = a.String()
 	}
+	info.Reachability = n.nat.reachability()
+	info.RelayAddrs, info.Relays = relayInfo(addrs)
 	n.mu.Lock()
 	info.APIURL = n.apiURL()
 	n.mu.Unlock()

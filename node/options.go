@@ -8,6 +8,7 @@ import (
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/connmgr"
+	"github.com/libp2p/go-libp2p/core/network"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -30,6 +31,9 @@ type options struct {
 	access groupAccess
 	// gater, if set, decides which connections the host makes and takes.
 	gater connmgr.ConnectionGater
+	// reachability, unless unknown, is forced on AutoNAT (tests on
+	// loopback, where AutoNAT never finds a public address).
+	reachability network.Reachability
 }
 
 func defaultOptions() options {

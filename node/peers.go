@@ -20,7 +20,7 @@ func (l peerList) Peers() []tdd.PeerInfo {
 	ps := l.disc.Peers()
 	out := make([]tdd.PeerInfo, len(ps))
 	for i, p := range ps {
-		out[i] = tdd.PeerInfo{ID: p.ID, Addrs: p.Addrs, Source: string(p.Source)}
+		out[i] = tdd.PeerInfo{ID: p.ID, Addrs: p.Addrs, Source: string(p.Source), Relayed: p.Relayed}
 	}
 	return out
 }
@@ -37,7 +37,7 @@ func (l peerList) Connect(ctx context.Context, addr string) (tdd.PeerInfo, error
 	info := tdd.PeerInfo{ID: ai.ID, Source: string(discovery.SourceConnect)}
 	for _, p := range l.disc.Peers() {
 		if p.ID == ai.ID {
-			info = tdd.PeerInfo{ID: p.ID, Addrs: p.Addrs, Source: string(p.Source)}
+			info = tdd.PeerInfo{ID: p.ID, Addrs: p.Addrs, Source: string(p.Source), Relayed: p.Relayed}
 		}
 	}
 	return info, nil

@@ -29,7 +29,14 @@
 # Usage: sudo scripts/lab.sh [-n NODES] [-d SECONDS] [--via mdns|bootstrap]
 #                            [--keep] [--strict] [--hold]
 #        sudo scripts/lab.sh --clean
+#        sudo scripts/lab.sh nat [--help]   the NAT lab (scripts/lab-nat.sh)
 set -euo pipefail
+
+# The NAT lab (relays, hole punching) is a scenario of its own.
+if [[ ${1:-} == nat ]]; then
+	shift
+	exec bash "$(dirname "$0")/lab-nat.sh" "$@"
+fi
 
 usage() {
 	cat <<EOF
@@ -55,6 +62,8 @@ usage: $0 [options]
       --clean         remove what a killed run of lab <ID> left behind
                       (namespaces, bridge, their processes) and exit
   -h, --help          this help
+
+'$0 nat --help' describes the NAT lab (relays, hole punching).
 
 Environment: GO (go command, default go), LMOSNODE_BIN (use this lmosnode
 binary instead of building one).
@@ -115,18 +124,9 @@ ip_of() { echo "$SUBNET.$1"; }
 veth_host() { echo "l${LAB}n${1}h"; }
 veth_ns() { echo "l${LAB}n$1"; }
 
-step() { printf '\n== %s\n' "$*"; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
-
-# need CMD PKG: install the Debian package PKG if CMD is missing.
-need() {
-	command -v "$1" >/dev/null 2>&1 && return 0
-	echo "lab: $1 missing; installing Debian package $2"
-	apt-get install -y "$2" >/dev/null 2>&1 ||
-		{ apt-get update >/dev/null && apt-get install -y "$2" >/dev/null; } ||
-		die "could not install $2; install it and run again"
-}
+LAB_NAME=lab
+# shellcheck source=scripts/lablib.sh
+source "$REPO/scripts/lablib.sh"
 
 # ---------------------------------------------------------------------------
 # Cleanup: everything this script creates is recorded before it is created,
@@ -137,36 +137,6 @@ CREATED_NS=()  # namespaces we created
 CREATED_BRIDGE=0
 WORK=""
 FAILED=1       # cleared when the run passes
-
-stop_pids() {
-	# TERM, KILL whatever is left after 5 s, and reap them all: a process
-	# nobody waits for stays a zombie where PID 1 does not reap.
-	local pid killer
-	kill -TERM "$@" 2>/dev/null || true
-	(
-		sleep 5
-		kill -KILL "$@" 2>/dev/null
-	) &
-	killer=$!
-	for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
-	kill "$killer" 2>/dev/null || true
-	wait "$killer" 2>/dev/null || true
-}
-
-remove_lab() { # namespaces...
-	local n pids
-	for n in "$@"; do
-		# Anything still running inside a namespace of ours is ours.
-		pids=$(ip netns pids "$n" 2>/dev/null || true)
-		if [[ -n $pids ]]; then
-			# shellcheck disable=SC2086 # one PID per word
-			kill -KILL $pids 2>/dev/null || true
-		fi
-		ip netns del "$n" 2>/dev/null || true
-	done
-	# The veth pairs go with their namespace end; the bridge is left.
-	ip link del "$BRIDGE" 2>/dev/null || true
-}
 
 cleanup() {
 	local rc=$?

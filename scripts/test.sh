@@ -43,3 +43,14 @@ if [[ $EUID -eq 0 ]]; then
 else
 	echo "skipped: the lab creates network namespaces and needs root"
 fi
+
+# The NAT lab: private nodes behind NAT routers (endpoint-independent and
+# symmetric) reach each other through relays, hole punching upgrades what
+# the NATs allow, a relay dies and the other takes over (docs/nat.md).
+# Bounded: every step has a deadline, the whole run about two minutes.
+step "NAT lab (scripts/lab.sh nat)"
+if [[ $EUID -eq 0 ]]; then
+	timeout 600 bash scripts/lab.sh nat
+else
+	echo "skipped: the NAT lab creates network namespaces and needs root"
+fi

@@ -82,4 +82,10 @@ func printInfo(w io.Writer, info node.NodeInfo) {
 		fmt.Fprintf(w, "address: %s\n", a)
 	}
 	fmt.Fprintf(w, "API:     %s\n", info.APIURL)
+	if info.Reachability != "" {
+		fmt.Fprintf(w, "reachability: %s\n", info.Reachability)
+	}
+	for _, r := range info.Relays {
+		fmt.Fprintf(w, "relay:   %s\n", r)
+	}
 }

@@ -43,7 +43,13 @@ built in.`,
     --api 127.0.0.1:0 --mdns=false
 
   # Join a federation through a known peer
-  lmosnode up --bootstrap /dns4/node.example.org/tcp/4001/p2p/12D3KooW...`,
+  lmosnode up --bootstrap /dns4/node.example.org/tcp/4001/p2p/12D3KooW...
+
+  # Behind NAT: reachable through the organisation's relay (docs/nat.md)
+  lmosnode up --relay /dns4/relay.example.org/tcp/4001/p2p/12D3KooW...
+
+  # Be that relay (a host with a public address)
+  lmosnode up --relay-service --announce /dns4/relay.example.org/tcp/4001`,
 		Args: cobra.NoArgs,
 		RunE: runUp,
 	}
@@ -54,6 +60,10 @@ built in.`,
 	f.StringArray("api-cors-origin", nil, "origin (scheme://host[:port], or *) whose web pages may call the HTTP API from a browser (CORS); repeat for several (replaces config apiCORS.allowOrigins)")
 	f.StringArray("bootstrap", nil, "bootstrap peer multiaddr ending in /p2p/<peer ID>; repeat for several (replaces config bootstrap)")
 	f.String("log-format", "", "log line format: text (key=value, the default) or json (one object per line); overrides config logFormat")
+	f.StringArray("relay", nil, "circuit relay multiaddr ending in /p2p/<peer ID> to reserve a slot on when behind NAT; repeat for several (replaces config relays)")
+	f.Bool("relay-service", false, "serve as a circuit relay for nodes behind NAT while publicly reachable, within config relayLimits (config relayService)")
+	f.StringArray("announce", nil, "extra multiaddr to announce, e.g. a forwarded port's public address; repeat for several (replaces config announce)")
+	f.StringArray("no-announce", nil, "multiaddr, or /ip4/…/ipcidr/N network, never to announce; repeat for several (replaces config noAnnounce)")
 	f.String("mqtt", "", "MQTT broker URL (mqtt://host:port) on which to expose this node's public Things' events, properties and actions")
 	return cmd
 }
@@ -145,6 +155,18 @@ func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
 	}
 	if f.Changed("bootstrap") {
 		if cfg.Bootstrap, err = f.GetStringArray("bootstrap"); err != nil {
+			return err
+		}
+	}
+	for flag, dst := range map[string]*[]string{"relay": &cfg.Relays, "announce": &cfg.Announce, "no-announce": &cfg.NoAnnounce} {
+		if f.Changed(flag) {
+			if *dst, err = f.GetStringArray(flag); err != nil {
+				return err
+			}
+		}
+	}
+	if f.Changed("relay-service") {
+		if cfg.RelayService, err = f.GetBool("relay-service"); err != nil {
 			return err
 		}
 	}

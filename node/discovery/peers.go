@@ -43,6 +43,9 @@ type PeerInfo struct {
 	Source Source
 	// ConnectedAt is when the oldest open connection was opened.
 	ConnectedAt time.Time
+	// Relayed is true when every open connection to the peer goes
+	// through a circuit relay (none is direct yet).
+	Relayed bool
 }
 
 // Peers returns the host's connected peers, sorted by peer ID.
@@ -54,8 +57,9 @@ func (s *Service) Peers() []PeerInfo {
 		if len(conns) == 0 {
 			continue // closed since Peers
 		}
-		info := PeerInfo{ID: p, Addrs: make([]ma.Multiaddr, 0, len(conns))}
+		info := PeerInfo{ID: p, Addrs: make([]ma.Multiaddr, 0, len(conns)), Relayed: true}
 		for _, c := range conns {
+			info.Relayed = info.Relayed && Relayed(c)
 			info.Addrs = append(info.Addrs, c.RemoteMultiaddr())
 			if opened := c.Stat().Opened; info.ConnectedAt.IsZero() || opened.Before(info.ConnectedAt) {
 				info.ConnectedAt = opened
@@ -129,4 +133,14 @@ func directionSource(d network.Direction) Source {
 		return SourceInbound
 	}
 	return SourceOutbound
+}
+
+// Relayed reports whether c goes through a circuit relay: limited by its
+// relay, or reaching the peer through /p2p-circuit.
+func Relayed(c network.Conn) bool {
+	if c.Stat().Limited {
+		return true
+	}
+	_, err := c.RemoteMultiaddr().ValueForProtocol(ma.P_CIRCUIT)
+	return err == nil
 }

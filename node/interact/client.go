@@ -7,13 +7,17 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/core/routing"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/lmosnode/lmosnode/proto"
 )
@@ -29,6 +33,7 @@ var ErrClientClosed = errors.New("interact: client closed")
 // and waits for them.
 type Client struct {
 	h     host.Host
+	rt    routing.PeerRouting // nil: no second dial with fresh addresses
 	cfg   TransportConfig
 	codec proto.Codec
 	log   *slog.Logger
@@ -49,7 +54,7 @@ func NewClient(deps ClientDeps, cfg TransportConfig, opts ...Option) (*Client, e
 		return nil, err
 	}
 	o := newOptions(opts)
-	return &Client{h: deps.Host, cfg: cfg.withDefaults(), codec: o.codec, log: o.log, open: map[*remoteSession]struct{}{}}, nil
+	return &Client{h: deps.Host, rt: deps.Routing, cfg: cfg.withDefaults(), codec: o.codec, log: o.log, open: map[*remoteSession]struct{}{}}, nil
 }
 
 // Close closes every open session (cancelling its interaction at the
@@ -122,6 +127,9 @@ func (c *Client) Do(ctx context.Context, owner peer.ID, req *proto.Message) (Ses
 	dialCtx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
 	defer cancel()
 	str, err := c.h.NewStream(network.WithAllowLimitedConn(dialCtx, "lmos-interact"), owner, protocol.ID(proto.ProtocolInteract))
+	if err != nil && c.refreshAddrs(dialCtx, owner, err) {
+		str, err = c.h.NewStream(network.WithAllowLimitedConn(dialCtx, "lmos-interact"), owner, protocol.ID(proto.ProtocolInteract))
+	}
 	if err != nil {
 		return unreachable(err)
 	}
@@ -284,4 +292,27 @@ func (s *remoteSession) Close() error {
 		<-s.read
 	})
 	return nil
+}
+
+// refreshAddrs asks the routing for owner's current addresses after the
+// dial failed with dialErr, and adds those the host did not know. It
+// reports whether there is anything new to dial.
+func (c *Client) refreshAddrs(ctx context.Context, owner peer.ID, dialErr error) bool {
+	if c.rt == nil || ctx.Err() != nil {
+		return false
+	}
+	// Taken before the lookup: a DHT adds what it finds to the peerstore.
+	known := c.h.Peerstore().Addrs(owner)
+	ai, err := c.rt.FindPeer(ctx, owner)
+	if err != nil {
+		c.log.Debug("owner unreachable and not found by the routing", "owner", owner, "dialErr", dialErr, "err", err)
+		return false
+	}
+	fresh := slices.DeleteFunc(ai.Addrs, func(a ma.Multiaddr) bool { return slices.ContainsFunc(known, a.Equal) })
+	c.log.Debug("owner unreachable; the routing knows it", "owner", owner, "dialErr", dialErr, "addrs", fmt.Sprint(ai.Addrs), "new", len(fresh))
+	if len(fresh) == 0 {
+		return false
+	}
+	c.h.Peerstore().AddAddrs(owner, fresh, peerstore.TempAddrTTL)
+	return true
 }

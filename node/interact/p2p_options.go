@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/routing"
 
 	"github.com/lmosnode/lmosnode/proto"
 )
@@ -40,6 +41,12 @@ type ServerDeps struct {
 type ClientDeps struct {
 	// Host is the libp2p host the Client opens streams from.
 	Host host.Host
+	// Routing, if set, is asked for an owner's current addresses when
+	// dialling it with the addresses the host knows fails (it may know
+	// none yet: the Thing came by gossip from a node behind NAT; or stale
+	// ones: the relay the owner was reached through went away,
+	// docs/nat.md); the stream is then opened once more. Optional.
+	Routing routing.PeerRouting
 }
 
 // TransportConfig configures the libp2p Server and Client. The zero value

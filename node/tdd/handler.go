@@ -61,6 +61,9 @@ type PeerInfo struct {
 	// Source says how the node learned of the peer ("mdns", "dht",
 	// "bootstrap", "connect", …); empty if unknown.
 	Source string
+	// Relayed is true when the node reaches the peer only through a
+	// circuit relay (no direct connection).
+	Relayed bool
 }
 
 // Peers lists and connects the node's peers. It is optional.

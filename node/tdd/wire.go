@@ -219,10 +219,13 @@ type Peer struct {
 	PeerID string   `json:"peerID"`
 	Addrs  []string `json:"addrs"`
 	Source string   `json:"source,omitempty"`
+	// Relayed is true when every connection to the peer goes through a
+	// circuit relay; false once one is direct (docs/nat.md).
+	Relayed bool `json:"relayed"`
 }
 
 func toWirePeer(p PeerInfo) Peer {
-	w := Peer{PeerID: p.ID.String(), Addrs: make([]string, 0, len(p.Addrs)), Source: p.Source}
+	w := Peer{PeerID: p.ID.String(), Addrs: make([]string, 0, len(p.Addrs)), Source: p.Source, Relayed: p.Relayed}
 	for _, a := range p.Addrs {
 		if a != nil {
 			w.Addrs = append(w.Addrs, a.String())

@@ -1,0 +1,49 @@
+# scripts/lablib.sh — helpers the netns labs share (scripts/lab.sh,
+# scripts/lab-nat.sh), sourced by them. They expect die (print and exit 1),
+# LAB_NAME (the prefix of messages) and, for remove_lab, BRIDGE.
+
+# step TITLE: a section header; now: the time in seconds; since T: the
+# seconds from T to now, as "1.2s".
+step() { printf '\n== %s\n' "$*"; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+
+# need CMD PKG: install the Debian package PKG if CMD is missing.
+need() {
+	command -v "$1" >/dev/null 2>&1 && return 0
+	echo "$LAB_NAME: $1 missing; installing Debian package $2"
+	apt-get install -y "$2" >/dev/null 2>&1 ||
+		{ apt-get update >/dev/null && apt-get install -y "$2" >/dev/null; } ||
+		die "could not install $2; install it and run again"
+}
+
+# stop_pids PID...: stop the processes we started.
+stop_pids() {
+	# TERM, KILL whatever is left after 5 s, and reap them all: a process
+	# nobody waits for stays a zombie where PID 1 does not reap.
+	local pid killer
+	kill -TERM "$@" 2>/dev/null || true
+	(
+		sleep 5
+		kill -KILL "$@" 2>/dev/null
+	) &
+	killer=$!
+	for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
+	kill "$killer" 2>/dev/null || true
+	wait "$killer" 2>/dev/null || true
+}
+
+remove_lab() { # namespaces...
+	local n pids
+	for n in "$@"; do
+		# Anything still running inside a namespace of ours is ours.
+		pids=$(ip netns pids "$n" 2>/dev/null || true)
+		if [[ -n $pids ]]; then
+			# shellcheck disable=SC2086 # one PID per word
+			kill -KILL $pids 2>/dev/null || true
+		fi
+		ip netns del "$n" 2>/dev/null || true
+	done
+	# The veth pairs go with their namespace end; the bridge is left.
+	ip link del "$BRIDGE" 2>/dev/null || true
+}
