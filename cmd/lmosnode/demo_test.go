@@ -15,7 +15,7 @@ func TestDemo(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	if code := run(ctx, []string{"demo", "--keep=false", "--api-port", "0"}, &stdout, &stderr); code != 0 {
+	if code := run(ctx, []string{"demo", "--keep=false", "--api-port", "0"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
 	}
 	took := time.Since(start)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -27,7 +28,11 @@ Each result's signature is verified here; the PUBLISHER column is the peer
 that signed it ("self" for this node, "UNVERIFIED" if the proof does not
 verify). GROUPS are the groups a Thing is restricted to (lmos:groups), by
 name where this node knows them, "-" for a public Thing. --json prints the
-signed TDs as served.`,
+signed TDs as served.
+
+When nothing matches, find says so on stderr (--json prints []) and exits 3,
+like any "not found", so that a script can tell an empty result from a
+listing.`,
 		Example: `  lmosnode find weather
   lmosnode find --type agent --capability weather-forecast@^1.2
   lmosnode find --vendor "Example Maps AG" --type tool
@@ -62,10 +67,10 @@ func runFind(cmd *cobra.Command, args []string) error {
 	q.Offset, _ = f.GetInt("offset")
 	q.Text = strings.Join(args, " ")
 	if q.Limit < 1 {
-		return fmt.Errorf("--limit: %d: want at least 1", q.Limit)
+		return usageErrorf("--limit: %d: want at least 1", q.Limit)
 	}
 	if q.Offset < 0 {
-		return fmt.Errorf("--offset: %d is negative", q.Offset)
+		return usageErrorf("--offset: %d is negative", q.Offset)
 	}
 	d, err := connectDaemon(cmd)
 	if err != nil {
@@ -83,11 +88,16 @@ func runFind(cmd *cobra.Command, args []string) error {
 		for i, t := range res.Things {
 			raws[i] = t.Raw
 		}
-		return printJSON(out, raws)
+		if err := printJSON(out, raws); err != nil {
+			return err
+		}
+		if len(raws) == 0 {
+			return notFound(errors.New("no matching Things"))
+		}
+		return nil
 	}
 	if len(res.Things) == 0 {
-		fmt.Fprintln(cmd.ErrOrStderr(), "no matching Things")
-		return nil
+		return notFound(errors.New("no matching Things"))
 	}
 	// Mark the node's own Things; without node info every publisher is
 	// shown by its peer ID.

@@ -156,7 +156,7 @@ func resolveThing(ctx context.Context, d *daemon, arg, publisher string) (id, pu
 	}
 	switch len(found) {
 	case 0:
-		return "", "", fmt.Errorf("no Thing with id or title prefix %q in the node's directory (see 'lmosnode find')", arg)
+		return "", "", notFound(fmt.Errorf("no Thing with id or title prefix %q in the node's directory (see 'lmosnode find')", arg))
 	case 1:
 		return found[0].TD.ID, found[0].Publisher.String(), nil
 	}

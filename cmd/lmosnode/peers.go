@@ -53,11 +53,12 @@ node learned of them (mdns, dht, bootstrap, connect).`,
 }
 
 func newConnectCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "connect MULTIADDR",
 		Short: "Connect this node to a peer",
 		Long: `connect asks the running node to dial the peer at MULTIADDR, which ends in
-/p2p/<peer ID> (the addresses 'lmosnode id' prints on the other node).`,
+/p2p/<peer ID> (the addresses 'lmosnode id' prints on the other node).
+--json prints the peer as the API answers it.`,
 		Example: `  lmosnode connect /ip4/192.0.2.7/tcp/4001/p2p/12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA`,
 		Args:    cobra.ExactArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -74,8 +75,13 @@ func newConnectCmd() *cobra.Command {
 			if err != nil {
 				return d.explain(err)
 			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(cmd.OutOrStdout(), p)
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "connected to %s\n", p.PeerID)
 			return nil
 		},
 	}
+	cmd.Flags().Bool("json", false, "print JSON")
+	return cmd
 }

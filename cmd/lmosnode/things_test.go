@@ -43,21 +43,12 @@ func daemonEnv(t *testing.T) (*tddtest.Env, string) {
 	return env, home
 }
 
-// lmosnode runs the command in-process and returns stdout, stderr and the
-// exit code.
+// lmosnode runs the command in-process, as main does, and returns stdout,
+// stderr and the exit code.
 func lmosnode(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	root := newRootCmd()
-	root.SetArgs(args)
-	root.SetOut(&stdout)
-	root.SetErr(&stderr)
-	root.SetIn(strings.NewReader(stdin))
-	code := 0
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		stderr.WriteString("lmosnode: " + err.Error() + "\n")
-		code = 1
-	}
+	code := run(context.Background(), args, strings.NewReader(stdin), &stdout, &stderr)
 	return stdout.String(), stderr.String(), code
 }
 
@@ -131,7 +122,7 @@ func TestThingsCommands(t *testing.T) {
 		t.Errorf("rm output %q", out)
 	}
 	_, errOut, code := lmosnode(t, "", "things", "rm", weatherID, "--home", home)
-	if code != 1 || !strings.Contains(errOut, "404") || !strings.Contains(errOut, weatherID) {
+	if code != exitNotFound || !strings.Contains(errOut, "404") || !strings.Contains(errOut, weatherID) {
 		t.Errorf("second rm: %d %q", code, errOut)
 	}
 }
@@ -199,8 +190,14 @@ func TestFindCommand(t *testing.T) {
 	} {
 		args := append(append([]string{"find"}, tc.args...), "--home", home)
 		out, errOut, code := lmosnode(t, "", args...)
-		if code != 0 {
-			t.Errorf("find %v: exit %d %s", tc.args, code, errOut)
+		if wantCode := map[bool]int{true: exitNotFound, false: exitOK}[tc.want == nil]; code != wantCode {
+			t.Errorf("find %v: exit %d, want %d: %s", tc.args, code, wantCode, errOut)
+			continue
+		}
+		if tc.want == nil {
+			if out != "" || !strings.Contains(errOut, "no matching Things") {
+				t.Errorf("find %v: stdout %q, stderr %q", tc.args, out, errOut)
+			}
 			continue
 		}
 		var titles []string
@@ -209,9 +206,6 @@ func TestFindCommand(t *testing.T) {
 		}
 		if strings.Join(titles, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("find %v: %v, want %v", tc.args, titles, tc.want)
-		}
-		if tc.want == nil && !strings.Contains(errOut, "no matching Things") {
-			t.Errorf("find %v: stderr %q", tc.args, errOut)
 		}
 	}
 	var raws []json.RawMessage
@@ -230,7 +224,10 @@ func TestFindCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "capability") || !strings.Contains(errOut, "400") {
 		t.Errorf("bad range: %d %q", code, errOut)
 	}
-	if _, errOut, code := lmosnode(t, "", "find", "--limit", "0", "--home", home); code != 1 || !strings.Contains(errOut, "--limit") {
+	if out, _, code := lmosnode(t, "", "find", "--json", "--type", "nothing-of-this-type", "--home", home); code != exitNotFound || strings.TrimSpace(out) != "[]" {
+		t.Errorf("find --json, no match: exit %d, stdout %q; want 3 and []", code, out)
+	}
+	if _, errOut, code := lmosnode(t, "", "find", "--limit", "0", "--home", home); code != exitUsage || !strings.Contains(errOut, "--limit") {
 		t.Errorf("--limit 0: %d %q", code, errOut)
 	}
 }
@@ -269,7 +266,7 @@ func TestNoRunningNode(t *testing.T) {
 	} {
 		_, errOut, code := lmosnode(t, "", append(args, "--home", home)...)
 		want := "no running node in " + home + ": start it with 'lmosnode up'"
-		if code != 1 || !strings.Contains(errOut, want) {
+		if code != exitUnavailable || !strings.Contains(errOut, want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", args, code, errOut, want)
 		}
 	}
@@ -281,7 +278,7 @@ func TestNoRunningNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errOut, code := lmosnode(t, "", "things", "ls", "--home", home)
-	if code != 1 || !strings.Contains(errOut, "no running node in "+home+" (its api file names "+stale) {
+	if code != exitUnavailable || !strings.Contains(errOut, "no running node in "+home+" (its api file names "+stale) {
 		t.Errorf("stale api file: %d %q", code, errOut)
 	}
 }
