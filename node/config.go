@@ -438,15 +438,29 @@ func isBearerToken(s string) bool {
 const ConfigFile = "config.json"
 
 // APITokenEnv is the environment variable that, when set, overrides
-// Config.APIToken, for the daemon (LoadConfig) and for the CLI commands
-// that call it (LoadAPIToken).
+// Config.APIToken, for the daemon (LoadConfig; it is EnvName("apiToken"))
+// and for the CLI commands that call it (LoadAPIToken).
 const APITokenEnv = "LMOS_API_TOKEN"
 
-// LoadConfig reads home/config.json merged over DefaultConfig and sets Home;
-// $LMOS_API_TOKEN, when set, replaces APIToken. Unknown fields are errors
-// (a misspelt field would otherwise silently keep its default). It does not
-// validate; New does.
+// LoadConfig reads home/config.json merged over DefaultConfig, applies the
+// environment (ApplyEnv: $LMOS_API_TOKEN, $LMOS_DHT_MODE, …, one variable
+// per setting) and sets Home. Unknown fields are errors (a misspelt field
+// would otherwise silently keep its default). It does not validate; New
+// does.
 func LoadConfig(home string) (Config, error) {
+	cfg, err := LoadConfigFile(home)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := ApplyEnv(&cfg, os.LookupEnv); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+// LoadConfigFile is LoadConfig without the environment: what config.json
+// says, over the defaults ('lmosnode config set' edits this).
+func LoadConfigFile(home string) (Config, error) {
 	path := filepath.Join(home, ConfigFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -462,9 +476,6 @@ func LoadConfig(home string) (Config, error) {
 		return Config{}, fmt.Errorf("config %s: trailing data after the JSON object", path)
 	}
 	cfg.Home = home
-	if tok, ok := os.LookupEnv(APITokenEnv); ok {
-		cfg.APIToken = tok
-	}
 	return cfg, nil
 }
 

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lmosnode/lmosnode/node"
 )
@@ -25,8 +27,10 @@ func newUpCmd() *cobra.Command {
 shuts it down cleanly and exits 0. It initialises the home directory first
 if needed (see 'lmosnode init').
 
-The configuration is home/config.json merged over the defaults; the flags
-below override it for this run only (config.json is not changed).
+The configuration is home/config.json merged over the defaults, then the
+environment (one LMOS_… variable per setting); the flags below override both
+for this run only (config.json is not changed). docs/config.md lists every
+setting; --set SETTING=VALUE sets any of them.
 
 While it runs, the node writes the URL of its HTTP API to home/api, where
 other lmosnode commands find it.
@@ -54,6 +58,7 @@ built in.`,
 	f.StringArray("api-cors-origin", nil, "origin (scheme://host[:port], or *) whose web pages may call the HTTP API from a browser (CORS); repeat for several (replaces config apiCORS.allowOrigins)")
 	f.StringArray("bootstrap", nil, "bootstrap peer multiaddr ending in /p2p/<peer ID>; repeat for several (replaces config bootstrap)")
 	f.String("mqtt", "", "MQTT broker URL (mqtt://host:port) on which to expose this node's public Things' events, properties and actions")
+	addSettingFlags(cmd)
 	return cmd
 }
 
@@ -137,8 +142,12 @@ func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
 		}
 	}
 	if f.Changed("bootstrap") {
-		if cfg.Bootstrap, err = f.GetStringArray("bootstrap"); err != nil {
-			return err
+		// GetStringArray would turn a lone "" into no address at all
+		cfg.Bootstrap = f.Lookup("bootstrap").Value.(pflag.SliceValue).GetSlice()
+		for _, b := range cfg.Bootstrap {
+			if strings.TrimSpace(b) == "" {
+				return usageErrorf(`--bootstrap "": an empty address (did the command meant to print one print nothing? 'lmosnode id --home DIR' prints a node's addresses once it runs)`)
+			}
 		}
 	}
 	if f.Changed("mqtt") {
@@ -146,5 +155,5 @@ func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
 			return err
 		}
 	}
-	return nil
+	return applySettingFlags(cmd, cfg)
 }
