@@ -280,7 +280,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Resolver:  n.own,
 		Publisher: n.own,
 		Finder:    n.fed,
-		Peers:     peerList{n.disc},
+		Peers:     peerList{n.disc, n.host},
 		// Every caller of the API is this node's owner: one view.
 		Visibility: func(*http.Request) func(directory.Entry) bool { return n.own.Visible },
 		// Directory consumers (exploreDirectory) get the consumer views

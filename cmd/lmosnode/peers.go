@@ -12,8 +12,12 @@ func newPeersCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "peers",
 		Short: "List the peers this node knows",
-		Long: `peers lists the peers of the running node with their addresses and how the
-node learned of them (mdns, dht, bootstrap, connect).`,
+		Long: `peers lists the connected peers of the running node: their state
+(connected, or limited when only relayed connections with limits are open),
+who opened the connections (DIR: in, out or both), whether they are DIRECT
+or RELAYED, the measured round-trip time, the agent the peer runs, how the
+node learned of it (mdns, dht, bootstrap, connect, inbound, outbound) and
+its distinct addresses. --json prints the API's objects.`,
 		Example: `  lmosnode peers
   lmosnode peers --json`,
 		Args: cobra.NoArgs,
@@ -37,13 +41,21 @@ node learned of them (mdns, dht, bootstrap, connect).`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER ID\tSOURCE\tADDRESSES")
+			fmt.Fprintln(tw, "PEER ID\tSTATE\tDIR\tLINK\tLATENCY\tAGENT\tSOURCE\tADDRESSES")
 			for _, p := range peers {
 				addrs := strings.Join(p.Addrs, ",")
 				if addrs == "" {
 					addrs = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", p.PeerID, cell(p.Source), addrs)
+				link, latency := "direct", "-"
+				if p.Relayed {
+					link = "relayed"
+				}
+				if p.LatencyMS > 0 {
+					latency = fmt.Sprintf("%.1fms", p.LatencyMS)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.PeerID, cell(p.State), cell(strings.TrimSuffix(p.Direction, "bound")),
+					link, latency, cell(p.AgentVersion), cell(p.Source), addrs)
 			}
 			return tw.Flush()
 		},

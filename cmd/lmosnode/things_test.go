@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -238,10 +239,15 @@ func TestPeersCommands(t *testing.T) {
 		t.Errorf("no peers: %d %q", code, errOut)
 	}
 	a := tddtest.NewIdentity(2)
-	env.Peers.List = []tdd.PeerInfo{{ID: a.ID, Addrs: []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/4001")}, Source: "mdns"}}
+	addr4001 := ma.StringCast("/ip4/127.0.0.1/tcp/4001")
+	env.Peers.List = []tdd.PeerInfo{{ID: a.ID, Addrs: []ma.Multiaddr{addr4001, addr4001}, Source: "mdns", Conn: tdd.PeerConn{
+		State: "connected", Direction: "inbound", Latency: 1500 * time.Microsecond, AgentVersion: "lmosnode/v1.2.3",
+	}}}
 	out := mustRun(t, "peers", "--home", home)
-	if !strings.Contains(out, "PEER ID") || !strings.Contains(out, a.ID.String()+"  mdns    /ip4/127.0.0.1/tcp/4001") {
-		t.Errorf("peers:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "PEER ID STATE DIR LINK LATENCY AGENT SOURCE ADDRESSES" ||
+		strings.Join(strings.Fields(lines[1]), " ") != a.ID.String()+" connected in direct 1.5ms lmosnode/v1.2.3 mdns /ip4/127.0.0.1/tcp/4001" {
+		t.Errorf("peers (one address once):\n%s", out)
 	}
 	b := tddtest.NewIdentity(3)
 	addr := "/ip4/127.0.0.1/tcp/4002/p2p/" + b.ID.String()
