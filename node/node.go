@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	ds "github.com/ipfs/go-datastore"
@@ -352,6 +353,9 @@ func (n *Node) Start(ctx context.Context) error {
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", n.cfg.API)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("node: start: api: %s: %w: the port is taken (another lmosnode?); choose another with --api, port 0 picks a free one", n.cfg.API, err)
+	}
 	if err != nil {
 		return fmt.Errorf("node: start: api: %s: %w", n.cfg.API, err)
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,4 +50,20 @@ func TestDemo(t *testing.T) {
 		t.Errorf("demo took %s, want < 30s", took)
 	}
 	t.Logf("demo took %s", took)
+}
+
+// TestDemoPortTaken: the demo on a taken API port says how to pick a free
+// one.
+func TestDemoPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"demo", "--keep=false", "--api-port", port}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "address already in use") || !strings.Contains(stderr.String(), "'lmosnode demo --api-port 0' picks a free port") {
+		t.Errorf("demo on a taken port: exit %d, stderr %q", code, &stderr)
+	}
 }

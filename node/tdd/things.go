@@ -272,11 +272,8 @@ func (h *Handler) ownThing(r *http.Request, id string) (directory.Entry, *lmospr
 func (h *Handler) publish(ctx context.Context, td *lmosproto.TD, local *directory.Local) (directory.Entry, directory.Change, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.WriteTimeout)
 	defer cancel()
-	e, change, err := h.deps.Publisher.Publish(ctx, td, local)
-	if err == nil {
-		h.log.Info("thing published", "thing", td.ID, "change", change.String())
-	}
-	return e, change, err
+	// the Publisher logs the publication (once, with its seq)
+	return h.deps.Publisher.Publish(ctx, td, local)
 }
 
 func (h *Handler) remove(ctx context.Context, id string) error {
