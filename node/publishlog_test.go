@@ -13,7 +13,7 @@ import (
 )
 
 // TestPublishLoggedOnce: a publication through the API is one line at
-// info level (a failed DHT put on a node without peers is a debug line).
+// info level, and so is a removal (a failed DHT put on a node without peers is a debug line).
 func TestPublishLoggedOnce(t *testing.T) {
 	var out syncBuffer
 	logger := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -42,5 +42,17 @@ func TestPublishLoggedOnce(t *testing.T) {
 	}
 	if len(lines) != 1 {
 		t.Errorf("%d log lines about the publication, want 1:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	if err := tdd.NewClient("http://"+n.APIAddr(), http.DefaultClient).Remove(ctx, "urn:uuid:6f1d3a7a-1f97-4e6b-b45f-f3c2e1c84c77"); err != nil {
+		t.Fatal(err)
+	}
+	removals := 0
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, "remove") && strings.Contains(l, "urn:uuid:6f1d3a7a-1f97-4e6b-b45f-f3c2e1c84c77") {
+			removals++
+		}
+	}
+	if removals != 1 {
+		t.Errorf("%d log lines about the removal, want 1:\n%s", removals, out.String())
 	}
 }

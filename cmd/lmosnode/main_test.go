@@ -204,7 +204,9 @@ func TestBinary(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, node.APIFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("api file after shutdown: %v, want it removed", err)
 	}
-	for _, want := range []string{"is up", peerLine, "did:key: did:key:z6Mk", "API:     " + apiURL, "address: /ip4/127.0.0.1/udp/"} {
+	for _, want := range []string{"is up", peerLine, "did:key: did:key:z6Mk", "API:     " + apiURL, "address: /ip4/127.0.0.1/udp/",
+		"next, in another terminal:\n  lmosnode things publish examples/things/weather-agent.json --home " + home,
+		"'lmosnode connect MULTIADDR --home " + home + "' links one"} {
 		if !strings.Contains(upOut.String(), want) {
 			t.Errorf("up output lacks %q:\n%s", want, &upOut)
 		}

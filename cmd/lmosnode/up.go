@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -110,6 +111,7 @@ func runUp(cmd *cobra.Command, _ []string) (err error) {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "lmosnode %s is up\n", node.Version)
 	printInfo(out, n.Info())
+	printNextSteps(out, home, cfg)
 
 	<-ctx.Done()
 	stop() // a second signal now ends the process at once
@@ -156,4 +158,28 @@ func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
 		}
 	}
 	return applySettingFlags(cmd, cfg)
+}
+
+// printNextSteps ends up's banner with what to do next, as commands to
+// paste in another terminal.
+func printNextSteps(w io.Writer, home string, cfg node.Config) {
+	h := " --home " + shellQuote(home)
+	fmt.Fprintf(w, "\nnext, in another terminal:\n")
+	fmt.Fprintf(w, "  lmosnode things publish examples/things/weather-agent.json%s   # publish a Thing (a TD file)\n", h)
+	fmt.Fprintf(w, "  lmosnode find%s                                                 # the Things this node knows\n", h)
+	fmt.Fprintf(w, "  lmosnode peers%s\n", h)
+	if len(cfg.Bootstrap) == 0 && !cfg.MDNS {
+		fmt.Fprintf(w, "no peers will come by themselves (no --bootstrap, mDNS off): 'lmosnode connect MULTIADDR%s' links one\n", h)
+	}
+}
+
+// shellQuote quotes s for a POSIX shell if it needs it.
+func shellQuote(s string) string {
+	plain := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%=,", r)
+	}
+	if s != "" && strings.IndexFunc(s, func(r rune) bool { return !plain(r) }) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

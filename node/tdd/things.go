@@ -279,11 +279,8 @@ func (h *Handler) publish(ctx context.Context, td *lmosproto.TD, local *director
 func (h *Handler) remove(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.WriteTimeout)
 	defer cancel()
-	err := h.deps.Publisher.Remove(ctx, id)
-	if err == nil {
-		h.log.Info("thing removed", "thing", id)
-	}
-	return err
+	// the Publisher logs the removal (once, with the tombstone's seq)
+	return h.deps.Publisher.Remove(ctx, id)
 }
 
 // writePublishError answers a failed Publish or Remove of thing id.
