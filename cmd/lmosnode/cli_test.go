@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/tdd"
+	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -261,4 +264,45 @@ func TestIDJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, "id", "--json", "--home", dHome)), &info); err != nil || !strings.HasPrefix(info.PeerID, "12D3KooW") {
 		t.Errorf("id --json from the daemon: %v %+v", err, info)
 	}
+}
+
+// TestPublisherShortForm: --publisher takes the abbreviation the
+// PUBLISHER column prints.
+func TestPublisherShortForm(t *testing.T) {
+	t.Setenv(APIEnv, "")
+	env, home := daemonEnv(t)
+	other := tddtest.NewIdentity(2)
+	td, err := lmosproto.ParseTD(mustRead(t, geocoderFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Learn(t, other, td, 1)
+	mustRun(t, "things", "publish", weatherFile, "--home", home)
+
+	out := mustRun(t, "find", "--type", "tool", "--home", home)
+	row := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1])
+	short := row[len(row)-2] // the PUBLISHER cell, before ID
+	if !strings.HasPrefix(short, "…") {
+		t.Fatalf("PUBLISHER cell %q", short)
+	}
+	for _, form := range []string{short, "..." + strings.TrimPrefix(short, "…")} {
+		out := mustRun(t, "find", "--publisher", form, "--home", home)
+		if !strings.Contains(out, geocoderID) || strings.Contains(out, weatherID) {
+			t.Errorf("find --publisher %s:\n%s", form, out)
+		}
+	}
+	if _, errOut, code := lmosnode(t, "", "find", "--publisher", "…nomatch1", "--home", home); code != exitNotFound || !strings.Contains(errOut, "nomatch1") {
+		t.Errorf("find --publisher of no known publisher: exit %d, %q", code, errOut)
+	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that is free now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,12 +54,12 @@ func TestDemo(t *testing.T) {
 // TestDemoPortTaken: the demo on a taken API port says how to pick a free
 // one.
 func TestDemoPortTaken(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port := freePort(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:"+port) // taken for the demo
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"demo", "--keep=false", "--api-port", port}, strings.NewReader(""), &stdout, &stderr)
 	if code != exitFailure || !strings.Contains(stderr.String(), "address already in use") || !strings.Contains(stderr.String(), "'lmosnode demo --api-port 0' picks a free port") {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -26,7 +27,8 @@ that no known Thing offers is looked up in the DHT.
 
 Each result's signature is verified here; the PUBLISHER column is the peer
 that signed it ("self" for this node, "UNVERIFIED" if the proof does not
-verify). GROUPS are the groups a Thing is restricted to (lmos:groups), by
+verify), abbreviated to the end of its peer ID ("…zRfVBq6e"), which
+--publisher takes as well as a full peer ID or did:key. GROUPS are the groups a Thing is restricted to (lmos:groups), by
 name where this node knows them, "-" for a public Thing. --json prints the
 signed TDs as served.
 
@@ -43,7 +45,7 @@ listing.`,
 	f.String("type", "", "agent, tool, or any @type")
 	f.String("capability", "", "capability id, optionally @ a semantic version range (weather-forecast@^1.2)")
 	f.String("vendor", "", "vendor name (lmos:vendor), case-insensitive")
-	f.String("publisher", "", "publisher peer ID or did:key")
+	f.String("publisher", "", "publisher peer ID, did:key, or the …XXXXXXXX form the PUBLISHER column shows")
 	f.String("group", "", "group id (lmos:groups)")
 	f.Int("limit", 50, "at most this many results")
 	f.Int("offset", 0, "skip this many results")
@@ -78,6 +80,11 @@ func runFind(cmd *cobra.Command, args []string) error {
 	}
 	ctx, cancel := d.ctx(cmd)
 	defer cancel()
+	if q.Publisher != "" {
+		if q.Publisher, err = resolvePublisher(ctx, d, q.Publisher); err != nil {
+			return err
+		}
+	}
 	res, err := d.client.Find(ctx, q)
 	if err != nil {
 		return d.explain(err)
@@ -132,8 +139,48 @@ func publisherName(t tdd.Found, self peer.ID) string {
 	return shortPeerID(t.Publisher.String())
 }
 
+// resolvePublisher turns the --publisher value into what the API takes:
+// a peer ID or did:key as given, or the short form find prints
+// ("…zRfVBq6e", also "...zRfVBq6e") into the one publisher of a Thing
+// the node knows whose peer ID ends so.
+func resolvePublisher(ctx context.Context, d *daemon, s string) (string, error) {
+	suffix, short := strings.CutPrefix(s, "…")
+	if !short {
+		suffix, short = strings.CutPrefix(s, "...")
+	}
+	if !short {
+		return s, nil
+	}
+	if suffix == "" {
+		return "", usageErrorf("--publisher %q: nothing after the ellipsis", s)
+	}
+	var matches []string
+	for offset := 0; ; offset += listPage {
+		res, err := d.client.Find(ctx, tdd.FindQuery{Offset: offset, Limit: listPage})
+		if err != nil {
+			return "", d.explain(err)
+		}
+		for _, f := range res.Things {
+			if id := f.Publisher.String(); f.Publisher != "" && strings.HasSuffix(id, suffix) && !slices.Contains(matches, id) {
+				matches = append(matches, id)
+			}
+		}
+		if !res.More || len(res.Things) == 0 {
+			break
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", notFound(fmt.Errorf("--publisher %s: no publisher of a Thing this node knows has a peer ID ending in %q", s, suffix))
+	case 1:
+		return matches[0], nil
+	}
+	return "", usageErrorf("--publisher %s: %d publishers end so, give more of the peer ID: %s", s, len(matches), strings.Join(matches, ", "))
+}
+
 // shortPeerID abbreviates a peer ID to its last characters: Ed25519 peer
-// IDs all start with 12D3KooW, so the end tells them apart.
+// IDs all start with 12D3KooW, so the end tells them apart. --publisher
+// takes the abbreviation back (resolvePublisher).
 func shortPeerID(id string) string {
 	const keep = 8
 	if len(id) <= keep+1 {

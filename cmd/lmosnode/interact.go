@@ -109,7 +109,7 @@ printed.`,
 }
 
 func addPublisherFlag(cmd *cobra.Command) {
-	cmd.Flags().String("publisher", "", "publisher peer ID or did:key, when several publish the Thing")
+	cmd.Flags().String("publisher", "", "publisher peer ID, did:key or …XXXXXXXX (as find shows it), when several publish the Thing")
 	_ = cmd.RegisterFlagCompletionFunc("publisher", cobra.NoFileCompletions)
 }
 
@@ -117,6 +117,12 @@ func addPublisherFlag(cmd *cobra.Command) {
 // affordance kind/name.
 func affordanceURL(ctx context.Context, cmd *cobra.Command, d *daemon, thing, kind, name string) (string, error) {
 	pub, _ := cmd.Flags().GetString("publisher")
+	if pub != "" {
+		var err error
+		if pub, err = resolvePublisher(ctx, d, pub); err != nil {
+			return "", err
+		}
+	}
 	id, pub, err := resolveThing(ctx, d, thing, pub)
 	if err != nil {
 		return "", err
