@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,6 +35,9 @@ func readmeBlock(t *testing.T, heading string) string {
 	return block
 }
 
+// exitComment finds the exit status a README comment announces.
+var exitComment = regexp.MustCompile(`\bexit [1-9]\b`)
+
 // runBlock runs a README block with bash from the repository root, as a
 // reader pastes it, with ./lmosnode the built binary and the given
 // replacements (homes in the test's directory, free ports); background
@@ -48,6 +52,15 @@ func runBlock(t *testing.T, block string, replace ...string) string {
 		t.Skip("no curl: the README's blocks use it")
 	}
 	bin := buildBinary(t)
+	// A line the README marks as failing ("# exit 1: …", "(exit 3)") must
+	// fail; every other line must succeed (set -e).
+	lines := strings.Split(block, "\n")
+	for i, l := range lines {
+		if _, comment, ok := strings.Cut(l, "# "); ok && exitComment.MatchString(comment) {
+			lines[i] = "! " + l
+		}
+	}
+	block = strings.Join(lines, "\n")
 	block = strings.NewReplacer(append([]string{"./lmosnode ", bin + " "}, replace...)...).Replace(block)
 	script := "set -e\ntrap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n" + block
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -94,8 +107,6 @@ func TestREADMEWalkThrough(t *testing.T) {
 		case strings.HasPrefix(l, "go build"): // the test built it
 		case strings.HasPrefix(l, "./lmosnode up "):
 			lines = append(lines, l+" &", "until curl -sf http://127.0.0.1:5090/api/v1/node >/dev/null; do sleep 0.2; done")
-		case strings.HasSuffix(l, "# exit 1: signature does not verify"):
-			lines = append(lines, "! "+l)
 		default:
 			lines = append(lines, l)
 		}
@@ -105,6 +116,28 @@ func TestREADMEWalkThrough(t *testing.T) {
 		"/tmp/alice", filepath.Join(dir, "alice"), "weather.signed.json", filepath.Join(dir, "weather.signed.json"),
 		"tampered.json", filepath.Join(dir, "tampered.json"), "4090", freePort(t), "5090", api)
 	for _, want := range []string{"examples/things/weather-agent.json: valid", "proof verifies", "signature does not verify", `"peerID":"12D3KooW`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestREADMEGroups runs "Two nodes find each other" and then "Signed agent
+// groups" on the nodes it leaves running, as a reader does.
+func TestREADMEGroups(t *testing.T) {
+	for _, tool := range []string{"jq", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s: the README's groups block uses it", tool)
+		}
+	}
+	dir := t.TempDir()
+	block := readmeBlock(t, "Two nodes find each other") + readmeBlock(t, "Signed agent groups")
+	out := runBlock(t, block,
+		"/tmp/a", filepath.Join(dir, "a"), "/tmp/b", filepath.Join(dir, "b"), "/tmp/c", filepath.Join(dir, "c"),
+		"/tmp/be", filepath.Join(dir, "be"), "/tmp/diagnostics.json", filepath.Join(dir, "diagnostics.json"),
+		"4101", freePort(t), "4102", freePort(t), "4103", freePort(t),
+		"5101", freePort(t), "5102", freePort(t), "5103", freePort(t), "9000", freePort(t))
+	for _, want := range []string{"joined group diagnostics", `"model":"m1"`, "disk 3 on rack 7 is failing", "lmosnode: no matching Things"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
