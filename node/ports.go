@@ -32,7 +32,7 @@ func checkPortFree(a ma.Multiaddr) error {
 			return nil
 		}
 		probe = func() error {
-			ln, err := net.ListenTCP("tcp", addr)
+			ln, err := net.ListenTCP(family("tcp", addr.IP), addr)
 			if err == nil {
 				err = ln.Close()
 			}
@@ -43,7 +43,7 @@ func checkPortFree(a ma.Multiaddr) error {
 			return nil
 		}
 		probe = func() error {
-			c, err := net.ListenUDP("udp", addr)
+			c, err := net.ListenUDP(family("udp", addr.IP), addr)
 			if err == nil {
 				err = c.Close()
 			}
@@ -56,6 +56,16 @@ func checkPortFree(a ma.Multiaddr) error {
 		return fmt.Errorf("%s port %s %w (another lmosnode, or another program, listens there): stop it, or choose other ports with --listen (port 0 picks a free one)", addr.Network(), portOf(addr), errPortInUse)
 	}
 	return nil
+}
+
+// family is network with the IP version of ip ("tcp4", "udp6"), as libp2p
+// listens: "tcp" on :: would also bind 0.0.0.0 (dual stack) and collide
+// with the node's own IPv4 listener on the same port.
+func family(network string, ip net.IP) string {
+	if ip.To4() != nil {
+		return network + "4"
+	}
+	return network + "6"
 }
 
 func portOf(addr net.Addr) string {

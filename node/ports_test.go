@@ -62,3 +62,23 @@ func TestListenPortTaken(t *testing.T) {
 		}
 	}
 }
+
+// TestListenSamePortBothFamilies: a node may listen on one port over IPv4
+// and IPv6 (the probe binds per family, as libp2p does, so it does not
+// take the node's own IPv4 listener for another process's; with the
+// wildcard addresses a dual-stack probe would). Loopback only, as every
+// test; skipped where the machine has no IPv6 loopback.
+func TestListenSamePortBothFamilies(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
+		cfg.Listen = []string{fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", port), fmt.Sprintf("/ip6/::1/tcp/%d", port)}
+	}}).Nodes[0]
+	if got := len(n.Host().Network().ListenAddresses()); got != 2 {
+		t.Errorf("%d listen addresses, want 2: %v", got, n.Host().Network().ListenAddresses())
+	}
+}
