@@ -291,6 +291,10 @@ func (c Config) validate() error {
 		}
 	}
 	loopback, err := apiAddrIsLoopback(c.API)
+	if err != nil && strings.Contains(c.API, "://") {
+		// $LMOS_API names the API for commands as a URL; the node takes host:port
+		return fmt.Errorf("api: %q: %w (the node listens on host:port, e.g. 127.0.0.1:5080; $%s, if that is where it came from, may be written so for commands too)", c.API, err, EnvName("api"))
+	}
 	if err != nil {
 		return fmt.Errorf("api: %q: %w", c.API, err)
 	}

@@ -178,3 +178,14 @@ func TestLoadConfigEnv(t *testing.T) {
 		t.Errorf("LoadConfig with a bad variable: %v", err)
 	}
 }
+
+// TestAPIURLHint: an api written as a URL (as commands take $LMOS_API)
+// says how the node wants it.
+func TestAPIURLHint(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Home = t.TempDir()
+	cfg.API = "http://127.0.0.1:5080"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "host:port, e.g. 127.0.0.1:5080") || !strings.Contains(err.Error(), "$LMOS_API") {
+		t.Errorf("api as a URL: %v", err)
+	}
+}
