@@ -511,6 +511,10 @@ func (c Config) validate() error {
 		}
 	}
 	loopback, err := apiAddrIsLoopback(c.API)
+	if err != nil && strings.Contains(c.API, "://") {
+		// $LMOS_API names the API for commands as a URL; the node takes host:port
+		return fmt.Errorf("api: %q: %w (the node listens on host:port, e.g. 127.0.0.1:5080; $%s, if that is where it came from, may be written so for commands too)", c.API, err, EnvName("api"))
+	}
 	if err != nil {
 		return fmt.Errorf("api: %q: %w", c.API, err)
 	}
@@ -718,15 +722,29 @@ func isBearerToken(s string) bool {
 const ConfigFile = "config.json"
 
 // APITokenEnv is the environment variable that, when set, overrides
-// Config.APIToken, for the daemon (LoadConfig) and for the CLI commands
-// that call it (LoadAPIToken).
+// Config.APIToken, for the daemon (LoadConfig; it is EnvName("apiToken"))
+// and for the CLI commands that call it (LoadAPIToken).
 const APITokenEnv = "LMOS_API_TOKEN"
 
-// LoadConfig reads home/config.json merged over DefaultConfig and sets Home;
-// $LMOS_API_TOKEN, when set, replaces APIToken. Unknown fields are errors
-// (a misspelt field would otherwise silently keep its default). It does not
-// validate; New does.
+// LoadConfig reads home/config.json merged over DefaultConfig, applies the
+// environment (ApplyEnv: $LMOS_API_TOKEN, $LMOS_DHT_MODE, …, one variable
+// per setting) and sets Home. Unknown fields are errors (a misspelt field
+// would otherwise silently keep its default). It does not validate; New
+// does.
 func LoadConfig(home string) (Config, error) {
+	cfg, err := LoadConfigFile(home)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := ApplyEnv(&cfg, os.LookupEnv); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+// LoadConfigFile is LoadConfig without the environment: what config.json
+// says, over the defaults ('lmosnode config set' edits this).
+func LoadConfigFile(home string) (Config, error) {
 	path := filepath.Join(home, ConfigFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -742,9 +760,6 @@ func LoadConfig(home string) (Config, error) {
 		return Config{}, fmt.Errorf("config %s: trailing data after the JSON object", path)
 	}
 	cfg.Home = home
-	if tok, ok := os.LookupEnv(APITokenEnv); ok {
-		cfg.APIToken = tok
-	}
 	return cfg, nil
 }
 

@@ -45,6 +45,12 @@
 //	api           URL of the running daemon's HTTP API (ReadAPIFile);
 //	              removed on clean shutdown
 //
+// LoadConfig applies the environment over config.json: every leaf of
+// Config is a Setting with its LMOS_… variable (settings.go; EnvName is
+// the naming rule), listed in docs/config.md, which TestConfigReference
+// keeps in sync. ExportIdentity and ImportIdentity back up and restore
+// identity.key (keybackup.go).
+//
 // # Logging
 //
 // The node logs through the *slog.Logger given with WithLogger. go-libp2p

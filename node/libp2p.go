@@ -232,6 +232,9 @@ func listenHost(h host.Host, cfg Config) error {
 		return err
 	}
 	for i, a := range addrs {
+		if err := checkPortFree(a); err != nil {
+			return fmt.Errorf("listen[%d]: %s: %w", i, a, err)
+		}
 		if err := h.Network().Listen(a); err != nil {
 			return fmt.Errorf("listen[%d]: %s: %w", i, a, err)
 		}

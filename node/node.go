@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	ds "github.com/ipfs/go-datastore"
@@ -347,7 +348,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Resolver:  n.own,
 		Publisher: n.own,
 		Finder:    n.fed,
-		Peers:     peerList{n.disc},
+		Peers:     peerList{n.disc, n.host},
 		// Every caller of the API is this node's owner: one view.
 		Visibility: func(*http.Request) func(directory.Entry) bool { return n.own.Visible },
 		// Directory consumers (exploreDirectory) get the consumer views
@@ -421,6 +422,9 @@ func (n *Node) Start(ctx context.Context) error {
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", n.cfg.API)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("node: start: api: %s: %w: the port is taken (another lmosnode?); choose another with --api, port 0 picks a free one", n.cfg.API, err)
+	}
 	if err != nil {
 		return fmt.Errorf("node: start: api: %s: %w", n.cfg.API, err)
 	}

@@ -28,8 +28,13 @@ if [[ "${LMOS_SKIP_LINT:-}" != 1 ]]; then
 	"$gobin/golangci-lint" run ./...
 fi
 
+# Installing mosquitto needs root and apt-get (Debian); without it the MQTT
+# tests skip themselves with a message, and the rest runs.
 step "mosquitto (MQTT broker for the node/mqttgw tests)"
-bash scripts/mosquitto.sh install
+if ! bash scripts/mosquitto.sh install; then
+	echo "skipped: mosquitto could not be installed here (needs root and apt-get);" \
+		"the MQTT tests skip themselves (or set LMOS_TEST_MQTT_URL to a broker)"
+fi
 
 step "go test"
 go test -count=1 -timeout 20m ./...

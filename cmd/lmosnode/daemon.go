@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,37 +27,93 @@ import (
 // wait for a DHT lookup, which the node bounds to a few seconds.
 const requestTimeout = 30 * time.Second
 
+// APIEnv names the node API a command talks to, like --api: a URL
+// (http://host:port) or host:port.
+const APIEnv = "LMOS_API"
+
 // daemon is the running node a command talks to.
 type daemon struct {
+	// home is the command's home, "" when --api or $LMOS_API named the node.
 	home   string
 	apiURL string
-	// http sends the API token ($LMOS_API_TOKEN, the home's apiToken or
-	// its api-token file) with every request; client and groups use it.
+	// http sends the API token (--token, $LMOS_API_TOKEN or the home's),
+	// if any, with every request; client and groups use it.
 	http   *http.Client
 	client *tdd.Client
 	groups *groupapi.Client
 }
 
-// connectDaemon finds the running node of the command's home through its
-// api file.
+// connectDaemon finds the node a command talks to: the one --api or
+// $LMOS_API names, else the one running in the command's home (its api
+// file). The token is --token, else what node.LoadAPIToken finds.
 func connectDaemon(cmd *cobra.Command) (*daemon, error) {
-	home, err := homeDir(cmd)
+	apiURL, home, err := apiTarget(cmd)
 	if err != nil {
 		return nil, err
 	}
-	apiURL, err := node.ReadAPIFile(home)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no running node in %s: start it with 'lmosnode up'", home)
-	}
+	token, err := cmd.Flags().GetString("token")
 	if err != nil {
 		return nil, err
 	}
-	token, err := node.LoadAPIToken(home)
-	if err != nil {
-		return nil, err
+	if token == "" && home != "" {
+		if token, err = node.LoadAPIToken(home); err != nil {
+			return nil, err
+		}
+	} else if token == "" {
+		token = os.Getenv(node.APITokenEnv)
 	}
 	hc := httpapi.BearerClient(token)
 	return &daemon{home: home, apiURL: apiURL, http: hc, client: tdd.NewClient(apiURL, hc), groups: groupapi.NewClient(apiURL, hc)}, nil
+}
+
+// apiTarget resolves the node's API URL: --api, $LMOS_API, then the api
+// file of the command's home (returned as home).
+func apiTarget(cmd *cobra.Command) (apiURL, home string, err error) {
+	flag := cmd.Flags().Lookup("api")
+	if flag != nil && flag.Changed && flag.Value.String() != "" {
+		u, err := normaliseAPIURL(flag.Value.String())
+		if err != nil {
+			return "", "", usageErrorf("--api: %w", err)
+		}
+		return u, "", nil
+	}
+	if s := os.Getenv(APIEnv); s != "" {
+		u, err := normaliseAPIURL(s)
+		if err != nil {
+			return "", "", usageErrorf("$%s: %w", APIEnv, err)
+		}
+		return u, "", nil
+	}
+	if home, err = homeDir(cmd); err != nil {
+		return "", "", err
+	}
+	apiURL, err = node.ReadAPIFile(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", unavailable(fmt.Errorf("no running node in %s: start it with 'lmosnode up', or name a node's API with --api URL or $%s", home, APIEnv))
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return apiURL, home, nil
+}
+
+// normaliseAPIURL accepts http(s)://host[:port][/path] or host:port (as
+// the node's "api" setting is written); an unspecified host (0.0.0.0, ::)
+// is reached on loopback.
+func normaliseAPIURL(s string) (string, error) {
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("%q: want http://host:port (or host:port)", strings.TrimPrefix(s, "http://"))
+	}
+	if host, port, err := net.SplitHostPort(u.Host); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			u.Host = net.JoinHostPort("127.0.0.1", port)
+		}
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
 }
 
 // ctx scopes one API call.
@@ -70,10 +130,17 @@ func (d *daemon) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 // where the API token comes from.
 func (d *daemon) explain(err error) error {
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("no running node in %s (its api file names %s, which does not answer): start it with 'lmosnode up'", d.home, d.apiURL)
+		if d.home == "" {
+			return unavailable(fmt.Errorf("no node answers at %s: %w", d.apiURL, err))
+		}
+		return unavailable(fmt.Errorf("no running node in %s (its api file names %s, which does not answer): start it with 'lmosnode up'", d.home, d.apiURL))
 	}
 	if p := (*lmosproto.Problem)(nil); errors.As(err, &p) && p.Status == http.StatusUnauthorized {
-		return fmt.Errorf("%w: the node's API requires its token, which the CLI reads from $%s, else apiToken in %s, else %s: check that they hold the running node's token", err, node.APITokenEnv, filepath.Join(d.home, node.ConfigFile), filepath.Join(d.home, node.APITokenFile))
+		where := "--token or $" + node.APITokenEnv
+		if d.home != "" {
+			where = fmt.Sprintf("--token, $%s, apiToken in %s or %s", node.APITokenEnv, filepath.Join(d.home, node.ConfigFile), filepath.Join(d.home, node.APITokenFile))
+		}
+		return fmt.Errorf("%w: the node's API requires its token: give it with %s", err, where)
 	}
 	return err
 }

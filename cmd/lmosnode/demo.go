@@ -114,6 +114,9 @@ func runDemo(cmd *cobra.Command, _ []string) (err error) {
 		cancel()
 		if err != nil {
 			_ = n.Close()
+			if i == 2 && errors.Is(err, syscall.EADDRINUSE) {
+				return fmt.Errorf("node %d: %w\n(is another demo or node using port %d? 'lmosnode demo --api-port 0' picks a free port)", i+1, err, apiPort)
+			}
 			return fmt.Errorf("node %d: %w", i+1, err)
 		}
 		nodes = append(nodes, n)

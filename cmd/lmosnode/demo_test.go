@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ func TestDemo(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	if code := run(ctx, []string{"demo", "--keep=false", "--api-port", "0"}, &stdout, &stderr); code != 0 {
+	if code := run(ctx, []string{"demo", "--keep=false", "--api-port", "0"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
 	}
 	took := time.Since(start)
@@ -48,4 +49,20 @@ func TestDemo(t *testing.T) {
 		t.Errorf("demo took %s, want < 30s", took)
 	}
 	t.Logf("demo took %s", took)
+}
+
+// TestDemoPortTaken: the demo on a taken API port says how to pick a free
+// one.
+func TestDemoPortTaken(t *testing.T) {
+	port := freePort(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:"+port) // taken for the demo
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"demo", "--keep=false", "--api-port", port}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "address already in use") || !strings.Contains(stderr.String(), "'lmosnode demo --api-port 0' picks a free port") {
+		t.Errorf("demo on a taken port: exit %d, stderr %q", code, &stderr)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -35,7 +36,11 @@ name where this node knows them, "-" for a public Thing. ONLINE says
 whether the publisher was seen recently (presence beats, republications, a
 connection; "yes" always for this node's own Things); online Things are
 listed first after the trust ranking, and --online lists only them. --json
-prints the signed TDs as served.`,
+prints the signed TDs as served.
+
+When nothing matches, find says so on stderr (--json prints []) and exits 3,
+like any "not found", so that a script can tell an empty result from a
+listing.`,
 		Example: `  lmosnode find weather
   lmosnode find --type agent --capability weather-forecast@^1.2
   lmosnode find --vendor "Example Maps AG" --type tool
@@ -73,10 +78,10 @@ func runFind(cmd *cobra.Command, args []string) error {
 	q.Offset, _ = f.GetInt("offset")
 	q.Text = strings.Join(args, " ")
 	if q.Limit < 1 {
-		return fmt.Errorf("--limit: %d: want at least 1", q.Limit)
+		return usageErrorf("--limit: %d: want at least 1", q.Limit)
 	}
 	if q.Offset < 0 {
-		return fmt.Errorf("--offset: %d is negative", q.Offset)
+		return usageErrorf("--offset: %d is negative", q.Offset)
 	}
 	d, err := connectDaemon(cmd)
 	if err != nil {
@@ -94,11 +99,16 @@ func runFind(cmd *cobra.Command, args []string) error {
 		for i, t := range res.Things {
 			raws[i] = t.Raw
 		}
-		return printJSON(out, raws)
+		if err := printJSON(out, raws); err != nil {
+			return err
+		}
+		if len(raws) == 0 {
+			return notFound(errors.New("no matching Things"))
+		}
+		return nil
 	}
 	if len(res.Things) == 0 {
-		fmt.Fprintln(cmd.ErrOrStderr(), "no matching Things")
-		return nil
+		return notFound(errors.New("no matching Things"))
 	}
 	// Mark the node's own Things; without node info every publisher is
 	// shown by its peer ID.
@@ -190,4 +200,21 @@ func groupList(groups []string, names map[string]string) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+// resolvePublisher turns the --publisher value of a call into what the
+// HTTP binding takes, a peer ID or did:key: the short form find prints
+// ("…zRfVBq6e") is resolved by the node's directory API, which knows the
+// publishers it holds (and refuses an unknown or ambiguous one).
+func resolvePublisher(ctx context.Context, d *daemon, s string) (string, error) {
+	if _, err := lmosproto.ParsePublisher(s); err == nil {
+		return s, nil
+	}
+	res, err := d.client.Find(ctx, tdd.FindQuery{Publisher: s, Limit: 1})
+	if err != nil {
+		return "", d.explain(err)
+	}
+	if len(res.Things) == 0 {
+		return "", notFound(fmt.Errorf("--publisher %s: this node holds no Thing of that publisher", s))
+	}
+	return res.Things[0].Publisher.String(), nil
 }

@@ -106,7 +106,7 @@ func resolveGroup(ctx context.Context, d *daemon, arg string) (string, error) {
 	if looksLikeGroupID(arg) {
 		return arg, nil
 	}
-	return "", fmt.Errorf("no group named %q on this node (see 'lmosnode group ls')", arg)
+	return "", notFound(fmt.Errorf("no group named %q on this node (see 'lmosnode group ls')", arg))
 }
 
 // looksLikeGroupID reports whether s has the form of a group ID: "b" and

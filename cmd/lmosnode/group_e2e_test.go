@@ -147,7 +147,7 @@ func TestGroupCommandsTwoNodes(t *testing.T) {
 		out := mustRun(t, "--home", bHome, "group", "show", g.ID, "--json")
 		return json.Unmarshal([]byte(out), &gi) == nil && !gi.Self.Member, out
 	})
-	if _, errOut, code := lmosnode(t, "", "--home", bHome, "read", thingID, "model"); code != 1 || !strings.Contains(errOut, "403") && !strings.Contains(errOut, "no Thing") {
+	if _, errOut, code := lmosnode(t, "", "--home", bHome, "read", thingID, "model"); (code != exitForbidden || !strings.Contains(errOut, "403")) && (code != exitNotFound || !strings.Contains(errOut, "no Thing")) {
 		t.Errorf("removed member's read: exit %d, %q", code, errOut)
 	}
 	if out, _, _ := lmosnode(t, "", "--home", bHome, "find", "--group", g.ID); strings.Contains(out, thingID) {

@@ -230,8 +230,8 @@ func TestGroupResolve(t *testing.T) {
 	} {
 		out, errOut, code := lmosnode(t, "", "group", "show", tc.arg, "--json", "--home", home)
 		if tc.err != "" {
-			if code != 1 || !strings.Contains(errOut, tc.err) {
-				t.Errorf("show %s: exit %d, stderr %q, want %q", tc.arg, code, errOut, tc.err)
+			if code != exitNotFound || !strings.Contains(errOut, tc.err) {
+				t.Errorf("show %s: exit %d, stderr %q, want 3 and %q", tc.arg, code, errOut, tc.err)
 			}
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -13,62 +14,103 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/node"
-	"github.com/lmosnode/lmosnode/node/httpapi"
 )
 
 func newIDCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "id",
 		Short: "Print the node's peer ID and did:key",
 		Long: `id prints the node's libp2p peer ID and its did:key (both name the same
-Ed25519 key). If the daemon is running it is asked, and its addresses and
-API URL are printed too; otherwise the identity key file is read.`,
+Ed25519 key). If the daemon is running (or --api names a node) it is asked,
+and its addresses and API URL are printed too; otherwise the identity key
+file of the home is read. --json prints the same as the API's
+GET /api/v1/node (only peerID and didKey from the key file).`,
 		Example: `  lmosnode id
-  lmosnode id --home /var/lib/lmosnode`,
+  lmosnode id --home /var/lib/lmosnode
+  lmosnode id --api http://node.example.org:5080 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, _ := cmd.Flags().GetBool("json")
+			out := cmd.OutOrStdout()
+			info, err := daemonInfo(cmd)
+			if err == nil {
+				if asJSON {
+					return printJSON(out, info)
+				}
+				printInfo(out, info)
+				return nil
+			}
+			if remoteTarget(cmd) {
+				return err // a node named by --api must answer
+			}
+			// no node, or one that refuses us: the home's key names it
 			home, err := homeDir(cmd)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if info, err := daemonInfo(cmd.Context(), home); err == nil {
-				printInfo(out, info)
-				return nil
-			}
 			key, err := node.LoadIdentity(home)
 			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%w (run 'lmosnode init' or 'lmosnode up' first)", err)
+				return notFound(fmt.Errorf("%w (run 'lmosnode init' or 'lmosnode up' first)", err))
 			}
 			if err != nil {
 				return err
 			}
-			return printIdentity(out, key.GetPublic())
+			id, did, err := identityNames(key.GetPublic())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(out, node.NodeInfo{PeerID: id.String(), DIDKey: did})
+			}
+			fmt.Fprintf(out, "peer ID: %s\ndid:key: %s\n", id, did)
+			return nil
 		},
 	}
+	cmd.Flags().Bool("json", false, "print JSON")
+	return cmd
 }
 
-// daemonInfo asks the daemon whose api file is in home for its node info.
-func daemonInfo(ctx context.Context, home string) (node.NodeInfo, error) {
-	apiURL, err := node.ReadAPIFile(home)
+// remoteTarget reports whether --api or $LMOS_API names the node.
+func remoteTarget(cmd *cobra.Command) bool {
+	f := cmd.Flags().Lookup("api")
+	return (f != nil && f.Changed && f.Value.String() != "") || os.Getenv(APIEnv) != ""
+}
+
+// daemonInfo asks the node the command talks to for its node info; the
+// error is unavailable (exit 5) when no node runs or answers.
+func daemonInfo(cmd *cobra.Command) (node.NodeInfo, error) {
+	d, err := connectDaemon(cmd)
 	if err != nil {
 		return node.NodeInfo{}, err
 	}
-	token, err := node.LoadAPIToken(home)
-	if err != nil {
-		return node.NodeInfo{}, err
+	parent := cmd.Context()
+	if parent == nil {
+		parent = context.Background()
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(parent, 3*time.Second)
 	defer cancel()
-	return node.FetchNodeInfo(ctx, httpapi.BearerClient(token), apiURL)
+	info, err := node.FetchNodeInfo(ctx, d.http, d.apiURL)
+	if err != nil {
+		return node.NodeInfo{}, d.explain(err)
+	}
+	return info, nil
+}
+
+// identityNames are the peer ID and did:key of a node's public key.
+func identityNames(pub crypto.PubKey) (peer.ID, string, error) {
+	id, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		return "", "", err
+	}
+	did, err := node.DIDKeyOf(pub)
+	if err != nil {
+		return "", "", err
+	}
+	return id, did, nil
 }
 
 func printIdentity(w io.Writer, pub crypto.PubKey) error {
-	id, err := peer.IDFromPublicKey(pub)
-	if err != nil {
-		return err
-	}
-	did, err := node.DIDKeyOf(pub)
+	id, did, err := identityNames(pub)
 	if err != nil {
 		return err
 	}

@@ -117,6 +117,12 @@ func addPublisherFlag(cmd *cobra.Command) {
 // affordance kind/name.
 func affordanceURL(ctx context.Context, cmd *cobra.Command, d *daemon, thing, kind, name string) (string, error) {
 	pub, _ := cmd.Flags().GetString("publisher")
+	if pub != "" {
+		var err error
+		if pub, err = resolvePublisher(ctx, d, pub); err != nil {
+			return "", err
+		}
+	}
 	id, pub, err := resolveThing(ctx, d, thing, pub)
 	if err != nil {
 		return "", err
@@ -156,7 +162,7 @@ func resolveThing(ctx context.Context, d *daemon, arg, publisher string) (id, pu
 	}
 	switch len(found) {
 	case 0:
-		return "", "", fmt.Errorf("no Thing with id or title prefix %q in the node's directory (see 'lmosnode find')", arg)
+		return "", "", notFound(fmt.Errorf("no Thing with id or title prefix %q in the node's directory (see 'lmosnode find')", arg))
 	case 1:
 		return found[0].TD.ID, found[0].Publisher.String(), nil
 	}

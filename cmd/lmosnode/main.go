@@ -14,18 +14,22 @@ import (
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run executes the command line args and returns the process exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// run executes the command line args and returns the process exit code
+// (exitcode.go).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd()
+	var tracker runTracker
+	tracker.track(root)
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := root.ExecuteContext(ctx)
+	if err != nil {
 		fmt.Fprintf(stderr, "lmosnode: %v\n", err)
-		return 1
 	}
-	return 0
+	return tracker.code(err)
 }

@@ -49,21 +49,20 @@ func TestMain(m *testing.M) {
 const testVersion = "v0.0.0-binarytest"
 
 var buildOnce = sync.OnceValues(func() (string, error) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		return "", err
 	}
 	bin := filepath.Join(binDir, "lmosnode")
-	build := exec.Command(goTool, "build", "-o", bin,
-		"-ldflags", "-X github.com/lmosnode/lmosnode/node.Version="+testVersion, ".")
+	build := exec.Command("sh", "../../scripts/build-static.sh", bin, testVersion)
 	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, out)
+		return "", fmt.Errorf("scripts/build-static.sh: %w\n%s", err, out)
 	}
 	return bin, nil
 })
 
-// buildBinary builds lmosnode once per test run, with Version set through
-// -ldflags as a release build does.
+// buildBinary builds lmosnode once per test run as the container image
+// and the systemd unit ship it (scripts/build-static.sh: static, Version
+// set through -ldflags).
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin, err := buildOnce()
@@ -213,7 +212,9 @@ func TestBinary(t *testing.T) {
 			t.Errorf("log line is not a JSON record (%v): %s", err, line)
 		}
 	}
-	for _, want := range []string{"is up", peerLine, "did:key: did:key:z6Mk", "API:     " + apiURL, "address: /ip4/127.0.0.1/udp/"} {
+	for _, want := range []string{"is up", peerLine, "did:key: did:key:z6Mk", "API:     " + apiURL, "address: /ip4/127.0.0.1/udp/",
+		"next, in another terminal:\n  lmosnode things publish examples/things/weather-agent.json --home " + home,
+		"'lmosnode connect MULTIADDR --home " + home + "' links one"} {
 		if !strings.Contains(upOut.String(), want) {
 			t.Errorf("up output lacks %q:\n%s", want, &upOut)
 		}

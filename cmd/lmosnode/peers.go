@@ -12,8 +12,12 @@ func newPeersCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "peers",
 		Short: "List the peers this node knows",
-		Long: `peers lists the peers of the running node with their addresses and how the
-node learned of them (mdns, dht, bootstrap, connect).`,
+		Long: `peers lists the connected peers of the running node: their state
+(connected, or limited when only relayed connections with limits are open),
+who opened the connections (DIR: in, out or both), whether they are DIRECT
+or RELAYED, the measured round-trip time, the agent the peer runs, how the
+node learned of it (mdns, dht, bootstrap, connect, inbound, outbound) and
+its distinct addresses. --json prints the API's objects.`,
 		Example: `  lmosnode peers
   lmosnode peers --json`,
 		Args: cobra.NoArgs,
@@ -37,13 +41,21 @@ node learned of them (mdns, dht, bootstrap, connect).`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER ID\tSOURCE\tADDRESSES")
+			fmt.Fprintln(tw, "PEER ID\tSTATE\tDIR\tLINK\tLATENCY\tAGENT\tSOURCE\tADDRESSES")
 			for _, p := range peers {
 				addrs := strings.Join(p.Addrs, ",")
 				if addrs == "" {
 					addrs = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", p.PeerID, cell(p.Source), addrs)
+				link, latency := "direct", "-"
+				if p.Relayed {
+					link = "relayed"
+				}
+				if p.LatencyMS > 0 {
+					latency = fmt.Sprintf("%.1fms", p.LatencyMS)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.PeerID, cell(p.State), cell(strings.TrimSuffix(p.Direction, "bound")),
+					link, latency, cell(p.AgentVersion), cell(p.Source), addrs)
 			}
 			return tw.Flush()
 		},
@@ -53,11 +65,12 @@ node learned of them (mdns, dht, bootstrap, connect).`,
 }
 
 func newConnectCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "connect MULTIADDR",
 		Short: "Connect this node to a peer",
 		Long: `connect asks the running node to dial the peer at MULTIADDR, which ends in
-/p2p/<peer ID> (the addresses 'lmosnode id' prints on the other node).`,
+/p2p/<peer ID> (the addresses 'lmosnode id' prints on the other node).
+--json prints the peer as the API answers it.`,
 		Example: `  lmosnode connect /ip4/192.0.2.7/tcp/4001/p2p/12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA`,
 		Args:    cobra.ExactArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -74,8 +87,13 @@ func newConnectCmd() *cobra.Command {
 			if err != nil {
 				return d.explain(err)
 			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(cmd.OutOrStdout(), p)
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "connected to %s\n", p.PeerID)
 			return nil
 		},
 	}
+	cmd.Flags().Bool("json", false, "print JSON")
+	return cmd
 }

@@ -22,7 +22,13 @@ on a federated peer-to-peer network following the Eclipse LMOS protocol.
 
 A node keeps its identity key, configuration and data in a home directory:
 --home if given, else $LMOS_HOME, else ~/.lmosnode. 'lmosnode up' creates it
-on first run, so nothing needs to be set up beforehand.`,
+on first run, so nothing needs to be set up beforehand.
+
+Commands that talk to a node find it through the api file the daemon writes
+in its home, or at --api URL ($LMOS_API) for a node elsewhere (in a
+container, on another host), with --token ($LMOS_API_TOKEN) if its API
+requires one. Exit codes: 0 success, 1 failure, 2 usage error, 3 not found,
+4 forbidden (401/403), 5 node unavailable, 6 timeout.`,
 		Example: `  # Run a node with everything in ~/.lmosnode
   lmosnode up
 
@@ -30,9 +36,13 @@ on first run, so nothing needs to be set up beforehand.`,
   lmosnode id`,
 		SilenceUsage:  true, // a failed run is not a usage error
 		SilenceErrors: true, // run prints the error once
+		Version:       node.Version,
 	}
+	root.SetVersionTemplate(versionLine())
 	root.PersistentFlags().String("home", "", "node home directory (default $"+node.HomeEnv+" or ~/"+node.DefaultHomeName+")")
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn or error")
+	root.PersistentFlags().String("api", "", "URL (http://host:port) of the API of the node to talk to (default $"+APIEnv+", else the api file of the home); 'up' takes host:port to listen on")
+	root.PersistentFlags().String("token", "", "bearer token for the node's API (default $"+node.APITokenEnv+", else the home's)")
 	_ = root.MarkPersistentFlagDirname("home")
 	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(
 		[]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
@@ -41,6 +51,8 @@ on first run, so nothing needs to be set up beforehand.`,
 		newInitCmd(),
 		newUpCmd(),
 		newIDCmd(),
+		newConfigCmd(),
+		newKeyCmd(),
 		newVersionCmd(),
 		newTDCmd(),
 		newThingsCmd(),

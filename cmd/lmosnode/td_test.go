@@ -13,7 +13,7 @@ import (
 func runCLI(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer
-	code := run(context.Background(), args, &out, &out)
+	code := run(context.Background(), args, strings.NewReader(""), &out, &out)
 	return code, out.String()
 }
 

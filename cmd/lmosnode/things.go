@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -31,69 +33,103 @@ federation. Every subcommand talks to the running node ('lmosnode up').`,
 
 func newThingsPublishCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "publish FILE",
-		Short: "Publish a TD as one of this node's Things",
-		Long: `publish sends the Thing Description in FILE ("-" for stdin) to the running
+		Use:   "publish FILE...",
+		Short: "Publish TDs as this node's Things",
+		Long: `publish sends each Thing Description FILE ("-" for stdin) to the running
 node, which validates it, sets lmos:seq to the next version, signs it with
 the node's key and announces it to the federation. A TD without "id" gets a
 urn:uuid id. Publishing a TD with the id of one of the node's Things
-updates it.
+updates it. A file that fails does not stop the others; the exit status is
+that of the first failure.
 
---backend is the URL of the HTTP service that implements the Thing; the
+--backend is the URL of the HTTP service that implements the Things; the
 node forwards calls to it. It stays on this node and is never published.
 Without --backend, an update keeps the backend set before; --backend ""
-clears it.`,
+clears it. --json prints the API's answers as a JSON array.`,
 		Example: `  lmosnode things publish weather-agent.json --backend http://127.0.0.1:9000
+  lmosnode things publish examples/things/*.json
   cat tool.json | lmosnode things publish -`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MinimumNArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"json", "jsonld"}, cobra.ShellCompDirectiveFilterFileExt
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			file := args[0]
-			var doc []byte
-			var err error
-			if file == "-" {
-				doc, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), lmosproto.MaxTDSize+1))
-			} else {
-				doc, err = os.ReadFile(file)
-			}
-			if err != nil {
-				return err
-			}
-			if !json.Valid(doc) {
-				return fmt.Errorf("%s: not JSON", file)
-			}
-			var backend *string
-			if cmd.Flags().Changed("backend") {
-				b, _ := cmd.Flags().GetString("backend")
-				backend = &b
-			}
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			res, err := d.client.Publish(ctx, doc, backend)
-			if err != nil {
-				return fmt.Errorf("%s: %w", file, tdProblem(d.explain(err)))
-			}
-			title := ""
-			if td, err := lmosproto.ParseTD(res.TD); err == nil {
-				title = td.Title
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s %s %q (seq %d)\n", res.Change, res.ID, title, res.Seq)
-			if res.Backend != "" {
-				fmt.Fprintf(out, "backend: %s\n", res.Backend)
-			}
-			return nil
-		},
+		RunE: runThingsPublish,
 	}
-	cmd.Flags().String("backend", "", "URL of the HTTP service implementing the Thing (node-local, not published)")
+	cmd.Flags().String("backend", "", "URL of the HTTP service implementing the Things (node-local, not published)")
+	cmd.Flags().Bool("json", false, "print the API's answers as a JSON array")
 	_ = cmd.RegisterFlagCompletionFunc("backend", cobra.NoFileCompletions)
 	return cmd
+}
+
+func runThingsPublish(cmd *cobra.Command, files []string) error {
+	if i := slices.Index(files, "-"); i >= 0 && slices.Contains(files[i+1:], "-") {
+		return usageErrorf("stdin (-) given more than once")
+	}
+	var backend *string
+	if cmd.Flags().Changed("backend") {
+		b, _ := cmd.Flags().GetString("backend")
+		backend = &b
+	}
+	asJSON, _ := cmd.Flags().GetBool("json")
+	d, err := connectDaemon(cmd)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	var errs []error
+	results := []tdd.PublishResult{}
+	for _, file := range files {
+		res, err := publishFile(cmd, d, file, backend)
+		if err != nil {
+			if exitCode(err) == exitUnavailable {
+				return err // the node is gone: the other files fail alike
+			}
+			errs = append(errs, err)
+			continue
+		}
+		if asJSON {
+			results = append(results, res)
+			continue
+		}
+		title := ""
+		if td, err := lmosproto.ParseTD(res.TD); err == nil {
+			title = td.Title
+		}
+		fmt.Fprintf(out, "%s %s %q (seq %d)\n", res.Change, res.ID, title, res.Seq)
+		if res.Backend != "" {
+			fmt.Fprintf(out, "backend: %s\n", res.Backend)
+		}
+	}
+	if asJSON {
+		if err := printJSON(out, results); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// publishFile publishes the TD in file ("-": stdin).
+func publishFile(cmd *cobra.Command, d *daemon, file string, backend *string) (tdd.PublishResult, error) {
+	var doc []byte
+	var err error
+	if file == "-" {
+		doc, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), lmosproto.MaxTDSize+1))
+	} else {
+		doc, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return tdd.PublishResult{}, err
+	}
+	if !json.Valid(doc) {
+		return tdd.PublishResult{}, fmt.Errorf("%s: not JSON", file)
+	}
+	ctx, cancel := d.ctx(cmd)
+	defer cancel()
+	res, err := d.client.Publish(ctx, doc, backend)
+	if err != nil {
+		return tdd.PublishResult{}, fmt.Errorf("%s: %w", file, tdProblem(d.explain(err)))
+	}
+	return res, nil
 }
 
 // tdProblem rewrites the fields of an invalid "td" member of the publish
@@ -166,13 +202,13 @@ TD, registration times and backend.`,
 }
 
 func newThingsRmCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:     "rm ID...",
 		Aliases: []string{"remove"},
 		Short:   "Remove Things of this node",
 		Long: `rm removes Things this node publishes: the node signs and announces a
 tombstone, so every peer drops them too. Only the node's own Things can be
-removed.`,
+removed. --json prints the removed ids as a JSON array.`,
 		Example: `  lmosnode things rm urn:uuid:6f1d3a7a-1f97-4e6b-b45f-f3c2e1c84c77`,
 		Args:    cobra.MinimumNArgs(1),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
@@ -197,7 +233,9 @@ removed.`,
 			if err != nil {
 				return err
 			}
+			asJSON, _ := cmd.Flags().GetBool("json")
 			var errs []error
+			removed := []string{}
 			for _, id := range ids {
 				ctx, cancel := d.ctx(cmd)
 				err := d.client.Remove(ctx, id)
@@ -206,11 +244,21 @@ removed.`,
 					errs = append(errs, fmt.Errorf("remove %s: %w", id, d.explain(err)))
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", id)
+				removed = append(removed, id)
+				if !asJSON {
+					fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", id)
+				}
+			}
+			if asJSON {
+				if err := printJSON(cmd.OutOrStdout(), removed); err != nil {
+					return err
+				}
 			}
 			return errors.Join(errs...)
 		},
 	}
+	cmd.Flags().Bool("json", false, "print the removed ids as a JSON array")
+	return cmd
 }
 
 // printJSON writes v as indented JSON.

@@ -45,21 +45,12 @@ func daemonEnv(t *testing.T) (*tddtest.Env, string) {
 	return env, home
 }
 
-// lmosnode runs the command in-process and returns stdout, stderr and the
-// exit code.
+// lmosnode runs the command in-process, as main does, and returns stdout,
+// stderr and the exit code.
 func lmosnode(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	root := newRootCmd()
-	root.SetArgs(args)
-	root.SetOut(&stdout)
-	root.SetErr(&stderr)
-	root.SetIn(strings.NewReader(stdin))
-	code := 0
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		stderr.WriteString("lmosnode: " + err.Error() + "\n")
-		code = 1
-	}
+	code := run(context.Background(), args, strings.NewReader(stdin), &stdout, &stderr)
 	return stdout.String(), stderr.String(), code
 }
 
@@ -133,7 +124,7 @@ func TestThingsCommands(t *testing.T) {
 		t.Errorf("rm output %q", out)
 	}
 	_, errOut, code := lmosnode(t, "", "things", "rm", weatherID, "--home", home)
-	if code != 1 || !strings.Contains(errOut, "404") || !strings.Contains(errOut, weatherID) {
+	if code != exitNotFound || !strings.Contains(errOut, "404") || !strings.Contains(errOut, weatherID) {
 		t.Errorf("second rm: %d %q", code, errOut)
 	}
 }
@@ -217,8 +208,14 @@ func TestFindCommand(t *testing.T) {
 	} {
 		args := append(append([]string{"find"}, tc.args...), "--home", home)
 		out, errOut, code := lmosnode(t, "", args...)
-		if code != 0 {
-			t.Errorf("find %v: exit %d %s", tc.args, code, errOut)
+		if wantCode := map[bool]int{true: exitNotFound, false: exitOK}[tc.want == nil]; code != wantCode {
+			t.Errorf("find %v: exit %d, want %d: %s", tc.args, code, wantCode, errOut)
+			continue
+		}
+		if tc.want == nil {
+			if out != "" || !strings.Contains(errOut, "no matching Things") {
+				t.Errorf("find %v: stdout %q, stderr %q", tc.args, out, errOut)
+			}
 			continue
 		}
 		var titles []string
@@ -227,9 +224,6 @@ func TestFindCommand(t *testing.T) {
 		}
 		if strings.Join(titles, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("find %v: %v, want %v", tc.args, titles, tc.want)
-		}
-		if tc.want == nil && !strings.Contains(errOut, "no matching Things") {
-			t.Errorf("find %v: stderr %q", tc.args, errOut)
 		}
 	}
 	var raws []json.RawMessage
@@ -248,7 +242,10 @@ func TestFindCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "capability") || !strings.Contains(errOut, "400") {
 		t.Errorf("bad range: %d %q", code, errOut)
 	}
-	if _, errOut, code := lmosnode(t, "", "find", "--limit", "0", "--home", home); code != 1 || !strings.Contains(errOut, "--limit") {
+	if out, _, code := lmosnode(t, "", "find", "--json", "--type", "nothing-of-this-type", "--home", home); code != exitNotFound || strings.TrimSpace(out) != "[]" {
+		t.Errorf("find --json, no match: exit %d, stdout %q; want 3 and []", code, out)
+	}
+	if _, errOut, code := lmosnode(t, "", "find", "--limit", "0", "--home", home); code != exitUsage || !strings.Contains(errOut, "--limit") {
 		t.Errorf("--limit 0: %d %q", code, errOut)
 	}
 }
@@ -259,10 +256,15 @@ func TestPeersCommands(t *testing.T) {
 		t.Errorf("no peers: %d %q", code, errOut)
 	}
 	a := tddtest.NewIdentity(2)
-	env.Peers.List = []tdd.PeerInfo{{ID: a.ID, Addrs: []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/4001")}, Source: "mdns"}}
+	addr4001 := ma.StringCast("/ip4/127.0.0.1/tcp/4001")
+	env.Peers.List = []tdd.PeerInfo{{ID: a.ID, Addrs: []ma.Multiaddr{addr4001, addr4001}, Source: "mdns", Conn: tdd.PeerConn{
+		State: "connected", Direction: "inbound", Latency: 1500 * time.Microsecond, AgentVersion: "lmosnode/v1.2.3",
+	}}}
 	out := mustRun(t, "peers", "--home", home)
-	if !strings.Contains(out, "PEER ID") || !strings.Contains(out, a.ID.String()+"  mdns    /ip4/127.0.0.1/tcp/4001") {
-		t.Errorf("peers:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "PEER ID STATE DIR LINK LATENCY AGENT SOURCE ADDRESSES" ||
+		strings.Join(strings.Fields(lines[1]), " ") != a.ID.String()+" connected in direct 1.5ms lmosnode/v1.2.3 mdns /ip4/127.0.0.1/tcp/4001" {
+		t.Errorf("peers (one address once):\n%s", out)
 	}
 	b := tddtest.NewIdentity(3)
 	addr := "/ip4/127.0.0.1/tcp/4002/p2p/" + b.ID.String()
@@ -287,7 +289,7 @@ func TestNoRunningNode(t *testing.T) {
 	} {
 		_, errOut, code := lmosnode(t, "", append(args, "--home", home)...)
 		want := "no running node in " + home + ": start it with 'lmosnode up'"
-		if code != 1 || !strings.Contains(errOut, want) {
+		if code != exitUnavailable || !strings.Contains(errOut, want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", args, code, errOut, want)
 		}
 	}
@@ -299,7 +301,7 @@ func TestNoRunningNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errOut, code := lmosnode(t, "", "things", "ls", "--home", home)
-	if code != 1 || !strings.Contains(errOut, "no running node in "+home+" (its api file names "+stale) {
+	if code != exitUnavailable || !strings.Contains(errOut, "no running node in "+home+" (its api file names "+stale) {
 		t.Errorf("stale api file: %d %q", code, errOut)
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lmosnode/lmosnode/node"
 )
@@ -25,8 +28,10 @@ func newUpCmd() *cobra.Command {
 shuts it down cleanly and exits 0. It initialises the home directory first
 if needed (see 'lmosnode init').
 
-The configuration is home/config.json merged over the defaults; the flags
-below override it for this run only (config.json is not changed).
+The configuration is home/config.json merged over the defaults, then the
+environment (one LMOS_… variable per setting); the flags below override both
+for this run only (config.json is not changed). docs/config.md lists every
+setting; --set SETTING=VALUE sets any of them.
 
 While it runs, the node writes the URL of its HTTP API to home/api, where
 other lmosnode commands find it.
@@ -65,6 +70,7 @@ built in.`,
 	f.StringArray("announce", nil, "extra multiaddr to announce, e.g. a forwarded port's public address; repeat for several (replaces config announce)")
 	f.StringArray("no-announce", nil, "multiaddr, or /ip4/…/ipcidr/N network, never to announce; repeat for several (replaces config noAnnounce)")
 	f.String("mqtt", "", "MQTT broker URL (mqtt://host:port) on which to expose this node's public Things' events, properties and actions")
+	addSettingFlags(cmd)
 	return cmd
 }
 
@@ -117,6 +123,7 @@ func runUp(cmd *cobra.Command, _ []string) (err error) {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "lmosnode %s is up\n", node.Version)
 	printInfo(out, n.Info())
+	printNextSteps(out, home, cfg)
 
 	<-ctx.Done()
 	stop() // a second signal now ends the process at once
@@ -154,8 +161,12 @@ func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
 		}
 	}
 	if f.Changed("bootstrap") {
-		if cfg.Bootstrap, err = f.GetStringArray("bootstrap"); err != nil {
-			return err
+		// GetStringArray would turn a lone "" into no address at all
+		cfg.Bootstrap = f.Lookup("bootstrap").Value.(pflag.SliceValue).GetSlice()
+		for _, b := range cfg.Bootstrap {
+			if strings.TrimSpace(b) == "" {
+				return usageErrorf(`--bootstrap "": an empty address (did the command meant to print one print nothing? 'lmosnode id --home DIR' prints a node's addresses once it runs)`)
+			}
 		}
 	}
 	for flag, dst := range map[string]*[]string{"relay": &cfg.Relays, "announce": &cfg.Announce, "no-announce": &cfg.NoAnnounce} {
@@ -175,5 +186,29 @@ func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
 			return err
 		}
 	}
-	return nil
+	return applySettingFlags(cmd, cfg)
+}
+
+// printNextSteps ends up's banner with what to do next, as commands to
+// paste in another terminal.
+func printNextSteps(w io.Writer, home string, cfg node.Config) {
+	h := " --home " + shellQuote(home)
+	fmt.Fprintf(w, "\nnext, in another terminal:\n")
+	fmt.Fprintf(w, "  lmosnode things publish examples/things/weather-agent.json%s   # publish a Thing (a TD file)\n", h)
+	fmt.Fprintf(w, "  lmosnode find%s                                                 # the Things this node knows\n", h)
+	fmt.Fprintf(w, "  lmosnode peers%s\n", h)
+	if len(cfg.Bootstrap) == 0 && !cfg.MDNS {
+		fmt.Fprintf(w, "no peers will come by themselves (no --bootstrap, mDNS off): 'lmosnode connect MULTIADDR%s' links one\n", h)
+	}
+}
+
+// shellQuote quotes s for a POSIX shell if it needs it.
+func shellQuote(s string) string {
+	plain := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%=,", r)
+	}
+	if s != "" && strings.IndexFunc(s, func(r rune) bool { return !plain(r) }) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -36,16 +36,28 @@ const (
 type PeerInfo struct {
 	// ID is the peer's ID.
 	ID peer.ID
-	// Addrs are the remote multiaddrs of the open connections to the peer,
-	// oldest connection first.
+	// Addrs are the distinct remote multiaddrs of the open connections to
+	// the peer, oldest connection first.
 	Addrs []ma.Multiaddr
 	// Source is how the peer was found.
 	Source Source
 	// ConnectedAt is when the oldest open connection was opened.
 	ConnectedAt time.Time
-	// Relayed is true when every open connection to the peer goes
-	// through a circuit relay (none is direct yet).
+	// State is the connectedness: "connected", or "limited" when every
+	// connection is a limited (relayed) one.
+	State string
+	// Direction is "inbound", "outbound" or "both": who opened the open
+	// connections.
+	Direction string
+	// Relayed is true when every open connection goes through a
+	// circuit-relay (/p2p-circuit); false when one at least is direct.
 	Relayed bool
+	// Latency is the peerstore's moving average of round-trip times
+	// (identify, ping); 0 if not measured yet.
+	Latency time.Duration
+	// AgentVersion is what the peer's identify said (e.g.
+	// "lmosnode/v1.2.0"); empty until identify completed.
+	AgentVersion string
 }
 
 // Peers returns the host's connected peers, sorted by peer ID.
@@ -57,14 +69,7 @@ func (s *Service) Peers() []PeerInfo {
 		if len(conns) == 0 {
 			continue // closed since Peers
 		}
-		info := PeerInfo{ID: p, Addrs: make([]ma.Multiaddr, 0, len(conns)), Relayed: true}
-		for _, c := range conns {
-			info.Relayed = info.Relayed && Relayed(c)
-			info.Addrs = append(info.Addrs, c.RemoteMultiaddr())
-			if opened := c.Stat().Opened; info.ConnectedAt.IsZero() || opened.Before(info.ConnectedAt) {
-				info.ConnectedAt = opened
-			}
-		}
+		info := s.describe(p, conns)
 		src, ok := s.Source(p)
 		if !ok {
 			// Connected before New started tracking.
@@ -75,6 +80,45 @@ func (s *Service) Peers() []PeerInfo {
 	}
 	slices.SortFunc(out, func(a, b PeerInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return out
+}
+
+// describe fills in what the open connections conns and the peerstore say
+// about p.
+func (s *Service) describe(p peer.ID, conns []network.Conn) PeerInfo {
+	slices.SortStableFunc(conns, func(a, b network.Conn) int { return a.Stat().Opened.Compare(b.Stat().Opened) })
+	info := PeerInfo{ID: p, Addrs: make([]ma.Multiaddr, 0, len(conns)), Relayed: true}
+	dirs := map[network.Direction]bool{}
+	for _, c := range conns {
+		addr := c.RemoteMultiaddr()
+		if !slices.ContainsFunc(info.Addrs, addr.Equal) {
+			info.Addrs = append(info.Addrs, addr)
+		}
+		st := c.Stat()
+		if info.ConnectedAt.IsZero() || st.Opened.Before(info.ConnectedAt) {
+			info.ConnectedAt = st.Opened
+		}
+		if _, err := addr.ValueForProtocol(ma.P_CIRCUIT); err != nil {
+			info.Relayed = false
+		}
+		dirs[st.Direction] = true
+	}
+	switch {
+	case dirs[network.DirInbound] && dirs[network.DirOutbound]:
+		info.Direction = "both"
+	case dirs[network.DirInbound]:
+		info.Direction = "inbound"
+	case dirs[network.DirOutbound]:
+		info.Direction = "outbound"
+	}
+	info.State = "connected"
+	if s.h.Network().Connectedness(p) == network.Limited {
+		info.State = "limited"
+	}
+	info.Latency = s.h.Peerstore().LatencyEWMA(p)
+	if v, err := s.h.Peerstore().Get(p, "AgentVersion"); err == nil {
+		info.AgentVersion, _ = v.(string)
+	}
+	return info
 }
 
 // Source returns how the connected peer p was found; false if p is not

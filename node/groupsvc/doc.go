@@ -47,8 +47,10 @@
 // such that a peer that was a member no longer is (compared at each
 // reconcile, after every batch of operations) and the node is still a
 // member, it closes its connections to that peer, which makes gossipsub
-// forget the peer's subscriptions, and dials it again in the background;
-// the subscription the peer announces on the new connection is refused.
+// forget the peer's subscriptions, and dials it again in the background,
+// retrying with backoff (RedialMin to RedialMax) until a connection is up
+// or the peer is gone (no address of it left in the peerstore); the
+// subscription the peer announces on the new connection is refused.
 // It then syncs with the peer (again every ResubscribeEvery, at most a few
 // times, until the peer's log shows it is out), and the sync protocol
 // answers such a former member the log, so that it learns of the

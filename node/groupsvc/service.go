@@ -184,6 +184,12 @@ const (
 	// one connected member, picked at random: a bound on how long an
 	// operation that gossip lost stays missing.
 	AntiEntropyEvery = 30 * time.Second
+	// RedialMin and RedialMax bound the backoff between the dials that
+	// reconnect a former member after its connections were closed
+	// (evict); the swarm's own dial backoff (5 s and more after a failed
+	// dial) comes on top.
+	RedialMin = time.Second
+	RedialMax = 30 * time.Second
 	// PendingRetryMin and PendingRetryMax bound the backoff of a pending
 	// join's retries.
 	PendingRetryMin = time.Second

@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/backoff"
 	"github.com/lmosnode/lmosnode/node/topicval"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -159,14 +162,46 @@ func (s *Service) evict(g *group, lost []peer.ID) {
 		}
 		s.log.Info("closed connections to a former member", "group", g.id, "peer", p)
 		s.spawn(func() {
-			ctx, cancel := context.WithTimeout(s.ctx, JoinTimeout)
-			defer cancel()
-			if err := s.p.Host.Connect(ctx, peer.AddrInfo{ID: p}); err != nil {
-				s.log.Debug("reconnect to a former member", "group", g.id, "peer", p, "err", err)
-				return
+			if redial(s.ctx, s.p.Host, p, backoff.New(RedialMin, RedialMax), s.log.With("group", g.id)) {
+				s.tellFormer(g, p)
 			}
-			s.tellFormer(g, p)
 		})
+	}
+}
+
+// redial connects h to p again, as evict does after it closed their
+// connections: it dials, and after a failure waits the next delay of b and
+// dials again, until a connection is up (its own or one p opened), p is
+// gone (the peerstore holds no address for it any more: they expire a
+// while after the last connection), or ctx ends. It reports whether p is
+// connected.
+func redial(ctx context.Context, h host.Host, p peer.ID, b *backoff.Backoff, log *slog.Logger) bool {
+	for attempt := 1; ; attempt++ {
+		if h.Network().Connectedness(p) == network.Connected {
+			return true
+		}
+		if len(h.Peerstore().Addrs(p)) == 0 {
+			log.Info("former member gone: no address left to reconnect to", "peer", p, "attempts", attempt-1)
+			return false
+		}
+		dialCtx, cancel := context.WithTimeout(ctx, JoinTimeout)
+		err := h.Connect(dialCtx, peer.AddrInfo{ID: p})
+		cancel()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		delay := b.NextBackOff()
+		log.Debug("reconnect to a former member failed; will retry", "peer", p, "attempt", attempt, "retry_in", delay, "err", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
 	}
 }
 

@@ -286,7 +286,7 @@ func (t *Things) backendOf(id string) (interact.Backend, error) {
 	e, ok := t.deps.Directory.Get(t.deps.Self, id)
 	if !ok || e.Local.Backend == "" {
 		return nil, &lmosproto.Problem{Status: http.StatusServiceUnavailable, Title: interact.TitleUnavailable,
-			Detail: fmt.Sprintf("Thing %q has no backend on this node (publish it with --backend URL, or register handlers)", id)}
+			Detail: fmt.Sprintf("Thing %q has no backend on the node that publishes it (its operator sets one with 'lmosnode things publish FILE --backend URL', or registers handlers)", id)}
 	}
 	if e.Local.Kind != "" {
 		return t.kindBackend(id, e.Local)

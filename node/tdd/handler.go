@@ -61,9 +61,25 @@ type PeerInfo struct {
 	// Source says how the node learned of the peer ("mdns", "dht",
 	// "bootstrap", "connect", …); empty if unknown.
 	Source string
-	// Relayed is true when the node reaches the peer only through a
-	// circuit relay (no direct connection).
+	// Conn describes the open connections; zero if unknown.
+	Conn PeerConn
+}
+
+// PeerConn describes the open connections to a peer (see
+// discovery.PeerInfo).
+type PeerConn struct {
+	// State is "connected" or "limited" (relayed only).
+	State string
+	// Direction is "inbound", "outbound" or "both".
+	Direction string
+	// Relayed is true when every connection goes through a relay.
 	Relayed bool
+	// Latency is the measured round-trip time; 0 if unknown.
+	Latency time.Duration
+	// AgentVersion is the peer's identify agent version.
+	AgentVersion string
+	// ConnectedAt is when the oldest open connection was opened.
+	ConnectedAt time.Time
 }
 
 // Peers lists and connects the node's peers. It is optional.

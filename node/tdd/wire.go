@@ -219,15 +219,34 @@ type Peer struct {
 	PeerID string   `json:"peerID"`
 	Addrs  []string `json:"addrs"`
 	Source string   `json:"source,omitempty"`
-	// Relayed is true when every connection to the peer goes through a
-	// circuit relay; false once one is direct (docs/nat.md).
+	// State is "connected", or "limited" when the only connections are
+	// relayed ones with limits.
+	State string `json:"state,omitempty"`
+	// Direction is "inbound", "outbound" or "both": who opened the open
+	// connections.
+	Direction string `json:"direction,omitempty"`
+	// Relayed is true when every open connection goes through a
+	// circuit relay; false when one at least is direct.
 	Relayed bool `json:"relayed"`
+	// LatencyMS is the measured round-trip time in milliseconds (moving
+	// average); absent when not measured yet.
+	LatencyMS float64 `json:"latencyMS,omitempty"`
+	// AgentVersion is what the peer says it runs, e.g. "lmosnode/v1.2.0".
+	AgentVersion string `json:"agentVersion,omitempty"`
+	// ConnectedAt is when the oldest open connection was opened.
+	ConnectedAt *time.Time `json:"connectedAt,omitempty"`
 }
 
 func toWirePeer(p PeerInfo) Peer {
-	w := Peer{PeerID: p.ID.String(), Addrs: make([]string, 0, len(p.Addrs)), Source: p.Source, Relayed: p.Relayed}
+	w := Peer{PeerID: p.ID.String(), Addrs: make([]string, 0, len(p.Addrs)), Source: p.Source,
+		State: p.Conn.State, Direction: p.Conn.Direction, Relayed: p.Conn.Relayed,
+		LatencyMS: float64(p.Conn.Latency.Microseconds()) / 1000, AgentVersion: p.Conn.AgentVersion}
+	if !p.Conn.ConnectedAt.IsZero() {
+		t := p.Conn.ConnectedAt.UTC()
+		w.ConnectedAt = &t
+	}
 	for _, a := range p.Addrs {
-		if a != nil {
+		if a != nil && !slices.Contains(w.Addrs, a.String()) {
 			w.Addrs = append(w.Addrs, a.String())
 		}
 	}
