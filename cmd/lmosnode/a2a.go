@@ -26,7 +26,7 @@ A2A endpoints of the agents. Both talk to the running node.`,
 }
 
 func newA2AImportCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "import CARD-URL",
 		Short: "Publish an A2A agent as an lmos:Agent of this node",
 		Long: `import makes the running node read the A2A agent card at CARD-URL and
@@ -48,14 +48,19 @@ again updates it; 'lmosnode things rm ID' removes it.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], d.explain(err))
 			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "imported %s (seq %d), calls go to %s\n", res.ThingID, res.Seq, res.Endpoint)
 			return err
 		},
 	}
+	cmd.Flags().Bool("json", false, "print the API's answer as JSON")
+	return cmd
 }
 
 func newA2ALsCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List the A2A endpoints of the agents this node may see",
 		Args:  cobra.NoArgs,
@@ -70,6 +75,9 @@ func newA2ALsCmd() *cobra.Command {
 			if err != nil {
 				return d.explain(err)
 			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(cmd.OutOrStdout(), agents)
+			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			_, _ = fmt.Fprintln(w, "NAME\tTHING ID\tPUBLISHER\tA2A URL")
 			for _, a := range agents {
@@ -78,4 +86,6 @@ func newA2ALsCmd() *cobra.Command {
 			return w.Flush()
 		},
 	}
+	cmd.Flags().Bool("json", false, "print the agents as JSON")
+	return cmd
 }

@@ -49,7 +49,7 @@ func TestA2ACommands(t *testing.T) {
 	if out := mustRun(t, "--home", b.Config().Home, "invoke", imported, a2abridge.ActionMessage, `"hey"`); strings.TrimSpace(out) != `"HEY!"` {
 		t.Fatalf("invoke: %q", out)
 	}
-	if _, errOut, code := lmosnode(t, "", "--home", b.Config().Home, "a2a", "import", "http://"+a.APIAddr()+"/no/card"); code != 1 || !strings.Contains(errOut, "HTTP 404") {
+	if _, errOut, code := lmosnode(t, "", "--home", b.Config().Home, "a2a", "import", "http://"+a.APIAddr()+"/no/card"); code != exitUnavailable || !strings.Contains(errOut, "HTTP 404") {
 		t.Fatalf("import of a missing card: exit %d, %q", code, errOut)
 	}
 }

@@ -281,7 +281,7 @@ func TestPublisherShortForm(t *testing.T) {
 
 	out := mustRun(t, "find", "--type", "tool", "--home", home)
 	row := strings.Fields(strings.Split(strings.TrimSpace(out), "\n")[1])
-	short := row[len(row)-2] // the PUBLISHER cell, before ID
+	short := row[len(row)-4] // the PUBLISHER cell, before TRUST, ONLINE and ID
 	if !strings.HasPrefix(short, "…") {
 		t.Fatalf("PUBLISHER cell %q", short)
 	}

@@ -201,6 +201,7 @@ func groupList(groups []string, names map[string]string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
 // resolvePublisher turns the --publisher value of a call into what the
 // HTTP binding takes, a peer ID or did:key: the short form find prints
 // ("…zRfVBq6e") is resolved by the node's directory API, which knows the

@@ -142,7 +142,8 @@ func TestListingBadQueries(t *testing.T) {
 		{"offset=1&offset=2", 400, "offset"},
 		{"capability=" + url.QueryEscape("c@not a range"), 400, "capability"},
 		{"capability=" + url.QueryEscape("@1.0"), 400, "capability"},
-		{"publisher=12D3Koo", 400, "publisher"},
+		{"publisher=12D3Koo", 404, "publisher"}, // a short form (the end of a peer ID) that no publisher held has
+		{"publisher=12D", 400, "publisher"},
 		{"publisher=did:key:zzz", 400, "publisher"},
 		{"format=xml", 400, "format"},
 		{"format=collection&format=array", 400, "format"},

@@ -113,6 +113,9 @@ func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem
 	lq.q.Text = v.Get("q")
 	if s := v.Get("publisher"); s != "" {
 		id, err := h.deps.Directory.ParsePublisher(s)
+		if errors.Is(err, directory.ErrUnknownPublisher) {
+			return lq, httpapi.Problemf(http.StatusNotFound, "query parameter publisher: %v", err)
+		}
 		if err != nil {
 			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err)
 		}
