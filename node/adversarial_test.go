@@ -810,15 +810,20 @@ func (s *advSuite) bigHeaders(t *testing.T) advCount {
 }
 
 // bigBodies: a 50 MB body declared and a 9 MB chunked one on the groups
-// routes, a TD of twice the protocol's 64 KiB.
+// routes, a TD of twice the protocol's 64 KiB on the admin route, one just
+// over it on the directory's PUT.
 func (s *advSuite) bigBodies(t *testing.T) advCount {
 	n := s.nodes[0]
-	big := testnet.TD(t, testnet.UniqueID(t), "Big", "big")
-	big.Description = strings.Repeat("b", 2*lmosproto.MaxTDSize)
-	td, err := json.Marshal(big)
-	if err != nil {
-		t.Fatal(err)
+	bigTD := func(pad int) []byte {
+		big := testnet.TD(t, testnet.UniqueID(t), "Big", "big")
+		big.Description = strings.Repeat("b", pad)
+		td, err := json.Marshal(big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return td
 	}
+	td := bigTD(2 * lmosproto.MaxTDSize)
 	c := advCount{how: " (413 problem)"}
 	for _, tc := range []struct {
 		path    string
@@ -828,9 +833,14 @@ func (s *advSuite) bigBodies(t *testing.T) advCount {
 		{"/api/v1/groups", make([]byte, 50<<20), false},
 		{"/api/v1/groups", make([]byte, 9<<20), true},
 		{"/api/v1/things", append(append([]byte(`{"td":`), td...), '}'), false},
+		{"/things/urn:x:big", bigTD(lmosproto.MaxTDSize), false},
 	} {
 		c.tries++
-		req, _ := http.NewRequest(http.MethodPost, "http://"+n.APIAddr()+tc.path, bytes.NewReader(tc.body))
+		method := http.MethodPost
+		if strings.HasPrefix(tc.path, "/things/") {
+			method = http.MethodPut
+		}
+		req, _ := http.NewRequest(method, "http://"+n.APIAddr()+tc.path, bytes.NewReader(tc.body))
 		if tc.chunked {
 			req.ContentLength = -1
 		}
