@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
@@ -85,9 +86,8 @@ func TestGroupInvitationAttacks(t *testing.T) {
 		t.Fatal("the DHT log holds the token or its secret")
 	}
 
-	// Everything the outsider can make of the record: the invitations the
-	// adds embed, with made-up secrets or none; every string in the
-	// record as a token; the record's operations as tokens.
+	// The record embeds the invitation without its secret; the outsider
+	// tries everything it can make of it.
 	scraped, err := groups.ParseLog(gid, record)
 	if err != nil {
 		t.Fatal(err)
@@ -96,34 +96,8 @@ func TestGroupInvitationAttacks(t *testing.T) {
 	if len(invs) != 1 || invs[0].ID != leakyInv.ID || invs[0].HasSecret() {
 		t.Fatalf("invitations in the record: %+v", invs)
 	}
-	var tries []string
-	for _, inv := range invs {
-		for _, s := range []string{"", base64.RawURLEncoding.EncodeToString(make([]byte, 32)), base64.RawURLEncoding.EncodeToString([]byte(inv.ID))} {
-			w := map[string]any{"invitation": json.RawMessage(inv.Raw), "secret": s}
-			b, err := json.Marshal(w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tries = append(tries, groups.InvitePrefix+base64.RawURLEncoding.EncodeToString(b), groups.InvitePrefix+base64.RawURLEncoding.EncodeToString(inv.Raw))
-		}
-	}
-	for _, op := range scraped.Ops() {
-		tries = append(tries, groups.InvitePrefix+base64.RawURLEncoding.EncodeToString(op.Raw))
-	}
-	for _, m := range regexp.MustCompile(`"([^"\\]{16,})"`).FindAllSubmatch(record, -1) {
-		tries = append(tries, string(m[1]))
-		if !bytes.HasPrefix(m[1], []byte(groups.InvitePrefix)) {
-			tries = append(tries, groups.InvitePrefix+string(m[1]))
-		}
-	}
-	refused := 0
-	for _, tok := range tries {
-		ans := rawJoin(t, ctx, outsider, admin.PeerID(), tok)
-		if ans.Log != nil || ans.Status < 400 {
-			t.Fatalf("the admin's node admitted the outsider with %.80q…: status %d, error %q, log of %d bytes", tok, ans.Status, ans.Error, len(ans.Log))
-		}
-		refused++
-	}
+	tries := scrapeTokens(t, gid, record)
+	refused := joinRefused(t, ctx, outsider.Host(), admin.PeerID(), tries)
 	// And through its own node, with what its node would accept as a token.
 	for _, tok := range tries {
 		if _, err := outsider.Groups().Join(ctx, tok); err == nil {
@@ -143,7 +117,7 @@ func TestGroupInvitationAttacks(t *testing.T) {
 	if _, err := victim.Groups().Join(ctx, leaky); !refusedWith(err, http.StatusForbidden) {
 		t.Fatalf("the removed member's retry with its old token: %v, want refused 403", err)
 	}
-	if ans := rawJoin(t, ctx, victim, admin.PeerID(), leaky); ans.Log != nil || ans.Status != http.StatusForbidden {
+	if ans := rawJoin(t, ctx, victim.Host(), admin.PeerID(), leaky); ans.Log != nil || ans.Status != http.StatusForbidden {
 		t.Fatalf("the removed member's raw retry: %+v", ans)
 	}
 	// Others may still use the token: it is not revoked. The outsider,
@@ -164,7 +138,7 @@ func TestGroupInvitationAttacks(t *testing.T) {
 	// (The outsider's raw attempts used up its rate limit at the admin's
 	// node, which would make its node's joins pending: its further tries
 	// are raw ones, which wait their turn.)
-	if ans := rawJoin(t, ctx, outsider, admin.PeerID(), leaky); ans.Log != nil || ans.Status != http.StatusGone {
+	if ans := rawJoin(t, ctx, outsider.Host(), admin.PeerID(), leaky); ans.Log != nil || ans.Status != http.StatusGone {
 		t.Fatalf("the outsider's join with a revoked token: %+v, want 410", ans)
 	}
 	if _, err := fresh.Groups().Join(ctx, leaky); !refusedWith(err, http.StatusGone) {
@@ -193,7 +167,7 @@ func TestGroupInvitationAttacks(t *testing.T) {
 	if res, err := fresh.Groups().Join(ctx, once.Token); err != nil || res.Pending {
 		t.Fatalf("node 3 joins with a fresh invitation: %+v, %v", res, err)
 	}
-	if ans := rawJoin(t, ctx, outsider, admin.PeerID(), once.Token); ans.Log != nil || ans.Status != http.StatusGone {
+	if ans := rawJoin(t, ctx, outsider.Host(), admin.PeerID(), once.Token); ans.Log != nil || ans.Status != http.StatusGone {
 		t.Fatalf("second use of a single-use token: %+v, want 410", ans)
 	}
 	// A fresh invitation bound to node 1 admits it again, and nobody else.
@@ -201,7 +175,7 @@ func TestGroupInvitationAttacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ans := rawJoin(t, ctx, outsider, admin.PeerID(), back.Token); ans.Log != nil || ans.Status != http.StatusForbidden {
+	if ans := rawJoin(t, ctx, outsider.Host(), admin.PeerID(), back.Token); ans.Log != nil || ans.Status != http.StatusForbidden {
 		t.Fatalf("the outsider with node 1's invitation: %+v, want 403", ans)
 	}
 	if res, err := victim.Groups().Join(ctx, back.Token); err != nil || res.Pending {
@@ -214,6 +188,55 @@ func TestGroupInvitationAttacks(t *testing.T) {
 			t.Fatalf("node %s holds the outsider as a member", n.PeerID())
 		}
 	}
+}
+
+// scrapeTokens returns everything an outsider can make of a group's log
+// record (from the DHT) as a join token: the invitations the adds embed,
+// with made-up secrets or none; every string in the record as a token; the
+// record's operations as tokens.
+func scrapeTokens(t *testing.T, gid string, record []byte) []string {
+	t.Helper()
+	scraped, err := groups.ParseLog(gid, record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tries []string
+	for _, inv := range scraped.Invitations() {
+		for _, s := range []string{"", base64.RawURLEncoding.EncodeToString(make([]byte, 32)), base64.RawURLEncoding.EncodeToString([]byte(inv.ID))} {
+			w := map[string]any{"invitation": json.RawMessage(inv.Raw), "secret": s}
+			b, err := json.Marshal(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tries = append(tries, groups.InvitePrefix+base64.RawURLEncoding.EncodeToString(b), groups.InvitePrefix+base64.RawURLEncoding.EncodeToString(inv.Raw))
+		}
+	}
+	for _, op := range scraped.Ops() {
+		tries = append(tries, groups.InvitePrefix+base64.RawURLEncoding.EncodeToString(op.Raw))
+	}
+	for _, m := range regexp.MustCompile(`"([^"\\]{16,})"`).FindAllSubmatch(record, -1) {
+		tries = append(tries, string(m[1]))
+		if !bytes.HasPrefix(m[1], []byte(groups.InvitePrefix)) {
+			tries = append(tries, groups.InvitePrefix+string(m[1]))
+		}
+	}
+	return tries
+}
+
+// joinRefused tries to join at admin from h with each token over the raw
+// join protocol, fails the test if one is admitted, and returns how many
+// were refused.
+func joinRefused(t *testing.T, ctx context.Context, h host.Host, admin peer.ID, tokens []string) int {
+	t.Helper()
+	refused := 0
+	for _, tok := range tokens {
+		ans := rawJoin(t, ctx, h, admin, tok)
+		if ans.Log != nil || ans.Status < 400 {
+			t.Fatalf("the admin's node admitted %s with %.80q…: status %d, error %q, log of %d bytes", h.ID(), tok, ans.Status, ans.Error, len(ans.Log))
+		}
+		refused++
+	}
+	return refused
 }
 
 // tokenSecret returns the secret member of a token.
@@ -239,17 +262,17 @@ type joinAnswer struct {
 	Status int             `json:"status"`
 }
 
-// rawJoin sends a join request with token from n's host to admin over the
-// join protocol, as a hostile peer would, and returns the answer. A
+// rawJoin sends a join request with token from h to admin over the join
+// protocol, as a hostile peer would, and returns the answer. A
 // rate-limited answer (429) is retried.
-func rawJoin(t *testing.T, ctx context.Context, n *node.Node, admin peer.ID, token string) joinAnswer {
+func rawJoin(t *testing.T, ctx context.Context, h host.Host, admin peer.ID, token string) joinAnswer {
 	t.Helper()
 	req, err := json.Marshal(map[string]string{"token": token})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
-		st, err := n.Host().NewStream(ctx, admin, protocol.ID(groups.ProtocolJoin))
+		st, err := h.NewStream(ctx, admin, protocol.ID(groups.ProtocolJoin))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,31 +36,21 @@ func heapInUse() uint64 {
 }
 
 // TestSpamQuota: a raw libp2p peer publishes valid signed records of its
-// own far beyond the victim's quota, as fast as it can (its gossipsub
-// queue drops much of it) and paced so that each message reaches the
+// own far beyond the victim's quota, paced so that each message reaches the
 // victim (without a quota the victim then holds all 1500 and its heap
 // grows by about 100 MiB). The victim holds exactly the quota of that
 // publisher (the first records stay, the rest are rejected on gossip,
 // which penalises the spammer), its heap grows by less than
 // spamHeapBound although the spammer offered spamOffered bytes, and an
-// honest publisher's Thing still gets through.
+// honest publisher's Thing still gets through. The same spam as fast as
+// the spammer can is an attack of TestAdversarial.
 func TestSpamQuota(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node test")
 	}
-	t.Run("burst", func(t *testing.T) { spamQuota(t, 0) })
-	t.Run("paced", func(t *testing.T) { spamQuota(t, 10*time.Millisecond) })
-}
-
-// spamQuota runs TestSpamQuota with pace between the spammer's messages.
-func spamQuota(t *testing.T, pace time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	tracer := &testnet.Tracer{}
 	net := testnet.New(t, 2, testnet.Options{
-		Configure: func(_ int, cfg *node.Config) {
-			cfg.Quota = node.QuotaConfig{MaxThings: spamMaxThings, MaxBytes: spamMaxBytes}
-		},
+		Configure: func(_ int, cfg *node.Config) { cfg.Quota = spamQuotaConfig },
 		NodeOptions: func(i int) []node.Option {
 			if i == 0 {
 				return []node.Option{node.WithPubSubTracer(tracer)}
@@ -70,7 +60,40 @@ func spamQuota(t *testing.T, pace time.Duration) {
 	})
 	net.Link(1, 0)
 	victim, honest := net.Nodes[0], net.Nodes[1]
-	h := newHostile(t, victim)
+	spamQuota(t, victim, tracer, newHostile(t, victim), 10*time.Millisecond, spamHeapBound)
+
+	// An honest publisher is not affected.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := testnet.UniqueID(t)
+	if _, _, err := honest.Federation().Publish(ctx, testnet.TD(t, id, "Honest", "honest"), nil); err != nil {
+		t.Fatal(err)
+	}
+	testnet.WaitFor(t, "the honest Thing reaches the victim", waitLong, testnet.All([]*node.Node{victim}, has(honest.PeerID(), id, 1, false)))
+}
+
+// spamQuotaConfig is the victim's quota in the spam tests.
+var spamQuotaConfig = node.QuotaConfig{MaxThings: spamMaxThings, MaxBytes: spamMaxBytes}
+
+// spamResult is what a spam run left on the victim.
+type spamResult struct {
+	offered, held int
+	heldBytes     int64
+	refusals      int // the victim's gossip refusals, all authors
+	rejected      int // rejections of the spammer's messages
+	before, after uint64
+	heapGrowth    int64
+}
+
+// spamQuota has h publish spamRecords valid records of its own to victim
+// (configured with spamQuotaConfig, tracer its gossip tracer), pace apart,
+// and checks that the victim holds the spammer's quota — the first records —
+// and no more, rejects the spammer, and that the heap grows by less than
+// bound.
+func spamQuota(t *testing.T, victim *node.Node, tracer *testnet.Tracer, h *hostile, pace time.Duration, bound int64) spamResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 
 	// Sign everything first: the heap is measured around the sending (the
 	// spammer lives in this process too: its records and gossipsub are in
@@ -120,20 +143,15 @@ func spamQuota(t *testing.T, pace time.Duration) {
 	if len(res.Entries) != things || res.Entries[0].ThingID != "urn:spam:00000" {
 		t.Errorf("held: %d entries, first %q", len(res.Entries), res.Entries[0].ThingID)
 	}
-	growth := int64(after) - int64(before)
+	r := spamResult{offered: len(raws), held: things, heldBytes: bytes, refusals: len(tracer.Refused()), rejected: len(rejected(tracer, h.id)),
+		before: before, after: after, heapGrowth: int64(after) - int64(before)}
 	t.Logf("spam: %d records of %d KiB offered (%d MiB); victim holds %d Things, %d KiB; %d refusals (%d rejected over quota); heap %d → %d MiB (growth %d KiB, bound %d MiB)",
-		spamRecords, spamPadding>>10, spamOffered>>20, things, bytes>>10, len(tracer.Refused()), len(rejected(tracer, h.id)),
-		before>>20, after>>20, growth>>10, spamHeapBound>>20)
-	if growth >= spamHeapBound {
-		t.Errorf("the victim's heap grew by %d MiB, more than %d MiB", growth>>20, spamHeapBound>>20)
+		spamRecords, spamPadding>>10, spamOffered>>20, things, bytes>>10, r.refusals, r.rejected,
+		before>>20, after>>20, r.heapGrowth>>10, bound>>20)
+	if r.heapGrowth >= bound {
+		t.Errorf("the heap grew by %d MiB, more than %d MiB", r.heapGrowth>>20, bound>>20)
 	}
-
-	// An honest publisher is not affected.
-	id := testnet.UniqueID(t)
-	if _, _, err := honest.Federation().Publish(ctx, testnet.TD(t, id, "Honest", "honest"), nil); err != nil {
-		t.Fatal(err)
-	}
-	testnet.WaitFor(t, "the honest Thing reaches the victim", waitLong, testnet.All([]*node.Node{victim}, has(honest.PeerID(), id, 1, false)))
+	return r
 }
 
 // rejected returns the refusals (Reject, not Ignore) of messages authored
