@@ -52,6 +52,11 @@ func (h *Handler) adminPublish(w http.ResponseWriter, r *http.Request) {
 		}
 		local = &directory.Local{Backend: *req.Backend}
 	}
+	if len(req.TD) > lmosproto.MaxTDSize {
+		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusRequestEntityTooLarge,
+			Detail: fmt.Sprintf("request body: td is %d bytes, more than the %d a TD may have", len(req.TD), lmosproto.MaxTDSize)})
+		return
+	}
 	td, p := parseTD("td", "/td", req.TD)
 	if p == nil {
 		p = takeRegistration(td, "/td")

@@ -108,6 +108,10 @@ func TestAdminPublishInvalid(t *testing.T) {
 		})
 	}
 	problem(t, do(t, http.MethodPost, env.URL+"/api/v1/things", []byte(`{}`), "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+	// A TD over the size a TD may have, in a body the admin route still
+	// reads whole: 413, as on PUT /things/{id}.
+	big := `{"td":"` + strings.Repeat("x", lmosproto.MaxTDSize) + `"}`
+	problem(t, do(t, http.MethodPost, env.URL+"/api/v1/things", []byte(big), "Content-Type", "application/json"), http.StatusRequestEntityTooLarge)
 	// The client returns the problem with its fields.
 	_, err := tdd.NewClient(env.URL, nil).Publish(context.Background(), []byte(`{"title":5}`), nil)
 	var p *lmosproto.Problem
