@@ -2,15 +2,10 @@ package node
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	golog "github.com/ipfs/go-log/v2"
 	"github.com/libp2p/go-libp2p/gologshim"
@@ -72,51 +67,3 @@ func TestLibraryLogsReachNodeLogger(t *testing.T) {
 	}
 }
 
-// TestPublishLogsOneLine publishes a Thing through the API of a node
-// logging JSON and checks that the log holds exactly one info line naming
-// the Thing, and that every line is one JSON object.
-func TestPublishLogsOneLine(t *testing.T) {
-	var out syncBuffer
-	logger := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cfg := testConfig(t)
-	n, err := New(cfg, WithLogger(logger))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := n.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	const id = "urn:lmos:test:one-log-line"
-	td := `{"@context":["https://www.w3.org/2022/wot/td/v1.1"],"id":"` + id + `","title":"One line","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc"}`
-	req, err := http.NewRequest(http.MethodPost, "http://"+n.APIAddr()+"/api/v1/things", strings.NewReader(`{"td":`+td+`}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+n.APIToken())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("publish: %s: %s", resp.Status, body)
-	}
-	var lines int
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("log line is not JSON: %v: %s", err, line)
-		}
-		if rec["thing"] == id {
-			lines++
-		}
-	}
-	if lines != 1 {
-		t.Errorf("%d log lines name the Thing, want 1:\n%s", lines, out.String())
-	}
-}

@@ -220,6 +220,19 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		t.Fatalf("unknown property: %d, want 404", status)
 	}
 
+	// B may have learned the Thing by the sync on connect, before A knew
+	// of B's announce subscription; a Thing published now travels by
+	// gossip (one more each half second until B counts one).
+	last := time.Time{}
+	testnet.WaitFor(t, "B delivers an announcement from gossip", 20*time.Second, func() (bool, string) {
+		got, _ := value(scrape(t, b), "lmos_gossip_messages_total", map[string]string{"topic": "announce", "outcome": "delivered"})
+		if got < 1 && time.Since(last) > 500*time.Millisecond {
+			obsPublish(t, a, obsTD(t, testnet.UniqueID(t)), backend.URL)
+			last = time.Now()
+		}
+		return got >= 1, fmt.Sprintf("%v delivered", got)
+	})
+
 	fa, fb := scrape(t, a), scrape(t, b)
 	for _, c := range []struct {
 		node     string

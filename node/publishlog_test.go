@@ -3,12 +3,12 @@ package node
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/tdd"
 )
 
@@ -31,7 +31,7 @@ func TestPublishLoggedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tdd.NewClient("http://"+n.APIAddr(), http.DefaultClient).Publish(ctx, doc, nil); err != nil {
+	if _, err := tdd.NewClient("http://"+n.APIAddr(), httpapi.BearerClient(n.APIToken())).Publish(ctx, doc, nil); err != nil {
 		t.Fatal(err)
 	}
 	var lines []string
@@ -43,7 +43,7 @@ func TestPublishLoggedOnce(t *testing.T) {
 	if len(lines) != 1 {
 		t.Errorf("%d log lines about the publication, want 1:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
-	if err := tdd.NewClient("http://"+n.APIAddr(), http.DefaultClient).Remove(ctx, "urn:uuid:6f1d3a7a-1f97-4e6b-b45f-f3c2e1c84c77"); err != nil {
+	if err := tdd.NewClient("http://"+n.APIAddr(), httpapi.BearerClient(n.APIToken())).Remove(ctx, "urn:uuid:6f1d3a7a-1f97-4e6b-b45f-f3c2e1c84c77"); err != nil {
 		t.Fatal(err)
 	}
 	removals := 0
