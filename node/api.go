@@ -63,6 +63,8 @@ func apiHandler(n *Node) http.Handler {
 	}
 	// Everything else is the WoT Thing Description Directory API and the
 	// node-admin routes of package tdd (/things, /events, /api/v1/things…).
+	// MCP's Streamable HTTP transport (package mcpbridge).
+	mux.Handle(mcpPath, n.mcp.Handler())
 	mux.Handle(wsPath, n.ws)
 	mux.Handle(wsAgentPath, n.wsAgent)
 	mux.Handle("/", n.tdd)

@@ -31,6 +31,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/logroute"
+	"github.com/lmosnode/lmosnode/node/mcpbridge"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/tdd"
@@ -80,6 +81,7 @@ type Node struct {
 	interactClient *interact.Client
 	router         *interact.Router
 	gateway        *gateway.Handler
+	mcp            *mcpbridge.Server // the MCP server (mcp.go)
 
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
 	ctx    context.Context
@@ -274,6 +276,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	if err := n.buildMCP(); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.tdd, err = tdd.New(tdd.Deps{
 		Directory: n.dir,
 		PeerID:    n.peerID,
@@ -412,6 +417,10 @@ func (n *Node) teardown() error {
 	if n.groupAPI != nil {
 		// Ends group message streams likewise.
 		errs = append(errs, n.groupAPI.Close())
+	}
+	if n.mcp != nil {
+		// Ends MCP sessions and their streams likewise.
+		errs = append(errs, n.mcp.Close())
 	}
 	if n.gateway != nil {
 		// Ends event streams and followed invocations likewise.

@@ -134,6 +134,7 @@ var nodeRank = map[string]int{
 	"node/mqttgw":    3,
 	"node/fanout":    3,
 	"node/tdd":       3,
+	"node/mcpbridge": 3,
 
 	"node/discovery":  4,
 	"node/federation": 4,

@@ -1,0 +1,28 @@
+package node
+
+import (
+	"github.com/lmosnode/lmosnode/node/mcpbridge"
+)
+
+// mcpPath is where the node serves MCP's Streamable HTTP transport on its
+// API (docs/bridges.md).
+const mcpPath = "/mcp"
+
+// buildMCP builds the node's MCP server over the directory and the same
+// invocation path as the HTTP binding.
+func (n *Node) buildMCP() error {
+	mcpbridge.Version = Version
+	var err error
+	n.mcp, err = mcpbridge.New(mcpbridge.Deps{
+		Directory: n.dir,
+		Self:      n.peerID,
+		Resolver:  n.own,
+		Local:     n.own.Engine(),
+		Remote:    n.remote(),
+		Visible:   n.own.Visible,
+	}, mcpbridge.Config{}, mcpbridge.WithLogger(n.log.With("component", "mcp")))
+	return err
+}
+
+// MCP returns the node's MCP server.
+func (n *Node) MCP() *mcpbridge.Server { return n.mcp }
