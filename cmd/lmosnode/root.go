@@ -53,6 +53,7 @@ on first run, so nothing needs to be set up beforehand.`,
 		newSubscribeCmd(),
 		newGroupCmd(),
 		newDemoCmd(),
+		newMCPCmd(),
 	)
 	return root
 }

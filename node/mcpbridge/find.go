@@ -92,6 +92,10 @@ func (s *Server) addFixedTools() {
 		Title:       "Read a property of a Thing",
 		Description: "Reads the current value of a property of an LMOS Thing (agent or tool), on this node or on another.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		// Written out: the schema inferred for any is the boolean schema
+		// true, which clients that read schemas as objects refuse.
+		OutputSchema: map[string]any{"type": "object", "required": []any{"value"},
+			"properties": map[string]any{"value": map[string]any{"description": "the property's value, as its data schema describes"}}},
 	}, s.readProperty)
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name:        "thing",

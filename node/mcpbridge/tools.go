@@ -114,7 +114,7 @@ func (c call) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	}
 	m := lmosproto.NewMessage(e.ThingID, lmosproto.MsgInvokeAction)
 	m.Name, m.CorrelationID, m.Input = c.action, m.MessageID, in
-	progress := progressOf(req)
+	progress := progressOf(ctx, req)
 	final, p := c.s.exchange(ctx, e, m, progress)
 	if p != nil {
 		return toolError(p), nil
@@ -182,7 +182,9 @@ type progress func(m *lmosproto.Message)
 
 // progressOf returns the progress reporter of req: notifications/progress
 // with the request's progress token, numbered from 1; nil without a token.
-func progressOf(req *mcp.CallToolRequest) progress {
+// They are sent in the request's context ctx, which puts them on the
+// request's own stream, ahead of its result.
+func progressOf(ctx context.Context, req *mcp.CallToolRequest) progress {
 	token := req.Params.GetProgressToken()
 	if token == nil {
 		return nil
@@ -194,7 +196,7 @@ func progressOf(req *mcp.CallToolRequest) progress {
 		if m.Output.Present() {
 			msg += ": " + m.Output.String()
 		}
-		err := req.Session.NotifyProgress(context.WithoutCancel(context.Background()), &mcp.ProgressNotificationParams{
+		err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: token, Progress: float64(n), Message: msg,
 		})
 		_ = err // the client may be gone; the call's end tells it
