@@ -298,4 +298,3 @@ func TestMCPInterop(t *testing.T) {
 		})
 	}
 }
-

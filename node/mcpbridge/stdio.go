@@ -244,4 +244,3 @@ func (b *bridge) deleteSession() {
 		_ = resp.Body.Close()
 	}
 }
-
