@@ -1,6 +1,8 @@
 package node
 
 import (
+	"path/filepath"
+
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 )
 
@@ -26,3 +28,18 @@ func (n *Node) buildMCP() error {
 
 // MCP returns the node's MCP server.
 func (n *Node) MCP() *mcpbridge.Server { return n.mcp }
+
+// mcpImportsFile keeps the node's MCP server imports in its home.
+const mcpImportsFile = "mcp-imports.json"
+
+// buildMCPImports resumes the MCP servers imported earlier: their tools
+// are the node's own Things, served by calls to the server.
+func (n *Node) buildMCPImports() error {
+	var err error
+	n.mcpImports, err = mcpbridge.NewImports(n.own, mcpbridge.ImportsConfig{File: filepath.Join(n.cfg.Home, mcpImportsFile)},
+		mcpbridge.WithLogger(n.log.With("component", "mcp-import")))
+	return err
+}
+
+// MCPImports returns the node's MCP server imports.
+func (n *Node) MCPImports() *mcpbridge.Imports { return n.mcpImports }

@@ -81,7 +81,8 @@ type Node struct {
 	interactClient *interact.Client
 	router         *interact.Router
 	gateway        *gateway.Handler
-	mcp            *mcpbridge.Server // the MCP server (mcp.go)
+	mcp            *mcpbridge.Server  // the MCP server (mcp.go)
+	mcpImports     *mcpbridge.Imports // MCP servers imported as Things (mcp.go); built by Start
 
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
 	ctx    context.Context
@@ -355,6 +356,10 @@ func (n *Node) Start(ctx context.Context) error {
 		n.log.Warn("dht bootstrap", "err", err)
 	}
 
+	// MCP servers imported earlier publish their tools again.
+	if err := n.buildMCPImports(); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", n.cfg.API)
 	if err != nil {
@@ -421,6 +426,9 @@ func (n *Node) teardown() error {
 	if n.mcp != nil {
 		// Ends MCP sessions and their streams likewise.
 		errs = append(errs, n.mcp.Close())
+	}
+	if n.mcpImports != nil {
+		errs = append(errs, n.mcpImports.Close())
 	}
 	if n.gateway != nil {
 		// Ends event streams and followed invocations likewise.
