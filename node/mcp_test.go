@@ -173,7 +173,9 @@ func TestMCPServer(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("wait: the action on A was not cancelled")
 	}
-	<-done
+	if err := <-done; err == nil {
+		t.Error("wait: the cancelled call returned a result")
+	}
 
 	// find_things finds it, with its tools.
 	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: mcpbridge.FindThings, Arguments: map[string]any{"text": "matrix", "type": "tool"}})

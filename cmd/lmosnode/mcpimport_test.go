@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
+	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 )
 
@@ -144,4 +147,121 @@ func TestMCPImport(t *testing.T) {
 	if len(a.MCPImports().List()) != 0 {
 		t.Error("the import was not removed")
 	}
+}
+
+// mcpHelperEnv makes the test binary an MCP server on stdio
+// (runMCPHelper) instead of running tests: the command the node launches
+// in TestMCPImportStdio.
+const mcpHelperEnv = "LMOS_TEST_MCP_HELPER"
+
+// runMCPHelper serves MCP on stdio with the Go SDK: pid returns the
+// process id, crash ends the process.
+func runMCPHelper() int {
+	s := mcp.NewServer(&mcp.Implementation{Name: "helper", Version: "0.1.0"}, nil)
+	type none struct{}
+	type pidOut struct {
+		PID int `json:"pid"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "The server's process id."}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, pidOut, error) {
+		return nil, pidOut{PID: os.Getpid()}, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Ends the server's process."}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, none, error) {
+		os.Exit(3)
+		return nil, none{}, nil
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// callPID calls the helper's pid tool through n's HTTP binding.
+func callPID(t *testing.T, n *node.Node, thingID string) (int, bool) {
+	t.Helper()
+	resp, err := http.Post("http://"+n.APIAddr()+"/things/"+thingID+"/actions/pid", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var out struct {
+		PID int `json:"pid"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&out) != nil {
+		return 0, false
+	}
+	return out.PID, true
+}
+
+// TestMCPImportStdio: a command speaking MCP on stdio, imported with
+// `lmosnode mcp import -- COMMAND`, is launched by node A and called from
+// node B; when it dies A relaunches it and its Things come back; a
+// restarted node resumes the import from its home.
+func TestMCPImportStdio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	bin := buildBinary(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	net := testnet.New(t, 2, testnet.Options{})
+	net.Link(0, 1)
+	a, b := net.Nodes[0], net.Nodes[1]
+	out := runOK(t, bin, "mcp", "import", "--home", a.Config().Home, "--", "env", mcpHelperEnv+"=1", self)
+	if !strings.Contains(out, "connected") {
+		t.Fatalf("mcp import printed %q", out)
+	}
+	pidThing := ""
+	for _, th := range a.MCPImports().List()[0].Things {
+		if th.Tool == "pid" {
+			pidThing = th.ThingID
+		}
+	}
+	if pidThing == "" {
+		t.Fatalf("no Thing for tool pid: %+v", a.MCPImports().List())
+	}
+	testnet.WaitFor(t, "B knows the imported tools", 30*time.Second, func() (bool, string) {
+		return len(b.MCP().ToolNames(a.PeerID(), pidThing)) == 1, ""
+	})
+	first, ok := callPID(t, b, pidThing)
+	if !ok || first == os.Getpid() {
+		t.Fatalf("pid through B: %d %v", first, ok)
+	}
+	// The server dies: A relaunches it and publishes its tools again.
+	crash := strings.Replace(pidThing, ":pid", ":crash", 1)
+	resp, err := http.Post("http://"+b.APIAddr()+"/things/"+crash+"/actions/crash", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Fatal("crash answered 200")
+	}
+	var second int
+	testnet.WaitFor(t, "the relaunched server answers through B", 60*time.Second, func() (bool, string) {
+		pid, ok := callPID(t, b, pidThing)
+		second = pid
+		return ok && pid != first, a.MCPImports().List()[0].State
+	})
+
+	// A restarted node resumes the import from its home.
+	cfg := a.Config()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a2, err := node.New(cfg, node.WithLogger(testnet.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a2.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testnet.WaitFor(t, "the restarted node serves the import", 60*time.Second, func() (bool, string) {
+		pid, ok := callPID(t, a2, pidThing)
+		return ok && pid != second, fmt.Sprint(a2.MCPImports().List())
+	})
 }
