@@ -210,6 +210,39 @@ func TestMCPServer(t *testing.T) {
 		t.Error("the new Thing's tool is not listed")
 	}
 
+	// tools/list is paged: with twenty more Things on A there are more
+	// tools than one page holds, and the pages together list each once.
+	for range 20 {
+		more := testnet.UniqueID(t)
+		if _, err := a.Register(matrixTD(t, more), matrixThing(make(chan string, 8))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testnet.WaitFor(t, "B lists over a page of tools", waitLong, func() (bool, string) {
+		n := len(cl.tools(t))
+		return n > mcpbridge.DefaultPageSize, fmt.Sprintf("%d tools", n)
+	})
+	pages, listed := 0, map[string]bool{}
+	for cursor := ""; pages == 0 || cursor != ""; pages++ {
+		page, err := cl.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Tools) > mcpbridge.DefaultPageSize {
+			t.Fatalf("a page of %d tools", len(page.Tools))
+		}
+		for _, tool := range page.Tools {
+			if listed[tool.Name] {
+				t.Errorf("tool %s listed twice", tool.Name)
+			}
+			listed[tool.Name] = true
+		}
+		cursor = page.NextCursor
+	}
+	if pages < 2 || len(listed) != len(cl.tools(t)) {
+		t.Errorf("%d pages, %d tools", pages, len(listed))
+	}
+
 	// Groups: A founds a group with B, publishes a Thing scoped to it.
 	var info groupapi.GroupInfo
 	apiDo(t, a, http.MethodPost, "/api/v1/groups", `{"name": "mcp"}`, http.StatusCreated, &info)
@@ -247,5 +280,24 @@ func TestMCPServer(t *testing.T) {
 	}
 	if _, err := outsider.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpbridge.ThingURI(gid)}); err == nil {
 		t.Error("the outsider read the group's TD")
+	}
+
+	// B removed from the group: the tool leaves B's list, with
+	// list_changed, and a call by its name gets no data.
+	for len(cl.changed) > 0 {
+		<-cl.changed
+	}
+	apiDo(t, a, http.MethodDelete, "/api/v1/groups/"+info.ID+"/members/"+b.PeerID().String(), "", http.StatusOK, nil)
+	select {
+	case <-cl.changed:
+	case <-ctx.Done():
+		t.Fatal("no list_changed on B after its removal from the group")
+	}
+	testnet.WaitFor(t, "B no longer lists the group's tool", waitLong, func() (bool, string) {
+		return cl.tools(t)[diag] == nil, ""
+	})
+	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: diag})
+	if err == nil && (!res.IsError || strings.Contains(toolText(res), "ok")) {
+		t.Errorf("a removed member called the group's tool: %+v", res)
 	}
 }
