@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/lmosnode/lmosnode/internal/testnet"
+	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -296,5 +300,47 @@ func TestMCPInterop(t *testing.T) {
 				t.Error("after list_changed, the new Thing's tool is not listed")
 			}
 		})
+	}
+}
+
+// TestMCPWithAPIToken: /mcp is under the API's token like every route;
+// `lmosnode mcp` sends the token of the home or $LMOS_API_TOKEN, and
+// without it the host's initialize fails with the node's 401.
+func TestMCPWithAPIToken(t *testing.T) {
+	const token = "mcp-test-token-0123456789abcdef0123"
+	bin := buildBinary(t)
+	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) { cfg.APIToken = token }}).Nodes[0]
+	resp, err := http.Post("http://"+n.APIAddr()+"/mcp", "application/json",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/mcp without the token: %s", resp.Status)
+	}
+	connect := func(env ...string) (*mcp.ClientSession, error) {
+		cmd := command(t, bin, "mcp", "--home", n.Config().Home)
+		cmd.Env = append(cmd.Env, env...)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	}
+	if sess, err := connect(); err == nil {
+		_ = sess.Close()
+		t.Fatal("lmosnode mcp without the token connected")
+	} else if !strings.Contains(err.Error(), "401") {
+		t.Errorf("without the token: %v, want the node's 401", err)
+	}
+	sess, err := connect(node.APITokenEnv + "=" + token)
+	if err != nil {
+		t.Fatalf("lmosnode mcp with the token: %v", err)
+	}
+	defer func() { _ = sess.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: mcpbridge.FindThings, Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("find_things through lmosnode mcp: %v %+v", err, res)
 	}
 }
