@@ -217,9 +217,11 @@ func TestMCPInterop(t *testing.T) {
 	if _, err := a.Register(mcpTD(t, id), mcpThing(cancelled)); err != nil {
 		t.Fatal(err)
 	}
+	thermo := testnet.UniqueID(t)
+	thermostat(t, a, thermo)
 	name := func(action string) string { return mcpbridge.ToolName("Calculator", action, a.PeerID(), id) }
-	testnet.WaitFor(t, "B knows A's Thing", 30*time.Second, func() (bool, string) {
-		return len(b.MCP().ToolNames(a.PeerID(), id)) == 3, ""
+	testnet.WaitFor(t, "B knows A's Things", 30*time.Second, func() (bool, string) {
+		return len(b.MCP().ToolNames(a.PeerID(), id)) == 3 && len(b.MCP().ToolNames(a.PeerID(), thermo)) == 3, ""
 	})
 	transports := map[string]map[string]any{
 		"http":  {"url": "http://" + b.APIAddr() + "/mcp"},
@@ -252,6 +254,44 @@ func TestMCPInterop(t *testing.T) {
 			c.do(map[string]any{"op": "call", "name": name("add"), "arguments": map[string]any{"a": 1.5, "b": 2}}, &call)
 			if call.Error != "" || call.Result.IsError || string(call.Result.StructuredContent) != `{"sum":3.5}` {
 				t.Fatalf("add: %+v", call)
+			}
+			// read_property across the nodes; the SDK checks its outputSchema.
+			call = jsCall{}
+			c.do(map[string]any{"op": "call", "name": mcpbridge.ReadProperty, "arguments": map[string]any{"thing": thermo, "property": "target"}}, &call)
+			if call.Error != "" || call.Result.IsError || string(call.Result.StructuredContent) != `{"value":"unset"}` {
+				t.Errorf("read_property: %+v", call)
+			}
+			// find_things by capability and semver range.
+			call = jsCall{}
+			c.do(map[string]any{"op": "call", "name": mcpbridge.FindThings, "arguments": map[string]any{"capability": "add@^1.0"}}, &call)
+			// (The thermostat has no capability add; the Calculators
+			// published by the earlier subtest have.)
+			var hits mcpbridge.FindOutput
+			if err := json.Unmarshal(call.Result.StructuredContent, &hits); err != nil || len(hits.Things) == 0 {
+				t.Fatalf("find_things: %v %+v", err, call)
+			}
+			hit := false
+			for _, th := range hits.Things {
+				if th.ID == thermo || len(th.Capabilities) != 1 || th.Capabilities[0].ID != "add" {
+					t.Errorf("find_things found %+v", th)
+				}
+				hit = hit || th.ID == id && len(th.Tools) == 3 && th.Publisher == a.PeerID().String()
+			}
+			if !hit {
+				t.Errorf("find_things: %s lacks %s with its tools", call.Result.StructuredContent, id)
+			}
+			// The signed TD as a resource.
+			var read struct {
+				Result struct {
+					Contents []struct {
+						URI, MimeType, Text string
+					} `json:"contents"`
+				} `json:"result"`
+				Error string `json:"error"`
+			}
+			c.do(map[string]any{"op": "read", "uri": mcpbridge.ThingURI(id)}, &read)
+			if len(read.Result.Contents) != 1 || !strings.Contains(read.Result.Contents[0].Text, `"eddsa-jcs-2022"`) {
+				t.Errorf("resources/read: %+v", read)
 			}
 			// Progress: a wrapped input, three running statuses.
 			call = jsCall{}
