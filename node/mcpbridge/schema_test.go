@@ -33,9 +33,9 @@ func TestActionSchemas(t *testing.T) {
 			noInput: true,
 		},
 		{
-			name:    "nested items, oneOf, additionalProperties",
-			input:   `{"type":"object","properties":{"l":{"type":"array","items":{"type":"string","unit":"x"}},"o":{"oneOf":[{"type":"string","@type":"y"},{"type":"null"}]}},"additionalProperties":false}`,
-			wantIn:  `{"additionalProperties":false,"properties":{"l":{"items":{"type":"string"},"type":"array"},"o":{"oneOf":[{"type":"string"},{"type":"null"}]}},"type":"object"}`,
+			name:   "nested items, oneOf, additionalProperties",
+			input:  `{"type":"object","properties":{"l":{"type":"array","items":{"type":"string","unit":"x"}},"o":{"oneOf":[{"type":"string","@type":"y"},{"type":"null"}]}},"additionalProperties":false}`,
+			wantIn: `{"additionalProperties":false,"properties":{"l":{"items":{"type":"string"},"type":"array"},"o":{"oneOf":[{"type":"string"},{"type":"null"}]}},"type":"object"}`,
 		},
 	}
 	for _, c := range cases {
