@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 )
 
@@ -19,7 +20,8 @@ func newMCPCmd() *cobra.Command {
 		Long: `mcp connects an MCP host that launches a command (Claude Desktop, IDEs,
 agent frameworks) to the running node: it relays MCP's stdio transport
 (JSON-RPC lines on stdin and stdout) to the node's Streamable HTTP endpoint
-/mcp, with the API token of the home. The node is the MCP server: every
+/mcp, with the API token of the home, and keeps the host's session when the
+node restarts. The node is the MCP server: every
 action of every agent and tool it knows, on this node or another, is a
 tool, plus find_things and read_property. Nothing but MCP goes to stdout;
 logs go to stderr. See docs/bridges.md.`,
@@ -32,7 +34,12 @@ logs go to stderr. See docs/bridges.md.`,
 			if err != nil {
 				return err
 			}
-			return mcpbridge.Bridge(cmd.Context(), d.apiURL+"/mcp", d.http, cmd.InOrStdin(), cmd.OutOrStdout())
+			// Read again when the node restarts: it may listen elsewhere.
+			endpoint := func() (string, error) {
+				u, err := node.ReadAPIFile(d.home)
+				return u + "/mcp", err
+			}
+			return mcpbridge.Bridge(cmd.Context(), endpoint, d.http, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 	cmd.AddCommand(newMCPImportCmd(), newMCPImportsCmd(), newMCPRemoveCmd())

@@ -384,3 +384,75 @@ func TestMCPWithAPIToken(t *testing.T) {
 		t.Fatalf("find_things through lmosnode mcp: %v %+v", err, res)
 	}
 }
+
+// TestMCPStdioNodeRestart: the host's session through `lmosnode mcp`
+// survives a restart of the node (which listens on another port after
+// it): the next call works, and the host hears list_changed.
+func TestMCPStdioNodeRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts a node")
+	}
+	bin := buildBinary(t)
+	cfg := testnet.Config(t)
+	start := func() *node.Node {
+		n, err := node.New(cfg, node.WithLogger(testnet.Logger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	n := start()
+	changed := make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: command(t, bin, "mcp", "--home", cfg.Home)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sess.Close() }()
+	find := func() error {
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: mcpbridge.FindThings, Arguments: map[string]any{}})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error: %s", toolText(res))
+		}
+		return err
+	}
+	if err := find(); err != nil {
+		t.Fatal(err)
+	}
+	before := n.APIAddr()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n = start()
+	t.Cleanup(func() { _ = n.Close() })
+	if n.APIAddr() == before {
+		t.Logf("the node listens on %s again", before)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no list_changed after the node came back")
+	}
+	if err := find(); err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+}
+
+func toolText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}

@@ -34,9 +34,17 @@ func goMCPServer(t *testing.T) (*mcp.Server, string, func()) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "greet", Description: "Greets someone.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in greetIn) (*mcp.CallToolResult, greetOut, error) {
+			// Long-running: each step takes a while. (A progress
+			// notification that reaches a client after the result is
+			// dropped; the SDKs handle notifications apart from results.)
 			if tok := req.Params.GetProgressToken(); tok != nil {
 				for i, m := range []string{"thinking", "writing"} {
 					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Message: m})
+					select {
+					case <-ctx.Done():
+						return nil, greetOut{}, ctx.Err()
+					case <-time.After(100 * time.Millisecond):
+					}
 				}
 			}
 			return nil, greetOut{Greeting: "Hello, " + in.Name}, nil
@@ -88,14 +96,40 @@ func TestMCPImport(t *testing.T) {
 		return len(b.MCP().ToolNames(a.PeerID(), thingID)) == 1, ""
 	})
 
-	// B's HTTP binding.
+	// B's HTTP binding. The server's progress makes the invocation
+	// long-running: 201 with a status URL, or 200 if it ended first.
 	resp, err := http.Post("http://"+b.APIAddr()+"/things/"+thingID+"/actions/greet", "application/json", strings.NewReader(`{"name": "B"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"greeting":"Hello, B"}` {
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if strings.TrimSpace(string(body)) != `{"greeting":"Hello, B"}` {
+			t.Fatalf("HTTP binding: %s", body)
+		}
+	case http.StatusCreated:
+		var st struct {
+			Status string          `json:"status"`
+			Output json.RawMessage `json:"output"`
+		}
+		href := resp.Header.Get("Location")
+		testnet.WaitFor(t, "the invocation completes", 30*time.Second, func() (bool, string) {
+			r, err := http.Get("http://" + b.APIAddr() + href)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = r.Body.Close() }()
+			if err := json.NewDecoder(r.Body).Decode(&st); err != nil {
+				t.Fatal(err)
+			}
+			return st.Status == "completed", st.Status
+		})
+		if string(st.Output) != `{"greeting":"Hello, B"}` {
+			t.Fatalf("HTTP binding: output %s", st.Output)
+		}
+	default:
 		t.Fatalf("HTTP binding: %d %s", resp.StatusCode, body)
 	}
 
@@ -122,8 +156,13 @@ func TestMCPImport(t *testing.T) {
 		t.Errorf("B's MCP: structuredContent %s", sc)
 	}
 	for _, want := range []string{`running: "thinking"`, `running: "writing"`} {
-		if got := <-progress; got != want {
-			t.Errorf("progress %q, want %q", got, want)
+		select {
+		case got := <-progress:
+			if got != want {
+				t.Errorf("progress %q, want %q", got, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no progress %q", want)
 		}
 	}
 

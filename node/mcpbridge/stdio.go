@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/backoff"
@@ -28,15 +30,24 @@ import (
 // it drops. A message the endpoint refuses is answered with a JSON-RPC
 // error when it was a request. At the end the session is deleted.
 //
-// The bridge holds no state of its own beyond the session id and the
-// negotiated protocol version: the node is the MCP server, and a restart
-// of the bridge is a new session.
-func Bridge(ctx context.Context, endpoint string, hc *http.Client, in io.Reader, out io.Writer) error {
+// The node is the MCP server; the bridge keeps only the session id, the
+// negotiated protocol version and the host's initialize and initialized
+// messages. When the node restarts (the endpoint refuses the connection,
+// or answers 404 for the session) the bridge asks endpoint for the URL
+// again (a restarted node may listen elsewhere), replays the host's
+// initialize and initialized to open a new session, and sends the message
+// again: the host keeps its session across restarts of the node. Nothing
+// else is retried, so a call is never run twice.
+func Bridge(ctx context.Context, endpoint func() (string, error), hc *http.Client, in io.Reader, out io.Writer) error {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	url, err := endpoint()
+	if err != nil {
+		return fmt.Errorf("mcp stdio: %w", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	b := &bridge{ctx: ctx, endpoint: endpoint, hc: hc, out: out}
+	b := &bridge{ctx: ctx, endpoints: endpoint, endpoint: url, hc: hc, out: out}
 	defer func() {
 		cancel()
 		b.wg.Wait()
@@ -57,8 +68,14 @@ func Bridge(ctx context.Context, endpoint string, hc *http.Client, in io.Reader,
 		_ = json.Unmarshal(msg, &head) // not JSON: the endpoint answers
 		switch head.Method {
 		case "initialize":
+			b.mu.Lock()
+			b.initMsg = msg
+			b.mu.Unlock()
 			b.post(msg, head.ID, true) // alone: its answer carries the session id
 		case "notifications/initialized":
+			b.mu.Lock()
+			b.initializedMsg = msg
+			b.mu.Unlock()
 			b.post(msg, head.ID, false)
 			b.wg.Go(b.listen)
 		default:
@@ -75,54 +92,124 @@ func Bridge(ctx context.Context, endpoint string, hc *http.Client, in io.Reader,
 const maxMessage = 16 << 20
 
 type bridge struct {
-	ctx      context.Context
-	endpoint string
-	hc       *http.Client
-	wg       sync.WaitGroup
+	ctx       context.Context
+	endpoints func() (string, error)
+	hc        *http.Client
+	wg        sync.WaitGroup
 
 	outMu sync.Mutex
 	out   io.Writer
 
-	mu      sync.Mutex
-	session string // Mcp-Session-Id
-	version string // the negotiated protocol version
+	resumeMu sync.Mutex // one resume at a time
+
+	mu             sync.Mutex
+	endpoint       string // the node's /mcp
+	session        string // Mcp-Session-Id
+	version        string // the negotiated protocol version
+	initMsg        []byte // the host's initialize request
+	initializedMsg []byte // the host's notifications/initialized
 }
 
-func (b *bridge) request(method string, body []byte) (*http.Request, error) {
+// request builds a request to the endpoint in the current session; it
+// returns the session it names.
+func (b *bridge) request(method string, body []byte) (*http.Request, string, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(b.ctx, method, b.endpoint, r)
+	b.mu.Lock()
+	endpoint, session, version := b.endpoint, b.session, b.version
+	b.mu.Unlock()
+	req, err := http.NewRequestWithContext(b.ctx, method, endpoint, r)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	if version != "" {
+		req.Header.Set("Mcp-Protocol-Version", version)
+	}
+	return req, session, nil
+}
+
+// send POSTs msg in the current session. When the session is gone (the
+// node restarted: connection refused, or 404 for the session) and the
+// host has initialized, it resumes and sends once more; the message was
+// not processed either time it failed so.
+func (b *bridge) send(msg []byte, resumable bool) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		req, session, err := b.request(http.MethodPost, msg)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := b.hc.Do(req)
+		gone := errors.Is(err, syscall.ECONNREFUSED) || err == nil && resp.StatusCode == http.StatusNotFound && session != ""
+		if !gone || !resumable || attempt > 0 || b.ctx.Err() != nil {
+			return resp, err
+		}
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		if rerr := b.resume(session); rerr != nil {
+			return nil, rerr
+		}
+	}
+}
+
+// resume opens a new session in place of stale: the endpoint read again,
+// the host's initialize and initialized replayed (the answer to initialize
+// is not relayed, the host has had one). Concurrent callers resume once.
+func (b *bridge) resume(stale string) error {
+	b.resumeMu.Lock()
+	defer b.resumeMu.Unlock()
 	b.mu.Lock()
-	if b.session != "" {
-		req.Header.Set("Mcp-Session-Id", b.session)
-	}
-	if b.version != "" {
-		req.Header.Set("Mcp-Protocol-Version", b.version)
-	}
+	current, initMsg, initializedMsg := b.session, b.initMsg, b.initializedMsg
 	b.mu.Unlock()
-	return req, nil
+	if current != stale {
+		return nil // resumed meanwhile
+	}
+	if initMsg == nil || initializedMsg == nil {
+		return errors.New("the session ended before the host initialized it")
+	}
+	url, err := b.endpoints()
+	if err != nil {
+		return fmt.Errorf("finding the node again: %w", err)
+	}
+	b.mu.Lock()
+	b.endpoint, b.session = url, ""
+	b.mu.Unlock()
+	resp, err := b.send(initMsg, false)
+	if err != nil {
+		return fmt.Errorf("re-initializing with %s: %w", url, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxMessage))
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("re-initializing with %s: %s", url, resp.Status)
+	}
+	b.mu.Lock()
+	b.session = resp.Header.Get("Mcp-Session-Id")
+	b.mu.Unlock()
+	if resp, err = b.send(initializedMsg, false); err != nil {
+		return fmt.Errorf("re-initializing with %s: %w", url, err)
+	}
+	_ = resp.Body.Close()
+	// What the node offers may have changed while it was away.
+	b.emit([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`), false)
+	return nil
 }
 
 // post sends one message and relays the answer.
 func (b *bridge) post(msg, id json.RawMessage, initialize bool) {
-	req, err := b.request(http.MethodPost, msg)
-	if err != nil {
-		b.fail(id, err.Error())
-		return
-	}
-	resp, err := b.hc.Do(req)
+	resp, err := b.send(msg, !initialize)
 	if err != nil {
 		if b.ctx.Err() == nil {
-			b.fail(id, fmt.Sprintf("the node's MCP endpoint %s: %v", b.endpoint, err))
+			b.fail(id, fmt.Sprintf("the node's MCP endpoint: %v", err))
 		}
 		return
 	}
@@ -201,21 +288,28 @@ func (b *bridge) fail(id json.RawMessage, detail string) {
 func (b *bridge) listen() {
 	bo := backoff.New(200*time.Millisecond, 10*time.Second)
 	for b.ctx.Err() == nil {
-		req, err := b.request(http.MethodGet, nil)
+		req, session, err := b.request(http.MethodGet, nil)
 		if err != nil {
 			return
 		}
 		req.Header.Set("Accept", httpapi.ContentTypeEventStream)
 		resp, err := b.hc.Do(req)
-		if err == nil {
-			switch {
-			case resp.StatusCode == http.StatusMethodNotAllowed:
+		switch {
+		case err != nil && errors.Is(err, syscall.ECONNREFUSED) || err == nil && resp.StatusCode == http.StatusNotFound && session != "":
+			// The node restarted: a new session, and the stream of it.
+			if resp != nil {
 				_ = resp.Body.Close()
-				return
-			case resp.StatusCode/100 == 2:
-				bo.Reset()
-				b.relay(resp, false)
 			}
+			_ = b.resume(session)
+		case err != nil:
+		case resp.StatusCode == http.StatusMethodNotAllowed:
+			_ = resp.Body.Close()
+			return
+		case resp.StatusCode/100 == 2:
+			bo.Reset()
+			b.relay(resp, false)
+			_ = resp.Body.Close()
+		default:
 			_ = resp.Body.Close()
 		}
 		select {
@@ -228,14 +322,14 @@ func (b *bridge) listen() {
 // deleteSession ends the session on the endpoint.
 func (b *bridge) deleteSession() {
 	b.mu.Lock()
-	session := b.session
+	endpoint, session := b.endpoint, b.session
 	b.mu.Unlock()
 	if session == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, b.endpoint, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, endpoint, nil)
 	if err != nil {
 		return
 	}
