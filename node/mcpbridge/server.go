@@ -2,6 +2,8 @@ package mcpbridge
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -120,8 +122,9 @@ type thingKey struct {
 
 // exposed is what the server offers of one Thing.
 type exposed struct {
-	seq   uint64
-	tools []string // sorted
+	seq    uint64
+	tools  []string // sorted
+	digest [32]byte // of the tools' definitions
 }
 
 // Server is the node as an MCP server (see the package documentation).
@@ -308,10 +311,20 @@ func (s *Server) update(k thingKey) {
 	}
 	tools := s.toolsOf(e, td)
 	names := make([]string, 0, len(tools))
+	defs := make([]*mcp.Tool, 0, len(tools))
 	for _, t := range tools {
 		names = append(names, t.tool.Name)
+		defs = append(defs, t.tool)
 	}
 	slices.Sort(names)
+	raw, _ := json.Marshal(defs) // maps and strings of a parsed TD
+	digest := sha256.Sum256(raw)
+	if had && old.digest == digest {
+		// A new version with the same actions: no change for MCP
+		// clients, no list_changed.
+		s.things[k] = exposed{seq: e.Seq, tools: old.tools, digest: digest}
+		return
+	}
 	var stale []string
 	for _, n := range old.tools {
 		if _, ok := slices.BinarySearch(names, n); !ok {
@@ -324,7 +337,7 @@ func (s *Server) update(k thingKey) {
 	for _, t := range tools {
 		s.mcp.AddTool(t.tool, t.handler)
 	}
-	s.things[k] = exposed{seq: e.Seq, tools: names}
+	s.things[k] = exposed{seq: e.Seq, tools: names, digest: digest}
 }
 
 // agentOrTool reports whether types make a Thing the bridge exposes.
