@@ -1,11 +1,13 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -150,8 +152,11 @@ func (i *imported) session() error {
 	if i.src.URL != "" {
 		tr = &mcp.StreamableClientTransport{Endpoint: i.src.URL}
 	} else {
-		// Launched by the node, ended with it (the import's context).
-		tr = &mcp.CommandTransport{Command: exec.CommandContext(i.ctx, i.src.Command[0], i.src.Command[1:]...)}
+		// Launched by the node, ended with it (the import's context); what
+		// it writes on stderr goes to the node's log.
+		cmd := exec.CommandContext(i.ctx, i.src.Command[0], i.src.Command[1:]...)
+		cmd.Stderr = &stderrLog{log: i.im.log, importID: i.id}
+		tr = &mcp.CommandTransport{Command: cmd}
 	}
 	cctx, cancel := context.WithTimeout(i.ctx, 30*time.Second)
 	sess, err := client.Connect(cctx, tr, nil)
@@ -430,4 +435,32 @@ func textOf(content []mcp.Content) string {
 		}
 	}
 	return b.String()
+}
+
+// stderrLog logs the lines an imported command writes on stderr, at most
+// stderrLine bytes each.
+type stderrLog struct {
+	log      *slog.Logger
+	importID string
+	buf      []byte
+}
+
+const stderrLine = 4 << 10
+
+func (w *stderrLog) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		var line []byte
+		switch i := bytes.IndexByte(w.buf, '\n'); {
+		case i >= 0 && i <= stderrLine:
+			line, w.buf = w.buf[:i], w.buf[i+1:]
+		case len(w.buf) >= stderrLine:
+			line, w.buf = w.buf[:stderrLine], w.buf[stderrLine:]
+		default:
+			return len(p), nil
+		}
+		if s := strings.TrimRight(string(line), "\r"); s != "" {
+			w.log.Info("mcp server stderr", "import", w.importID, "line", s)
+		}
+	}
 }
