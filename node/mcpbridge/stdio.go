@@ -224,28 +224,53 @@ func (b *bridge) post(msg, id json.RawMessage, initialize bool) {
 		b.session = resp.Header.Get("Mcp-Session-Id")
 		b.mu.Unlock()
 	}
-	b.relay(resp, initialize)
+	if !b.relay(resp, initialize, id) && resp.StatusCode != http.StatusAccepted && b.ctx.Err() == nil {
+		// The answer ended without the response (the node went down
+		// during the call): the host must not wait for it forever.
+		b.fail(id, "the node's answer ended before the response")
+	}
 }
 
 // relay writes the messages of an answer to out.
-func (b *bridge) relay(resp *http.Response, initialize bool) {
+func (b *bridge) relay(resp *http.Response, initialize bool, id json.RawMessage) (answered bool) {
+	deliver := func(msg []byte) {
+		b.emit(msg, initialize)
+		answered = answered || answers(msg, id)
+	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch ct {
 	case "application/json":
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxMessage))
 		if err == nil && len(bytes.TrimSpace(body)) > 0 {
-			b.emit(body, initialize)
+			deliver(body)
 		}
 	case httpapi.ContentTypeEventStream:
 		for ev, err := range httpapi.ReadEvents(resp.Body, maxMessage) {
 			if err != nil {
-				return
+				return answered
 			}
 			if ev.Data != "" {
-				b.emit([]byte(ev.Data), initialize)
+				deliver([]byte(ev.Data))
 			}
 		}
 	}
+	return answered
+}
+
+// answers reports whether msg is the response to the request id.
+func answers(msg []byte, id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	var r struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(msg, &r) != nil || r.Method != "" {
+		return false
+	}
+	var a, b bytes.Buffer
+	return json.Compact(&a, r.ID) == nil && json.Compact(&b, id) == nil && bytes.Equal(a.Bytes(), b.Bytes())
 }
 
 // emit writes one message as one line; the answer to initialize tells the
@@ -307,7 +332,7 @@ func (b *bridge) listen() {
 			return
 		case resp.StatusCode/100 == 2:
 			bo.Reset()
-			b.relay(resp, false)
+			b.relay(resp, false, nil)
 			_ = resp.Body.Close()
 		default:
 			_ = resp.Body.Close()
