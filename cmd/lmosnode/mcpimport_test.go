@@ -139,7 +139,7 @@ func TestMCPImport(t *testing.T) {
 	cl := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { progress <- r.Params.Message },
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	sess, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + b.APIAddr() + "/mcp"}, nil)
 	if err != nil {
@@ -166,14 +166,49 @@ func TestMCPImport(t *testing.T) {
 		}
 	}
 
-	// A new tool on the server: a new Thing on A.
-	mcp.AddTool(server, &mcp.Tool{Name: "shout", Description: "Shouts."}, func(_ context.Context, _ *mcp.CallToolRequest, in greetIn) (*mcp.CallToolResult, greetOut, error) {
-		return nil, greetOut{Greeting: strings.ToUpper(in.Name)}, nil
+	// A new tool on the server: a new Thing on A. It runs until
+	// cancelled.
+	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	mcp.AddTool(server, &mcp.Tool{Name: "hold", Description: "Holds until cancelled."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ greetIn) (*mcp.CallToolResult, greetOut, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		cancelled <- struct{}{}
+		return nil, greetOut{}, ctx.Err()
 	})
+	holdID := ""
 	testnet.WaitFor(t, "the new tool is a Thing on A", 30*time.Second, func() (bool, string) {
 		infos := a.MCPImports().List()
-		return len(infos) == 1 && len(infos[0].Things) == 2, ""
+		if len(infos) != 1 || len(infos[0].Things) != 2 {
+			return false, ""
+		}
+		holdID = infos[0].Things[1].ThingID // sorted by tool: greet, hold
+		return true, ""
 	})
+	testnet.WaitFor(t, "B lists the new tool", 30*time.Second, func() (bool, string) {
+		return len(b.MCP().ToolNames(a.PeerID(), holdID)) == 1, ""
+	})
+	// Cancelling the call on B's MCP endpoint cancels it on the imported
+	// server: MCP → cancelAction → A → MCP notifications/cancelled.
+	hctx, hcancel := context.WithCancel(ctx)
+	held := make(chan error, 1)
+	go func() {
+		_, err := sess.CallTool(hctx, &mcp.CallToolParams{Name: b.MCP().ToolNames(a.PeerID(), holdID)[0], Arguments: map[string]any{"name": "x"}})
+		held <- err
+	}()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("hold did not start")
+	}
+	hcancel()
+	select {
+	case <-cancelled:
+	case <-ctx.Done():
+		t.Fatal("the imported server's call was not cancelled")
+	}
+	if err := <-held; err == nil {
+		t.Error("the cancelled call returned a result")
+	}
 
 	// The server goes away: its Things are withdrawn on A and, through
 	// their tombstones, from B's tools.
