@@ -66,16 +66,6 @@ func (c *mcpClient) tools(t *testing.T) map[string]*mcp.Tool {
 	return all
 }
 
-func toolText(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
 // TestMCPServer: node B's MCP endpoint offers the actions of a Thing
 // published on node A as tools and calls them across the nodes, with
 // progress, cancellation and list_changed; group-scoped Things stay
@@ -128,7 +118,7 @@ func TestMCPServer(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("add: %v %+v", err, res)
 	}
-	if got := toolText(res); got != "42" {
+	if got := mcpbridge.TextOf(res.Content); got != "42" {
 		t.Errorf("add: text %q, want 42", got)
 	}
 	if sc, _ := json.Marshal(res.StructuredContent); string(sc) != `{"output":42}` {
@@ -136,14 +126,14 @@ func TestMCPServer(t *testing.T) {
 	}
 	// A string input is wrapped as {"input": …}; the engine checks it.
 	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: name("note"), Arguments: map[string]any{"input": 7}})
-	if err != nil || !res.IsError || !strings.Contains(toolText(res), "400") {
+	if err != nil || !res.IsError || !strings.Contains(mcpbridge.TextOf(res.Content), "400") {
 		t.Errorf("note with a number: %v %+v", err, res)
 	}
 	// One request, many responses: progress notifications.
 	params := &mcp.CallToolParams{Name: name("job")}
 	params.SetProgressToken("job-1")
 	res, err = cl.CallTool(ctx, params)
-	if err != nil || res.IsError || toolText(res) != `"done"` {
+	if err != nil || res.IsError || mcpbridge.TextOf(res.Content) != `"done"` {
 		t.Fatalf("job: %v %+v", err, res)
 	}
 	for _, want := range []string{`running: "step 1"`, `running: "step 2"`} {
@@ -259,7 +249,7 @@ func TestMCPServer(t *testing.T) {
 		return cl.tools(t)[diag] != nil, ""
 	})
 	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: diag})
-	if err != nil || res.IsError || toolText(res) != `"ok"` {
+	if err != nil || res.IsError || mcpbridge.TextOf(res.Content) != `"ok"` {
 		t.Fatalf("member calls the group's tool: %v %+v", err, res)
 	}
 	// C, outside the group: no tool, no search result, no read, no call.
@@ -297,7 +287,7 @@ func TestMCPServer(t *testing.T) {
 		return cl.tools(t)[diag] == nil, ""
 	})
 	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: diag})
-	if err == nil && (!res.IsError || strings.Contains(toolText(res), "ok")) {
+	if err == nil && (!res.IsError || strings.Contains(mcpbridge.TextOf(res.Content), "ok")) {
 		t.Errorf("a removed member called the group's tool: %+v", res)
 	}
 }

@@ -421,7 +421,7 @@ func TestMCPStdioNodeRestart(t *testing.T) {
 	find := func() error {
 		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: mcpbridge.FindThings, Arguments: map[string]any{}})
 		if err == nil && res.IsError {
-			err = fmt.Errorf("tool error: %s", toolText(res))
+			err = fmt.Errorf("tool error: %s", mcpbridge.TextOf(res.Content))
 		}
 		return err
 	}
@@ -445,14 +445,4 @@ func TestMCPStdioNodeRestart(t *testing.T) {
 	if err := find(); err != nil {
 		t.Fatalf("after the restart: %v", err)
 	}
-}
-
-func toolText(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }

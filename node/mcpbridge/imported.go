@@ -378,7 +378,7 @@ func (i *imported) handle(ctx context.Context, x *interact.Exchange) error {
 			Detail: fmt.Sprintf("MCP tools/call %q: %v", req.Name, err)}
 	}
 	if res.IsError {
-		return &lmosproto.Problem{Status: http.StatusBadGateway, Title: "Tool Error", Detail: textOf(res.Content)}
+		return &lmosproto.Problem{Status: http.StatusBadGateway, Title: "Tool Error", Detail: TextOf(res.Content)}
 	}
 	out, err := outputOf(res)
 	if err != nil {
@@ -422,12 +422,13 @@ func outputOf(res *mcp.CallToolResult) (lmosproto.Value, error) {
 		}
 	}
 	if allText {
-		return lmosproto.StringValue(textOf(res.Content)), nil
+		return lmosproto.StringValue(TextOf(res.Content)), nil
 	}
 	return lmosproto.ValueOf(res.Content)
 }
 
-func textOf(content []mcp.Content) string {
+// TextOf joins the text blocks of MCP content (a tool result's, say).
+func TextOf(content []mcp.Content) string {
 	var b strings.Builder
 	for _, c := range content {
 		if t, ok := c.(*mcp.TextContent); ok {
