@@ -77,7 +77,8 @@ func (a APIAuth) validate(loopback bool) error {
 // adminRequest reports whether r acts as the node and so always needs the
 // token: every method but GET, HEAD and OPTIONS, except the invocations
 // of the WoT HTTP binding (writeProperty, invokeAction, cancelAction) and
-// of the A2A bridge (its JSON-RPC methods; an import acts as the node), and
+// of MCP (/mcp) and of the A2A bridge (their calls; an import acts as the
+// node), and
 // the agents' WebSocket (an agent registers Things as the node's own).
 // pattern is the API mux's pattern for r.
 func adminRequest(r *http.Request, pattern string) bool {
@@ -92,10 +93,10 @@ func adminRequest(r *http.Request, pattern string) bool {
 }
 
 // invocation reports whether pattern is a route whose writes call Things
-// (the WoT HTTP binding, the A2A bridge's JSON-RPC endpoints) rather than
-// act as the node.
+// (the WoT HTTP binding, MCP's Streamable HTTP endpoint, the A2A bridge's
+// JSON-RPC endpoints) rather than act as the node.
 func invocation(pattern string) bool {
-	if slices.Contains(gateway.Patterns(), pattern) {
+	if pattern == mcpPath || slices.Contains(gateway.Patterns(), pattern) {
 		return true
 	}
 	return pattern != a2abridge.PathImports && slices.Contains(a2abridge.Patterns(), pattern)

@@ -13,6 +13,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/httpapi"
+	"github.com/lmosnode/lmosnode/node/mcpbridge"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -80,6 +81,12 @@ func apiHandler(n *Node) http.Handler {
 	}
 	// Everything else is the WoT Thing Description Directory API and the
 	// node-admin routes of package tdd (/things, /events, /api/v1/things…).
+	// MCP's Streamable HTTP transport (package mcpbridge).
+	mux.Handle(mcpPath, n.mcp.Handler())
+	imports := n.mcpImports.Handler()
+	for _, pattern := range mcpbridge.ImportPatterns() {
+		mux.Handle(pattern, imports)
+	}
 	mux.Handle(wsPath, n.ws)
 	mux.Handle(wsAgentPath, n.wsAgent)
 	mux.Handle("/", n.tdd)

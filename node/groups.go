@@ -63,6 +63,7 @@ func (n *Node) acceptScoped(intake *federation.Intake) groupsvc.ThingHandler {
 // their Things (group-scoped ones included, now that it may see them).
 func (n *Node) groupChanged(group string) {
 	n.own.Reauthorize()
+	n.mcp.Refresh()
 	member := n.groups.MemberOf(group)
 	n.metrics.GroupChange(member)
 	if !n.joinedGroups.update(group, member) || !member {

@@ -46,7 +46,7 @@ import (
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
-func matrixTD(t *testing.T, id string) *lmosproto.TD {
+func matrixTD(t testing.TB, id string) *lmosproto.TD {
 	t.Helper()
 	form := func(n string) []any { return []any{map[string]any{"href": "https://matrix.invalid/" + n}} }
 	doc := map[string]any{

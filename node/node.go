@@ -37,6 +37,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/logroute"
 	"github.com/lmosnode/lmosnode/node/metrics"
+	"github.com/lmosnode/lmosnode/node/mcpbridge"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/tdd"
@@ -104,6 +105,8 @@ type Node struct {
 	interactClient *interact.Client
 	router         *interact.Router
 	gateway        *gateway.Handler
+	mcp            *mcpbridge.Server  // the MCP server (mcp.go)
+	mcpImports     *mcpbridge.Imports // MCP servers imported as Things (mcp.go); built by Start
 
 	// The A2A bridge (a2a.go): the client of imported A2A agents, built
 	// before the own Things that use its backends, and the bridge.
@@ -339,6 +342,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	if err := n.buildMCP(); err != nil {
+		return nil, err
+	}
 	if err := n.buildA2A(signing, o.logger); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -420,6 +426,10 @@ func (n *Node) Start(ctx context.Context) error {
 		n.log.Warn("dht bootstrap failed; kad-dht refreshes its table again as peers connect", "err", err)
 	}
 
+	// MCP servers imported earlier publish their tools again.
+	if err := n.buildMCPImports(); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", n.cfg.API)
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -486,6 +496,13 @@ func (n *Node) teardown() error {
 	if n.groupAPI != nil {
 		// Ends group message streams likewise.
 		errs = append(errs, n.groupAPI.Close())
+	}
+	if n.mcp != nil {
+		// Ends MCP sessions and their streams likewise.
+		errs = append(errs, n.mcp.Close())
+	}
+	if n.mcpImports != nil {
+		errs = append(errs, n.mcpImports.Close())
 	}
 	if n.gateway != nil {
 		// Ends event streams and followed invocations likewise.

@@ -30,6 +30,9 @@ var binDir string
 // TestMain removes the built binary after the tests and fails them if a
 // goroutine leaked.
 func TestMain(m *testing.M) {
+	if os.Getenv(mcpHelperEnv) == "1" {
+		os.Exit(runMCPHelper())
+	}
 	var err error
 	if binDir, err = os.MkdirTemp("", "lmosnode-bin"); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -67,6 +67,7 @@ requires one. Exit codes: 0 success, 1 failure, 2 usage error, 3 not found,
 		newGroupCmd(),
 		newA2ACmd(),
 		newDemoCmd(),
+		newMCPCmd(),
 	)
 	return root
 }

@@ -137,6 +137,7 @@ var nodeRank = map[string]int{
 	"node/fanout":    3,
 	"node/tdd":       3,
 	"node/a2abridge": 3,
+	"node/mcpbridge": 3,
 
 	"node/discovery":  4,
 	"node/federation": 4,

@@ -1,0 +1,293 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lmosnode/lmosnode/internal/testnet"
+	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
+	"github.com/lmosnode/lmosnode/node/mcpbridge"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// mcpClient connects the Go SDK's client to n's /mcp; changed receives
+// one value per notifications/tools/list_changed, progress the messages
+// of notifications/progress.
+type mcpClient struct {
+	*mcp.ClientSession
+	changed  chan struct{}
+	progress chan string
+}
+
+func connectMCP(t *testing.T, n *node.Node) *mcpClient {
+	t.Helper()
+	c := &mcpClient{changed: make(chan struct{}, 64), progress: make(chan string, 64)}
+	client := mcp.NewClient(&mcp.Implementation{Name: "lmosnode-test", Version: "0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case c.changed <- struct{}{}:
+			default:
+			}
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			c.progress <- r.Params.Message
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + n.APIAddr() + "/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("mcp connect: %v", err)
+	}
+	t.Cleanup(func() { _ = sess.Close() })
+	c.ClientSession = sess
+	return c
+}
+
+// tools lists every tool, page after page.
+func (c *mcpClient) tools(t *testing.T) map[string]*mcp.Tool {
+	t.Helper()
+	all := map[string]*mcp.Tool{}
+	for tool, err := range c.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		all[tool.Name] = tool
+	}
+	return all
+}
+
+// TestMCPServer: node B's MCP endpoint offers the actions of a Thing
+// published on node A as tools and calls them across the nodes, with
+// progress, cancellation and list_changed; group-scoped Things stay
+// invisible and uncallable on a node outside the group.
+func TestMCPServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	net := testnet.New(t, 3, testnet.Options{})
+	net.Link(0, 1)
+	net.Link(1, 2)
+	net.Link(0, 2)
+	a, b, c := net.Nodes[0], net.Nodes[1], net.Nodes[2]
+	id := testnet.UniqueID(t)
+	cancelled := make(chan struct{}, 1)
+	thing := matrixThing(make(chan string, 8)).OnAction("wait", func(ctx context.Context, _ lmosproto.Value, progress func(lmosproto.Value)) (lmosproto.Value, error) {
+		progress(lmosproto.StringValue("waiting"))
+		select {
+		case <-ctx.Done():
+			cancelled <- struct{}{}
+			return lmosproto.Value{}, ctx.Err()
+		case <-time.After(20 * time.Second):
+			return lmosproto.StringValue("not cancelled"), nil
+		}
+	})
+	if _, err := a.Register(matrixTD(t, id), thing); err != nil {
+		t.Fatal(err)
+	}
+	cl := connectMCP(t, b)
+	name := func(action string) string { return mcpbridge.ToolName("Matrix "+id, action, a.PeerID(), id) }
+	testnet.WaitFor(t, "B's MCP tools include A's Thing", waitLong, func() (bool, string) {
+		tools := cl.tools(t)
+		_, ok := tools[name("add")]
+		return ok, fmt.Sprintf("%d tools", len(tools))
+	})
+	tools := cl.tools(t)
+	add := tools[name("add")]
+	if !strings.Contains(add.Description, id) || add.InputSchema == nil {
+		t.Errorf("add: %+v", add)
+	}
+	for _, fixed := range []string{mcpbridge.FindThings, mcpbridge.ReadProperty} {
+		if tools[fixed] == nil {
+			t.Errorf("tool %s missing", fixed)
+		}
+	}
+	// Request-reply across the nodes; a non-object output is wrapped.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cl.CallTool(ctx, &mcp.CallToolParams{Name: name("add"), Arguments: map[string]any{"a": 2, "b": 40}})
+	if err != nil || res.IsError {
+		t.Fatalf("add: %v %+v", err, res)
+	}
+	if got := mcpbridge.TextOf(res.Content); got != "42" {
+		t.Errorf("add: text %q, want 42", got)
+	}
+	if sc, _ := json.Marshal(res.StructuredContent); string(sc) != `{"output":42}` {
+		t.Errorf("add: structuredContent %s", sc)
+	}
+	// A string input is wrapped as {"input": …}; the engine checks it.
+	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: name("note"), Arguments: map[string]any{"input": 7}})
+	if err != nil || !res.IsError || !strings.Contains(mcpbridge.TextOf(res.Content), "400") {
+		t.Errorf("note with a number: %v %+v", err, res)
+	}
+	// One request, many responses: progress notifications.
+	params := &mcp.CallToolParams{Name: name("job")}
+	params.SetProgressToken("job-1")
+	res, err = cl.CallTool(ctx, params)
+	if err != nil || res.IsError || mcpbridge.TextOf(res.Content) != `"done"` {
+		t.Fatalf("job: %v %+v", err, res)
+	}
+	for _, want := range []string{`running: "step 1"`, `running: "step 2"`} {
+		select {
+		case got := <-cl.progress:
+			if got != want {
+				t.Errorf("progress %q, want %q", got, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no progress %q", want)
+		}
+	}
+	// Cancellation: the request's cancellation cancels the action on A.
+	cctx, ccancel := context.WithCancel(ctx)
+	params = &mcp.CallToolParams{Name: name("wait")}
+	params.SetProgressToken("wait-1")
+	done := make(chan error, 1)
+	go func() { _, err := cl.CallTool(cctx, params); done <- err }()
+	select {
+	case <-cl.progress: // the action runs
+	case <-ctx.Done():
+		t.Fatal("wait: no progress")
+	}
+	ccancel()
+	select {
+	case <-cancelled:
+	case <-ctx.Done():
+		t.Fatal("wait: the action on A was not cancelled")
+	}
+	if err := <-done; err == nil {
+		t.Error("wait: the cancelled call returned a result")
+	}
+
+	// find_things finds it, with its tools.
+	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: mcpbridge.FindThings, Arguments: map[string]any{"text": "matrix", "type": "tool"}})
+	if err != nil || res.IsError {
+		t.Fatalf("find_things: %v %+v", err, res)
+	}
+	var found mcpbridge.FindOutput
+	sc, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(sc, &found); err != nil || len(found.Things) != 1 || !slices.Contains(found.Things[0].Tools, name("add")) {
+		t.Errorf("find_things: %s", sc)
+	}
+	// The TD as a resource.
+	rr, err := cl.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpbridge.ThingURI(id)})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, `"proof"`) {
+		t.Errorf("resources/read: %v %+v", err, rr)
+	}
+
+	// A new publish on A: B's client hears list_changed and sees it.
+	for len(cl.changed) > 0 {
+		<-cl.changed
+	}
+	id2 := testnet.UniqueID(t)
+	if _, err := a.Register(matrixTD(t, id2), matrixThing(make(chan string, 8))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-cl.changed:
+	case <-ctx.Done():
+		t.Fatal("no notifications/tools/list_changed after a publish on A")
+	}
+	if cl.tools(t)[mcpbridge.ToolName("Matrix "+id2, "add", a.PeerID(), id2)] == nil {
+		t.Error("the new Thing's tool is not listed")
+	}
+
+	// tools/list is paged: with twenty more Things on A there are more
+	// tools than one page holds, and the pages together list each once.
+	for range 20 {
+		more := testnet.UniqueID(t)
+		if _, err := a.Register(matrixTD(t, more), matrixThing(make(chan string, 8))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testnet.WaitFor(t, "B lists over a page of tools", waitLong, func() (bool, string) {
+		n := len(cl.tools(t))
+		return n > mcpbridge.DefaultPageSize, fmt.Sprintf("%d tools", n)
+	})
+	pages, listed := 0, map[string]bool{}
+	for cursor := ""; pages == 0 || cursor != ""; pages++ {
+		page, err := cl.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Tools) > mcpbridge.DefaultPageSize {
+			t.Fatalf("a page of %d tools", len(page.Tools))
+		}
+		for _, tool := range page.Tools {
+			if listed[tool.Name] {
+				t.Errorf("tool %s listed twice", tool.Name)
+			}
+			listed[tool.Name] = true
+		}
+		cursor = page.NextCursor
+	}
+	if pages < 2 || len(listed) != len(cl.tools(t)) {
+		t.Errorf("%d pages, %d tools", pages, len(listed))
+	}
+
+	// Groups: A founds a group with B, publishes a Thing scoped to it.
+	var info groupapi.GroupInfo
+	apiDo(t, a, http.MethodPost, "/api/v1/groups", `{"name": "mcp"}`, http.StatusCreated, &info)
+	var inv groupapi.Invitation
+	apiDo(t, a, http.MethodPost, "/api/v1/groups/"+info.ID+"/invitations", fmt.Sprintf(`{"for": %q}`, b.PeerID()), http.StatusCreated, &inv)
+	apiDo(t, b, http.MethodPost, "/api/v1/groups/join", fmt.Sprintf(`{"token": %q}`, inv.Token), http.StatusOK, nil)
+	testnet.WaitFor(t, "A and B members", waitLong, testnet.All([]*node.Node{a, b}, hasMembers(info.ID, a, b)))
+	gid := testnet.UniqueID(t)
+	if _, err := a.Register(groupTD(t, gid, info.ID), diagnoser()); err != nil {
+		t.Fatal(err)
+	}
+	diag := mcpbridge.ToolName("Diagnostics", "diagnose", a.PeerID(), gid)
+	testnet.WaitFor(t, "member B lists the group's tool", waitLong, func() (bool, string) {
+		return cl.tools(t)[diag] != nil, ""
+	})
+	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: diag})
+	if err != nil || res.IsError || mcpbridge.TextOf(res.Content) != `"ok"` {
+		t.Fatalf("member calls the group's tool: %v %+v", err, res)
+	}
+	// C, outside the group: no tool, no search result, no read, no call.
+	outsider := connectMCP(t, c)
+	testnet.WaitFor(t, "C knows A's public Thing", waitLong, func() (bool, string) {
+		return outsider.tools(t)[name("add")] != nil, ""
+	})
+	if outsider.tools(t)[diag] != nil {
+		t.Error("the outsider lists the group's tool")
+	}
+	res, err = outsider.CallTool(ctx, &mcp.CallToolParams{Name: diag})
+	if err == nil && !res.IsError {
+		t.Errorf("the outsider called the group's tool: %+v", res)
+	}
+	res, err = outsider.CallTool(ctx, &mcp.CallToolParams{Name: mcpbridge.FindThings, Arguments: map[string]any{"text": "diagnostics"}})
+	if sc, _ := json.Marshal(res.StructuredContent); err != nil || strings.Contains(string(sc), gid) {
+		t.Errorf("the outsider found the group's Thing: %v %s", err, sc)
+	}
+	if _, err := outsider.ReadResource(ctx, &mcp.ReadResourceParams{URI: mcpbridge.ThingURI(gid)}); err == nil {
+		t.Error("the outsider read the group's TD")
+	}
+
+	// B removed from the group: the tool leaves B's list, with
+	// list_changed, and a call by its name gets no data.
+	for len(cl.changed) > 0 {
+		<-cl.changed
+	}
+	apiDo(t, a, http.MethodDelete, "/api/v1/groups/"+info.ID+"/members/"+b.PeerID().String(), "", http.StatusOK, nil)
+	select {
+	case <-cl.changed:
+	case <-ctx.Done():
+		t.Fatal("no list_changed on B after its removal from the group")
+	}
+	testnet.WaitFor(t, "B no longer lists the group's tool", waitLong, func() (bool, string) {
+		return cl.tools(t)[diag] == nil, ""
+	})
+	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: diag})
+	if err == nil && (!res.IsError || strings.Contains(mcpbridge.TextOf(res.Content), "ok")) {
+		t.Errorf("a removed member called the group's tool: %+v", res)
+	}
+}

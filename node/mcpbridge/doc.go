@@ -1,0 +1,38 @@
+// Package mcpbridge bridges the node and the Model Context Protocol
+// (MCP, 2025-11-25) both ways, on github.com/modelcontextprotocol/go-sdk.
+//
+// # The node as an MCP server
+//
+// Server offers every action of every lmos:Agent and lmos:Tool the node
+// may see — its own and those it learned from the federation — as one MCP
+// tool (ToolName: sanitized title, action and a hash of publisher, id and
+// action; at most 63 characters of [A-Za-z0-9_-]). The tool's description
+// is the action's (else the Thing's), its inputSchema and outputSchema the
+// action's data schemas reduced to JSON Schema keywords; a schema that is
+// not an object is wrapped as the one member "input" (arguments) or
+// "output" (structuredContent). It adds find_things (the directory's
+// search), read_property and the resource template lmos://things/{id}
+// (the signed TD).
+//
+// A call goes the node's invocation path: Deps.Resolver (the rule of
+// own.Things: a Thing scoped to groups this node is not in is refused
+// with 403, a tool error), then the engine for the node's own Things or
+// the owner node over libp2p. Pending and running actionStatus messages
+// (LMOS "one request, many responses") become notifications/progress
+// when the request carries a progress token; notifications/cancelled
+// becomes cancelAction. The server follows the directory's events and
+// Refresh (membership changes): the tool list changes, and the SDK sends
+// notifications/tools/list_changed; tools/list is paged (Config.PageSize).
+//
+// Handler serves Streamable HTTP (the node mounts it at /mcp behind the
+// API's access guards); Bridge connects a stdio MCP host to that endpoint
+// (lmosnode mcp).
+//
+// # MCP servers as Things
+//
+// Imports publishes the tools of MCP servers (Streamable HTTP URL or a
+// command launched and supervised over stdio) as lmos:Tool Things signed
+// by the node, and serves their calls by calling the MCP server: a
+// backend kind of its own beside the HTTP, WebSocket and SDK backends
+// (see imports.go). The imports are kept in a file of the node's home.
+package mcpbridge

@@ -1,0 +1,363 @@
+package mcpbridge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/tdcache"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// Resolver finds the Thing a consumer of this node addresses, with the
+// node's one rule (own.Things implements it): a publisher named pins it;
+// call tells a call (a Thing this node may not see is then 403) from a
+// read of the TD. Its errors are *proto.Problem.
+type Resolver interface {
+	Resolve(ctx context.Context, id string, publisher peer.ID, call bool) (directory.Entry, error)
+}
+
+// Remote opens interactions with the Things of another node;
+// *interact.Client implements it.
+type Remote interface {
+	Invoker(owner peer.ID) interact.Invoker
+}
+
+// Deps are what a Server works with.
+type Deps struct {
+	// Directory lists the Things the tools are made of and tells their
+	// changes. Required.
+	Directory *directory.Directory
+	// Self is this node's peer ID: its Things go to Local. Required.
+	Self peer.ID
+	// Resolver resolves a called Thing. Required.
+	Resolver Resolver
+	// Local serves the node's own Things (the engine). Required.
+	Local interact.Invoker
+	// Remote reaches the Things of other nodes. Required.
+	Remote Remote
+	// Visible says which Things this node may see (group-scoped Things
+	// of groups it is not a member of are not). Required.
+	Visible func(directory.Entry) bool
+}
+
+// Config configures a Server. The zero value of every field selects its
+// default.
+type Config struct {
+	// PageSize is the number of tools (and resources) of one page of
+	// tools/list. Default DefaultPageSize.
+	PageSize int
+	// CancelWait bounds how long a cancelled tool call waits for the
+	// Thing to confirm the cancelAction. Default 5 s.
+	CancelWait time.Duration
+	// SessionTimeout closes Streamable HTTP sessions idle for that long.
+	// Default 30 min.
+	SessionTimeout time.Duration
+}
+
+// DefaultPageSize is the default Config.PageSize.
+const DefaultPageSize = 100
+
+func (c Config) withDefaults() Config {
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
+	}
+	if c.CancelWait == 0 {
+		c.CancelWait = 5 * time.Second
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = 30 * time.Minute
+	}
+	return c
+}
+
+// Validate reports every field out of range.
+func (c Config) Validate() error {
+	var errs []error
+	if c.PageSize < 0 {
+		errs = append(errs, fmt.Errorf("mcpbridge: PageSize %d is negative", c.PageSize))
+	}
+	if c.CancelWait < 0 {
+		errs = append(errs, fmt.Errorf("mcpbridge: CancelWait %v is negative", c.CancelWait))
+	}
+	if c.SessionTimeout < 0 {
+		errs = append(errs, fmt.Errorf("mcpbridge: SessionTimeout %v is negative", c.SessionTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Option sets what Config cannot hold.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+}
+
+// WithLogger sends the package's logs to log.
+func WithLogger(log *slog.Logger) Option {
+	return func(o *options) {
+		if log != nil {
+			o.log = log
+		}
+	}
+}
+
+// thingKey names a Thing: (publisher, id).
+type thingKey struct {
+	publisher peer.ID
+	id        string
+}
+
+// exposed is what the server offers of one Thing.
+type exposed struct {
+	seq    uint64
+	tools  []string // sorted
+	digest [32]byte // of the tools' definitions
+}
+
+// Server is the node as an MCP server (see the package documentation).
+// It is safe for concurrent use.
+type Server struct {
+	deps Deps
+	cfg  Config
+	log  *slog.Logger
+	mcp  *mcp.Server
+	http http.Handler
+	tds  *tdcache.Cache
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex // serialises syncs; guards things
+	things map[thingKey]exposed
+}
+
+// Version is the server version the node reports in MCP's initialize.
+var Version = "dev"
+
+// New returns the Server of deps; it follows the directory until Close.
+func New(deps Deps, cfg Config, opts ...Option) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case deps.Directory == nil:
+		return nil, errors.New("mcpbridge: Deps.Directory is nil")
+	case deps.Self == "":
+		return nil, errors.New("mcpbridge: Deps.Self is empty")
+	case deps.Resolver == nil:
+		return nil, errors.New("mcpbridge: Deps.Resolver is nil")
+	case deps.Local == nil:
+		return nil, errors.New("mcpbridge: Deps.Local is nil")
+	case deps.Remote == nil:
+		return nil, errors.New("mcpbridge: Deps.Remote is nil")
+	case deps.Visible == nil:
+		return nil, errors.New("mcpbridge: Deps.Visible is nil")
+	}
+	o := options{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	s := &Server{deps: deps, cfg: cfg, log: o.log, tds: tdcache.New(0), things: map[thingKey]exposed{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "lmosnode", Title: "LMOS node " + string(deps.Self), Version: Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		PageSize:     cfg.PageSize,
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{},
+		},
+	})
+	s.addFixedTools()
+	s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: cfg.SessionTimeout,
+		Logger:         o.log,
+	})
+	ch, unsubscribe, err := deps.Directory.Subscribe("")
+	if err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("mcpbridge: following the directory: %w", err)
+	}
+	s.Refresh()
+	s.wg.Go(func() { s.follow(ch, unsubscribe) })
+	return s, nil
+}
+
+// instructions tell an MCP host what the node offers.
+const instructions = `This is an LMOS node: a peer of a federation of agents and tools described by signed W3C WoT Thing Descriptions.
+Each action of every agent (lmos:Agent) and tool (lmos:Tool) the node knows, on this node or on any other, is one tool here; its description names the Thing and its publisher.
+find_things searches the federation's directory (capability with a semver range, type, vendor, free text, group) and returns the tool names of the Things it finds.
+read_property reads a property of a Thing; resources lmos://things/{id} are the Things' descriptions.`
+
+// Handler is the Streamable HTTP endpoint (mount it at /mcp).
+func (s *Server) Handler() http.Handler { return s.http }
+
+// MCP returns the MCP server, e.g. to run it on another transport.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Close stops following the directory and closes the MCP sessions.
+func (s *Server) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	for ss := range s.mcp.Sessions() {
+		_ = ss.Close()
+	}
+	return nil
+}
+
+// follow keeps the tools in line with the directory's events until
+// Close; an overflow (the server fell behind) resubscribes and resyncs.
+func (s *Server) follow(ch <-chan directory.Event, unsubscribe func()) {
+	for {
+		overflow := false
+	events:
+		for {
+			select {
+			case <-s.ctx.Done():
+				unsubscribe()
+				return
+			case ev, ok := <-ch:
+				if !ok {
+					break events
+				}
+				if ev.Type == directory.EventOverflow {
+					overflow = true
+					break events
+				}
+				s.update(thingKey{ev.Publisher, ev.ThingID})
+			}
+		}
+		unsubscribe()
+		if !overflow {
+			return // the directory closed
+		}
+		var err error
+		if ch, unsubscribe, err = s.deps.Directory.Subscribe(""); err != nil {
+			s.log.Warn("mcp: directory subscription lost", "err", err)
+			return
+		}
+		s.Refresh()
+	}
+}
+
+// Refresh brings every tool in line with the directory and what this
+// node may see: the composition root calls it when the node's group
+// memberships change.
+func (s *Server) Refresh() {
+	seen := map[thingKey]bool{}
+	for _, typ := range []string{"tool", "agent"} {
+		res, err := s.deps.Directory.Search(directory.Query{Type: typ, Visible: s.deps.Visible, ByID: true})
+		if err != nil {
+			s.log.Warn("mcp: listing Things", "err", err)
+			return
+		}
+		for _, e := range res.Entries {
+			k := thingKey{e.Publisher, e.ThingID}
+			if !seen[k] {
+				seen[k] = true
+				s.update(k)
+			}
+		}
+	}
+	s.mu.Lock()
+	var gone []thingKey
+	for k := range s.things {
+		if !seen[k] {
+			gone = append(gone, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, k := range gone {
+		s.update(k)
+	}
+}
+
+// update makes the tools of Thing k what the directory holds now.
+func (s *Server) update(k thingKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, had := s.things[k]
+	e, ok := s.deps.Directory.Get(k.publisher, k.id)
+	if !ok || e.Tombstone || !s.deps.Visible(e) || !agentOrTool(e.Types) {
+		if had {
+			s.mcp.RemoveTools(old.tools...)
+			delete(s.things, k)
+		}
+		return
+	}
+	if had && old.seq == e.Seq {
+		return
+	}
+	td, err := s.tds.TD(e)
+	if err != nil {
+		s.log.Warn("mcp: unreadable TD", "thing", k.id, "publisher", k.publisher, "err", err)
+		return
+	}
+	tools := s.toolsOf(e, td)
+	names := make([]string, 0, len(tools))
+	defs := make([]*mcp.Tool, 0, len(tools))
+	for _, t := range tools {
+		names = append(names, t.tool.Name)
+		defs = append(defs, t.tool)
+	}
+	slices.Sort(names)
+	raw, _ := json.Marshal(defs) // maps and strings of a parsed TD
+	digest := sha256.Sum256(raw)
+	if had && old.digest == digest {
+		// A new version with the same actions: no change for MCP
+		// clients, no list_changed.
+		s.things[k] = exposed{seq: e.Seq, tools: old.tools, digest: digest}
+		return
+	}
+	var stale []string
+	for _, n := range old.tools {
+		if _, ok := slices.BinarySearch(names, n); !ok {
+			stale = append(stale, n)
+		}
+	}
+	if len(stale) > 0 {
+		s.mcp.RemoveTools(stale...)
+	}
+	for _, t := range tools {
+		s.mcp.AddTool(t.tool, t.handler)
+	}
+	s.things[k] = exposed{seq: e.Seq, tools: names, digest: digest}
+}
+
+// agentOrTool reports whether types make a Thing the bridge exposes.
+func agentOrTool(types []string) bool {
+	return slices.Contains(types, lmosproto.TypeAgent) || slices.Contains(types, lmosproto.TypeTool)
+}
+
+// ToolNames returns the names of the tools of Thing id published by
+// publisher, sorted; nil if the server exposes none.
+func (s *Server) ToolNames(publisher peer.ID, id string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.things[thingKey{publisher, id}].tools)
+}
+
+// invoker returns the Invoker of e: the engine for the node's own
+// Things, the owner node over libp2p otherwise.
+func (s *Server) invoker(e directory.Entry) interact.Invoker {
+	if e.Publisher == s.deps.Self {
+		return s.deps.Local
+	}
+	return s.deps.Remote.Invoker(e.Publisher)
+}
