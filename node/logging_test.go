@@ -66,4 +66,3 @@ func TestLibraryLogsReachNodeLogger(t *testing.T) {
 		}
 	}
 }
-

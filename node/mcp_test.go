@@ -202,15 +202,20 @@ func TestMCPServer(t *testing.T) {
 
 	// tools/list is paged: with twenty more Things on A there are more
 	// tools than one page holds, and the pages together list each once.
+	want := len(cl.tools(t))
 	for range 20 {
-		more := testnet.UniqueID(t)
-		if _, err := a.Register(matrixTD(t, more), matrixThing(make(chan string, 8))); err != nil {
+		td := matrixTD(t, testnet.UniqueID(t))
+		want += len(td.Actions)
+		if _, err := a.Register(td, matrixThing(make(chan string, 8))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	testnet.WaitFor(t, "B lists over a page of tools", waitLong, func() (bool, string) {
+	if want <= mcpbridge.DefaultPageSize {
+		t.Fatalf("%d tools fit one page", want)
+	}
+	testnet.WaitFor(t, "B lists the tools of all twenty", waitLong, func() (bool, string) {
 		n := len(cl.tools(t))
-		return n > mcpbridge.DefaultPageSize, fmt.Sprintf("%d tools", n)
+		return n == want, fmt.Sprintf("%d tools, want %d", n, want)
 	})
 	pages, listed := 0, map[string]bool{}
 	for cursor := ""; pages == 0 || cursor != ""; pages++ {
