@@ -172,6 +172,8 @@ func TestJSONOnEveryCommand(t *testing.T) {
 		"lmosnode key export":      "writes the key file's bytes",
 		"lmosnode key import":      "prints nothing",
 		"lmosnode completion bash": "a shell script",
+		"lmosnode mcp":             "relays MCP's JSON-RPC on stdio",
+		"lmosnode mcp remove":      "prints nothing",
 	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

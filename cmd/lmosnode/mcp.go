@@ -47,7 +47,7 @@ logs go to stderr. See docs/bridges.md.`,
 }
 
 func newMCPImportCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "import URL | -- COMMAND [ARG...]",
 		Short: "Publish the tools of an MCP server as lmos:Tool Things of this node",
 		Long: `import makes an MCP server join the federation: the running node connects
@@ -70,7 +70,7 @@ owner (the API token, or loopback) may import.`,
 			case dash < 0 && len(args) == 1:
 				src.URL = args[0]
 			default:
-				return fmt.Errorf("want one URL, or -- and a command with its arguments")
+				return usageErrorf("want one URL, or -- and a command with its arguments")
 			}
 			d, err := connectDaemon(cmd)
 			if err != nil {
@@ -82,14 +82,19 @@ owner (the API token, or loopback) may import.`,
 			if err != nil {
 				return d.explain(err)
 			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(cmd.OutOrStdout(), info)
+			}
 			printImport(cmd.OutOrStdout(), info)
 			return nil
 		},
 	}
+	cmd.Flags().Bool("json", false, "print the import as JSON")
+	return cmd
 }
 
 func newMCPImportsCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "imports",
 		Short: "List the MCP servers imported into the running node",
 		Args:  cobra.NoArgs,
@@ -104,12 +109,17 @@ func newMCPImportsCmd() *cobra.Command {
 			if err != nil {
 				return d.explain(err)
 			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(cmd.OutOrStdout(), infos)
+			}
 			for _, info := range infos {
 				printImport(cmd.OutOrStdout(), info)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().Bool("json", false, "print the imports as JSON")
+	return cmd
 }
 
 func newMCPRemoveCmd() *cobra.Command {
