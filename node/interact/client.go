@@ -348,6 +348,7 @@ type remoteSession struct {
 	session bool // the stream is of proto.ProtocolInteractSession
 	reused  bool // the stream carried earlier interactions
 
+	hook      endHook       // ends when out is closed
 	done      chan struct{} // closed by Close
 	read      chan struct{} // closed when readLoop has returned
 	closeOnce sync.Once
@@ -425,7 +426,7 @@ func (s *remoteSession) readReplies() bool {
 	outClosed := false
 	defer func() {
 		if !outClosed {
-			close(s.out)
+			s.closeOut()
 		}
 	}()
 	first := true
@@ -472,7 +473,7 @@ func (s *remoteSession) readReplies() bool {
 		}
 		// Nothing follows the terminal message but the owner's end
 		// frame: the consumer need not wait for it.
-		close(s.out)
+		s.closeOut()
 		outClosed = true
 		if !s.endOut() {
 			return false
@@ -510,7 +511,15 @@ func (s *remoteSession) retry() bool {
 	return true
 }
 
+func (s *remoteSession) closeOut() {
+	close(s.out)
+	s.hook.end()
+}
+
+func (s *remoteSession) notifyEnd(fn func(last *proto.Message)) bool { return s.hook.notifyEnd(fn) }
+
 func (s *remoteSession) deliver(m *proto.Message) bool {
+	s.hook.queued(m)
 	select {
 	case s.out <- m:
 		return true

@@ -143,3 +143,42 @@ func TestInstrumentParent(t *testing.T) {
 		})
 	}
 }
+
+// TestInstrumentEndNotifier checks the status reported for sessions that
+// tell their end themselves (the Engine's, the Client's), which Instrument
+// observes without forwarding their replies: a reading, an error, and an
+// invocation the consumer closed before its end.
+func TestInstrumentEndNotifier(t *testing.T) {
+	f := engineFixture(t, EngineConfig{})
+	remote, _, _ := overP2P(t, f.inv.(*Engine), TransportConfig{})
+	for name, inner := range map[string]Invoker{"engine": f.inv, "client": remote} {
+		t.Run(name, func(t *testing.T) {
+			got := make(chan int, 10)
+			inv := Instrument(inner, SideConsumer, "test", Instrumentation{Ended: func(_, _, _ string, status int, _ time.Duration) { got <- status }})
+			wantStatus := func(want int) {
+				t.Helper()
+				select {
+				case s := <-got:
+					if s != want {
+						t.Fatalf("status %d, want %d", s, want)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("no status reported, want %d", want)
+				}
+			}
+			s := invoke(t, inv, request(proto.MsgReadProperty, "temperature"))
+			if _, ok := s.(*notifiedSession); !ok {
+				t.Fatalf("session %T: want it observed without forwarding", s)
+			}
+			collect(t, s)
+			s.Close()
+			wantStatus(http.StatusOK)
+			collect(t, invoke(t, inv, request(proto.MsgReadProperty, "nosuch")))
+			wantStatus(http.StatusNotFound)
+			s = startBlock(t, &fixture{inv: inv, state: f.state})
+			s.Close()
+			collect(t, s)
+			wantStatus(499) // closed while running: no terminal message
+		})
+	}
+}
