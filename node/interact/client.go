@@ -349,6 +349,7 @@ type remoteSession struct {
 	reused  bool // the stream carried earlier interactions
 
 	hook      endHook       // ends when out is closed
+	outClosed bool          // out is closed (readLoop only)
 	done      chan struct{} // closed by Close
 	read      chan struct{} // closed when readLoop has returned
 	closeOnce sync.Once
@@ -373,6 +374,11 @@ func (s *remoteSession) readLoop() {
 	defer s.c.wg.Done()
 	defer close(s.read)
 	clean := s.readReplies()
+	defer func() {
+		if !s.outClosed {
+			s.closeOut()
+		}
+	}()
 	s.mu.Lock()
 	s.ending = true
 	s.mu.Unlock()
@@ -423,12 +429,6 @@ func (s *remoteSession) markOver() bool {
 // whether the owner ended its side cleanly on a session stream (the end
 // frame read, after a terminal message or not).
 func (s *remoteSession) readReplies() bool {
-	outClosed := false
-	defer func() {
-		if !outClosed {
-			s.closeOut()
-		}
-	}()
 	first := true
 	for {
 		p, err := proto.ReadFrame(s.br, s.fc.Max)
@@ -471,10 +471,13 @@ func (s *remoteSession) readReplies() bool {
 		if !s.session {
 			return false
 		}
-		// Nothing follows the terminal message but the owner's end
-		// frame: the consumer need not wait for it.
-		s.closeOut()
-		outClosed = true
+		// Nothing follows the terminal message but the owner's end frame.
+		// It usually came with it (one write): then the stream is back in
+		// the pool before the consumer sees the end of the replies, ready
+		// for its next call; otherwise the consumer need not wait for it.
+		if s.br.Buffered() == 0 {
+			s.closeOut()
+		}
 		if !s.endOut() {
 			return false
 		}
@@ -512,6 +515,7 @@ func (s *remoteSession) retry() bool {
 }
 
 func (s *remoteSession) closeOut() {
+	s.outClosed = true
 	close(s.out)
 	s.hook.end()
 }

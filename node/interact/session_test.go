@@ -69,10 +69,12 @@ func (p *sessionPair) countStreams(legacyOnly bool) {
 
 func (p *sessionPair) read(t *testing.T) {
 	t.Helper()
-	got := collect(t, invoke(t, p.f.inv, request(proto.MsgReadProperty, "temperature")))
+	s := invoke(t, p.f.inv, request(proto.MsgReadProperty, "temperature"))
+	got := collect(t, s)
 	if len(got) != 1 || got[0].Type != proto.MsgPropertyReading || got[0].Value.String() != "21.5" {
 		t.Fatalf("readProperty: %+v", got)
 	}
+	s.Close() // after the end: waits until the stream is back in the pool
 }
 
 func (p *sessionPair) streams() (sessions, legacy int64) {
@@ -114,9 +116,11 @@ func TestSessionStreamReused(t *testing.T) {
 	// consumer ends: both end cleanly and leave the stream reusable
 	req := request(proto.MsgInvokeAction, "count")
 	req.Input = mustValue(t, 3)
-	if got := collect(t, invoke(t, p.f.inv, req)); len(got) != 4 || got[3].Status != proto.ActionCompleted {
+	cs := invoke(t, p.f.inv, req)
+	if got := collect(t, cs); len(got) != 4 || got[3].Status != proto.ActionCompleted {
 		t.Fatalf("count: %+v", got)
 	}
+	cs.Close()
 	sub := invoke(t, p.f.inv, request(proto.MsgSubscribeEvent, "alert"))
 	if err := sub.Send(context.Background(), &proto.Message{Type: proto.MsgUnsubscribeEvent}); err != nil {
 		t.Fatal(err)
@@ -279,14 +283,29 @@ func TestSessionBackPressureThenReuse(t *testing.T) {
 	if n > 400 {
 		t.Fatalf("the backend produced %d chunks for a consumer that reads nothing", n)
 	}
-	// now read it all, in order: the stream goes back to the pool
-	got := collect(t, s)
+	// now read it all, in order: the stream goes back to the pool (600
+	// chunks of 64 KiB: a hang guard longer than collect's)
+	var got []*proto.Message
+	guard := time.After(2 * time.Minute)
+	for reading := true; reading; {
+		select {
+		case m, ok := <-s.Replies():
+			if !ok {
+				reading = false
+				break
+			}
+			got = append(got, m)
+		case <-guard:
+			t.Fatalf("replies not closed after 2 min; got %d", len(got))
+		}
+	}
 	if last := got[len(got)-1]; last.Status != proto.ActionCompleted || last.Output.String() != "600" {
 		t.Fatalf("last reply: %+v", last)
 	}
 	if len(got) != 601 {
 		t.Fatalf("%d replies, want 601", len(got))
 	}
+	s.Close() // after the end: waits until the stream is back in the pool
 	if idle := cl.idleStreams(owner.ID()); idle != 1 {
 		t.Fatalf("%d idle streams, want 1", idle)
 	}
