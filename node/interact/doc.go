@@ -113,10 +113,11 @@
 // Server waits SessionIdleTimeout for the next request, then closes it.
 // Ordering, cancellation and back-pressure are those of 1.0.0, per
 // interaction: an interaction that does not end cleanly (Close or a
-// cancelled context before its end, a reset, a broken frame, a missing
-// empty frame within CloseGrace) resets its stream, which is never used
-// again, so an abandoned interaction cannot leave replies for the next
-// one. A request written on an idle stream the owner had just closed
+// cancelled context before its end, a reset, a broken frame) resets its
+// stream, which is never used again, so an abandoned interaction cannot
+// leave replies for the next one; an owner whose consumer has not sent its
+// empty frame within CloseGrace closes the stream instead (the replies stay
+// readable for a slow consumer) and does not use it again. A request written on an idle stream the owner had just closed
 // (cleanly, so it read nothing) is sent again on a new stream.
 //
 // Many interactions share one connection (yamux streams). go-libp2p's

@@ -294,11 +294,14 @@ func (s *Server) serve(str network.Stream, br *bufio.Reader, fc proto.FrameCodec
 			return drop(err)
 		}
 	}
-	// All sent: give the consumer CloseGrace to end its side.
+	// All sent: give the consumer CloseGrace to end its side. One that has
+	// not (still reading, slowly) gets the stream closed, not reset: what
+	// was written stays readable, as on a 1.0.0 stream; the stream is not
+	// used again.
 	_ = str.SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
 	<-readerDone
 	if !ended {
-		_ = str.Reset()
+		_ = str.Close()
 		return false
 	}
 	_ = str.SetWriteDeadline(time.Time{})

@@ -316,3 +316,38 @@ func TestSessionBackPressureThenReuse(t *testing.T) {
 		t.Fatalf("on the reused stream: %+v", got)
 	}
 }
+
+// A consumer that reads the end of an invocation only after the owner's
+// CloseGrace still gets every reply (the owner closes the stream instead
+// of reusing it, and does not reset it), and its next call works.
+func TestSessionSlowConsumerKeepsReplies(t *testing.T) {
+	f := engineFixture(t, EngineConfig{})
+	owner, consumer := newHost(t), newHost(t)
+	srv, err := NewServer(ServerDeps{Host: owner, Invoker: f.inv}, TransportConfig{CloseGrace: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := NewClient(ClientDeps{Host: consumer}, TransportConfig{QueueSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() { cl.Close() })
+	connect(t, consumer, owner)
+	inv := cl.Invoker(owner.ID())
+	for range 2 {
+		req := request(proto.MsgInvokeAction, "count")
+		req.Input = mustValue(t, 3)
+		s := invoke(t, inv, req)
+		time.Sleep(300 * time.Millisecond) // read nothing for longer than CloseGrace
+		got := collect(t, s)
+		if len(got) != 4 || got[3].Status != proto.ActionCompleted {
+			t.Fatalf("slow consumer: %+v", got)
+		}
+		s.Close()
+	}
+	s := invoke(t, inv, request(proto.MsgReadProperty, "temperature"))
+	if got := collect(t, s); len(got) != 1 || got[0].Type != proto.MsgPropertyReading {
+		t.Fatalf("after a slow consumer: %+v", got)
+	}
+}
