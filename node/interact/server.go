@@ -134,7 +134,7 @@ func (s *Server) handle(str network.Stream) {
 		return
 	}
 	fc := proto.FrameCodec{Codec: sniff(payload), Max: s.cfg.MaxMessageSize}
-	s.serve(str, br, fc, payload, false)
+	s.serve(s.streamContext(str), str, br, fc, payload, false)
 }
 
 // handleSession serves a stream of proto.ProtocolInteractSession: one
@@ -150,6 +150,7 @@ func (s *Server) handleSession(str network.Stream) {
 	br := getReader(str)
 	defer putReader(br)
 	var fc proto.FrameCodec
+	var base context.Context
 	wait := s.cfg.FirstFrameTimeout
 	for {
 		if !s.setIdle(str, true) {
@@ -173,11 +174,22 @@ func (s *Server) handleSession(str network.Stream) {
 		if fc.Codec == nil {
 			fc = proto.FrameCodec{Codec: sniff(payload), Max: s.cfg.MaxMessageSize}
 		}
-		if !s.serve(str, br, fc, payload, true) {
+		if base == nil {
+			base = s.streamContext(str)
+		}
+		if !s.serve(base, str, br, fc, payload, true) {
 			return
 		}
 		wait = SessionIdleTimeout
 	}
+}
+
+// streamContext is the context of the interactions on str: the Server's,
+// with the authenticated remote peer as the caller (WithCaller,
+// WithRemotePeer).
+func (s *Server) streamContext(str network.Stream) context.Context {
+	remote := str.Conn().RemotePeer()
+	return WithRemotePeer(WithCaller(s.ctx, remote.String()), remote)
 }
 
 func sniff(payload []byte) proto.Codec {
@@ -196,7 +208,7 @@ var endFrame = []byte{0}
 // interaction with an empty frame; serve reports whether both did, so
 // that the stream can carry the next interaction. Otherwise it ends the
 // stream itself (closed or reset) and returns false.
-func (s *Server) serve(str network.Stream, br *bufio.Reader, fc proto.FrameCodec, payload []byte, session bool) bool {
+func (s *Server) serve(base context.Context, str network.Stream, br *bufio.Reader, fc proto.FrameCodec, payload []byte, session bool) bool {
 	remote := str.Conn().RemotePeer()
 	log := s.log
 	var req proto.Message
@@ -207,7 +219,7 @@ func (s *Server) serve(str network.Stream, br *bufio.Reader, fc proto.FrameCodec
 	}
 	_ = str.SetReadDeadline(time.Time{})
 
-	ctx, cancel := context.WithCancel(WithRemotePeer(WithCaller(s.ctx, remote.String()), remote))
+	ctx, cancel := context.WithCancel(base)
 	defer cancel()
 	sess, err := s.inv.Invoke(ctx, &req)
 	if err != nil {
