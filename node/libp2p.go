@@ -189,6 +189,10 @@ func newResourceManager(cfg ResourcesConfig, withMetrics bool) (network.Resource
 	interactLimit := rcmgr.BaseLimit{Streams: 1024, StreamsInbound: 512, StreamsOutbound: 512, Memory: 64 << 20}
 	limits.AddProtocolLimit(lmosproto.ProtocolInteract, interactLimit, rcmgr.BaseLimitIncrease{Streams: 1024, StreamsInbound: 512, StreamsOutbound: 512, Memory: 64 << 20})
 	limits.AddProtocolPeerLimit(lmosproto.ProtocolInteract, interactLimit, rcmgr.BaseLimitIncrease{})
+	// The same for /lmos/interact/1.1.0, whose streams also wait idle
+	// between interactions (interact.DefaultMaxIdleStreams per peer).
+	limits.AddProtocolLimit(lmosproto.ProtocolInteractSession, interactLimit, rcmgr.BaseLimitIncrease{Streams: 1024, StreamsInbound: 512, StreamsOutbound: 512, Memory: 64 << 20})
+	limits.AddProtocolPeerLimit(lmosproto.ProtocolInteractSession, interactLimit, rcmgr.BaseLimitIncrease{})
 	scaled := limits.AutoScale()
 	system := rcmgr.ResourceLimits{
 		Memory:  rcmgr.LimitVal64(int64(cfg.MaxMemoryMB) << 20),

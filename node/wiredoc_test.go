@@ -81,6 +81,9 @@ var wireLimits = map[string]any{
 	"interact.DefaultWriteTimeout":       interact.DefaultWriteTimeout,
 	"interact.DefaultDialTimeout":        interact.DefaultDialTimeout,
 	"interact.DefaultActionTimeout":      interact.DefaultActionTimeout,
+	"interact.SessionIdleTimeout":        interact.SessionIdleTimeout,
+	"interact.DefaultIdleTimeout":        interact.DefaultIdleTimeout,
+	"interact.DefaultMaxIdleStreams":     interact.DefaultMaxIdleStreams,
 }
 
 var (

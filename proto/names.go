@@ -32,6 +32,12 @@ const (
 	// ProtocolInteract carries LMOS envelopes for one interaction (or one
 	// subscription or session) per stream.
 	ProtocolInteract = "/lmos/interact/1.0.0"
+	// ProtocolInteractSession carries one interaction after another on
+	// one stream: the same frames as ProtocolInteract, each direction
+	// ending an interaction with an empty frame instead of closing, so that
+	// a stream is used again once an interaction has ended cleanly. A
+	// consumer offers it first and falls back to ProtocolInteract.
+	ProtocolInteractSession = "/lmos/interact/1.1.0"
 )
 
 // Gossipsub topics.

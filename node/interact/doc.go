@@ -97,10 +97,34 @@
 //     peer (WithRemotePeer), which an Authorize hook checks against the
 //     groups of a group-scoped Thing; only the Server sets it.
 //
+// # Session streams
+//
+// Protocol proto.ProtocolInteractSession, "/lmos/interact/1.1.0", is the
+// same wire format with one interaction after another on a stream. The
+// consumer offers it first and falls back to /lmos/interact/1.0.0 (one-way
+// requests always use 1.0.0). Where 1.0.0 closes a side of the stream, 1.1.0
+// writes an empty frame (a zero length): the consumer after its last
+// message of the interaction (right after a request that takes no further
+// messages, after the unsubscribe that ends a subscription, or when the
+// terminal message arrives), the owner right after the terminal message
+// (or alone when a subscription ends without one). Once both have passed,
+// the stream serves the next request; the Client keeps it idle
+// (TransportConfig.MaxIdleStreams per owner, for IdleTimeout) and the
+// Server waits SessionIdleTimeout for the next request, then closes it.
+// Ordering, cancellation and back-pressure are those of 1.0.0, per
+// interaction: an interaction that does not end cleanly (Close or a
+// cancelled context before its end, a reset, a broken frame) resets its
+// stream, which is never used again, so an abandoned interaction cannot
+// leave replies for the next one; an owner whose consumer has not sent its
+// empty frame within CloseGrace closes the stream instead (the replies stay
+// readable for a slow consumer) and does not use it again. A request written on an idle stream the owner had just closed
+// (cleanly, so it read nothing) is sent again on a new stream.
+//
 // Many interactions share one connection (yamux streams). go-libp2p's
 // resource manager limits streams per peer and protocol; a node expecting
 // many concurrent interactions raises the limits of /lmos/interact/1.0.0
-// (a stream refused by the local limits is a 503 for the consumer).
+// and /lmos/interact/1.1.0 (a stream refused by the local limits is a 503
+// for the consumer; idle 1.1.0 streams count).
 //
 // # HTTP backend contract
 //

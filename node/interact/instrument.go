@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -84,8 +85,7 @@ func (o *instrumented) Invoke(ctx context.Context, req *proto.Message) (Session,
 		o.ended(req, http.StatusServiceUnavailable, start)
 		return nil, err
 	}
-	s := &observedSession{Session: sess, out: make(chan *proto.Message), done: make(chan struct{})}
-	go s.forward(ctx, func(status int) {
+	report := func(status int) {
 		if span != nil {
 			span.SetAttributes(attribute.Int("lmos.status", status))
 			if status >= 500 {
@@ -94,8 +94,29 @@ func (o *instrumented) Invoke(ctx context.Context, req *proto.Message) (Session,
 			span.End()
 		}
 		o.ended(req, status, start)
-	})
+	}
+	if n, ok := sess.(endNotifier); ok {
+		// the session says when its replies end: no forwarding needed
+		s := &notifiedSession{Session: sess}
+		if n.notifyEnd(func(last *proto.Message) { report(endStatus(req, last, s.closed.Load())) }) {
+			return s, nil
+		}
+	}
+	s := &observedSession{Session: sess, out: make(chan *proto.Message), done: make(chan struct{})}
+	go s.forward(ctx, report)
 	return s, nil
+}
+
+// notifiedSession is a Session whose end its endNotifier reports; it
+// only notes whether the consumer closed it.
+type notifiedSession struct {
+	Session
+	closed atomic.Bool
+}
+
+func (s *notifiedSession) Close() error {
+	s.closed.Store(true)
+	return s.Session.Close()
 }
 
 func (o *instrumented) ended(req *proto.Message, status int, start time.Time) {

@@ -3,6 +3,7 @@ package interact
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -139,6 +140,52 @@ func TestInstrumentParent(t *testing.T) {
 			}
 			if last.SpanContext.TraceID().String() != c.wantTrace || last.Parent.SpanID().String() != wantParent {
 				t.Errorf("span in trace %s with parent %s, want trace %s, parent %s", last.SpanContext.TraceID(), last.Parent.SpanID(), c.wantTrace, wantParent)
+			}
+		})
+	}
+}
+
+// TestInstrumentEndNotifier checks the status reported for sessions that
+// tell their end themselves (the Engine's, the Client's), which Instrument
+// observes without forwarding their replies: a reading, an error, and an
+// invocation the consumer closed before its end.
+func TestInstrumentEndNotifier(t *testing.T) {
+	f := engineFixture(t, EngineConfig{})
+	remote, _, _ := overP2P(t, f.inv.(*Engine), TransportConfig{})
+	for name, inner := range map[string]Invoker{"engine": f.inv, "client": remote} {
+		t.Run(name, func(t *testing.T) {
+			got := make(chan int, 10)
+			inv := Instrument(inner, SideConsumer, "test", Instrumentation{Ended: func(_, _, _ string, status int, _ time.Duration) { got <- status }})
+			wantStatus := func(want ...int) {
+				t.Helper()
+				select {
+				case s := <-got:
+					if !slices.Contains(want, s) {
+						t.Fatalf("status %d, want one of %v", s, want)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("no status reported, want %d", want)
+				}
+			}
+			s := invoke(t, inv, request(proto.MsgReadProperty, "temperature"))
+			if _, ok := s.(*notifiedSession); !ok {
+				t.Fatalf("session %T: want it observed without forwarding", s)
+			}
+			collect(t, s)
+			s.Close()
+			wantStatus(http.StatusOK)
+			collect(t, invoke(t, inv, request(proto.MsgReadProperty, "nosuch")))
+			wantStatus(http.StatusNotFound)
+			s = startBlock(t, &fixture{inv: inv, state: f.state})
+			s.Close()
+			collect(t, s)
+			// closed while running: 499, or 200 when the cancelled
+			// actionStatus was queued before the session ended
+			wantStatus(499, http.StatusOK)
+			select {
+			case st := <-got:
+				t.Fatalf("a second status %d for one interaction", st)
+			case <-time.After(50 * time.Millisecond):
 			}
 		})
 	}

@@ -27,6 +27,19 @@ const (
 	// DefaultCloseGrace is how long a server that has sent its last frame
 	// waits for the consumer to close its side before it resets the stream.
 	DefaultCloseGrace = 5 * time.Second
+	// DefaultIdleTimeout is how long a Client keeps a session stream
+	// (proto.ProtocolInteractSession) idle for the next interaction with
+	// the same owner before it closes it.
+	DefaultIdleTimeout = 30 * time.Second
+	// DefaultMaxIdleStreams is how many idle session streams a Client
+	// keeps per owner node.
+	DefaultMaxIdleStreams = 64
+	// SessionIdleTimeout is how long a Server waits for the next request
+	// on a session stream before it closes the stream (cleanly: the
+	// consumer, if it wrote a request meanwhile, sends it again on a new
+	// stream). A Client's IdleTimeout is at most half of it, so that the
+	// consumer, not the owner, lets idle streams go.
+	SessionIdleTimeout = 2 * time.Minute
 )
 
 // ServerDeps are what a Server works with; both are required.
@@ -67,6 +80,11 @@ type TransportConfig struct {
 	// is full the Client stops reading the stream, and libp2p flow control
 	// holds the owner back. Default DefaultQueueSize.
 	QueueSize int
+	// IdleTimeout: see DefaultIdleTimeout; at most SessionIdleTimeout/2.
+	IdleTimeout time.Duration
+	// MaxIdleStreams: see DefaultMaxIdleStreams; -1 keeps none (every
+	// interaction opens a stream of its own).
+	MaxIdleStreams int
 }
 
 func (c TransportConfig) withDefaults() TransportConfig {
@@ -88,6 +106,15 @@ func (c TransportConfig) withDefaults() TransportConfig {
 	if c.QueueSize == 0 {
 		c.QueueSize = DefaultQueueSize
 	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	switch c.MaxIdleStreams {
+	case 0:
+		c.MaxIdleStreams = DefaultMaxIdleStreams
+	case -1:
+		c.MaxIdleStreams = 0
+	}
 	return c
 }
 
@@ -102,11 +129,17 @@ func (c TransportConfig) Validate() error {
 		v    time.Duration
 	}{
 		{"FirstFrameTimeout", c.FirstFrameTimeout}, {"WriteTimeout", c.WriteTimeout},
-		{"DialTimeout", c.DialTimeout}, {"CloseGrace", c.CloseGrace},
+		{"DialTimeout", c.DialTimeout}, {"CloseGrace", c.CloseGrace}, {"IdleTimeout", c.IdleTimeout},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("interact: TransportConfig.%s: %s is negative", d.name, d.v))
 		}
+	}
+	if c.IdleTimeout > SessionIdleTimeout/2 {
+		errs = append(errs, fmt.Errorf("interact: TransportConfig.IdleTimeout: %s is above %s", c.IdleTimeout, SessionIdleTimeout/2))
+	}
+	if c.MaxIdleStreams < -1 {
+		errs = append(errs, fmt.Errorf("interact: TransportConfig.MaxIdleStreams: %d is below -1", c.MaxIdleStreams))
 	}
 	if c.QueueSize < 0 {
 		errs = append(errs, fmt.Errorf("interact: TransportConfig.QueueSize: %d is negative", c.QueueSize))

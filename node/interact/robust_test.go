@@ -198,20 +198,26 @@ func TestActionBackPressure(t *testing.T) {
 	req.Input = mustValue(t, 1)
 	s := invoke(t, inv, req)
 	// read nothing; the producer must stall
-	var n int
-	for stalled := false; !stalled; {
-		select {
-		case n = <-produced:
-		case <-time.After(300 * time.Millisecond):
-			stalled = true
-		}
-	}
+	n := untilStalled(produced)
 	// 64 KiB chunks: queues of 4 + 4 and yamux's 16 MiB window at most
 	if n > 400 {
 		t.Fatalf("the backend produced %d chunks for a consumer that reads nothing", n)
 	}
 	s.Close()
 	collect(t, s)
+}
+
+// untilStalled reads produced until nothing comes for 300 ms and returns
+// the last value read.
+func untilStalled(produced <-chan int) int {
+	var n int
+	for {
+		select {
+		case n = <-produced:
+		case <-time.After(300 * time.Millisecond):
+			return n
+		}
+	}
 }
 
 // Cancelling the context of Do cancels the action at the owner.
@@ -353,15 +359,22 @@ func TestManyConcurrentInteractions(t *testing.T) {
 	if c := len(cl.h.Network().ConnsToPeer(owner.ID())); c != 1 {
 		t.Errorf("%d connections to the owner, want 1", c)
 	}
+	// Each idle session stream kept for the next interaction costs the
+	// owner one goroutine (its handler waiting for the next request), and
+	// the Client keeps at most MaxIdleStreams per owner.
+	idle := cl.idleStreams(owner.ID())
+	if idle > DefaultMaxIdleStreams {
+		t.Errorf("%d idle streams, want at most %d", idle, DefaultMaxIdleStreams)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		g := runtime.NumGoroutine()
-		if g <= baseline+5 {
+		if g <= baseline+5+idle {
 			break
 		}
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("goroutines: %d, baseline %d\n%s", g, baseline, buf[:runtime.Stack(buf, true)])
+			t.Fatalf("goroutines: %d, baseline %d, idle streams %d\n%s", g, baseline, idle, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -1,11 +1,15 @@
 package interact
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -36,10 +40,11 @@ type Server struct {
 
 	mu     sync.Mutex
 	closed bool
+	idle   map[network.Stream]struct{} // session streams between interactions
 }
 
-// NewServer registers the stream handler of proto.ProtocolInteract on
-// deps.Host. It uses the option WithLogger.
+// NewServer registers the stream handlers of proto.ProtocolInteractSession
+// and proto.ProtocolInteract on deps.Host. It uses the option WithLogger.
 func NewServer(deps ServerDeps, cfg TransportConfig, opts ...Option) (*Server, error) {
 	switch {
 	case deps.Host == nil:
@@ -52,13 +57,15 @@ func NewServer(deps ServerDeps, cfg TransportConfig, opts ...Option) (*Server, e
 	}
 	o := newOptions(opts)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{h: deps.Host, inv: deps.Invoker, cfg: cfg.withDefaults(), log: o.log, ctx: ctx, cancel: cancel}
+	s := &Server{h: deps.Host, inv: deps.Invoker, cfg: cfg.withDefaults(), log: o.log, ctx: ctx, cancel: cancel, idle: map[network.Stream]struct{}{}}
+	s.h.SetStreamHandler(protocol.ID(proto.ProtocolInteractSession), s.handleSession)
 	s.h.SetStreamHandler(protocol.ID(proto.ProtocolInteract), s.handle)
 	return s, nil
 }
 
-// Close removes the stream handler, cancels the interactions in flight and
-// waits for their handlers.
+// Close removes the stream handlers, cancels the interactions in flight,
+// resets the streams waiting for a next interaction and waits for the
+// handlers.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -66,99 +73,287 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	idle := make([]network.Stream, 0, len(s.idle))
+	for str := range s.idle {
+		idle = append(idle, str)
+	}
 	s.mu.Unlock()
+	s.h.RemoveStreamHandler(protocol.ID(proto.ProtocolInteractSession))
 	s.h.RemoveStreamHandler(protocol.ID(proto.ProtocolInteract))
 	s.cancel()
+	for _, str := range idle {
+		// the consumer reads a clean end; the handler, woken, closes
+		_ = str.CloseWrite()
+		_ = str.SetReadDeadline(time.Now())
+	}
 	s.wg.Wait()
 	return nil
 }
 
-func (s *Server) handle(str network.Stream) {
+// enter registers a handler; false once the Server is closed.
+func (s *Server) enter() bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// setIdle marks str as waiting for its next interaction (Close resets
+// such streams) or as busy; false once the Server is closed.
+func (s *Server) setIdle(str network.Stream, idle bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if idle {
+		if s.closed {
+			return false
+		}
+		s.idle[str] = struct{}{}
+	} else {
+		delete(s.idle, str)
+	}
+	return true
+}
+
+// handle serves a stream of proto.ProtocolInteract: one interaction.
+func (s *Server) handle(str network.Stream) {
+	if !s.enter() {
 		_ = str.Reset()
 		return
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
 	defer s.wg.Done()
-	remote := str.Conn().RemotePeer()
-	log := s.log
-
 	_ = str.SetReadDeadline(time.Now().Add(s.cfg.FirstFrameTimeout))
 	br := getReader(str)
 	defer putReader(br)
 	payload, err := proto.ReadFrame(br, s.cfg.MaxMessageSize)
 	if err != nil {
-		log.Debug("no request on stream", "peer", remote, "err", err)
+		s.log.Debug("no request on stream", "peer", str.Conn().RemotePeer(), "err", err)
 		_ = str.Reset()
 		return
 	}
-	codec, ok := proto.SniffCodec(payload)
-	if !ok {
-		codec = proto.JSON
+	fc := proto.FrameCodec{Codec: sniff(payload), Max: s.cfg.MaxMessageSize}
+	s.serve(s.streamContext(str), str, br, fc, payload, false)
+}
+
+// handleSession serves a stream of proto.ProtocolInteractSession: one
+// interaction after another, for as long as each ends cleanly (both sides
+// wrote their end-of-interaction frame). The codec is the first
+// request's.
+func (s *Server) handleSession(str network.Stream) {
+	if !s.enter() {
+		_ = str.Reset()
+		return
 	}
-	fc := proto.FrameCodec{Codec: codec, Max: s.cfg.MaxMessageSize}
+	defer s.wg.Done()
+	br := getReader(str)
+	defer putReader(br)
+	var fc proto.FrameCodec
+	var base context.Context
+	wait := s.cfg.FirstFrameTimeout
+	for {
+		if !s.setIdle(str, true) {
+			_ = str.Close()
+			return
+		}
+		_ = str.SetReadDeadline(time.Now().Add(wait))
+		payload, err := proto.ReadFrame(br, s.cfg.MaxMessageSize)
+		s.setIdle(str, false)
+		switch {
+		case err == io.EOF || (err != nil && errors.Is(err, os.ErrDeadlineExceeded) && br.Buffered() == 0 && fc.Codec != nil):
+			// the consumer closed an idle stream, or left it idle for
+			// SessionIdleTimeout: end it cleanly, nothing was asked
+			_ = str.Close()
+			return
+		case err != nil || len(payload) == 0:
+			s.log.Debug("no request on stream", "peer", str.Conn().RemotePeer(), "err", err)
+			_ = str.Reset()
+			return
+		}
+		if fc.Codec == nil {
+			fc = proto.FrameCodec{Codec: sniff(payload), Max: s.cfg.MaxMessageSize}
+		}
+		if base == nil {
+			base = s.streamContext(str)
+		}
+		if !s.serve(base, str, br, fc, payload, true) {
+			return
+		}
+		wait = SessionIdleTimeout
+	}
+}
+
+// streamContext is the context of the interactions on str: the Server's,
+// with the authenticated remote peer as the caller (WithCaller,
+// WithRemotePeer).
+func (s *Server) streamContext(str network.Stream) context.Context {
+	remote := str.Conn().RemotePeer()
+	return WithRemotePeer(WithCaller(s.ctx, remote.String()), remote)
+}
+
+func sniff(payload []byte) proto.Codec {
+	if codec, ok := proto.SniffCodec(payload); ok {
+		return codec
+	}
+	return proto.JSON
+}
+
+// endFrame is the empty frame that ends an interaction in one direction
+// on a proto.ProtocolInteractSession stream.
+var endFrame = []byte{0}
+
+// serve runs the interaction the request payload opens on str and writes
+// its replies. On a session stream (session) each side ends the
+// interaction with an empty frame; serve reports whether both did, so
+// that the stream can carry the next interaction. Otherwise it ends the
+// stream itself (closed or reset) and returns false.
+func (s *Server) serve(base context.Context, str network.Stream, br *bufio.Reader, fc proto.FrameCodec, payload []byte, session bool) bool {
+	remote := str.Conn().RemotePeer()
+	log := s.log
 	var req proto.Message
-	if err := codec.Unmarshal(payload, &req); err != nil {
+	if err := fc.Codec.Unmarshal(payload, &req); err != nil {
 		log.Debug("undecodable request", "peer", remote, "err", err)
 		s.writeFinal(str, fc, undecodable(err))
-		return
+		return false
 	}
 	_ = str.SetReadDeadline(time.Time{})
 
-	ctx, cancel := context.WithCancel(WithRemotePeer(WithCaller(s.ctx, remote.String()), remote))
+	ctx, cancel := context.WithCancel(base)
 	defer cancel()
 	sess, err := s.inv.Invoke(ctx, &req)
 	if err != nil {
-		s.writeFinal(str, fc, newErrorMessage(&req, http.StatusServiceUnavailable, TitleUnavailable, "%v", err))
-		return
+		sess = newClosedSession(&req, newErrorMessage(&req, http.StatusServiceUnavailable, TitleUnavailable, "%v", err))
 	}
 	defer func() { _ = sess.Close() }()
 
-	// The consumer's further messages. EOF: it sends nothing more (which
-	// ends nothing); any other error: the stream is gone, and so is the
-	// consumer.
+	// The consumer's further messages. On a session stream an empty frame
+	// ends them (ended); EOF: it sends nothing more (which ends nothing);
+	// any other error: the stream is gone, and so is the consumer.
+	var ended bool
 	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		for {
-			var m proto.Message
-			err := fc.ReadMessage(br, &m)
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				if ctx.Err() == nil {
-					log.Debug("stream read failed", "peer", remote, "err", err)
-				}
-				cancel()
-				return
-			}
-			if err := sess.Send(ctx, &m); err != nil {
-				log.Debug("consumer message refused", "peer", remote, "message", &m, "err", err)
-			}
-		}
-	}()
-
-	for m := range sess.Replies() {
-		_ = str.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-		if err := fc.WriteMessage(str, m); err != nil {
-			log.Debug("stream write failed; dropping the consumer", "peer", remote, "err", err)
-			cancel()
-			_ = sess.Close()
-			_ = str.Reset()
-			<-readerDone
-			return
+	if session && br.Buffered() > 0 {
+		// a request that takes no further messages comes with its end
+		if b, _ := br.Peek(1); b[0] == 0 {
+			_, _ = br.ReadByte()
+			ended = true
+			close(readerDone)
 		}
 	}
-	// All sent: half-close, give the consumer CloseGrace to close its side,
-	// then free the stream.
-	_ = str.CloseWrite()
+	if !ended {
+		go func() {
+			defer close(readerDone)
+			for {
+				p, err := proto.ReadFrame(br, fc.Max)
+				if err == nil && session && len(p) == 0 {
+					ended = true
+					return
+				}
+				var m proto.Message
+				if err == nil {
+					err = fc.Codec.Unmarshal(p, &m)
+				}
+				if err == io.EOF {
+					return
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						log.Debug("stream read failed", "peer", remote, "err", err)
+					}
+					cancel()
+					return
+				}
+				if err := sess.Send(ctx, &m); err != nil {
+					log.Debug("consumer message refused", "peer", remote, "message", &m, "err", err)
+				}
+			}
+		}()
+	}
+
+	drop := func(err error) bool {
+		log.Debug("stream write failed; dropping the consumer", "peer", remote, "err", err)
+		cancel()
+		_ = sess.Close()
+		_ = str.Reset()
+		<-readerDone
+		return false
+	}
+	wroteEnd := false
+	for m := range sess.Replies() {
+		terminal := session && m.Ends(&req)
+		_ = str.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		if err := writeMessage(str, fc, m, terminal); err != nil {
+			return drop(err)
+		}
+		if terminal {
+			// nothing follows the terminal message (Session.Replies)
+			wroteEnd = true
+			break
+		}
+	}
+	if !session {
+		// All sent: half-close, give the consumer CloseGrace to close its
+		// side, then free the stream.
+		_ = str.CloseWrite()
+		_ = str.SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
+		<-readerDone
+		_ = str.Close()
+		return false
+	}
+	if !wroteEnd {
+		_ = str.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		if _, err := str.Write(endFrame); err != nil {
+			return drop(err)
+		}
+	}
+	// All sent: give the consumer CloseGrace to end its side. One that has
+	// not (still reading, slowly) gets the stream closed, not reset: what
+	// was written stays readable, as on a 1.0.0 stream; the stream is not
+	// used again.
 	_ = str.SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
 	<-readerDone
-	_ = str.Close()
+	if !ended {
+		_ = str.Close()
+		return false
+	}
+	_ = str.SetWriteDeadline(time.Time{})
+	return true
+}
+
+// frames pools the buffers messages are encoded into before one Write.
+var frames = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// writeMessage writes m as one frame, followed by the empty frame that
+// ends the interaction when end is set, in a single Write.
+func writeMessage(w io.Writer, fc proto.FrameCodec, m *proto.Message, end bool) error {
+	p, err := fc.Codec.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if len(p) > fc.Max {
+		return fmt.Errorf("%w: %d bytes, limit %d", proto.ErrFrameTooLarge, len(p), fc.Max)
+	}
+	return writeFrame(w, p, end)
+}
+
+// writeFrame writes payload as one frame, followed by the empty frame when
+// end is set, in a single Write.
+func writeFrame(w io.Writer, payload []byte, end bool) error {
+	bp := frames.Get().(*[]byte)
+	buf := binary.AppendUvarint((*bp)[:0], uint64(len(payload)))
+	buf = append(buf, payload...)
+	if end {
+		buf = append(buf, 0)
+	}
+	_, err := w.Write(buf)
+	if cap(buf) <= 64<<10 {
+		*bp = buf[:0]
+		frames.Put(bp)
+	}
+	if err != nil {
+		return fmt.Errorf("lmos frame: write: %w", err)
+	}
+	return nil
 }
 
 // writeFinal writes one error message and ends the stream.

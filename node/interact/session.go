@@ -154,10 +154,65 @@ func (s *closedSession) Close() error                               { return nil
 type queue struct {
 	ch       chan *proto.Message
 	capacity int
+	hook     endHook
 
 	mu     sync.Mutex
 	closed bool
 }
+
+// endHook tells, once, what the last message of a session's replies was
+// when they end: Instrument observes sessions that have one (endNotifier)
+// without a goroutine and a channel hop of its own per interaction.
+type endHook struct {
+	mu    sync.Mutex
+	ended bool
+	last  *proto.Message
+	fn    func(last *proto.Message)
+}
+
+// endNotifier is a Session that calls fn once, when its replies end (right
+// away if they have), with the last message it queued; false if it cannot.
+type endNotifier interface {
+	notifyEnd(fn func(last *proto.Message)) bool
+}
+
+// queued records m as the latest message.
+func (h *endHook) queued(m *proto.Message) {
+	h.mu.Lock()
+	h.last = m
+	h.mu.Unlock()
+}
+
+// end calls the registered function, once.
+func (h *endHook) end() {
+	h.mu.Lock()
+	if h.ended {
+		h.mu.Unlock()
+		return
+	}
+	h.ended = true
+	fn, last := h.fn, h.last
+	h.fn = nil
+	h.mu.Unlock()
+	if fn != nil {
+		fn(last)
+	}
+}
+
+func (h *endHook) notifyEnd(fn func(last *proto.Message)) bool {
+	h.mu.Lock()
+	if h.ended {
+		last := h.last
+		h.mu.Unlock()
+		fn(last)
+		return true
+	}
+	h.fn = fn
+	h.mu.Unlock()
+	return true
+}
+
+func (q *queue) notifyEnd(fn func(last *proto.Message)) bool { return q.hook.notifyEnd(fn) }
 
 func newQueue(capacity int) *queue {
 	return &queue{ch: make(chan *proto.Message, capacity+1), capacity: capacity}
@@ -172,6 +227,7 @@ func (q *queue) push(done <-chan struct{}, m *proto.Message) bool {
 	}
 	select {
 	case q.ch <- m:
+		q.hook.queued(m)
 		return true
 	case <-done:
 		return false
@@ -184,17 +240,23 @@ func (q *queue) push(done <-chan struct{}, m *proto.Message) bool {
 // fed under one lock).
 func (q *queue) offer(m *proto.Message, overflow func() *proto.Message) bool {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.closed {
+		q.mu.Unlock()
 		return false
 	}
 	if len(q.ch) < q.capacity {
 		q.ch <- m
+		q.mu.Unlock()
+		q.hook.queued(m)
 		return true
 	}
-	q.ch <- overflow() // the spare slot: only offer and end write, under q.mu
+	last := overflow()
+	q.ch <- last // the spare slot: only offer and end write, under q.mu
 	q.closed = true
 	close(q.ch)
+	q.mu.Unlock()
+	q.hook.queued(last)
+	q.hook.end()
 	return false
 }
 
@@ -205,16 +267,19 @@ func (q *queue) end(done <-chan struct{}, final *proto.Message) bool {
 	if final != nil && !q.isClosed() {
 		select {
 		case q.ch <- final:
+			q.hook.queued(final)
 		case <-done:
 		}
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.closed {
+		q.mu.Unlock()
 		return false
 	}
 	q.closed = true
 	close(q.ch)
+	q.mu.Unlock()
+	q.hook.end()
 	return true
 }
 
@@ -222,18 +287,25 @@ func (q *queue) end(done <-chan struct{}, final *proto.Message) bool {
 // there is room. Callers serialise it with offer.
 func (q *queue) endNow(final *proto.Message) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.closed {
+		q.mu.Unlock()
 		return
 	}
+	queued := false
 	if final != nil {
 		select {
 		case q.ch <- final:
+			queued = true
 		default:
 		}
 	}
 	q.closed = true
 	close(q.ch)
+	q.mu.Unlock()
+	if queued {
+		q.hook.queued(final)
+	}
+	q.hook.end()
 }
 
 func (q *queue) isClosed() bool {
@@ -241,3 +313,11 @@ func (q *queue) isClosed() bool {
 	defer q.mu.Unlock()
 	return q.closed
 }
+
+func (i *interaction) notifyEnd(fn func(last *proto.Message)) bool {
+	return i.q != nil && i.q.notifyEnd(fn)
+}
+
+func (s *replySession) notifyEnd(fn func(last *proto.Message)) bool { return s.q.notifyEnd(fn) }
+
+func (s *subscription) notifyEnd(fn func(last *proto.Message)) bool { return s.q.notifyEnd(fn) }
