@@ -1,0 +1,119 @@
+// The console's shell: the hash router, the live snapshot stream
+// (/api/v1/console/stream) every view reads from, and the node and peers
+// views.
+import { subscribe } from './api.js';
+import { h, clear, short, when, duration } from './dom.js';
+import { thingsView, thingView } from './things.js';
+import { groupsView, groupView } from './groups.js';
+import { ownView } from './own.js';
+import { live, onLive, problemText } from './live.js';
+
+
+function startStream() {
+  const badge = document.getElementById('live');
+  subscribe('/api/v1/console/stream', ev => {
+    try { live.data[ev.type] = JSON.parse(ev.data); } catch { live.data[ev.type] = null; }
+    for (const fn of live.listeners) fn(ev.type);
+  }, {
+    onState: s => {
+      badge.className = 'live ' + (s === 'open' ? 'on' : 'off');
+      badge.textContent = s === 'open' ? 'live' : typeof s === 'string' ? 'reconnecting…' : 'stream refused: ' + s.message;
+    },
+  });
+}
+
+let current = null; // {abort, off} of the view shown
+
+function route() {
+  if (current) { current.abort.abort(); current.offs.forEach(f => f()); }
+  const abort = new AbortController();
+  const offs = [];
+  current = { abort, offs };
+  const ctx = { signal: abort.signal, onLive: fn => { offs.push(onLive(fn)); fn(''); } };
+  const main = document.getElementById('main');
+  clear(main);
+  const [path, query] = location.hash.replace(/^#\/?/, '').split('?');
+  const parts = path.split('/').map(decodeURIComponent);
+  const params = new URLSearchParams(query || '');
+  const view = parts[0] || 'node';
+  for (const a of document.querySelectorAll('nav a')) {
+    const on = a.dataset.view === view || (view === 'thing' && a.dataset.view === 'things') || (view === 'group' && a.dataset.view === 'groups');
+    if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  }
+  switch (view) {
+    case 'peers': peersView(main, ctx); break;
+    case 'things': thingsView(main, ctx, params); break;
+    case 'thing': thingView(main, ctx, parts.slice(1).join('/'), params); break;
+    case 'groups': groupsView(main, ctx); break;
+    case 'group': groupView(main, ctx, parts[1]); break;
+    case 'own': ownView(main, ctx, params); break;
+    default: nodeView(main, ctx);
+  }
+}
+
+
+function nodeView(main, ctx) {
+  const box = h('section', { class: 'card', 'aria-live': 'polite' }, 'Loading…');
+  main.append(h('h2', {}, 'This node'), box);
+  let timer = setInterval(() => render(), 1000);
+  ctx.signal.addEventListener('abort', () => clearInterval(timer));
+  const render = () => {
+    const n = live.data['/api/v1/node'];
+    if (!n) return;
+    const p = problemText(n);
+    if (p) { clear(box, h('p', { class: 'error' }, p)); return; }
+    const peers = live.data['/api/v1/peers'];
+    const rows = [
+      ['Peer ID', h('code', { id: 'node-peer-id' }, n.peerID)],
+      ['did:key', h('code', {}, n.didKey)],
+      ['Version', n.version],
+      ['Started', n.started ? `${when(n.started)} (up ${duration(Date.now() - new Date(n.started))})` : null],
+      ['API', n.apiURL],
+      ['Reachability', reach(n)],
+      ['Peers', Array.isArray(peers) ? String(peers.length) : null],
+      ['Addresses', h('ul', {}, (n.addrs || []).map(a => h('li', {}, h('code', {}, a))))],
+    ];
+    // Fields other versions of the API add are shown as they come.
+    const known = new Set(['peerID', 'didKey', 'version', 'started', 'apiURL', 'addrs', 'reachability', 'relayed', 'relays']);
+    for (const [k, v] of Object.entries(n)) if (!known.has(k) && v !== null && typeof v !== 'object') rows.push([k, String(v)]);
+    clear(box, h('dl', { class: 'kv' }, rows.filter(r => r[1] !== null && r[1] !== undefined && r[1] !== '').map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
+  };
+  ctx.onLive(src => { if (!src || src === '/api/v1/node' || src === '/api/v1/peers') render(); });
+}
+
+function reach(n) {
+  const r = n.reachability;
+  if (r === undefined) return null;
+  const s = typeof r === 'object' ? Object.entries(r).map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`).join(', ') : String(r);
+  return s + (n.relayed ? ' (relayed)' : '');
+}
+
+function peersView(main, ctx) {
+  const box = h('div', { 'aria-live': 'polite' });
+  main.append(h('h2', {}, 'Connected peers'), box);
+  ctx.onLive(src => {
+    if (src && src !== '/api/v1/peers') return;
+    const ps = live.data['/api/v1/peers'];
+    if (!ps) return;
+    const p = problemText(ps);
+    if (p) { clear(box, h('p', { class: 'error' }, p)); return; }
+    if (!ps.length) { clear(box, h('p', { class: 'muted' }, 'No peer is connected.')); return; }
+    const cols = [['peerID', 'Peer'], ['direction', 'Direction'], ['latency', 'Latency'], ['transport', 'Transport'], ['agentVersion', 'Agent'], ['source', 'Found by'], ['addrs', 'Addresses']]
+      .filter(([k]) => k === 'peerID' || ps.some(x => x[k] !== undefined));
+    clear(box, h('table', { id: 'peers' },
+      h('thead', {}, h('tr', {}, cols.map(([, t]) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, ps.map(x => h('tr', {}, cols.map(([k]) => h('td', {}, cell(k, x[k]))))))));
+  });
+}
+
+function cell(k, v) {
+  if (v === undefined || v === null) return '';
+  if (k === 'addrs') return h('span', { class: 'mono' }, (v || []).join('\n'));
+  if (k === 'peerID') return h('code', { title: v }, short(v, 10));
+  if (k === 'latency' && typeof v === 'number') return v > 1e5 ? (v / 1e6).toFixed(1) + ' ms' : v + ' ms';
+  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+}
+
+addEventListener('hashchange', route);
+startStream();
+route();
