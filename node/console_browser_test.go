@@ -136,10 +136,20 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 	}
 }
 
+// parseTDf parses the TD the format makes.
+func parseTDf(t *testing.T, format string, args ...any) *lmosproto.TD {
+	t.Helper()
+	td, err := lmosproto.ParseTD(fmt.Appendf(nil, format, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return td
+}
+
 // consoleTD is a Tool with an action "double" and an event "tick".
 func consoleTD(t *testing.T, id, title string) *lmosproto.TD {
 	t.Helper()
-	td, err := lmosproto.ParseTD([]byte(fmt.Sprintf(`{
+	return parseTDf(t, `{
 	  "@context": ["https://www.w3.org/2022/wot/td/v1.1", {"lmos": "https://eclipse.dev/lmos/protocol/v1"}],
 	  "@type": ["lmos:Tool"], "id": %q, "title": %q, "description": "Doubles numbers and ticks.",
 	  "securityDefinitions": {"nosec_sc": {"scheme": "nosec"}}, "security": "nosec_sc",
@@ -147,11 +157,7 @@ func consoleTD(t *testing.T, id, title string) *lmosproto.TD {
 	  "actions": {"double": {"input": {"type": "object", "properties": {"n": {"type": "integer", "title": "n"}}, "required": ["n"]},
 	                         "output": {"type": "integer"}, "forms": [{"href": "https://calc.example/double"}]}},
 	  "events": {"tick": {"data": {"type": "integer"}, "forms": [{"href": "https://calc.example/tick"}]}}
-	}`, id, title)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return td
+	}`, id, title)
 }
 
 // TestConsoleBrowser drives the web console of node 3 in a real headless
@@ -215,6 +221,14 @@ func TestConsoleBrowser(t *testing.T) {
 	t.Logf("the Thing published on node 1 showed on node 3's console %s after the publish", d.Round(time.Millisecond))
 	waitJS(t, ctx, "signature valid badge", jsText(row, "signature valid"))
 	shot("things")
+
+	// The search by capability with a semantic version range.
+	run(t, ctx, "search a capability", chromedp.Navigate(base+"/#/things?capability="+url.QueryEscape("arithmetic@^1.2")))
+	waitJS(t, ctx, "found by capability", fmt.Sprintf(`!!document.querySelector(%q)`, row))
+	run(t, ctx, "search another version", chromedp.Navigate(base+"/#/things?capability="+url.QueryEscape("arithmetic@^2")))
+	waitJS(t, ctx, "none found", `(document.querySelector('main p.muted')?.textContent || '').startsWith('0 Things match') && !document.querySelector('#things li')`)
+	run(t, ctx, "back to the directory", chromedp.Navigate(base+"/#/things"))
+	waitJS(t, ctx, "listed again", fmt.Sprintf(`!!document.querySelector(%q)`, row))
 
 	// Its action, invoked with the form generated from its input schema.
 	run(t, ctx, "open the Thing", chromedp.Click(chromedp.CSS(row+" a")))
@@ -284,7 +298,10 @@ func TestConsoleBrowser(t *testing.T) {
 	apiDo(t, invitee, http.MethodPost, "/api/v1/groups/join", fmt.Sprintf(`{"token": %q}`, token), http.StatusOK, &joined)
 	member := fmt.Sprintf(`#members tr[data-peer=%q]`, invitee.PeerID())
 	waitJS(t, ctx, "node 2 shown as member", fmt.Sprintf(`!!document.querySelector(%q)`, member))
-	run(t, ctx, "remove node 2", chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[data-remove=%q]`, invitee.PeerID()))))
+	remove := chromedp.CSS(fmt.Sprintf(`button[data-remove=%q]`, invitee.PeerID()))
+	run(t, ctx, "remove node 2", chromedp.Click(remove))
+	waitJS(t, ctx, "the remove button asks again", jsText(fmt.Sprintf(`button[data-remove=%q]`, invitee.PeerID()), "Confirm"))
+	run(t, ctx, "confirm the removal", chromedp.Click(remove))
 	waitJS(t, ctx, "node 2 no longer shown", fmt.Sprintf(`!document.querySelector(%q) && !!document.querySelector('#members tr')`, member))
 
 	if out := reqs.outside(base); len(out) > 0 {

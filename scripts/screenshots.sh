@@ -8,5 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/chromium.sh install
 mkdir -p docs/img
-LMOS_SCREENSHOTS="$PWD/docs/img" go test -count=1 -run 'TestConsoleBrowser$' ./node/
+LMOS_SCREENSHOTS="$PWD/docs/img" go test -count=1 -run 'TestConsoleBrowser' ./node/
 ls -l docs/img/console-*.png

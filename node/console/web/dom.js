@@ -34,3 +34,19 @@ export function duration(ms) {
 }
 
 export function json(v) { return JSON.stringify(v, null, 2); }
+
+// confirmButton is a button that asks once more in its own label before
+// it acts (no modal dialog: keyboard and tests use it like any button).
+export function confirmButton(label, act, attrs = {}) {
+  let armed = null;
+  const b = h('button', { type: 'button', class: 'danger', ...attrs, onclick: () => {
+    if (!armed) {
+      b.textContent = 'Confirm: ' + label.toLowerCase() + '?';
+      armed = setTimeout(() => { armed = null; b.textContent = label; }, 5000);
+      return;
+    }
+    clearTimeout(armed); armed = null; b.textContent = label;
+    act();
+  } }, label);
+  return b;
+}

@@ -3,7 +3,7 @@
 // QR code), remove, admin grant and revoke, leave, dissolve, and its live
 // posts.
 import { request, subscribe, token } from './api.js';
-import { h, clear, short, when } from './dom.js';
+import { h, clear, short, when, confirmButton } from './dom.js';
 import { live, problemText } from './live.js';
 
 const G = '/api/v1/groups';
@@ -59,8 +59,8 @@ export function groupView(main, ctx, id) {
   const invite = inviteBox(path, ctx);
   const posts = postsBox(path, ctx);
   const danger = h('section', { class: 'card row' },
-    h('button', { type: 'button', class: 'danger', onclick: () => act(msg, 'POST', path + '/leave') }, 'Leave'),
-    h('button', { type: 'button', class: 'danger', onclick: () => { if (confirm('Dissolve the group for every member?')) act(msg, 'DELETE', path); } }, 'Dissolve'));
+    confirmButton('Leave', () => act(msg, 'POST', path + '/leave'), { id: 'group-leave' }),
+    confirmButton('Dissolve', () => act(msg, 'DELETE', path), { id: 'group-dissolve', title: 'dissolve the group for every member' }));
   main.append(head, msg, members, invite, posts, danger);
   const self = () => live.data['/api/v1/node']?.peerID;
   let lastKey = '';
@@ -76,10 +76,10 @@ export function groupView(main, ctx, id) {
         h('td', {}, m.admin ? 'admin' : (m.role || 'member')),
         h('td', {}, when(m.since)),
         h('td', {}, admin && m.peer !== self() ? [
-          m.admin ? h('button', { type: 'button', class: 'secondary', onclick: () => act(msg, 'DELETE', `${path}/admins/${m.peer}`).then(refresh) }, 'Revoke admin')
-            : h('button', { type: 'button', class: 'secondary', onclick: () => act(msg, 'PUT', `${path}/admins/${m.peer}`).then(refresh) }, 'Make admin'),
+          m.admin ? h('button', { type: 'button', class: 'secondary', 'data-revoke': m.peer, onclick: () => act(msg, 'DELETE', `${path}/admins/${m.peer}`).then(refresh) }, 'Revoke admin')
+            : h('button', { type: 'button', class: 'secondary', 'data-grant': m.peer, onclick: () => act(msg, 'PUT', `${path}/admins/${m.peer}`).then(refresh) }, 'Make admin'),
           ' ',
-          h('button', { type: 'button', class: 'danger', 'data-remove': m.peer, onclick: () => act(msg, 'DELETE', `${path}/members/${m.peer}`).then(refresh) }, 'Remove'),
+          confirmButton('Remove', () => act(msg, 'DELETE', `${path}/members/${m.peer}`).then(refresh), { 'data-remove': m.peer }),
         ] : null))))));
   };
   const refresh = async () => {
@@ -128,8 +128,8 @@ function inviteBox(path, ctx) {
 
 function postsBox(path, ctx) {
   const log = h('div', { class: 'log', id: 'posts', 'aria-live': 'polite' });
-  const state = h('span', { class: 'muted' });
-  const form = h('form', { class: 'inline', onsubmit: async ev => {
+  const state = h('span', { class: 'muted', id: 'posts-state' });
+  const form = h('form', { class: 'inline', id: 'post-form', onsubmit: async ev => {
     ev.preventDefault();
     const text = form.elements.text.value;
     try { await request('POST', path + '/messages', { body: JSON.stringify(text) }); form.elements.text.value = ''; } catch (e) { clear(state, h('span', { class: 'error' }, '✗ ' + e.message)); }

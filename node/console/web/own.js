@@ -1,7 +1,7 @@
 // The node's own Things: publish a TD (pasted or from a file) with the
 // API's field-level validation errors, update, remove.
 import { request } from './api.js';
-import { h, clear, when, json } from './dom.js';
+import { h, clear, when, json, confirmButton } from './dom.js';
 import { live, problemText } from './live.js';
 import { thingLink } from './things.js';
 
@@ -14,7 +14,7 @@ export function ownView(main, ctx) {
   file.addEventListener('change', async () => { if (file.files[0]) ta.value = await file.files[0].text(); });
   const backend = h('input', { name: 'backend', size: 30, placeholder: 'http://127.0.0.1:9000' });
   const errors = h('div', { id: 'publish-errors', role: 'alert' });
-  const form = h('form', { onsubmit: async ev => {
+  const form = h('form', { id: 'publish-form', onsubmit: async ev => {
     ev.preventDefault();
     clear(errors);
     let td;
@@ -42,9 +42,8 @@ export function ownView(main, ctx) {
         h('td', {}, String(t.seq)), h('td', {}, t.backend || '—'), h('td', {}, when(t.registration?.modified)),
         h('td', {},
           h('button', { type: 'button', class: 'secondary', onclick: () => { const d = { ...t.td }; delete d.proof; delete d['lmos:seq']; ta.value = json(d); backend.value = t.backend || ''; ta.focus(); } }, 'Edit'), ' ',
-          h('button', { type: 'button', class: 'danger', onclick: async () => {
-            if (!confirm(`Remove ${t.id}? A signed tombstone is announced.`)) return;
-            try { await request('DELETE', OWN + '/' + encodeURIComponent(t.id)); } catch (e) { alert(e.message); }
-          } }, 'Remove')))))));
+          confirmButton('Remove', async () => {
+            try { await request('DELETE', OWN + '/' + encodeURIComponent(t.id)); } catch (e) { clear(errors, h('p', { class: 'error' }, '✗ ' + e.message)); }
+          }, { 'data-remove': t.id, title: 'remove: a signed tombstone is announced' })))))));
   });
 }

@@ -167,7 +167,7 @@ function propertyForm(name, s, base, q, ctx) {
   const btn = s.observable ? h('button', { type: 'button', class: 'secondary', onclick: observe }, 'Observe') : null;
   return h('fieldset', { 'data-property': name }, h('legend', {}, name + (s.readOnly ? ' (read-only)' : '') + (s.writeOnly ? ' (write-only)' : '')),
     s.description ? h('p', { class: 'muted' }, s.description) : null,
-    h('form', { class: 'inline', onsubmit: write }, s.writeOnly ? null : h('button', { type: 'button', class: 'secondary', onclick: read }, 'Read'), f ? [f.el, h('button', { type: 'submit' }, 'Write')] : null, btn),
+    h('form', { class: 'inline', onsubmit: write }, s.writeOnly ? null : h('button', { type: 'button', class: 'secondary read', onclick: read }, 'Read'), f ? [f.el, h('button', { type: 'submit' }, 'Write')] : null, btn),
     log);
 }
 
