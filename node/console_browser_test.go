@@ -3,6 +3,7 @@ package node_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -264,7 +265,7 @@ func TestConsoleBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := bytes.Replace(rec.Raw, []byte(`"Honest title"`), []byte(`"Changed title"`), 1)
+	raw := change(t, rec.Raw, `"Honest title"`, `"Changed title"`)
 	td, err := lmosproto.ParseTD(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -359,4 +360,83 @@ func TestConsoleAccess(t *testing.T) {
 			t.Errorf("GET %s (Host %q, token %v): %d, want %d", tc.url, tc.host, tc.auth != "", got, tc.want)
 		}
 	}
+}
+
+// TestConsoleVerify checks the page's own proof verification
+// (node/console/web/verify.js) in Chromium against documents signed by
+// proto: the VC-DI-EdDSA spec's example (an independent vector), its
+// proof without @context, a document whose JCS form needs member sorting
+// by UTF-16 code units, escapes and ECMAScript number forms; and the same
+// documents changed after signing.
+func TestConsoleVerify(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test")
+	}
+	ctx, _ := browser(t)
+	n := testnet.New(t, 1, testnet.Options{}).Nodes[0]
+	spec, err := os.ReadFile("../proto/testdata/golden/proof/vc-di-eddsa-alumni.secured.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specDoc map[string]any
+	if err := json.Unmarshal(spec, &specDoc); err != nil {
+		t.Fatal(err)
+	}
+	delete(specDoc["proof"].(map[string]any), "@context")
+	specNoCtx, err := json.Marshal(specDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tricky, err := lmosproto.SignDocument([]byte(`{
+	  "@context": ["https://www.w3.org/2022/wot/td/v1.1"],
+	  "id": "urn:jcs", "title": "Ünïcödé ☂ 😀 \u2028 \"quoted\" \\ tab\t",
+	  "z": 1, "a": [1.5, 1e21, 1e-7, -0.000001, 123456789012, 0.1, 100, true, null],
+	  "é": {"b": "x", "B": "y", "ä": "z", "\ud83d\ude00": "emoji key", "\u00e9x": 1, "€": 2, "\uff46": 3},
+	  "nested": {"deep": {"deeper": [{"k": "v"}, [], {}]}}
+	}`), signingKey(t, n), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lmosproto.VerifyDocument(tricky); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "open the console", chromedp.Navigate("http://"+n.APIAddr()+"/#/node"))
+	waitJS(t, ctx, "console loaded", jsText("#node-peer-id", n.PeerID().String()))
+	for _, tc := range []struct {
+		name  string
+		doc   []byte
+		valid bool
+	}{
+		{"spec example", spec, true},
+		{"spec example, proof without @context", specNoCtx, true},
+		{"JCS edge cases", tricky, true},
+		{"spec example changed", change(t, spec, `"The School of Examples"`, `"The School of Exampled"`), false},
+		{"JCS edge cases changed", change(t, tricky, `"emoji key"`, `"emoji kex"`), false},
+		{"JCS edge cases, a number changed", change(t, tricky, `123456789012`, `123456789013`), false},
+	} {
+		expr := fmt.Sprintf(`import('/console/verify.js').then(m => m.verifyTD(JSON.parse(%q))).then(v => JSON.stringify(v))`, tc.doc)
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var v struct {
+			Valid  bool
+			Reason string
+		}
+		if err := json.Unmarshal([]byte(got), &v); err != nil {
+			t.Fatalf("%s: %v: %s", tc.name, err, got)
+		}
+		if v.Valid != tc.valid {
+			t.Errorf("%s: the page says valid=%v (%s), want %v", tc.name, v.Valid, v.Reason, tc.valid)
+		}
+	}
+}
+
+// change replaces old by new in doc, once, and fails if doc has no old.
+func change(t *testing.T, doc []byte, old, new string) []byte {
+	t.Helper()
+	if !bytes.Contains(doc, []byte(old)) {
+		t.Fatalf("%s is not in the document", old)
+	}
+	return bytes.Replace(doc, []byte(old), []byte(new), 1)
 }

@@ -1,7 +1,7 @@
 // The console's shell: the hash router, the live snapshot stream
 // (/api/v1/console/stream) every view reads from, and the node and peers
 // views.
-import { subscribe } from './api.js';
+import { subscribe, request } from './api.js';
 import { h, clear, short, when, duration } from './dom.js';
 import { thingsView, thingView } from './things.js';
 import { groupsView, groupView } from './groups.js';
@@ -54,9 +54,11 @@ function route() {
 
 function nodeView(main, ctx) {
   const box = h('section', { class: 'card', 'aria-live': 'polite' }, 'Loading…');
-  main.append(h('h2', {}, 'This node'), box);
+  const metrics = h('section', { class: 'card', id: 'metrics', hidden: true });
+  main.append(h('h2', {}, 'This node'), box, metrics);
   let timer = setInterval(() => render(), 1000);
   ctx.signal.addEventListener('abort', () => clearInterval(timer));
+  loadMetrics(metrics, ctx.signal);
   const render = () => {
     const n = live.data['/api/v1/node'];
     if (!n) return;
@@ -71,14 +73,37 @@ function nodeView(main, ctx) {
       ['API', n.apiURL],
       ['Reachability', reach(n)],
       ['Peers', Array.isArray(peers) ? String(peers.length) : null],
+      ['Own Things', Array.isArray(live.data['/api/v1/things']) ? String(live.data['/api/v1/things'].length) : null],
+      ['Groups', Array.isArray(live.data['/api/v1/groups']) ? String(live.data['/api/v1/groups'].filter(g => g.self?.member).length) : null],
       ['Addresses', h('ul', {}, (n.addrs || []).map(a => h('li', {}, h('code', {}, a))))],
     ];
     // Fields other versions of the API add are shown as they come.
     const known = new Set(['peerID', 'didKey', 'version', 'started', 'apiURL', 'addrs', 'reachability', 'relayed', 'relays']);
-    for (const [k, v] of Object.entries(n)) if (!known.has(k) && v !== null && typeof v !== 'object') rows.push([k, String(v)]);
+    for (const [k, v] of Object.entries(n)) if (!known.has(k) && v !== null && v !== '') rows.push([k, typeof v === 'object' ? h('code', {}, JSON.stringify(v)) : String(v)]);
     clear(box, h('dl', { class: 'kv' }, rows.filter(r => r[1] !== null && r[1] !== undefined && r[1] !== '').map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
   };
   ctx.onLive(src => { if (!src || src === '/api/v1/node' || src === '/api/v1/peers') render(); });
+}
+
+// loadMetrics shows the node's own metrics (lmos_…) of GET /metrics, when
+// the node serves it (Prometheus text format), every 5 s.
+async function loadMetrics(box, signal) {
+  while (!signal.aborted) {
+    try {
+      const res = await request('GET', '/metrics', { raw: true, accept: 'text/plain', signal });
+      if (!res.ok) return; // no metrics on this node
+      const rows = (await res.text()).split('\n')
+        .filter(l => l.startsWith('lmos') && !l.includes('_bucket{'))
+        .map(l => { const i = l.lastIndexOf(' '); return [l.slice(0, i), l.slice(i + 1)]; })
+        .slice(0, 40);
+      if (!rows.length) return;
+      box.hidden = false;
+      clear(box, h('h3', {}, 'Metrics'), h('table', {}, h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('td', { class: 'mono' }, k), h('td', {}, v))))));
+    } catch {
+      return;
+    }
+    await new Promise(r => setTimeout(r, 5000));
+  }
 }
 
 function reach(n) {
