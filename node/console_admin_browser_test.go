@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -80,8 +79,12 @@ func TestConsoleBrowserAdmin(t *testing.T) {
 		return lmosproto.StringValue(mood), nil
 	}, func(_ context.Context, v lmosproto.Value) error {
 		mu.Lock()
-		defer mu.Unlock()
-		return v.Decode(&mood)
+		err := v.Decode(&mood)
+		mu.Unlock()
+		if err == nil {
+			agent.Changed("mood", v)
+		}
+		return err
 	}).
 		OnStream("chat", func(ctx context.Context, in <-chan lmosproto.Value, out func(lmosproto.Value) error) error {
 			for v := range in {
@@ -123,10 +126,23 @@ func TestConsoleBrowserAdmin(t *testing.T) {
 	waitJS(t, ctx, "written", jsText(`[data-log="property-mood"]`, "✓ written"))
 	run(t, ctx, "read the property", chromedp.Click(chromedp.CSS(`[data-property="mood"] button.read`)))
 	waitJS(t, ctx, "read back", jsText(`[data-log="property-mood"]`, `= "calm"`))
+	run(t, ctx, "observe the property", chromedp.Click(chromedp.CSS(`[data-property="mood"] button.observe`)))
+	waitJS(t, ctx, "observing", jsText(`[data-log="property-mood"]`, "observing"))
+	run(t, ctx, "write it again",
+		chromedp.SetValue(chromedp.CSS(`[data-property="mood"] select`), "1"),
+		chromedp.Click(chromedp.CSS(`[data-property="mood"] button[type="submit"]`)))
+	waitJS(t, ctx, "the change observed", jsText(`[data-log="property-mood"]`, `↻ "busy"`))
 	run(t, ctx, "say something",
 		chromedp.SetValue(chromedp.CSS(`[data-action="chat"] input[data-field="input"]`), "hi there"),
 		chromedp.Click(chromedp.CSS(`[data-action="chat"] button[type="submit"]`)))
 	waitJS(t, ctx, "streamed answer", jsText(`[data-log="action-chat"]`, "echo: hi there"))
+	for _, said := range []string{"first turn", "second turn"} {
+		run(t, ctx, "converse",
+			chromedp.SetValue(chromedp.CSS(`#chat-form input[name="say"]`), said),
+			chromedp.Click(chromedp.CSS(`#chat-form button[type="submit"]`)))
+		waitJS(t, ctx, "the agent's answer in the conversation", jsText("#chat", "Echo agent: echo: "+said))
+	}
+	screenshot(t, ctx, "agent")
 	run(t, ctx, "calibrate", chromedp.Click(chromedp.CSS(`[data-action="calibrate"] button[type="submit"]`)))
 	waitJS(t, ctx, "progress of the long-running action", jsText(`[data-log="action-calibrate"]`, `"warming up"`))
 	waitJS(t, ctx, "end of the long-running action", jsText(`[data-log="action-calibrate"]`, `✓ completed "calibrated"`))
@@ -187,7 +203,7 @@ func TestConsoleBrowserAdmin(t *testing.T) {
 	run(t, ctx, "dissolve", chromedp.Click(dissolve), chromedp.Click(dissolve))
 	waitJS(t, ctx, "dissolved", jsText("#main p.muted", "dissolved"))
 
-	if dir := os.Getenv("LMOS_SCREENSHOTS"); dir != "" {
+	if os.Getenv("LMOS_SCREENSHOTS") != "" {
 		if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -196,14 +212,7 @@ func TestConsoleBrowserAdmin(t *testing.T) {
 		}
 		run(t, ctx, "directory", chromedp.Navigate(base+"/#/things"))
 		waitJS(t, ctx, "agent listed", fmt.Sprintf(`!!document.querySelector('#things li[data-id=%q]')`, id))
-		run(t, ctx, "settle", chromedp.Sleep(300*time.Millisecond))
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "console-things-360-dark.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		screenshot(t, ctx, "things-360-dark")
 	}
 	if out := reqs.outside(base); len(out) > 0 {
 		t.Errorf("the console made requests elsewhere than its node: %q", out)

@@ -137,6 +137,24 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 	}
 }
 
+// screenshot writes the page to $LMOS_SCREENSHOTS/console-<name>.png when
+// that variable is set (scripts/screenshots.sh).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("LMOS_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	run(t, ctx, "settle", chromedp.Sleep(300*time.Millisecond))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "console-"+name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // parseTDf parses the TD the format makes.
 func parseTDf(t *testing.T, format string, args ...any) *lmosproto.TD {
 	t.Helper()
@@ -179,20 +197,7 @@ func TestConsoleBrowser(t *testing.T) {
 	net.Link(0, 2)
 	publisher, invitee, viewer := net.Nodes[0], net.Nodes[1], net.Nodes[2]
 	base := "http://" + viewer.APIAddr()
-	shots := os.Getenv("LMOS_SCREENSHOTS")
-	shot := func(name string) {
-		if shots == "" {
-			return
-		}
-		run(t, ctx, "settle", chromedp.Sleep(300*time.Millisecond))
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(shots, "console-"+name+".png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	shot := func(name string) { screenshot(t, ctx, name) }
 
 	run(t, ctx, "open the console", chromedp.Navigate(base+"/#/node"))
 	waitJS(t, ctx, "node view", jsText("#node-peer-id", viewer.PeerID().String()))

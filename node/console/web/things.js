@@ -102,7 +102,7 @@ export function thingView(main, ctx, id, params) {
     shownSeq = td['lmos:seq'];
     const pin = publisher || v.peerID;
     const q = pin ? '?publisher=' + encodeURIComponent(pin) : '';
-    clear(body, capabilities(td), affordances(td, base, q, ctx),
+    clear(body, conversation(td, base, q, ctx), capabilities(td), affordances(td, base, q, ctx),
       h('details', { class: 'card' }, h('summary', {}, 'TD (pretty)'), pretty(td)),
       h('details', { class: 'card' }, h('summary', {}, 'TD (raw, as signed)'), h('pre', { id: 'td-raw' }, json(td))));
   };
@@ -162,9 +162,11 @@ function propertyForm(name, s, base, q, ctx) {
     obs = new AbortController();
     ctx.signal.addEventListener('abort', () => obs?.abort());
     btn.textContent = 'Stop observing';
-    subscribe(url.replace(q, '') + '/observe' + q, ev => out(log, '↻ ' + ev.data), { signal: obs.signal, onState: st => { if (st instanceof Error) out(log, '✗ ' + st.message, 'error'); } });
+    subscribe(`${base}/properties/${encodeURIComponent(name)}/observe${q}`, ev => out(log, (ev.type === 'error' ? '✗ ' : '↻ ') + ev.data, ev.type === 'error' ? 'error' : ''), {
+      signal: obs.signal, onState: st => { if (st === 'open') out(log, 'observing'); else if (st instanceof Error) out(log, '✗ ' + st.message, 'error'); },
+    });
   };
-  const btn = s.observable ? h('button', { type: 'button', class: 'secondary', onclick: observe }, 'Observe') : null;
+  const btn = s.observable ? h('button', { type: 'button', class: 'secondary observe', onclick: observe }, 'Observe') : null;
   return h('fieldset', { 'data-property': name }, h('legend', {}, name + (s.readOnly ? ' (read-only)' : '') + (s.writeOnly ? ' (write-only)' : '')),
     s.description ? h('p', { class: 'muted' }, s.description) : null,
     h('form', { class: 'inline', onsubmit: write }, s.writeOnly ? null : h('button', { type: 'button', class: 'secondary read', onclick: read }, 'Read'), f ? [f.el, h('button', { type: 'submit' }, 'Write')] : null, btn),
@@ -217,20 +219,56 @@ async function progress(r, log, ctx) {
 }
 
 // streamInvoke runs one turn of a streaming session: the input as one
-// NDJSON line, the answer as server-sent chunks.
-function streamInvoke(url, input, log, ctx) {
-  out(log, '→ ' + JSON.stringify(input), 'me');
-  const line = h('div', { class: 'result' }, '');
-  log.prepend(line);
-  let text = '';
+// NDJSON line, the answer as server-sent chunks, written into the element
+// line as they arrive; done is called at the end.
+function streamInvoke(url, input, log, ctx, line, done) {
+  if (!line) {
+    out(log, '→ ' + JSON.stringify(input), 'me');
+    line = h('div', { class: 'result' });
+    log.prepend(line);
+  }
+  const text = h('span', {});
+  line.append(text);
+  let acc = '', ended = false;
+  const end = () => { if (!ended) { ended = true; done?.(); } };
   subscribe(url, ev => {
-    if (ev.type === 'completed') { if (ev.data) line.append(h('div', { class: 'muted' }, '✓ ' + ev.data)); else line.append(' ✓'); return; }
-    if (ev.type === 'failed' || ev.type === 'error') { line.append(h('div', { class: 'error' }, '✗ ' + ev.data)); return; }
+    if (ev.type === 'completed') { line.append(h('span', { class: 'muted' }, ' ✓')); end(); return; }
+    if (ev.type === 'failed' || ev.type === 'error') { line.append(h('div', { class: 'error' }, '✗ ' + problemDetail(ev.data))); end(); return; }
     let chunk = ev.data;
     try { const v = JSON.parse(ev.data); chunk = typeof v === 'string' ? v : JSON.stringify(v); } catch { /* raw */ }
-    text += chunk;
-    line.firstChild ? line.firstChild.textContent = text : line.append(text);
-  }, { signal: ctx.signal, method: 'POST', body: (input === undefined ? 'null' : JSON.stringify(input)) + '\n', type: 'application/x-ndjson', onState: st => { if (st instanceof Error) out(log, '✗ ' + st.message, 'error'); } });
+    acc += chunk;
+    text.textContent = acc;
+  }, {
+    signal: ctx.signal, method: 'POST', body: (input === undefined ? 'null' : JSON.stringify(input)) + '\n', type: 'application/x-ndjson',
+    onState: st => { if (st instanceof Error) { line.append(h('div', { class: 'error' }, '✗ ' + st.message)); end(); } else if (st === 'closed') end(); },
+  });
+}
+
+function problemDetail(data) {
+  try { const p = JSON.parse(data); return p.detail || p.title || data; } catch { return data; }
+}
+
+// conversation is the chat with an agent: each turn one streaming
+// session of the chosen action, the answer shown as it streams.
+function conversation(td, base, q, ctx) {
+  const acts = Object.entries(td.actions || {}).filter(([, a]) => a.input?.type === 'string');
+  if (!isAgent(td) || !acts.length) return null;
+  const log = h('div', { class: 'log chat', id: 'chat', 'aria-live': 'polite' });
+  const pick = h('select', { name: 'action', 'aria-label': 'action' }, acts.map(([n]) => h('option', { value: n }, n)));
+  const input = h('input', { name: 'say', size: 40, required: true, 'aria-label': 'message', autocomplete: 'off' });
+  const send = h('button', { type: 'submit' }, 'Send');
+  const form = h('form', { class: 'inline', id: 'chat-form', onsubmit: ev => {
+    ev.preventDefault();
+    const said = input.value;
+    input.value = '';
+    log.append(h('div', { class: 'me' }, h('strong', {}, 'you: '), said));
+    const line = h('div', { class: 'agent' }, h('strong', {}, (td.title || 'agent') + ': '));
+    log.append(line);
+    log.scrollTop = log.scrollHeight;
+    send.disabled = true;
+    streamInvoke(`${base}/actions/${encodeURIComponent(pick.value)}${q}`, said, log, ctx, line, () => { send.disabled = false; input.focus(); });
+  } }, acts.length > 1 ? pick : null, input, send);
+  return h('section', { class: 'card' }, h('h3', {}, 'Conversation'), log, form);
 }
 
 function eventBox(name, s, base, q, ctx) {
