@@ -118,6 +118,15 @@ func TestConsoleBrowserAdmin(t *testing.T) {
 	})
 	run(t, ctx, "open the agent", chromedp.Navigate(base+"/#/thing/"+id))
 	waitJS(t, ctx, "agent proof", jsText("#proof-verdict", "Valid"))
+	// The publisher on the trust list and off it again.
+	waitJS(t, ctx, "trust mark", jsText("#trust-mark", "unknown"))
+	run(t, ctx, "allow the publisher", chromedp.Click(chromedp.CSS(`#trust-mark button[data-trust="allow"]`)))
+	waitJS(t, ctx, "trusted", jsText("#trust-mark", "trusted"))
+	if got := viewer.Trust().Level(other.PeerID()); string(got) != "allow" {
+		t.Errorf("trust level after Allow: %q", got)
+	}
+	run(t, ctx, "forget it", chromedp.Click(chromedp.CSS(`#trust-mark button[data-trust="none"]`)))
+	waitJS(t, ctx, "unknown again", jsText("#trust-mark", "unknown"))
 	// A property: written with the generated form (an enum: a select),
 	// read back.
 	run(t, ctx, "write the property",

@@ -226,6 +226,8 @@ func TestConsoleBrowser(t *testing.T) {
 	d := waitJS(t, ctx, "the Thing published on node 1", fmt.Sprintf(`!!document.querySelector(%q)`, row))
 	t.Logf("the Thing published on node 1 showed on node 3's console %s after the publish", d.Round(time.Millisecond))
 	waitJS(t, ctx, "signature valid badge", jsText(row, "signature valid"))
+	waitJS(t, ctx, "publisher online", jsText(row, "online"))
+	waitJS(t, ctx, "publisher's trust mark", jsText(row, "unknown"))
 	shot("things")
 
 	// The search by capability with a semantic version range.
@@ -289,6 +291,12 @@ func TestConsoleBrowser(t *testing.T) {
 	run(t, ctx, "create a group",
 		chromedp.SetValue(chromedp.CSS(`#group-create input[name="name"]`), "console-test"),
 		chromedp.Click(chromedp.CSS(`#group-create button`)))
+	// Reads are open to local clients; acting as the node needs the
+	// token, which the page asks for, then sends the request again.
+	waitJS(t, ctx, "login dialog", `!!document.querySelector('#login[open]')`)
+	run(t, ctx, "sign in",
+		chromedp.SetValue(chromedp.CSS(`#login-token`), viewer.APIToken()),
+		chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)))
 	waitJS(t, ctx, "group view", fmt.Sprintf(`!!document.querySelector('#members tr[data-peer=%q]')`, viewer.PeerID()))
 	run(t, ctx, "invite node 2",
 		chromedp.SetValue(chromedp.CSS(`#invite-form input[name="for"]`), invitee.PeerID().String()),

@@ -51,7 +51,9 @@ function headers(extra) {
 // request performs one call; on 401 it asks for the token and tries again.
 export async function request(method, path, { body, type, accept, signal, raw } = {}) {
   for (let attempt = 0; ; attempt++) {
-    const init = { method, headers: headers(accept ? { Accept: accept } : {}), signal };
+    // no-store: the directory's answers carry Expires and Last-Modified,
+    // and the console always shows what the node says now.
+    const init = { method, headers: headers(accept ? { Accept: accept } : {}), signal, cache: 'no-store' };
     if (body !== undefined) {
       init.body = typeof body === 'string' ? body : JSON.stringify(body);
       init.headers.set('Content-Type', type || 'application/json');

@@ -3,10 +3,41 @@
 // DataSchemas to call it over the node's WoT HTTP binding.
 import { get, request, subscribe, ApiError } from './api.js';
 import { h, clear, short, when, json } from './dom.js';
+import { live } from './live.js';
 import { verifyTD } from './verify.js';
 import { field } from './schema.js';
 
 const FILTERS = [['q', 'Text'], ['capability', 'Capability (e.g. weather@^1.2)'], ['type', 'Type'], ['vendor', 'Vendor'], ['publisher', 'Publisher'], ['group', 'Group']];
+
+// trustMarks returns the trust mark of a publisher (peer ID) as GET
+// /api/v1/trust and this node's peer ID give it: own, trusted, denied or
+// unknown; null when the node has no trust list.
+async function trustMarks(signal) {
+  let list;
+  try { list = await get('/api/v1/trust', { signal }); } catch { return null; }
+  const self = live.data['/api/v1/node']?.peerID;
+  const level = new Map((list?.entries || []).map(e => [e.publisher, e.level]));
+  return peerID => {
+    if (peerID && peerID === self) return 'own';
+    const l = level.get(peerID);
+    return l === 'deny' ? 'denied' : l ? 'trusted' : 'unknown';
+  };
+}
+
+function trustBadge(mark) {
+  if (!mark) return null;
+  const cls = { own: 'valid', trusted: 'valid', denied: 'invalid', unknown: 'muted' }[mark] || 'muted';
+  return h('span', { class: 'badge ' + cls, title: 'what this node\'s trust list says of the publisher' }, mark === 'own' ? 'this node' : mark);
+}
+
+// onlineFrom reads the online state of LMOS-Registration
+// ("…, online, lastSeen=…" or "online=?0"); undefined when absent.
+function onlineFrom(reg) {
+  if (!reg) return {};
+  const m = /(?:^|,\s*)online(=\?([01]))?(?=\s*(,|$))/.exec(reg);
+  const seen = /lastSeen="([^"]*)"/.exec(reg);
+  return { online: m ? m[2] !== '0' : undefined, lastSeen: seen?.[1] };
+}
 
 export function thingLink(td, peerID) {
   return '#/thing/' + encodeURIComponent(td.id) + (peerID ? '?publisher=' + encodeURIComponent(peerID) : '');
@@ -24,6 +55,7 @@ export function verdictBadge(v) {
 export function thingsView(main, ctx, params) {
   const form = h('form', { class: 'inline', role: 'search', 'aria-label': 'Search the directory' },
     FILTERS.map(([k, t]) => h('label', {}, t, h('input', { name: k, value: params.get(k) || '', type: 'search' }))),
+    h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'online', checked: params.get('online') === 'true' }), 'online only'),
     h('button', { type: 'submit' }, 'Search'));
   const status = h('p', { class: 'muted', 'aria-live': 'polite' });
   const list = h('ul', { class: 'things', id: 'things' });
@@ -32,23 +64,29 @@ export function thingsView(main, ctx, params) {
     ev.preventDefault();
     const q = new URLSearchParams();
     for (const [k] of FILTERS) if (form.elements[k].value.trim()) q.set(k, form.elements[k].value.trim());
+    if (form.elements.online.checked) q.set('online', 'true');
     location.hash = '#/things' + (q.size ? '?' + q : '');
   });
   const query = new URLSearchParams();
   for (const [k] of FILTERS) if (params.get(k)) query.set(k, params.get(k));
+  if (params.get('online') === 'true') query.set('online', 'true');
   let timer = null, running = false, again = false;
   const load = async () => {
     if (running) { again = true; return; }
     running = true;
     try {
-      const tds = await get('/things?' + query, { signal: ctx.signal });
+      const [res, mark] = await Promise.all([request('GET', '/things?' + query, { signal: ctx.signal }), trustMarks(ctx.signal)]);
+      const tds = res.value;
+      // LMOS-Online: one true/false per Thing of the page, in order.
+      const onl = (res.headers.get('LMOS-Online') || '').split(',').map(x => x.trim()).filter(Boolean);
       status.textContent = `${tds.length} Thing${tds.length === 1 ? '' : 's'}` + (query.size ? ' match' : '') + ` · updated ${new Date().toLocaleTimeString()}`;
-      const items = await Promise.all(tds.map(async td => ({ td, v: await verifyTD(td) })));
-      clear(list, items.map(({ td, v }) => h('li', { 'data-id': td.id },
+      const items = await Promise.all(tds.map(async (td, i) => ({ td, v: await verifyTD(td), on: onl[i] === undefined ? undefined : onl[i] === 'true' })));
+      clear(list, items.map(({ td, v, on }) => h('li', { 'data-id': td.id },
         h('a', { href: thingLink(td, v.peerID) }, h('strong', {}, td.title || td.id)), ' ',
         types(td).map(t => h('span', { class: 'badge' }, t)),
         verdictBadge(v),
-        online(td),
+        online(on),
+        trustBadge(mark?.(v.peerID)),
         h('div', { class: 'muted' }, h('code', {}, td.id), ' · publisher ', h('code', { title: v.peerID }, short(v.peerID, 8)),
           td['lmos:capabilities'] ? ' · ' + td['lmos:capabilities'].map(c => c['lmos:id'] + (c['lmos:version'] ? '@' + c['lmos:version'] : '')).join(', ') : ''),
         td.description ? h('div', {}, td.description) : null)));
@@ -66,11 +104,10 @@ export function thingsView(main, ctx, params) {
   });
 }
 
-// online shows a liveness field when the directory has one.
-function online(td) {
-  const o = td['lmos:online'] ?? td.online;
+// online shows the publisher's liveness when the directory reports it.
+function online(o, lastSeen) {
   if (o === undefined) return null;
-  return h('span', { class: 'badge ' + (o ? 'online' : 'offline') }, o ? 'online' : 'offline');
+  return h('span', { class: 'badge ' + (o ? 'online' : 'offline'), title: lastSeen ? 'last seen ' + when(lastSeen) : '' }, o ? 'online' : 'offline');
 }
 
 export function thingView(main, ctx, id, params) {
@@ -83,21 +120,26 @@ export function thingView(main, ctx, id, params) {
   main.append(head, proofBox, body);
   let shownSeq = null;
   const load = async () => {
-    let td;
+    let td, res;
     try {
-      td = await get(base + pq, { signal: ctx.signal, accept: 'application/td+json' });
+      res = await request('GET', base + pq, { signal: ctx.signal, accept: 'application/td+json' });
+      td = res.value;
     } catch (e) {
       if (!ctx.signal.aborted) clear(body, h('p', { class: 'error' }, e instanceof ApiError && e.status === 404 ? 'This Thing is not (or no longer) in the directory.' : e.message));
       return;
     }
     if (td && td.status === 300) { clear(body, candidates(td)); return; }
     const v = await verifyTD(td);
-    clear(head, h('h2', {}, td.title || td.id), h('p', {}, types(td).map(t => h('span', { class: 'badge' }, t)), verdictBadge(v), online(td)), td.description ? h('p', {}, td.description) : null);
+    const reg = onlineFrom(res.headers.get('LMOS-Registration'));
+    const trust = res.headers.get('LMOS-Trust');
+    clear(head, h('h2', {}, td.title || td.id), h('p', {}, types(td).map(t => h('span', { class: 'badge' }, t)), verdictBadge(v), online(reg.online, reg.lastSeen), trustBadge(trust)), td.description ? h('p', {}, td.description) : null);
     clear(proofBox, h('h3', {}, 'Proof'), h('p', { id: 'proof-verdict', class: v.valid ? 'valid' : 'invalid' },
       v.valid ? `Valid: signed by ${v.peerID} on ${when(v.created)}; this page checked the signature itself (eddsa-jcs-2022).`
         : `Invalid: ${v.reason}.` + (v.peerID ? ` The proof names ${v.peerID} as signer, created ${when(v.created)}.` : '')),
     h('dl', { class: 'kv' }, h('dt', {}, 'Signer'), h('dd', {}, h('code', {}, v.signer || '—')), h('dt', {}, 'Peer ID'), h('dd', {}, h('code', {}, v.peerID || '—')),
-      h('dt', {}, 'Signed'), h('dd', {}, when(v.created) || '—'), h('dt', {}, 'Version (lmos:seq)'), h('dd', {}, String(td['lmos:seq'] ?? '—'))));
+      h('dt', {}, 'Signed'), h('dd', {}, when(v.created) || '—'), h('dt', {}, 'Version (lmos:seq)'), h('dd', {}, String(td['lmos:seq'] ?? '—')),
+      reg.lastSeen ? [h('dt', {}, 'Publisher last seen'), h('dd', {}, when(reg.lastSeen))] : null,
+      trust ? [h('dt', {}, 'Trust'), h('dd', { id: 'trust-mark' }, trust, ' ', trust !== 'own' && v.peerID ? trustButtons(v.peerID, trust, load) : null)] : null));
     if (shownSeq === td['lmos:seq'] && body.childElementCount) return; // keep open forms and streams
     shownSeq = td['lmos:seq'];
     const pin = publisher || v.peerID;
@@ -110,6 +152,23 @@ export function thingView(main, ctx, id, params) {
   subscribe('/events', ev => {
     try { const d = JSON.parse(ev.data); if (d.id === id) load(); } catch { /* a comment */ }
   }, { signal: ctx.signal });
+}
+
+// trustButtons put the publisher on the node's trust list, or off it.
+function trustButtons(peerID, mark, reload) {
+  const msg = h('span', { role: 'status' });
+  const set = level => async () => {
+    try {
+      if (level) await request('PUT', '/api/v1/trust/' + encodeURIComponent(peerID), { body: { level } });
+      else await request('DELETE', '/api/v1/trust/' + encodeURIComponent(peerID));
+      reload();
+    } catch (e) { msg.textContent = '✗ ' + e.message; }
+  };
+  return h('span', { class: 'row', style: 'display:inline-flex' },
+    h('button', { type: 'button', class: 'secondary', 'data-trust': 'allow', onclick: set('allow') }, 'Allow'),
+    h('button', { type: 'button', class: 'secondary', 'data-trust': 'prefer', onclick: set('prefer') }, 'Prefer'),
+    h('button', { type: 'button', class: 'danger', 'data-trust': 'deny', onclick: set('deny'), title: 'drop every record of this publisher' }, 'Deny'),
+    mark !== 'unknown' ? h('button', { type: 'button', class: 'secondary', 'data-trust': 'none', onclick: set(null) }, 'Forget') : null, msg);
 }
 
 function candidates(p) {
