@@ -202,6 +202,7 @@ func TestConsoleBrowser(t *testing.T) {
 	run(t, ctx, "open the console", chromedp.Navigate(base+"/#/node"))
 	waitJS(t, ctx, "node view", jsText("#node-peer-id", viewer.PeerID().String()))
 	waitJS(t, ctx, "live stream", jsText("#live", "live"))
+	waitJS(t, ctx, "reachability", jsText("#reachability", viewer.Info().Reachability))
 	shot("node")
 	run(t, ctx, "peers view", chromedp.Navigate(base+"/#/peers"))
 	waitJS(t, ctx, "peers view lists node 1", jsText("#peers", publisher.PeerID().String()[:10]))

@@ -78,7 +78,7 @@ function nodeView(main, ctx) {
       ['Addresses', h('ul', {}, (n.addrs || []).map(a => h('li', {}, h('code', {}, a))))],
     ];
     // Fields other versions of the API add are shown as they come.
-    const known = new Set(['peerID', 'didKey', 'version', 'started', 'apiURL', 'addrs', 'reachability', 'relayed', 'relays']);
+    const known = new Set(['peerID', 'didKey', 'version', 'started', 'apiURL', 'addrs', 'reachability', 'relayAddrs', 'relays']);
     for (const [k, v] of Object.entries(n)) if (!known.has(k) && v !== null && v !== '') rows.push([k, typeof v === 'object' ? h('code', {}, JSON.stringify(v)) : String(v)]);
     clear(box, h('dl', { class: 'kv' }, rows.filter(r => r[1] !== null && r[1] !== undefined && r[1] !== '').map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
   };
@@ -106,11 +106,16 @@ async function loadMetrics(box, signal) {
   }
 }
 
+// reach says whether other nodes can dial this one (AutoNAT's verdict) and
+// through how many relays it is reached otherwise.
 function reach(n) {
   const r = n.reachability;
   if (r === undefined) return null;
-  const s = typeof r === 'object' ? Object.entries(r).map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`).join(', ') : String(r);
-  return s + (n.relayed ? ' (relayed)' : '');
+  const words = { public: 'public: other nodes dial it directly', private: 'private (behind NAT): reached through relays', unknown: 'unknown (no AutoNAT verdict yet)' };
+  const s = typeof r === 'object' ? JSON.stringify(r) : (words[r] || String(r));
+  const relays = n.relays || [];
+  return h('span', { id: 'reachability' }, s, relays.length ? ` — ${relays.length} relay reservation${relays.length > 1 ? 's' : ''}: ` : '',
+    relays.map((p, i) => [i ? ', ' : '', h('code', { title: p }, short(p, 8))]));
 }
 
 function peersView(main, ctx) {
@@ -123,7 +128,7 @@ function peersView(main, ctx) {
     const p = problemText(ps);
     if (p) { clear(box, h('p', { class: 'error' }, p)); return; }
     if (!ps.length) { clear(box, h('p', { class: 'muted' }, 'No peer is connected.')); return; }
-    const cols = [['peerID', 'Peer'], ['direction', 'Direction'], ['latency', 'Latency'], ['transport', 'Transport'], ['agentVersion', 'Agent'], ['source', 'Found by'], ['addrs', 'Addresses']]
+    const cols = [['peerID', 'Peer'], ['direction', 'Direction'], ['latency', 'Latency'], ['transport', 'Transport'], ['relayed', 'Relayed'], ['agentVersion', 'Agent'], ['source', 'Found by'], ['addrs', 'Addresses']]
       .filter(([k]) => k === 'peerID' || ps.some(x => x[k] !== undefined));
     clear(box, h('table', { id: 'peers' },
       h('thead', {}, h('tr', {}, cols.map(([, t]) => h('th', { scope: 'col' }, t)))),
@@ -135,6 +140,7 @@ function cell(k, v) {
   if (v === undefined || v === null) return '';
   if (k === 'addrs') return h('span', { class: 'mono' }, (v || []).join('\n'));
   if (k === 'peerID') return h('code', { title: v }, short(v, 10));
+  if (typeof v === 'boolean') return v ? 'yes' : 'no';
   if (k === 'latency' && typeof v === 'number') return v > 1e5 ? (v / 1e6).toFixed(1) + ' ms' : v + ' ms';
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
