@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -170,6 +171,27 @@ func TestConsoleBrowserAdmin(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#publish-form button[type="submit"]`)))
 	waitJS(t, ctx, "published", jsText("#publish-errors", "✓ created"))
 	waitJS(t, ctx, "own Thing listed", `!!document.querySelector('#own tr[data-id="urn:console:lamp"]')`)
+	// Updated: edit, change the title, publish again.
+	run(t, ctx, "edit", chromedp.Click(chromedp.CSS(`#own tr[data-id="urn:console:lamp"] button.secondary`)))
+	waitJS(t, ctx, "the TD in the editor", `document.querySelector('#publish-td').value.includes('"Lamp"')`)
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const ta = document.querySelector('#publish-td'); ta.value = ta.value.replace('"Lamp"', '"Desk lamp"'); return true; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "publish the update", chromedp.Click(chromedp.CSS(`#publish-form button[type="submit"]`)))
+	waitJS(t, ctx, "updated", jsText("#publish-errors", "✓ updated"))
+	waitJS(t, ctx, "new version listed", `(document.querySelector('#own tr[data-id="urn:console:lamp"]')?.textContent || '').includes('Desk lamp')`)
+	// A TD from a file, the keyboard only: focus, Enter.
+	file := filepath.Join(t.TempDir(), "fan.json")
+	if err := os.WriteFile(file, []byte(strings.NewReplacer("urn:console:lamp", "urn:console:fan", `"title": 5`, `"title": "Fan"`).Replace(bad)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "choose the file", chromedp.SetUploadFiles(chromedp.CSS(`#publish-form input[type="file"]`), []string{file}))
+	waitJS(t, ctx, "the file in the editor", `document.querySelector('#publish-td').value.includes('urn:console:fan')`)
+	run(t, ctx, "publish by keyboard", chromedp.Focus(chromedp.CSS(`#publish-form button[type="submit"]`)), chromedp.KeyEvent("\r"))
+	waitJS(t, ctx, "file published", `!!document.querySelector('#own tr[data-id="urn:console:fan"]')`)
+	fan := chromedp.CSS(`button[data-remove="urn:console:fan"]`)
+	run(t, ctx, "remove the fan", chromedp.Click(fan), chromedp.Click(fan))
 	rm := chromedp.CSS(`button[data-remove="urn:console:lamp"]`)
 	run(t, ctx, "remove it", chromedp.Click(rm), chromedp.Click(rm))
 	waitJS(t, ctx, "own Thing gone", jsText("#own", "publishes no Thing"))

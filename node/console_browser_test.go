@@ -304,6 +304,7 @@ func TestConsoleBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#invite-form button[type="submit"]`)))
 	waitJS(t, ctx, "invitation token", `(document.querySelector('#invitation-token')?.value || '').startsWith('lmosgroup:')`)
 	waitJS(t, ctx, "invitation QR code", `!!document.querySelector('#invitation .qr svg path')`)
+	waitJS(t, ctx, "the invitation listed", jsText("#invitations", "outstanding"))
 	token, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`#invitation-token`)))
 	if err != nil {
 		t.Fatal(err)

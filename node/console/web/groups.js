@@ -56,12 +56,27 @@ export function groupView(main, ctx, id) {
   const msg = h('p', { role: 'status', id: 'group-msg' });
   const head = h('div', {}, h('h2', {}, 'Group'));
   const members = h('section', { class: 'card', id: 'members', 'aria-live': 'polite' });
-  const invite = inviteBox(path, ctx);
+  const invitations = h('section', { class: 'card', id: 'invitations', hidden: true });
+  const invite = inviteBox(path, ctx, () => listInvitations());
   const posts = postsBox(path, ctx);
   const danger = h('section', { class: 'card row' },
     confirmButton('Leave', () => act(msg, 'POST', path + '/leave'), { id: 'group-leave' }),
     confirmButton('Dissolve', () => act(msg, 'DELETE', path), { id: 'group-dissolve', title: 'dissolve the group for every member' }));
-  main.append(head, msg, members, invite, posts, danger);
+  main.append(head, msg, members, invite, invitations, posts, danger);
+  // The invitations this node issued (or the log's adds used), with
+  // revoke for the outstanding ones.
+  const listInvitations = async () => {
+    let invs;
+    try { invs = (await request('GET', path + '/invitations', { signal: ctx.signal })).value; } catch { return; }
+    invitations.hidden = !invs?.length;
+    if (!invs?.length) return;
+    clear(invitations, h('h3', {}, 'Invitations'), h('table', {}, h('thead', {}, h('tr', {}, ['Invitation', 'For', 'Role', 'Used', 'Expires', 'State', ''].map(t => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, invs.map(i => h('tr', { 'data-invitation': i.id },
+        h('td', { class: 'mono' }, short(i.id, 8)), h('td', {}, i.for ? h('code', { title: i.for }, short(i.for, 8)) : 'anyone'),
+        h('td', {}, i.role || 'member'), h('td', {}, `${i.used ?? 0}/${i.uses ? i.uses : '∞'}`), h('td', {}, when(i.expires)), h('td', {}, i.status),
+        h('td', {}, i.status === 'outstanding' && i.mine ? confirmButton('Revoke', () => act(msg, 'DELETE', `${path}/invitations/${i.id}`).then(listInvitations), { 'data-revoke-invitation': i.id }) : null))))));
+  };
+  listInvitations();
   const self = () => live.data['/api/v1/node']?.peerID;
   let lastKey = '';
   const render = g => {
@@ -89,11 +104,11 @@ export function groupView(main, ctx, id) {
   ctx.onLive(src => {
     if (src && src !== G) return;
     const g = (live.data[G] || []).find?.(x => x.id === id || x.name === id);
-    if (g) render(g); else refresh();
+    if (g) { if (JSON.stringify(g) !== lastKey) listInvitations(); render(g); } else refresh();
   });
 }
 
-function inviteBox(path, ctx) {
+function inviteBox(path, ctx, issued) {
   const res = h('div', { id: 'invitation' });
   const form = h('form', { class: 'inline', id: 'invite-form', onsubmit: async ev => {
     ev.preventDefault();
@@ -105,6 +120,7 @@ function inviteBox(path, ctx) {
     if (f.role.value) body.role = f.role.value;
     try {
       const inv = (await request('POST', path + '/invitations', { body })).value;
+      issued();
       const qr = h('div', { class: 'qr', role: 'img', 'aria-label': 'QR code of the invitation token' });
       const tok = h('textarea', { readonly: true, rows: 3, id: 'invitation-token' }, inv.token);
       clear(res, h('p', {}, `Invitation ${short(inv.id, 8)}, valid until ${when(inv.expires)}.`), tok,
