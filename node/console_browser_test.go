@@ -17,6 +17,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
@@ -295,6 +296,12 @@ func TestConsoleBrowser(t *testing.T) {
 	// Reads are open to local clients; acting as the node needs the
 	// token, which the page asks for, then sends the request again.
 	waitJS(t, ctx, "login dialog", `!!document.querySelector('#login[open]')`)
+	// Dismissed, the request fails with a word on why; tried again, the
+	// dialog comes back.
+	run(t, ctx, "dismiss the dialog", chromedp.KeyEvent(kb.Escape))
+	waitJS(t, ctx, "refusal shown", jsText("main p[role=status]", "needs the node's API token"))
+	run(t, ctx, "create the group again", chromedp.Click(chromedp.CSS(`#group-create button`)))
+	waitJS(t, ctx, "login dialog again", `!!document.querySelector('#login[open]')`)
 	run(t, ctx, "sign in",
 		chromedp.SetValue(chromedp.CSS(`#login-token`), viewer.APIToken()),
 		chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)))

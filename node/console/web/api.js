@@ -9,7 +9,9 @@ export function setToken(t) { if (t) sessionStorage.setItem(TOKEN_KEY, t); else 
 
 let loginWaiters = null;
 
-// askToken shows the login dialog once for every caller waiting on it.
+// askToken shows the login dialog once for every caller waiting on it;
+// it resolves true when a token was entered, false when the dialog was
+// dismissed (Escape).
 function askToken(message) {
   if (loginWaiters) return new Promise(r => loginWaiters.push(r));
   loginWaiters = [];
@@ -17,20 +19,36 @@ function askToken(message) {
   const form = document.getElementById('login-form');
   const input = document.getElementById('login-token');
   document.getElementById('login-error').textContent = message || '';
+  const finish = ok => {
+    const ws = loginWaiters || []; loginWaiters = null;
+    ws.forEach(w => w(ok));
+  };
   return new Promise(resolve => {
     loginWaiters.push(resolve);
     form.onsubmit = ev => {
       ev.preventDefault();
       setToken(input.value.trim());
       input.value = '';
+      dlg.onclose = null;
       dlg.close();
-      const ws = loginWaiters; loginWaiters = null;
-      ws.forEach(w => w());
+      finish(true);
+      showSignedIn();
     };
+    dlg.onclose = () => finish(false);
     dlg.showModal();
     input.focus();
   });
 }
+
+// showSignedIn offers to forget the token once there is one.
+export function showSignedIn() {
+  const out = document.getElementById('signout');
+  if (!out) return;
+  out.hidden = !token();
+  out.onclick = () => { setToken(''); out.hidden = true; };
+}
+
+const needToken = () => new ApiError(401, { title: 'Unauthorized', status: 401, detail: 'this needs the node\'s API token' });
 
 // ApiError carries the problem details of a failed call.
 export class ApiError extends Error {
@@ -60,7 +78,7 @@ export async function request(method, path, { body, type, accept, signal, raw } 
     }
     const res = await fetch(path, init);
     if (res.status === 401 && attempt < 3) {
-      await askToken(token() ? 'That token was refused.' : '');
+      if (!await askToken(token() ? 'That token was refused.' : '')) throw needToken();
       continue;
     }
     if (raw) return res;
@@ -157,7 +175,10 @@ async function requestStream(method, path, h, body, type, signal) {
       init.headers.set('Content-Type', type || 'application/json');
     }
     const res = await fetch(path, init);
-    if (res.status === 401 && attempt < 3) { await askToken(token() ? 'That token was refused.' : ''); continue; }
+    if (res.status === 401 && attempt < 3) {
+      if (!await askToken(token() ? 'That token was refused.' : '')) return res;
+      continue;
+    }
     return res;
   }
 }

@@ -1,7 +1,7 @@
 // The console's shell: the hash router, the live snapshot stream
 // (/api/v1/console/stream) every view reads from, and the node and peers
 // views.
-import { subscribe, request } from './api.js';
+import { subscribe, request, showSignedIn } from './api.js';
 import { h, clear, short, when, duration } from './dom.js';
 import { thingsView, thingView } from './things.js';
 import { groupsView, groupView } from './groups.js';
@@ -146,5 +146,6 @@ function cell(k, v) {
 }
 
 addEventListener('hashchange', route);
+showSignedIn();
 startStream();
 route();
