@@ -204,6 +204,7 @@ func TestConsoleBrowser(t *testing.T) {
 	waitJS(t, ctx, "node view", jsText("#node-peer-id", viewer.PeerID().String()))
 	waitJS(t, ctx, "live stream", jsText("#live", "live"))
 	waitJS(t, ctx, "reachability", jsText("#reachability", viewer.Info().Reachability))
+	waitJS(t, ctx, "metrics", `!!document.querySelector('#metrics tr[data-metric="lmos_api_requests_total"]')`)
 	shot("node")
 	run(t, ctx, "peers view", chromedp.Navigate(base+"/#/peers"))
 	waitJS(t, ctx, "peers view lists node 1", jsText("#peers", publisher.PeerID().String()[:10]))

@@ -86,19 +86,25 @@ function nodeView(main, ctx) {
 }
 
 // loadMetrics shows the node's own metrics (lmos_…) of GET /metrics, when
-// the node serves it (Prometheus text format), every 5 s.
+// the node serves it (Prometheus text format), every 5 s: each metric
+// summed over its labels; histograms by their count.
 async function loadMetrics(box, signal) {
   while (!signal.aborted) {
     try {
       const res = await request('GET', '/metrics', { raw: true, accept: 'text/plain', signal });
       if (!res.ok) return; // no metrics on this node
-      const rows = (await res.text()).split('\n')
-        .filter(l => l.startsWith('lmos') && !l.includes('_bucket{'))
-        .map(l => { const i = l.lastIndexOf(' '); return [l.slice(0, i), l.slice(i + 1)]; })
-        .slice(0, 40);
-      if (!rows.length) return;
+      const sums = new Map();
+      for (const l of (await res.text()).split('\n')) {
+        if (!l.startsWith('lmos_')) continue;
+        const name = l.split(/[{ ]/, 1)[0];
+        if (name.endsWith('_bucket') || name.endsWith('_sum')) continue;
+        const v = Number(l.slice(l.lastIndexOf(' ') + 1));
+        if (Number.isFinite(v)) sums.set(name, (sums.get(name) || 0) + v);
+      }
+      if (!sums.size) return;
       box.hidden = false;
-      clear(box, h('h3', {}, 'Metrics'), h('table', {}, h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('td', { class: 'mono' }, k), h('td', {}, v))))));
+      clear(box, h('h3', {}, 'Metrics'), h('table', {}, h('tbody', {}, [...sums].map(([k, v]) =>
+        h('tr', { 'data-metric': k }, h('td', { class: 'mono' }, k), h('td', {}, Number.isInteger(v) ? String(v) : v.toFixed(3)))))));
     } catch {
       return;
     }

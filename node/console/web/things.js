@@ -7,7 +7,7 @@ import { live } from './live.js';
 import { verifyTD } from './verify.js';
 import { field } from './schema.js';
 
-const FILTERS = [['q', 'Text'], ['capability', 'Capability (e.g. weather@^1.2)'], ['type', 'Type'], ['vendor', 'Vendor'], ['publisher', 'Publisher'], ['group', 'Group']];
+const FILTERS = [['q', 'Text', 'rain tomorrow'], ['capability', 'Capability', 'weather@^1.2'], ['type', 'Type', 'agent, tool, …'], ['vendor', 'Vendor', ''], ['publisher', 'Publisher', '…zRfVBq6e'], ['group', 'Group', '']];
 
 // trustMarks returns the trust mark of a publisher (peer ID) as GET
 // /api/v1/trust and this node's peer ID give it: own, trusted, denied or
@@ -27,7 +27,7 @@ async function trustMarks(signal) {
 function trustBadge(mark) {
   if (!mark) return null;
   const cls = { own: 'valid', trusted: 'valid', denied: 'invalid', unknown: 'muted' }[mark] || 'muted';
-  return h('span', { class: 'badge ' + cls, title: 'what this node\'s trust list says of the publisher' }, mark === 'own' ? 'this node' : mark);
+  return h('span', { class: 'badge ' + cls, title: 'what this node\'s trust list says of the publisher' }, mark === 'own' ? 'published here' : 'publisher ' + mark);
 }
 
 // onlineFrom reads the online state of LMOS-Registration
@@ -54,7 +54,7 @@ export function verdictBadge(v) {
 
 export function thingsView(main, ctx, params) {
   const form = h('form', { class: 'inline', role: 'search', 'aria-label': 'Search the directory' },
-    FILTERS.map(([k, t]) => h('label', {}, t, h('input', { name: k, value: params.get(k) || '', type: 'search' }))),
+    FILTERS.map(([k, t, ph]) => h('label', {}, t, h('input', { name: k, value: params.get(k) || '', type: 'search', placeholder: ph }))),
     h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'online', checked: params.get('online') === 'true' }), 'online only'),
     h('button', { type: 'submit' }, 'Search'));
   const status = h('p', { class: 'muted', 'aria-live': 'polite' });
@@ -87,7 +87,7 @@ export function thingsView(main, ctx, params) {
         verdictBadge(v),
         online(on),
         trustBadge(mark?.(v.peerID)),
-        h('div', { class: 'muted' }, h('code', {}, td.id), ' · publisher ', h('code', { title: v.peerID }, short(v.peerID, 8)),
+        h('div', { class: 'muted' }, h('code', {}, td.id), ' · publisher ', h('code', { title: v.peerID }, v.peerID ? '…' + v.peerID.slice(-8) : '?'),
           td['lmos:capabilities'] ? ' · ' + td['lmos:capabilities'].map(c => c['lmos:id'] + (c['lmos:version'] ? '@' + c['lmos:version'] : '')).join(', ') : ''),
         td.description ? h('div', {}, td.description) : null)));
     } catch (e) {
