@@ -288,6 +288,11 @@ func TestConsoleBrowser(t *testing.T) {
 	waitJS(t, ctx, "tampered record invalid", jsText("#proof-verdict", "Invalid: the signature does not match"))
 	run(t, ctx, "directory", chromedp.Navigate(base+"/#/things"))
 	waitJS(t, ctx, "tampered record invalid in the listing", jsText(fmt.Sprintf(`#things li[data-id=%q]`, tamperedID), "signature invalid"))
+	// Pages: one Thing a page, then more.
+	run(t, ctx, "a page of one", chromedp.Navigate(base+"/#/things?limit=1"))
+	waitJS(t, ctx, "one Thing and a link to more", `document.querySelectorAll('#things li').length === 1 && !!document.querySelector('#more')`)
+	run(t, ctx, "show more", chromedp.Click(chromedp.CSS(`#more`)))
+	waitJS(t, ctx, "both Things", `document.querySelectorAll('#things li').length === 2 && !document.querySelector('#more')`)
 
 	// A group: created in the page, node 2 invited and joining, removed.
 	run(t, ctx, "groups view", chromedp.Navigate(base+"/#/groups"))

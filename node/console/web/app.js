@@ -56,12 +56,21 @@ function nodeView(main, ctx) {
   const box = h('section', { class: 'card', 'aria-live': 'polite' }, 'Loading…');
   const metrics = h('section', { class: 'card', id: 'metrics', hidden: true });
   main.append(h('h2', {}, 'This node'), box, metrics);
-  let timer = setInterval(() => render(), 1000);
+  // Only the uptime ticks; the rest changes with the stream (so that a
+  // selection, to copy the peer ID say, stays put).
+  const timer = setInterval(() => {
+    const n = live.data['/api/v1/node'], el = document.getElementById('uptime');
+    if (n?.started && el) el.textContent = duration(Date.now() - new Date(n.started));
+  }, 1000);
   ctx.signal.addEventListener('abort', () => clearInterval(timer));
   loadMetrics(metrics, ctx.signal);
+  let shown = '';
   const render = () => {
     const n = live.data['/api/v1/node'];
     if (!n) return;
+    const key = JSON.stringify([n, live.data['/api/v1/peers']?.length, live.data['/api/v1/things']?.length, live.data['/api/v1/groups']?.length]);
+    if (key === shown) return;
+    shown = key;
     const p = problemText(n);
     if (p) { clear(box, h('p', { class: 'error' }, p)); return; }
     const peers = live.data['/api/v1/peers'];
@@ -69,7 +78,7 @@ function nodeView(main, ctx) {
       ['Peer ID', h('code', { id: 'node-peer-id' }, n.peerID)],
       ['did:key', h('code', {}, n.didKey)],
       ['Version', n.version],
-      ['Started', n.started ? `${when(n.started)} (up ${duration(Date.now() - new Date(n.started))})` : null],
+      ['Started', n.started ? h('span', {}, `${when(n.started)} (up `, h('span', { id: 'uptime' }, duration(Date.now() - new Date(n.started))), ')') : null],
       ['API', n.apiURL],
       ['Reachability', reach(n)],
       ['Peers', Array.isArray(peers) ? String(peers.length) : null],

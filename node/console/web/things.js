@@ -70,6 +70,11 @@ export function thingsView(main, ctx, params) {
   const query = new URLSearchParams();
   for (const [k] of FILTERS) if (params.get(k)) query.set(k, params.get(k));
   if (params.get('online') === 'true') query.set('online', 'true');
+  // Pages: the first limit Things; "more" asks for a larger page.
+  const limit = Math.min(Math.max(Number(params.get('limit')) || 100, 1), 1000);
+  query.set('limit', String(limit));
+  const more = h('p', {});
+  main.append(more);
   let timer = null, running = false, again = false;
   const load = async () => {
     if (running) { again = true; return; }
@@ -79,7 +84,11 @@ export function thingsView(main, ctx, params) {
       const tds = res.value;
       // LMOS-Online: one true/false per Thing of the page, in order.
       const onl = (res.headers.get('LMOS-Online') || '').split(',').map(x => x.trim()).filter(Boolean);
-      status.textContent = `${tds.length} Thing${tds.length === 1 ? '' : 's'}` + (query.size ? ' match' : '') + ` · updated ${new Date().toLocaleTimeString()}`;
+      const filtered = [...query.keys()].some(k => k !== 'limit');
+      status.textContent = `${tds.length} Thing${tds.length === 1 ? '' : 's'}` + (filtered ? ' match' : '') + ` · updated ${new Date().toLocaleTimeString()}`;
+      const hasNext = /rel="next"/.test(res.headers.get('Link') || '');
+      const next = new URLSearchParams(params); next.set('limit', String(Math.min(limit + 100, 1000)));
+      clear(more, hasNext && limit < 1000 ? h('a', { href: '#/things?' + next, id: 'more' }, 'Show more') : null);
       const items = await Promise.all(tds.map(async (td, i) => ({ td, v: await verifyTD(td), on: onl[i] === undefined ? undefined : onl[i] === 'true' })));
       clear(list, items.map(({ td, v, on }) => h('li', { 'data-id': td.id },
         h('a', { href: thingLink(td, v.peerID) }, h('strong', {}, td.title || td.id)), ' ',
