@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -135,14 +136,14 @@ func IsAsset(r *http.Request) bool {
 func (c *Console) Assets() http.Handler { return c.assets }
 
 // Patterns are the console's API routes, for the parent mux.
-func Patterns() []string { return []string{"GET " + StreamPath, "GET " + QRPath} }
+func Patterns() []string { return []string{"GET " + StreamPath, "POST " + QRPath} }
 
 // Routes serves the console's API routes (Patterns); the stream reads its
 // sources from api, the API's handler inside its access guard.
 func (c *Console) Routes(api http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+StreamPath, func(w http.ResponseWriter, r *http.Request) { c.stream(api, w, r) })
-	mux.HandleFunc("GET "+QRPath, c.qr)
+	mux.HandleFunc("POST "+QRPath, c.qr)
 	return mux
 }
 
@@ -236,12 +237,25 @@ func (r *recorder) Write(p []byte) (int, error) {
 // hundred bytes; the largest QR code holds under 3 KB).
 const maxQRText = 2048
 
-// qr answers an SVG QR code of ?text= (an invitation token), error
-// correction level M.
+// qr answers an SVG QR code of the body's "text" (an invitation token),
+// error correction level M. The text comes in a POST body, not the URL,
+// so that no access log or trace records the token.
 func (c *Console) qr(w http.ResponseWriter, r *http.Request) {
-	text := r.URL.Query().Get("text")
+	body, p := httpapi.ReadBody(w, r, maxQRText+64)
+	if p != nil {
+		httpapi.WriteProblem(w, r, p)
+		return
+	}
+	var req struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "request body: want {\"text\": \"…\"}: %v", err))
+		return
+	}
+	text := req.Text
 	if text == "" || len(text) > maxQRText {
-		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "query parameter text: want 1 to %d bytes, got %d", maxQRText, len(text)))
+		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "/text: want 1 to %d bytes, got %d", maxQRText, len(text)))
 		return
 	}
 	code, err := qr.Encode(text, qr.M)

@@ -112,14 +112,16 @@ func TestQR(t *testing.T) {
 	c := newConsole(t, console.Config{})
 	h := c.Routes(http.NotFoundHandler())
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, console.QRPath+"?text=lmosgroup:abc", nil))
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, console.QRPath, strings.NewReader(`{"text": "lmosgroup:abc"}`)))
 	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "image/svg+xml" || !strings.Contains(w.Body.String(), `<path fill="#000" d="M`) {
 		t.Fatalf("QR: %d %q %.80s", w.Code, w.Header().Get("Content-Type"), w.Body.String())
 	}
-	w = httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, console.QRPath, nil))
-	if w.Code != http.StatusBadRequest {
-		t.Fatalf("QR without text: %d", w.Code)
+	for _, body := range []string{`{}`, `"x"`, `{"text": "` + strings.Repeat("x", 3000) + `"}`} {
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, console.QRPath, strings.NewReader(body)))
+		if w.Code != http.StatusBadRequest && w.Code != http.StatusRequestEntityTooLarge {
+			t.Errorf("QR of %.20s: %d", body, w.Code)
+		}
 	}
 }
 

@@ -2,7 +2,7 @@
 // CSS, JavaScript modules, embedded with go:embed, no build step) served
 // at / of the API, the snapshot stream that keeps its views of the node,
 // peers, groups and own Things live (GET /api/v1/console/stream), and the
-// QR code of a group invitation (GET /api/v1/console/qr).
+// QR code of a group invitation (POST /api/v1/console/qr).
 //
 // The pages are plain ES modules and call the API like any client: the
 // directory, its /events stream, the WoT HTTP binding, the groups API.

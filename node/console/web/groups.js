@@ -2,7 +2,7 @@
 // join; one group's members and roles, invitations (token with copy and a
 // QR code), remove, admin grant and revoke, leave, dissolve, and its live
 // posts.
-import { request, subscribe, token } from './api.js';
+import { request, subscribe } from './api.js';
 import { h, clear, short, when, confirmButton } from './dom.js';
 import { live, problemText } from './live.js';
 
@@ -127,7 +127,7 @@ function inviteBox(path, ctx, issued) {
         h('div', { class: 'row' }, h('button', { type: 'button', onclick: async ev2 => {
           try { await navigator.clipboard.writeText(inv.token); ev2.target.textContent = 'Copied'; } catch { tok.select(); document.execCommand('copy'); ev2.target.textContent = 'Copied'; }
         } }, 'Copy token')), qr);
-      const r = await fetch('/api/v1/console/qr?text=' + encodeURIComponent(inv.token), { headers: token() ? { Authorization: 'Bearer ' + token() } : {}, signal: ctx.signal });
+      const r = await request('POST', '/api/v1/console/qr', { body: { text: inv.token }, raw: true, signal: ctx.signal });
       if (r.ok) {
         const svg = new DOMParser().parseFromString(await r.text(), 'image/svg+xml').documentElement;
         if (svg.nodeName === 'svg') qr.append(document.importNode(svg, true));
