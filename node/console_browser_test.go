@@ -207,7 +207,8 @@ func TestConsoleBrowser(t *testing.T) {
 	waitJS(t, ctx, "metrics", `!!document.querySelector('#metrics tr[data-metric="lmos_api_requests_total"]')`)
 	shot("node")
 	run(t, ctx, "peers view", chromedp.Navigate(base+"/#/peers"))
-	waitJS(t, ctx, "peers view lists node 1", jsText("#peers", publisher.PeerID().String()[:10]))
+	waitJS(t, ctx, "peers view lists node 1", fmt.Sprintf(`[...document.querySelectorAll('#peers tbody tr')].some(r => r.querySelector('code')?.title === %q)`, publisher.PeerID()))
+	waitJS(t, ctx, "peers' direction and agent", `['Direction', 'Agent'].every(h => [...document.querySelectorAll('#peers th')].some(th => th.textContent === h)) && document.querySelector('#peers tbody').textContent.includes('lmosnode/')`)
 	shot("peers")
 
 	// A Thing published on node 1 appears in node 3's directory view

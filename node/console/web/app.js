@@ -143,7 +143,7 @@ function peersView(main, ctx) {
     const p = problemText(ps);
     if (p) { clear(box, h('p', { class: 'error' }, p)); return; }
     if (!ps.length) { clear(box, h('p', { class: 'muted' }, 'No peer is connected.')); return; }
-    const cols = [['peerID', 'Peer'], ['direction', 'Direction'], ['latency', 'Latency'], ['transport', 'Transport'], ['relayed', 'Relayed'], ['agentVersion', 'Agent'], ['source', 'Found by'], ['addrs', 'Addresses']]
+    const cols = [['peerID', 'Peer'], ['state', 'State'], ['direction', 'Direction'], ['latencyMS', 'Latency'], ['transport', 'Transport'], ['relayed', 'Relayed'], ['agentVersion', 'Agent'], ['source', 'Found by'], ['connectedAt', 'Connected'], ['addrs', 'Addresses']]
       .filter(([k]) => k === 'peerID' || ps.some(x => x[k] !== undefined));
     clear(box, h('table', { id: 'peers' },
       h('thead', {}, h('tr', {}, cols.map(([, t]) => h('th', { scope: 'col' }, t)))),
@@ -156,7 +156,8 @@ function cell(k, v) {
   if (k === 'addrs') return h('span', { class: 'mono' }, (v || []).join('\n'));
   if (k === 'peerID') return h('code', { title: v }, short(v, 10));
   if (typeof v === 'boolean') return v ? 'yes' : 'no';
-  if (k === 'latency' && typeof v === 'number') return v > 1e5 ? (v / 1e6).toFixed(1) + ' ms' : v + ' ms';
+  if (k === 'latencyMS' && typeof v === 'number') return v.toFixed(v < 10 ? 2 : 0) + ' ms';
+  if (k === 'connectedAt') return when(v);
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
