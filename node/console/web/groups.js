@@ -83,7 +83,8 @@ export function groupView(main, ctx, id) {
     const key = JSON.stringify(g);
     if (key === lastKey) return;
     lastKey = key;
-    clear(head, h('h2', {}, g.name || g.id), h('p', { class: 'muted' }, h('code', {}, g.id), ` · founded by ${short(g.founder, 8)} on ${when(g.created)}`, g.dissolved ? ' · dissolved' : ''));
+    clear(head, h('h2', {}, g.name || g.id), h('p', { class: 'muted' }, h('code', {}, g.id), ` · founded by ${short(g.founder, 8)} on ${when(g.created)}`, g.dissolved ? ' · dissolved' : ''),
+      h('p', {}, h('a', { href: '#/things?group=' + encodeURIComponent(g.id) }, 'Things of this group')));
     const admin = g.self?.admin;
     clear(members, h('h3', {}, 'Members'), h('table', {}, h('thead', {}, h('tr', {}, ['Peer', 'Role', 'Since', ''].map(t => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, (g.members || []).map(m => h('tr', { 'data-peer': m.peer },
