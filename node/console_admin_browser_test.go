@@ -230,6 +230,16 @@ func TestConsoleBrowserAdmin(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	waitJS(t, ctx, "the other node's post shown", jsText("#posts", "hello from node 2"))
+	// A Thing of the other node restricted to the group, found through
+	// the group's link to its Things.
+	scoped := testnet.UniqueID(t) + "-scoped"
+	if _, err := other.Register(groupTD(t, scoped, gid), diagnoser()); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "the group's Things", chromedp.Click(chromedp.CSS(`a[href^="#/things?group="]`)))
+	waitJS(t, ctx, "the group's Thing", fmt.Sprintf(`!!document.querySelector('#things li[data-id=%q]')`, scoped))
+	run(t, ctx, "back to the group", chromedp.Navigate(base+"/#/group/"+gid))
+	waitJS(t, ctx, "group view again", jsText("#posts-state", "live"))
 	dissolve := chromedp.CSS(`#group-dissolve`)
 	run(t, ctx, "dissolve", chromedp.Click(dissolve), chromedp.Click(dissolve))
 	waitJS(t, ctx, "dissolved", jsText("#main p.muted", "dissolved"))
