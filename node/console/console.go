@@ -80,7 +80,7 @@ type Option func(*Console)
 func WithLogger(l *slog.Logger) Option { return func(c *Console) { c.log = l } }
 
 // Console serves the pages (Assets) and the console's API routes
-// (ServeHTTP).
+// (Routes).
 type Console struct {
 	deps   Deps
 	cfg    Config
@@ -111,12 +111,9 @@ func New(deps Deps, cfg Config, opts ...Option) (*Console, error) {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
+		// / is index.html; /console/x is x.
 		r2 := r.Clone(r.Context())
-		if r.URL.Path == "/" {
-			r2.URL.Path = "/"
-		} else {
-			r2.URL.Path = strings.TrimPrefix(r.URL.Path, assetDir[:len(assetDir)-1])
-		}
+		r2.URL.Path = "/" + strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, assetDir), "/")
 		files.ServeHTTP(w, r2)
 	})
 	return c, nil
@@ -166,6 +163,8 @@ func (c *Console) stream(api http.Handler, w http.ResponseWriter, r *http.Reques
 		return
 	}
 	defer s.Close()
+	c.log.Debug("console stream opened", "remote", r.RemoteAddr)
+	defer c.log.Debug("console stream ended", "remote", r.RemoteAddr)
 	last := make(map[string][]byte, len(c.cfg.Sources))
 	tick := time.NewTicker(c.cfg.Interval)
 	defer tick.Stop()

@@ -28,6 +28,7 @@ func TestAssets(t *testing.T) {
 	c := newConsole(t, console.Config{})
 	for _, tc := range []struct{ path, want, ctype string }{
 		{"/", `<script type="module" src="/console/app.js">`, "text/html"},
+		{"/console/", `<script type="module" src="/console/app.js">`, "text/html"},
 		{"/console/app.js", "import", "text/javascript"},
 		{"/console/verify.js", "eddsa-jcs-2022", "text/javascript"},
 		{"/console/app.css", "prefers-color-scheme", "text/css"},
