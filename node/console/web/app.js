@@ -2,7 +2,7 @@
 // (/api/v1/console/stream) every view reads from, and the node and peers
 // views.
 import { subscribe, request, showSignedIn } from './api.js';
-import { h, clear, short, when, duration } from './dom.js';
+import { h, clear, short, when, duration, table } from './dom.js';
 import { thingsView, thingView } from './things.js';
 import { groupsView, groupView } from './groups.js';
 import { ownView } from './own.js';
@@ -112,7 +112,7 @@ async function loadMetrics(box, signal) {
       }
       if (!sums.size) return;
       box.hidden = false;
-      clear(box, h('h3', {}, 'Metrics'), h('table', {}, h('tbody', {}, [...sums].map(([k, v]) =>
+      clear(box, h('h3', {}, 'Metrics'), table( {}, h('tbody', {}, [...sums].map(([k, v]) =>
         h('tr', { 'data-metric': k }, h('td', { class: 'mono' }, k), h('td', {}, Number.isInteger(v) ? String(v) : v.toFixed(3)))))));
     } catch {
       return;
@@ -145,7 +145,7 @@ function peersView(main, ctx) {
     if (!ps.length) { clear(box, h('p', { class: 'muted' }, 'No peer is connected.')); return; }
     const cols = [['peerID', 'Peer'], ['state', 'State'], ['direction', 'Direction'], ['latencyMS', 'Latency'], ['transport', 'Transport'], ['relayed', 'Relayed'], ['agentVersion', 'Agent'], ['source', 'Found by'], ['connectedAt', 'Connected'], ['addrs', 'Addresses']]
       .filter(([k]) => k === 'peerID' || ps.some(x => x[k] !== undefined));
-    clear(box, h('table', { id: 'peers' },
+    clear(box, table( { id: 'peers' },
       h('thead', {}, h('tr', {}, cols.map(([, t]) => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, ps.map(x => h('tr', {}, cols.map(([k]) => h('td', {}, cell(k, x[k]))))))));
   });

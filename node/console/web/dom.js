@@ -50,3 +50,9 @@ export function confirmButton(label, act, attrs = {}) {
   } }, label);
   return b;
 }
+
+// table is a table in a box that scrolls sideways when the table is wider
+// than the screen (the page itself never is).
+export function table(attrs, ...children) {
+  return h('div', { class: 'scroll' }, h('table', attrs, ...children));
+}

@@ -3,7 +3,7 @@
 // QR code), remove, admin grant and revoke, leave, dissolve, and its live
 // posts.
 import { request, subscribe } from './api.js';
-import { h, clear, short, when, confirmButton } from './dom.js';
+import { h, clear, short, when, confirmButton, table } from './dom.js';
 import { live, problemText } from './live.js';
 
 const G = '/api/v1/groups';
@@ -42,7 +42,7 @@ export function groupsView(main, ctx) {
     if (!gs) return;
     if (problemText(gs)) { note(list, problemText(gs), 'error'); return; }
     if (!gs.length) { note(list, 'This node belongs to no group yet.', 'muted'); return; }
-    clear(list, h('table', {}, h('thead', {}, h('tr', {}, ['Group', 'Members', 'You', 'State'].map(t => h('th', { scope: 'col' }, t)))),
+    clear(list, table( {}, h('thead', {}, h('tr', {}, ['Group', 'Members', 'You', 'State'].map(t => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, gs.map(g => h('tr', {},
         h('td', {}, h('a', { href: '#/group/' + encodeURIComponent(g.id) }, g.name || short(g.id)), h('div', { class: 'muted mono' }, short(g.id, 10))),
         h('td', {}, String((g.members || []).length)),
@@ -70,7 +70,7 @@ export function groupView(main, ctx, id) {
     try { invs = (await request('GET', path + '/invitations', { signal: ctx.signal })).value; } catch { return; }
     invitations.hidden = !invs?.length;
     if (!invs?.length) return;
-    clear(invitations, h('h3', {}, 'Invitations'), h('table', {}, h('thead', {}, h('tr', {}, ['Invitation', 'For', 'Role', 'Used', 'Expires', 'State', ''].map(t => h('th', { scope: 'col' }, t)))),
+    clear(invitations, h('h3', {}, 'Invitations'), table( {}, h('thead', {}, h('tr', {}, ['Invitation', 'For', 'Role', 'Used', 'Expires', 'State', ''].map(t => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, invs.map(i => h('tr', { 'data-invitation': i.id },
         h('td', { class: 'mono' }, short(i.id, 8)), h('td', {}, i.for ? h('code', { title: i.for }, short(i.for, 8)) : 'anyone'),
         h('td', {}, i.role || 'member'), h('td', {}, `${i.used ?? 0}/${i.uses ? i.uses : '∞'}`), h('td', {}, when(i.expires)), h('td', {}, i.status),
@@ -86,7 +86,7 @@ export function groupView(main, ctx, id) {
     clear(head, h('h2', {}, g.name || g.id), h('p', { class: 'muted' }, h('code', {}, g.id), ` · founded by ${short(g.founder, 8)} on ${when(g.created)}`, g.dissolved ? ' · dissolved' : ''),
       h('p', {}, h('a', { href: '#/things?group=' + encodeURIComponent(g.id) }, 'Things of this group')));
     const admin = g.self?.admin;
-    clear(members, h('h3', {}, 'Members'), h('table', {}, h('thead', {}, h('tr', {}, ['Peer', 'Role', 'Since', ''].map(t => h('th', { scope: 'col' }, t)))),
+    clear(members, h('h3', {}, 'Members'), table( {}, h('thead', {}, h('tr', {}, ['Peer', 'Role', 'Since', ''].map(t => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, (g.members || []).map(m => h('tr', { 'data-peer': m.peer },
         h('td', {}, h('code', { title: m.peer }, m.peer), m.peer === self() ? h('span', { class: 'muted' }, ' (this node)') : null),
         h('td', {}, m.admin ? 'admin' : (m.role || 'member')),

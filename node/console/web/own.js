@@ -1,7 +1,7 @@
 // The node's own Things: publish a TD (pasted or from a file) with the
 // API's field-level validation errors, update, remove.
 import { request } from './api.js';
-import { h, clear, when, json, confirmButton } from './dom.js';
+import { h, clear, when, json, confirmButton, table } from './dom.js';
 import { live, problemText } from './live.js';
 import { thingLink } from './things.js';
 
@@ -36,7 +36,7 @@ export function ownView(main, ctx) {
     if (!ts) return;
     if (problemText(ts)) { clear(list, h('p', { class: 'error' }, problemText(ts))); return; }
     if (!ts.length) { clear(list, h('p', { class: 'muted' }, 'This node publishes no Thing.')); return; }
-    clear(list, h('table', {}, h('thead', {}, h('tr', {}, ['Thing', 'Version', 'Backend', 'Changed', ''].map(t => h('th', { scope: 'col' }, t)))),
+    clear(list, table( {}, h('thead', {}, h('tr', {}, ['Thing', 'Version', 'Backend', 'Changed', ''].map(t => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, ts.map(t => h('tr', { 'data-id': t.id },
         h('td', {}, h('a', { href: thingLink(t.td, t.publisher) }, t.td?.title || t.id), h('div', { class: 'muted mono' }, t.id)),
         h('td', {}, String(t.seq)), h('td', {}, t.backend || '—'), h('td', {}, when(t.registration?.modified)),
