@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/console"
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/httpapi"
@@ -43,6 +44,8 @@ type NodeInfo struct {
 	// Relays are the peer IDs of the relays the node holds a reservation
 	// with.
 	Relays []string `json:"relays,omitempty"`
+	// Started is when the node started (its uptime is since then).
+	Started time.Time `json:"started,omitzero"`
 }
 
 // apiHandler builds the API's routes for n.
@@ -87,6 +90,12 @@ func apiHandler(n *Node) http.Handler {
 	for _, pattern := range mcpbridge.ImportPatterns() {
 		mux.Handle(pattern, imports)
 	}
+	// The web console's routes (package console); its pages are served
+	// in front of the access guard, below.
+	consoleRoutes := n.console.Routes(mux)
+	for _, pattern := range console.Patterns() {
+		mux.Handle(pattern, consoleRoutes)
+	}
 	mux.Handle(wsPath, n.ws)
 	mux.Handle(wsAgentPath, n.wsAgent)
 	mux.Handle("/", n.tdd)
@@ -98,7 +107,24 @@ func apiHandler(n *Node) http.Handler {
 	// tracing on, traced; the probes answer before the access guard.
 	guarded := guardAPI(n.apiToken, n.tokenForAll, n.cfg.APICORS, mux)
 	return httpapi.Observe(n.metrics.APIRequest, n.traceAPI(
-		httpapi.Limit(bodies, httpapi.Recover(n.log, n.probes(guarded)))))
+		httpapi.Limit(bodies, httpapi.Recover(n.log, n.probes(withConsole(n.tokenForAll, n.console.Assets(), guarded))))))
+}
+
+// withConsole serves the web console's pages (/ and /console/…) before
+// guarded: they hold nothing of the node, and where the token is needed
+// the page must load to ask for it. When reads are open to local clients
+// (all false) the loopback Host check still applies to them.
+func withConsole(all bool, assets, guarded http.Handler) http.Handler {
+	if !all {
+		assets = httpapi.LoopbackHostOnly(assets)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if console.IsAsset(r) {
+			assets.ServeHTTP(w, r)
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
 }
 
 // guardAPI is the API's access control (docs/api.md#access): with all,

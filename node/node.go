@@ -25,6 +25,7 @@ import (
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/console"
 	"github.com/lmosnode/lmosnode/node/datastore"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/discovery"
@@ -113,6 +114,9 @@ type Node struct {
 	a2aClient *a2abridge.Client
 	a2a       *a2abridge.Bridge
 
+	// console is the web console at / of the API (api.go).
+	console *console.Console
+
 	// ctx is cancelled by Close; it scopes the node's own goroutines.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -124,6 +128,7 @@ type Node struct {
 	api     *http.Server
 	// apiServing is set once the API serves (readiness).
 	apiServing bool
+	startedAt  time.Time         // when Start ran, for NodeInfo.Started
 	apiLn      *httpapi.Listener // the API's listener, under APILimits
 	apiAddr    string
 
@@ -366,6 +371,9 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.observeSources()
+	if n.console, err = console.New(console.Deps{}, console.Config{}, console.WithLogger(o.logger.With("component", "console"))); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.log.Debug("node built", "peer", n.peerID, "home", cfg.Home, "gossip", cfg.Gossip, "dhtMode", cfg.DHTMode)
 	return n, nil
 }
@@ -389,6 +397,7 @@ func (n *Node) Start(ctx context.Context) error {
 		return errors.New("node: start: already started")
 	}
 	n.started = true
+	n.startedAt = time.Now()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
@@ -503,6 +512,10 @@ func (n *Node) teardown() error {
 	}
 	if n.mcpImports != nil {
 		errs = append(errs, n.mcpImports.Close())
+	}
+	if n.console != nil {
+		// Ends the console's snapshot streams likewise.
+		errs = append(errs, n.console.Close())
 	}
 	if n.gateway != nil {
 		// Ends event streams and followed invocations likewise.
@@ -653,6 +666,7 @@ func (n *Node) Info() NodeInfo {
 	info.RelayAddrs, info.Relays = relayInfo(addrs)
 	n.mu.Lock()
 	info.APIURL = n.apiURL()
+	info.Started = n.startedAt
 	n.mu.Unlock()
 	return info
 }

@@ -225,7 +225,7 @@ func TestAPIProblems(t *testing.T) {
 		allow        string
 	}{
 		{http.MethodGet, "/api/v1/nope", http.StatusNotFound, ""},
-		{http.MethodGet, "/", http.StatusNotFound, ""},
+		{http.MethodGet, "/nope", http.StatusNotFound, ""}, // "/" is the web console
 		{http.MethodPost, "/api/v1/node", http.StatusMethodNotAllowed, "GET"},
 		{http.MethodDelete, "/api/v1/node", http.StatusMethodNotAllowed, "GET"},
 	} {

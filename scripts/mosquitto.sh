@@ -14,6 +14,7 @@
 #
 #   LMOS_TEST_MQTT_URL=$(scripts/mosquitto.sh start) go test ./node/mqttgw/
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 
 dir="${LMOS_MQTT_DIR:-/tmp/lmos-mosquitto-$(id -u)}"
 
@@ -31,8 +32,7 @@ install() {
 		echo "mosquitto.sh: mosquitto is not installed and installing it needs root" >&2
 		exit 1
 	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends mosquitto >&2 ||
-		{ apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends mosquitto >&2; }
+	apt_install mosquitto
 	# The Debian package may start a system broker on port 1883; tests use
 	# their own.
 }

@@ -36,6 +36,9 @@ if ! bash scripts/mosquitto.sh install; then
 		"the MQTT tests skip themselves (or set LMOS_TEST_MQTT_URL to a broker)"
 fi
 
+step "chromium (headless browser for the web console tests, node/console_browser_test.go)"
+bash scripts/chromium.sh install
+
 step "go test"
 go test -count=1 -timeout 20m ./...
 

@@ -215,7 +215,7 @@ func TestBinary(t *testing.T) {
 			t.Errorf("log line is not a JSON record (%v): %s", err, line)
 		}
 	}
-	for _, want := range []string{"is up", peerLine, "did:key: did:key:z6Mk", "API:     " + apiURL, "address: /ip4/127.0.0.1/udp/",
+	for _, want := range []string{"is up", peerLine, "did:key: did:key:z6Mk", "API:     " + apiURL, "console: " + apiURL + "/", "address: /ip4/127.0.0.1/udp/",
 		"next, in another terminal:\n  lmosnode things publish examples/things/weather-agent.json --home " + home,
 		"'lmosnode connect MULTIADDR --home " + home + "' links one"} {
 		if !strings.Contains(upOut.String(), want) {

@@ -122,7 +122,9 @@ func runUp(cmd *cobra.Command, _ []string) (err error) {
 
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "lmosnode %s is up\n", node.Version)
-	printInfo(out, n.Info())
+	info := n.Info()
+	printInfo(out, info)
+	fmt.Fprintf(out, "console: %s/ (open it in a browser)\n", info.APIURL)
 	printNextSteps(out, home, cfg)
 
 	<-ctx.Done()
