@@ -121,26 +121,7 @@ CREATED_BRIDGE=0
 WORK=""
 FAILED=1
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	set +e
-	[[ -n $WORK ]] && touch "$WORK/stop"
-	((${#PIDS[@]})) && stop_pids "${PIDS[@]}"
-	if ((${#CREATED_NS[@]} || CREATED_BRIDGE)); then
-		remove_lab "${CREATED_NS[@]}"
-		echo "lab nat: removed namespaces ${CREATED_NS[*]:-none} and bridge $BRIDGE"
-	fi
-	if [[ -n $WORK ]]; then
-		if ((FAILED || KEEP)); then
-			echo "lab nat: work directory kept: $WORK"
-		else
-			rm -rf "$WORK"
-		fi
-	fi
-	((rc == 0 && FAILED)) && rc=1
-	exit "$rc"
-}
+LAB_LABEL="lab nat"
 
 if ((CLEAN_ONLY)); then
 	mapfile -t stale < <(ip netns list | awk '{print $1}' | grep "^${NS_PREFIX}" || true)
@@ -149,7 +130,7 @@ if ((CLEAN_ONLY)); then
 	exit 0
 fi
 
-trap cleanup EXIT
+trap lab_cleanup EXIT
 trap 'echo "lab nat: interrupted" >&2; exit 130' INT
 trap 'echo "lab nat: terminated" >&2; exit 143' TERM
 

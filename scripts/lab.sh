@@ -138,25 +138,7 @@ CREATED_BRIDGE=0
 WORK=""
 FAILED=1       # cleared when the run passes
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	set +e
-	((${#PIDS[@]})) && stop_pids "${PIDS[@]}"
-	if ((${#CREATED_NS[@]} || CREATED_BRIDGE)); then
-		remove_lab "${CREATED_NS[@]}"
-		echo "lab: removed namespaces ${CREATED_NS[*]:-none} and bridge $BRIDGE"
-	fi
-	if [[ -n $WORK ]]; then
-		if ((FAILED || KEEP)); then
-			echo "lab: work directory kept: $WORK"
-		else
-			rm -rf "$WORK"
-		fi
-	fi
-	((rc == 0 && FAILED)) && rc=1
-	exit "$rc"
-}
+LAB_LABEL="lab"
 
 if ((CLEAN_ONLY)); then
 	mapfile -t stale < <(ip netns list | awk '{print $1}' | grep "^${NS_PREFIX}[0-9]*\$" || true)
@@ -165,7 +147,7 @@ if ((CLEAN_ONLY)); then
 	exit 0
 fi
 
-trap cleanup EXIT
+trap lab_cleanup EXIT
 trap 'echo "lab: interrupted" >&2; exit 130' INT
 trap 'echo "lab: terminated" >&2; exit 143' TERM
 

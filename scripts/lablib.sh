@@ -47,3 +47,29 @@ remove_lab() { # namespaces...
 	# The veth pairs go with their namespace end; the bridge is left.
 	ip link del "$BRIDGE" 2>/dev/null || true
 }
+
+# lab_cleanup is a lab script's EXIT trap: it stops the processes the
+# script started (PIDS), removes the namespaces and the bridge it created
+# (CREATED_NS, CREATED_BRIDGE) and its work directory (WORK, kept when the
+# run failed or with KEEP), and exits non-zero unless the run passed
+# (FAILED=0). LAB_LABEL starts its messages.
+lab_cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	set +e
+	[[ -n $WORK ]] && touch "$WORK/stop"
+	((${#PIDS[@]})) && stop_pids "${PIDS[@]}"
+	if ((${#CREATED_NS[@]} || CREATED_BRIDGE)); then
+		remove_lab "${CREATED_NS[@]}"
+		echo "$LAB_LABEL: removed namespaces ${CREATED_NS[*]:-none} and bridge $BRIDGE"
+	fi
+	if [[ -n $WORK ]]; then
+		if ((FAILED || KEEP)); then
+			echo "$LAB_LABEL: work directory kept: $WORK"
+		else
+			rm -rf "$WORK"
+		fi
+	fi
+	((rc == 0 && FAILED)) && rc=1
+	exit "$rc"
+}
