@@ -93,12 +93,12 @@ func (f *Federation) find(ctx context.Context, what string, q directory.Query, k
 // The lookup ends when kad-dht's does, or earlier: once it has yielded a
 // provider and then no new one for a quiet period (quietWindow), it is
 // stopped, as kad-dht stops one that found as many providers as asked for.
-// The peers that hold a key's provider records are the ones closest to it,
-// at about the same depth of the lookup, so they answer within about the
-// time the lookup took to reach the first of them; what kad-dht does after
-// that walks towards the key to find the closest peers (dialling each), and
-// mostly finds the same providers again — at the price of connections that
-// compete with the asks.
+// The peers that hold a key's provider records are the k closest to it,
+// which a lookup reaches in the same round or the next (kad-dht asks
+// several peers at once), so the others answer within about a round of
+// the first; what kad-dht does after that walks on towards the key to find
+// the closest peers (dialling each), and mostly finds the same providers
+// again, at the price of connections that compete with the asks.
 func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) (asked, learned int) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -160,10 +160,10 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 }
 
 // quietWindow is how long a lookup that found its first provider after
-// first goes on without finding another: as long, within
-// [minQuiet, maxQuiet].
+// first goes on without finding another: half as long (at least one round
+// of the lookup if that took two or more), within [minQuiet, maxQuiet].
 func quietWindow(first time.Duration) time.Duration {
-	return min(max(first, minQuiet), maxQuiet)
+	return min(max(first/2, minQuiet), maxQuiet)
 }
 
 func (f *Federation) askProvider(ctx context.Context, ai peer.AddrInfo, flt Filter) (int, error) {

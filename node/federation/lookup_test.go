@@ -95,8 +95,8 @@ func TestColdLookupStopsWhenQuiet(t *testing.T) {
 func TestQuietWindow(t *testing.T) {
 	for _, c := range []struct{ first, want time.Duration }{
 		{0, minQuiet},
-		{minQuiet / 2, minQuiet},
-		{30 * time.Millisecond, 30 * time.Millisecond},
+		{minQuiet, minQuiet},
+		{60 * time.Millisecond, 30 * time.Millisecond},
 		{time.Hour, maxQuiet},
 	} {
 		if got := quietWindow(c.first); got != c.want {
