@@ -17,7 +17,9 @@
 //     node announces itself as a provider of its Things' capabilities,
 //     types and vendor (dht.ProviderKeys). A node that knows nothing about
 //     a capability finds its providers in the DHT and asks them over sync
-//     (FindCapability); a node that knows a Thing's publisher and id reads
+//     (FindCapability), each as soon as the lookup yields it, and stops the
+//     lookup once it has yielded no new provider for half as long as it took
+//     to find the first; a node that knows a Thing's publisher and id reads
 //     the record from the DHT (FetchThing).
 //
 // # Trust

@@ -20,9 +20,13 @@ const (
 	// MaxProviders is the most providers one lookup asks.
 	MaxProviders = 20
 	// maxConcurrentAsks bounds the providers a lookup asks at once.
-	maxConcurrentAsks = 4
+	maxConcurrentAsks = 8
 	// connectTimeout bounds dialling one provider.
 	connectTimeout = 10 * time.Second
+	// minQuiet and maxQuiet bound the quiet period after which a provider
+	// lookup stops (quietWindow, askProviders).
+	minQuiet = 5 * time.Millisecond
+	maxQuiet = 2 * time.Second
 )
 
 // FindCapability returns the live Things that offer the capability id
@@ -80,43 +84,86 @@ func (f *Federation) find(ctx context.Context, what string, q directory.Query, k
 	return res.Entries, nil
 }
 
-// askProviders syncs with up to MaxProviders providers of key, with flt,
-// and returns how many it asked and how many records changed the
-// directory.
+// askProviders asks the providers of key for their Things that flt
+// selects (Sync), each as soon as the DHT lookup yields it, at most
+// maxConcurrentAsks at once, while the lookup goes on, and returns how many
+// it asked and how many records changed the directory once the lookup has
+// ended and every provider found has answered.
+//
+// The lookup ends when kad-dht's does, or earlier: once it has yielded a
+// provider and then no new one for a quiet period (quietWindow), it is
+// stopped, as kad-dht stops one that found as many providers as asked for.
+// The peers that hold a key's provider records are the k closest to it,
+// which a lookup reaches in the same round or the next (kad-dht asks
+// several peers at once), so the others answer within about a round of
+// the first; what kad-dht does after that walks on towards the key to find
+// the closest peers (dialling each), and mostly finds the same providers
+// again, at the price of connections that compete with the asks.
 func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) (asked, learned int) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	lctx, stopLookup := context.WithCancel(ctx)
+	defer stopLookup()
+	start := time.Now()
+	provs := f.p.DHT.FindProvidersAsync(lctx, key, MaxProviders)
+	answers := make(chan int)
+	quiet := time.NewTimer(maxQuiet)
+	quiet.Stop()
+	defer quiet.Stop()
 	var (
-		wg  sync.WaitGroup
-		mu  sync.Mutex
-		sem = make(chan struct{}, maxConcurrentAsks)
+		wg               sync.WaitGroup
+		queue            []peer.AddrInfo
+		running, pending int // asks running; providers found and not answered
+		window           time.Duration
 	)
-	for ai := range f.p.DHT.FindProvidersAsync(ctx, key, MaxProviders) {
-		if ai.ID == f.self || ai.ID == "" {
-			continue
+	defer wg.Wait()
+	for provs != nil || pending > 0 {
+		for len(queue) > 0 && running < maxConcurrentAsks {
+			ai := queue[0]
+			queue = queue[1:]
+			running++
+			wg.Go(func() {
+				n, err := f.askProvider(ctx, ai, flt)
+				if err != nil {
+					f.log.Debug("provider did not answer", "peer", ai.ID, "key", key, "err", err)
+					n = 0
+				}
+				answers <- n
+			})
 		}
 		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		asked++
-		wg.Go(func() {
-			defer func() { <-sem }()
-			n, err := f.askProvider(ctx, ai, flt)
-			if err != nil {
-				f.log.Debug("provider did not answer", "peer", ai.ID, "key", key, "err", err)
-				return
+		case ai, ok := <-provs:
+			switch {
+			case !ok:
+				provs = nil
+				quiet.Stop()
+				continue
+			case ai.ID == f.self || ai.ID == "":
+				continue
 			}
-			mu.Lock()
+			if window == 0 {
+				window = quietWindow(time.Since(start))
+			}
+			queue = append(queue, ai)
+			pending++
+			asked++
+			quiet.Reset(window)
+		case n := <-answers:
+			running--
+			pending--
 			learned += n
-			mu.Unlock()
-		})
+		case <-quiet.C:
+			stopLookup()
+		}
 	}
-	wg.Wait()
 	return asked, learned
+}
+
+// quietWindow is how long a lookup that found its first provider after
+// first goes on without finding another: half as long (at least one round
+// of the lookup if that took two or more), within [minQuiet, maxQuiet].
+func quietWindow(first time.Duration) time.Duration {
+	return min(max(first/2, minQuiet), maxQuiet)
 }
 
 func (f *Federation) askProvider(ctx context.Context, ai peer.AddrInfo, flt Filter) (int, error) {
