@@ -62,6 +62,9 @@ func (f *Federation) Publish(ctx context.Context, td *lmosproto.TD, local *direc
 	if err != nil {
 		return directory.Entry{}, 0, fmt.Errorf("federation: publish: %w", err)
 	}
+	// gossipsub runs the topic validator on our own announcement before
+	// it sends it; SignThing verified the record already.
+	f.intake.Signed(rec)
 	change, err := f.dir.Put(rec, local)
 	if err != nil {
 		return directory.Entry{}, 0, fmt.Errorf("federation: publish thing %q: %w", td.ID, err)
@@ -93,6 +96,7 @@ func (f *Federation) Remove(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("federation: remove: %w", err)
 	}
+	f.intake.Signed(rec)
 	if _, err := f.dir.Put(rec, nil); err != nil {
 		return fmt.Errorf("federation: remove thing %q: %w", id, err)
 	}
@@ -181,10 +185,16 @@ func (f *Federation) resign(rec *lmosproto.Record, now time.Time) (*lmosproto.Re
 	if prev := rec.Signer.Created; !now.Truncate(time.Second).After(prev) {
 		now = prev.Add(time.Second)
 	}
+	var err error
 	if rec.Tombstone() {
-		return lmosproto.SignTombstone(rec.ThingID, rec.Seq, f.p.Key, now)
+		rec, err = lmosproto.SignTombstone(rec.ThingID, rec.Seq, f.p.Key, now)
+	} else {
+		rec, err = lmosproto.SignThing(rec.TD, f.p.Key, now)
 	}
-	return lmosproto.SignThing(rec.TD, f.p.Key, now)
+	if err == nil {
+		f.intake.Signed(rec)
+	}
+	return rec, err
 }
 
 // DHT worker timing.
