@@ -74,21 +74,38 @@ func (c *RecordCache) parse(raw []byte) (*proto.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(raw) > c.limit {
-		return rec, nil
+	c.add(sum, rec)
+	return rec, nil
+}
+
+// Hold puts rec, a record that proto.ParseRecord returned (as
+// proto.SignThing and proto.SignTombstone do: they end with it), in the
+// cache, so that the node's own record, verified when it was signed, is
+// not verified again when its announcement passes the node's own gossip
+// validator. A nil cache holds nothing.
+func (c *RecordCache) Hold(rec *proto.Record) {
+	if c == nil || rec == nil {
+		return
 	}
-	held = clone(rec)
+	c.add(sha256.Sum256(rec.Raw), rec)
+}
+
+// add caches a copy of rec, parsed from bytes of digest sum.
+func (c *RecordCache) add(sum [sha256.Size]byte, rec *proto.Record) {
+	if len(rec.Raw) > c.limit {
+		return
+	}
+	held := clone(rec)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lru.Contains(sum) {
-		return rec, nil
+		return
 	}
 	c.lru.Add(sum, held)
 	c.bytes += len(held.Raw)
 	for c.bytes > c.limit {
 		c.lru.RemoveOldest()
 	}
-	return rec, nil
 }
 
 // Len returns the number of records held.

@@ -80,3 +80,36 @@ func TestRecordCache(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordCacheHold: a record held after signing is not parsed again by
+// a validator with the cache (the cache answers it), still passes the key
+// and clock checks on use, and a caller's change to the record held does
+// not reach the cache.
+func TestRecordCacheHold(t *testing.T) {
+	alice, bob := newPublisher(t), newPublisher(t)
+	id := uniqueThing(t)
+	rec := alice.sign(t, id, 1, t0.Add(-time.Hour))
+	cache := NewRecordCache(0)
+	cache.Hold(rec)
+	if cache.Len() != 1 {
+		t.Fatalf("cache holds %d records after Hold, want 1", cache.Len())
+	}
+	rec.TD.Title = "changed after Hold"
+	v := ThingValidator{Now: fixedClock(t0), Cache: cache}
+	got, err := v.Check(ThingKey(alice.id, id), rec.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TD.Title != "WeatherAgent" || cache.Len() != 1 {
+		t.Errorf("check after Hold: title %q, %d records held", got.TD.Title, cache.Len())
+	}
+	if _, err := v.Check(ThingKey(bob.id, id), rec.Raw); !errors.Is(err, ErrWrongPublisher) {
+		t.Errorf("held record under another publisher's key: %v, want ErrWrongPublisher", err)
+	}
+	late := ThingValidator{Now: fixedClock(t0.Add(MaxRecordAge)), Cache: cache}
+	if _, err := late.Check(ThingKey(alice.id, id), rec.Raw); !errors.Is(err, ErrExpired) {
+		t.Errorf("held record after MaxRecordAge: %v, want ErrExpired", err)
+	}
+	var none *RecordCache
+	none.Hold(rec) // a nil cache holds nothing, and does not fail
+}

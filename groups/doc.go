@@ -7,8 +7,10 @@
 // The package is the model only: operations and their IDs, the log with its
 // acceptance rules 1–4 and its bounded buffer of out-of-order operations, the
 // fold, invitations, the messages of a group topic and the DHT record
-// validator of the "lmos-group" namespace. It does no I/O; the node wires it
-// to gossip, the DHT and the datastore.
+// validator of the "lmos-group" namespace, and a node's cache of verified
+// operations (OpCache), through which an operation is verified once however
+// many log records repeat it. It does no I/O; the node wires it to gossip,
+// the DHT and the datastore.
 //
 // Readings of docs/groups.md that the code fixes:
 //

@@ -448,6 +448,12 @@ func (l *Log) Marshal() []byte {
 // list, the genesis first with groupID as its ID, no duplicates, and the
 // operations in fold order.
 func ParseLog(groupID string, data []byte) (*Log, error) {
+	return parseLog(groupID, data, nil)
+}
+
+// parseLog is ParseLog with the operations parsed through cache (nil:
+// none).
+func parseLog(groupID string, data []byte, cache *OpCache) (*Log, error) {
 	if len(data) > MaxLogSize {
 		return nil, fmt.Errorf("%w: log of %d bytes, the limit is %d", ErrTooLarge, len(data), MaxLogSize)
 	}
@@ -461,7 +467,7 @@ func ParseLog(groupID string, data []byte) (*Log, error) {
 	if len(raws) > MaxLogOps {
 		return nil, fmt.Errorf("%w: log of %d operations, the limit is %d", ErrTooLarge, len(raws), MaxLogOps)
 	}
-	ops, err := parseOps(raws)
+	ops, err := parseOps(raws, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -493,9 +499,10 @@ func ParseLog(groupID string, data []byte) (*Log, error) {
 	return l, nil
 }
 
-// parseOps parses raws with ParseOp, on every CPU (signature checks are
-// most of the cost of ParseLog), and returns the first error by index.
-func parseOps(raws []json.RawMessage) ([]*Op, error) {
+// parseOps parses raws with ParseOp through cache (nil: none), on every
+// CPU (signature checks are most of the cost of ParseLog), and returns the
+// first error by index.
+func parseOps(raws []json.RawMessage, cache *OpCache) ([]*Op, error) {
 	ops := make([]*Op, len(raws))
 	errs := make([]error, len(raws))
 	workers := min(runtime.GOMAXPROCS(0), (len(raws)+31)/32)
@@ -508,7 +515,7 @@ func parseOps(raws []json.RawMessage) ([]*Op, error) {
 				if i >= len(raws) {
 					return
 				}
-				ops[i], errs[i] = ParseOp(raws[i])
+				ops[i], errs[i] = cache.ParseOp(raws[i])
 			}
 		})
 	}

@@ -13,16 +13,20 @@ import (
 // namespace: a value is valid under "/lmos-group/<id>" if ParseLog accepts
 // it for that group. The zero value is ready to use and safe for concurrent
 // use.
-type Validator struct{}
+type Validator struct {
+	// Ops, if set, is the node's cache of verified operations: a log put
+	// again with one more operation costs one verification.
+	Ops *OpCache
+}
 
 var _ record.Validator = Validator{}
 
 // Validate reports whether value is a valid log record for key.
-func (Validator) Validate(key string, value []byte) error {
+func (v Validator) Validate(key string, value []byte) error {
 	if _, ok := valid.ops(key, value); ok {
 		return nil
 	}
-	_, err := Check(key, value)
+	_, err := v.check(key, value)
 	return err
 }
 
@@ -68,35 +72,33 @@ func (c *validCache) remember(key string, value []byte, ops int) {
 
 // Check validates value as the log record under key and returns it parsed.
 func Check(key string, value []byte) (*Log, error) {
-	l, err := check(key, value)
-	if err == nil {
-		valid.remember(key, value, len(l.entries))
-	}
-	return l, err
+	return Validator{}.check(key, value)
 }
 
-func check(key string, value []byte) (*Log, error) {
+// check is Check with the operations parsed through v.Ops.
+func (v Validator) check(key string, value []byte) (*Log, error) {
 	id, err := ParseKey(key)
 	if err != nil {
 		return nil, err
 	}
-	l, err := ParseLog(id, value)
+	l, err := v.Ops.ParseLog(id, value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", shorten(key), err)
 	}
+	valid.remember(key, value, len(l.entries))
 	return l, nil
 }
 
 // Select returns the index of the best of values: the valid log with the
 // most operations, among equals the lexicographically smallest bytes.
 // Invalid values are skipped; it fails only if none is valid.
-func (Validator) Select(key string, values [][]byte) (int, error) {
+func (v Validator) Select(key string, values [][]byte) (int, error) {
 	best, bestOps := -1, 0
 	var firstErr error
 	for i, value := range values {
 		n, ok := valid.ops(key, value)
 		if !ok {
-			l, err := Check(key, value)
+			l, err := v.check(key, value)
 			if err != nil {
 				if firstErr == nil {
 					firstErr = fmt.Errorf("value %d: %w", i, err)

@@ -176,6 +176,18 @@ func newAdvSuite(t *testing.T) *advSuite {
 		}
 		testnet.WaitFor(t, fmt.Sprintf("node %d's Thing on every node", i), waitLong, testnet.All(s.nodes, has(n.PeerID(), s.ids[i], seq, false)))
 	}
+	// The DHT put follows the gossip round (federation's dhtSettle): the
+	// hostile DHT puts below start once node 0's seq 2 is in the DHT.
+	second := s.heldRaw(t)
+	key := lmosdht.ThingKey(s.nodes[0].PeerID(), s.ids[0])
+	testnet.WaitFor(t, "node 0's seq 2 in the DHT", waitLong, func() (bool, string) {
+		for _, n := range s.nodes {
+			if got, err := n.DHT().GetValue(t.Context(), key, routing.Offline); err == nil && bytes.Equal(got, second) {
+				return true, ""
+			}
+		}
+		return false, "no node holds it"
+	})
 
 	admin, member := s.nodes[0], s.nodes[1]
 	info, err := admin.Groups().Create(ctx, "adversarial-lab", nil)

@@ -267,7 +267,7 @@ func bootstrapPeers(cfg Config) ([]peer.AddrInfo, error) {
 // newDHT builds the node's kad-dht on h: the private LMOS DHT of
 // dht.Options, in cfg.DHTMode, keeping what it stores for others in store,
 // falling back to cfg.Bootstrap when its routing table runs empty.
-func newDHT(ctx context.Context, cfg Config, h host.Host, store ds.Batching, things lmosdht.ThingValidator) (*kaddht.IpfsDHT, error) {
+func newDHT(ctx context.Context, cfg Config, h host.Host, store ds.Batching, things lmosdht.ThingValidator, ops *groups.OpCache) (*kaddht.IpfsDHT, error) {
 	mode, err := lmosdht.ParseMode(cfg.DHTMode)
 	if err != nil {
 		return nil, fmt.Errorf("dhtMode: %w", err)
@@ -285,7 +285,7 @@ func newDHT(ctx context.Context, cfg Config, h host.Host, store ds.Batching, thi
 		// the DHT: as many as its directory holds of it.
 		MaxRecordsPerPublisher: cfg.Quota.withDefaults().MaxThings,
 		// Group logs (docs/groups.md), /lmos-group/<group ID>.
-		Validators: map[string]record.Validator{lmosproto.NamespaceGroup: groups.Validator{}},
+		Validators: map[string]record.Validator{lmosproto.NamespaceGroup: groups.Validator{Ops: ops}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dht: %w", err)

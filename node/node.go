@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
 	"github.com/lmosnode/lmosnode/node/console"
 	"github.com/lmosnode/lmosnode/node/datastore"
@@ -222,7 +223,10 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	// record that arrives by gossip and again by a DHT put (or a sync) is
 	// verified once.
 	things := lmosdht.ThingValidator{Cache: lmosdht.NewRecordCache(0)}
-	if n.dht, err = newDHT(n.ctx, cfg, n.host, n.store, things); err != nil {
+	// Likewise one cache of verified group operations for the DHT's
+	// validator of group logs and the group service.
+	ops := groups.NewOpCache(0)
+	if n.dht, err = newDHT(n.ctx, cfg, n.host, n.store, things, ops); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	signing, err := SigningKey(key)
@@ -250,6 +254,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		Key:       signing,
 		DHT:       dht,
 		Datastore: n.store,
+		Ops:       ops,
 		// Both hooks run only once the node is started.
 		OnChange:     n.groupChanged,
 		OnMemberSync: func(_ string, p peer.ID) { n.fed.SyncMember(p) },

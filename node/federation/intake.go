@@ -113,6 +113,14 @@ func (in *Intake) Check(publisher peer.ID, raw []byte) (*lmosproto.Record, error
 	return in.CheckKey(lmosdht.ThingKey(publisher, probe.ID), raw)
 }
 
+// Signed tells the intake that rec is a record this node signed (with
+// proto.SignThing or proto.SignTombstone, which verify what they sign):
+// the validator's cache of verified records holds it, so the node's own
+// announcement is not verified again on its way out.
+func (in *Intake) Signed(rec *lmosproto.Record) {
+	in.validator.Cache.Hold(rec)
+}
+
 // CheckKey checks raw as the value of the DHT record key.
 func (in *Intake) CheckKey(key string, raw []byte) (*lmosproto.Record, error) {
 	return in.validator.Check(key, raw)

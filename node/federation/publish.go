@@ -32,7 +32,8 @@ var (
 // a new version always supersedes the last; td itself is not modified. The
 // record is stored in the directory (with local, the node-local metadata;
 // nil keeps what is held) and durable before Publish announces it on
-// gossip; the DHT put and provide follow in the background. It returns the
+// gossip; the DHT put and provide follow in the background, a second
+// later (after the gossip round, see dhtSettle). It returns the
 // stored entry and what the store changed. The network steps are best
 // effort: their failures are logged and retried, never returned.
 func (f *Federation) Publish(ctx context.Context, td *lmosproto.TD, local *directory.Local) (directory.Entry, directory.Change, error) {
@@ -61,6 +62,9 @@ func (f *Federation) Publish(ctx context.Context, td *lmosproto.TD, local *direc
 	if err != nil {
 		return directory.Entry{}, 0, fmt.Errorf("federation: publish: %w", err)
 	}
+	// gossipsub runs the topic validator on our own announcement before
+	// it sends it; SignThing verified the record already.
+	f.intake.Signed(rec)
 	change, err := f.dir.Put(rec, local)
 	if err != nil {
 		return directory.Entry{}, 0, fmt.Errorf("federation: publish thing %q: %w", td.ID, err)
@@ -92,6 +96,7 @@ func (f *Federation) Remove(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("federation: remove: %w", err)
 	}
+	f.intake.Signed(rec)
 	if _, err := f.dir.Put(rec, nil); err != nil {
 		return fmt.Errorf("federation: remove thing %q: %w", id, err)
 	}
@@ -180,10 +185,16 @@ func (f *Federation) resign(rec *lmosproto.Record, now time.Time) (*lmosproto.Re
 	if prev := rec.Signer.Created; !now.Truncate(time.Second).After(prev) {
 		now = prev.Add(time.Second)
 	}
+	var err error
 	if rec.Tombstone() {
-		return lmosproto.SignTombstone(rec.ThingID, rec.Seq, f.p.Key, now)
+		rec, err = lmosproto.SignTombstone(rec.ThingID, rec.Seq, f.p.Key, now)
+	} else {
+		rec, err = lmosproto.SignThing(rec.TD, f.p.Key, now)
 	}
-	return lmosproto.SignThing(rec.TD, f.p.Key, now)
+	if err == nil {
+		f.intake.Signed(rec)
+	}
+	return rec, err
 }
 
 // DHT worker timing.
@@ -195,6 +206,14 @@ const (
 	// records soon after it finds some.
 	dhtRetryMin = 15 * time.Second
 	dhtRetryMax = 30 * time.Minute
+	// dhtSettle is how long a record waits in the queue before the
+	// worker puts it: the put (a closest-peers lookup that every peer
+	// answers, then ~20 PUTs, each verified by its receiver) is work
+	// proportional to the network on every node, and would compete for
+	// CPU with the gossip round, which brings the record to the
+	// subscribed nodes in tens of milliseconds; and versions of a Thing
+	// published within it are put once, the newest.
+	dhtSettle = time.Second
 )
 
 // dhtQueue is the DHT worker's queue: at most one record per Thing (a newer
@@ -222,14 +241,20 @@ func newDHTQueue(f *Federation) *dhtQueue {
 	return &dhtQueue{f: f, wake: make(chan struct{}, 1), pending: make(map[string]dhtItem), provided: make(map[cid.Cid]time.Time)}
 }
 
-// add queues rec for the DHT, due now. Without a DHT it does nothing.
+// add queues rec for the DHT, due dhtSettle from now, or when the record
+// of the Thing it replaces in the queue was due (so that a Thing updated
+// more often than dhtSettle is still put). Without a DHT it does nothing.
 func (q *dhtQueue) add(rec *lmosproto.Record) {
 	if q.f.p.DHT == nil {
 		return
 	}
 	key := lmosdht.ThingKey(rec.Publisher(), rec.ThingID)
+	due := time.Now().Add(dhtSettle)
 	q.mu.Lock()
-	q.pending[key] = dhtItem{rec: rec}
+	if old, ok := q.pending[key]; ok && old.retry == nil && old.due.Before(due) {
+		due = old.due
+	}
+	q.pending[key] = dhtItem{rec: rec, due: due}
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:

@@ -235,7 +235,7 @@ func (s *Service) askJoin(ctx context.Context, ai peer.AddrInfo, inv *groups.Inv
 		}
 		return nil, &RefusedError{Status: status, By: ai.ID, Reason: truncate(ans.Error, 300)}
 	}
-	l, err := groups.ParseLog(inv.Group, ans.Log)
+	l, err := s.p.Ops.ParseLog(inv.Group, ans.Log)
 	if err != nil {
 		return nil, fmt.Errorf("log from %s: %w", ai.ID, err)
 	}

@@ -89,6 +89,11 @@ type Deps struct {
 	// Datastore persists the logs and the pending joins, below
 	// DatastorePrefix.
 	Datastore ds.Batching
+	// Ops, if set, is the node's cache of verified operations
+	// (groups.OpCache), shared with the DHT's validator of group logs: an
+	// operation that arrives on the topic and again in logs is verified
+	// once. Nil verifies every time.
+	Ops *groups.OpCache
 	// OnChange, if set, is called (from one goroutine, never concurrently,
 	// and only after Start) with a group's ID after operations were added
 	// to its log (its membership, roles, scopes, policy or dissolution may

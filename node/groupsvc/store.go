@@ -56,7 +56,7 @@ func (s *Service) load(ctx context.Context) error {
 		if !ok || strings.Contains(id, "/") {
 			continue
 		}
-		l, err := groups.ParseLog(id, e.Value)
+		l, err := s.p.Ops.ParseLog(id, e.Value)
 		if err != nil {
 			s.log.Error("persisted group log does not check; skipped", "group", id, "err", err)
 			continue

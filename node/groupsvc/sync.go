@@ -122,7 +122,7 @@ func (s *Service) syncLog(g *group, p peer.ID, resubscribe bool) (*groups.Log, b
 		}
 		return nil, false
 	}
-	l, err := groups.ParseLog(g.id, ans.Log)
+	l, err := s.p.Ops.ParseLog(g.id, ans.Log)
 	if err != nil {
 		s.log.Info("group log from peer does not check", "group", g.id, "peer", p, "err", err)
 		return nil, true
@@ -214,7 +214,7 @@ func (s *Service) fetchDHT(ctx context.Context, id string) (*groups.Log, error) 
 	if err != nil {
 		return nil, fmt.Errorf("dht get %s: %w", groups.Key(id), err)
 	}
-	l, err := groups.ParseLog(id, raw)
+	l, err := s.p.Ops.ParseLog(id, raw)
 	if err != nil {
 		return nil, fmt.Errorf("dht log of %s: %w", id, err)
 	}

@@ -388,7 +388,7 @@ func (s *Service) check(g *group, msg *pubsub.Message) (pubsub.ValidationResult,
 
 // checkOp takes an operation from g's topic into the log.
 func (s *Service) checkOp(g *group, msg *pubsub.Message, raw json.RawMessage, local bool) (pubsub.ValidationResult, error) {
-	op, err := groups.ParseOp(raw)
+	op, err := s.p.Ops.ParseOp(raw)
 	if err != nil {
 		return pubsub.ValidationReject, err
 	}
