@@ -147,9 +147,7 @@ func newAdvSuite(t *testing.T) *advSuite {
 	net.Link(2, 0)
 	net.Link(2, 1)
 	s.nodes = net.Nodes
-	testnet.WaitFor(t, "every node sees two topic peers", waitLong, testnet.All(s.nodes, func(n *node.Node) bool {
-		return len(n.PubSub().ListPeers(lmosproto.TopicAnnounce)) == 2
-	}))
+	testnet.WaitFor(t, "every node sees two topic peers", waitLong, testnet.OnAnnounceTopic(s.nodes, 2))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -20,13 +20,7 @@ func TestEventFanOutAcrossNodes(t *testing.T) {
 	defer cancel()
 	net := testnet.New(t, 3, testnet.Options{})
 	net.Ring()
-	// Publish only once every node hears the others on the announce
-	// topic: a Thing announced to a peer whose subscription has not
-	// arrived yet (and that synced on connect before the Thing existed)
-	// reaches it only by the next republication.
-	testnet.WaitFor(t, "every node has both others on the announce topic", 10*time.Second, testnet.All(net.Nodes, func(n *node.Node) bool {
-		return len(n.PubSub().ListPeers(lmosproto.TopicAnnounce)) == 2
-	}))
+	testnet.WaitFor(t, "every node has both others on the announce topic", 10*time.Second, testnet.OnAnnounceTopic(net.Nodes, 2))
 	owner := net.Nodes[0]
 	id := testnet.UniqueID(t)
 	td := testnet.TD(t, id, "Ticker", "ticks")

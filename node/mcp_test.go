@@ -79,6 +79,7 @@ func TestMCPServer(t *testing.T) {
 	net.Link(1, 2)
 	net.Link(0, 2)
 	a, b, c := net.Nodes[0], net.Nodes[1], net.Nodes[2]
+	testnet.WaitFor(t, "every node has both others on the announce topic", waitLong, testnet.OnAnnounceTopic(net.Nodes, 2))
 	id := testnet.UniqueID(t)
 	cancelled := make(chan struct{}, 1)
 	thing := matrixThing(make(chan string, 8)).OnAction("wait", func(ctx context.Context, _ lmosproto.Value, progress func(lmosproto.Value)) (lmosproto.Value, error) {

@@ -24,6 +24,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // LogEnv names the environment variable that sets the level of the nodes'
@@ -209,4 +210,14 @@ func All(nodes []*node.Node, pred func(*node.Node) bool) func() (bool, string) {
 		n, note := Count(nodes, pred)
 		return n == len(nodes), fmt.Sprintf("%d of %d; %s", n, len(nodes), note)
 	}
+}
+
+// OnAnnounceTopic is a WaitFor condition: every node lists want peers on
+// the announce topic. Tests publish only then: a Thing announced to a peer
+// whose subscription has not arrived yet (and that synced on connect
+// before the Thing existed) reaches it only by the next republication.
+func OnAnnounceTopic(nodes []*node.Node, want int) func() (bool, string) {
+	return All(nodes, func(n *node.Node) bool {
+		return len(n.PubSub().ListPeers(lmosproto.TopicAnnounce)) >= want
+	})
 }
