@@ -500,7 +500,11 @@ step_latency() {
 
 step_failover() {
 	step "failover: the relay carrying p3<->p1 dies; the other one takes over"
-	local deadline=$((SECONDS + DEADLINE)) used other t0
+	# Twice the usual deadline: the dead relay is noticed by QUIC's idle
+	# timeout, then p1's AutoRelay and the DHT must carry its other relayed
+	# address to p3, each on timers of tens of seconds (31-36 s in most
+	# runs, over 90 s in one of fourteen).
+	local deadline=$((SECONDS + 2 * DEADLINE)) used other t0
 	used=$(peer_entry p3 p1 | jq -r '.addrs[]' | sed -n 's#.*/p2p/\([^/]*\)/p2p-circuit.*#\1#p' | head -n1)
 	if [[ $used == "${PEER_ID[relay1]}" ]]; then used=relay1 other=relay2
 	elif [[ $used == "${PEER_ID[relay2]}" ]]; then used=relay2 other=relay1
