@@ -150,12 +150,7 @@ mkdir -p "$BIN"
 
 step "build"
 t0=$(now)
-if [[ -n ${LMOSNODE_BIN:-} ]]; then
-	cp "$LMOSNODE_BIN" "$BIN/lmosnode"
-else
-	(cd "$REPO" && "$GO" build -o "$BIN/lmosnode" ./cmd/lmosnode)
-fi
-(cd "$REPO" && "$GO" test -c -tags lab -o "$BIN/interact.test" ./node/interact)
+build_lab ./node/interact interact.test
 echo "built lmosnode and the lab's Agent backend in $(since "$t0")"
 
 # ---------------------------------------------------------------------------

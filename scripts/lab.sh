@@ -168,12 +168,7 @@ mkdir -p "$BIN"
 
 step "build"
 t0=$(now)
-if [[ -n ${LMOSNODE_BIN:-} ]]; then
-	cp "$LMOSNODE_BIN" "$BIN/lmosnode"
-else
-	(cd "$REPO" && "$GO" build -o "$BIN/lmosnode" ./cmd/lmosnode)
-fi
-(cd "$REPO" && "$GO" test -c -tags lab -o "$BIN/discovery.test" ./node/discovery)
+build_lab ./node/discovery discovery.test
 echo "built lmosnode and the mDNS probe in $(since "$t0")"
 
 step "network: bridge $BRIDGE, $NODES namespaces, $SUBNET.0/24"

@@ -73,3 +73,15 @@ lab_cleanup() {
 	((rc == 0 && FAILED)) && rc=1
 	exit "$rc"
 }
+
+# build_lab PKG TEST: puts lmosnode in $BIN (a copy of $LMOSNODE_BIN when
+# set, else built from $REPO) and compiles the lab-tagged tests of package
+# PKG as $BIN/TEST.
+build_lab() {
+	if [[ -n ${LMOSNODE_BIN:-} ]]; then
+		cp "$LMOSNODE_BIN" "$BIN/lmosnode"
+	else
+		(cd "$REPO" && "$GO" build -o "$BIN/lmosnode" ./cmd/lmosnode)
+	fi
+	(cd "$REPO" && "$GO" test -c -tags lab -o "$BIN/$2" "$1")
+}
