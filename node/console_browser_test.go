@@ -129,12 +129,22 @@ func jsText(sel, want string) string {
 	return fmt.Sprintf(`(document.querySelector(%q)?.textContent || '').includes(%q)`, sel, want)
 }
 
+// run does actions, again while the console's live views replace the
+// element an action found before it acted on it (Chrome then answers
+// "Could not find node with given id"), up to waitLong.
 func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	cctx, cancel := context.WithTimeout(ctx, waitLong)
 	defer cancel()
-	if err := chromedp.Do(cctx, actions...); err != nil {
-		t.Fatalf("%s: %v", what, err)
+	for {
+		err := chromedp.Do(cctx, actions...)
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node with given id") || cctx.Err() != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
