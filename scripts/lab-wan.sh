@@ -36,8 +36,8 @@ usage: scripts/lab.sh wan [options]
       --rtt-min MS    smallest RTT a pair gets (default 20)
       --rtt-max MS    largest RTT a pair gets (default 120)
       --loss P        share of packets dropped (default 0.005: 0.5 %)
-      --samples S     row 1 publications of each kind (default 20)
-      --cold S        row 2 cold lookups of each kind (default 10)
+      --samples S     row 1 publications of each kind (default 40)
+      --cold S        row 2 cold lookups of each kind (default 20)
       --timeout S     stop the measurements after S seconds (default 600)
       --keep          keep the work directory (always kept on failure)
       --clean         remove what a killed run of lab <ID> left behind
@@ -54,8 +54,8 @@ LAB=${LAB_ID:-0}
 RTT_MIN=20
 RTT_MAX=120
 LOSS=0.005
-SAMPLES=20
-COLD=10
+SAMPLES=40
+COLD=20
 TIMEOUT=600
 KEEP=${LAB_KEEP:-0}
 CLEAN_ONLY=0

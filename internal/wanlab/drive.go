@@ -36,7 +36,7 @@ func runDrive(args []string) error {
 	samples := fs.Int("samples", 20, "row 1: publications of each kind")
 	coldSamples := fs.Int("cold-samples", 10, "row 2: cold lookups of each kind")
 	pairs := fs.Int("pairs", 6, "row 3: consumer → owner pairs")
-	calls := fs.Int("calls", 20, "row 3: calls of each kind per pair")
+	calls := fs.Int("calls", 30, "row 3: calls of each kind per pair")
 	providers := fs.Int("providers", 5, "row 2: nodes that provide the capability")
 	ready := fs.Duration("ready", 3*time.Minute, "how long the nodes and peers may take to come up")
 	d := wandelay.DefaultConfig()
@@ -162,8 +162,12 @@ func (d *driver) link(ctx context.Context) error {
 	for i, e := range l {
 		wg.Go(func() {
 			errs[i] = errors.Join(
-				d.ctl(ctx, e[0], http.MethodPost, "/lmos/connect", url.Values{"addr": {d.nodeAddr(e[1])}}, nil),
-				d.ctl(ctx, e[0], http.MethodPost, "/raw/connect", url.Values{"to": {strconv.Itoa(e[1])}}, nil))
+				retry(func() error {
+					return d.ctl(ctx, e[0], http.MethodPost, "/lmos/connect", url.Values{"addr": {d.nodeAddr(e[1])}}, nil)
+				}),
+				retry(func() error {
+					return d.ctl(ctx, e[0], http.MethodPost, "/raw/connect", url.Values{"to": {strconv.Itoa(e[1])}}, nil)
+				}))
 		})
 	}
 	wg.Wait()
@@ -197,6 +201,20 @@ func (d *driver) link(ctx context.Context) error {
 	}
 	fmt.Printf("%d links; mean peers per node: lmosnode %.1f, raw %.1f\n", len(l), float64(np)/float64(d.n), float64(rp)/float64(d.n))
 	return nil
+}
+
+// retry runs fn up to five times, a second apart, until it succeeds: a
+// dial can lose to one the other side (or its DHT) started at the same
+// moment.
+func retry(fn func() error) error {
+	var err error
+	for range 5 {
+		if err = fn(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return err
 }
 
 // arrivals waits until key arrived at every peer and returns the latest

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -51,7 +52,7 @@ func rawAddr(k int) string {
 }
 
 // links is the lab's topology over nodes 1..n: a ring plus a chord from
-// every fifth node across the ring, as the loopback benchmarks use a ring
+// every fifth node a third of the way round (each pair once), as the loopback benchmarks use a ring
 // plus n/5 chords. Nodes and raw hosts are linked alike.
 func links(n int) [][2]int {
 	var l [][2]int
@@ -62,7 +63,10 @@ func links(n int) [][2]int {
 	}
 	if n >= 6 {
 		for i := 1; i <= n; i += 5 {
-			l = append(l, [2]int{i, (i+n/2-1)%n + 1})
+			j := (i+n/3-1)%n + 1
+			if !slices.ContainsFunc(l, func(e [2]int) bool { return e == [2]int{i, j} || e == [2]int{j, i} }) {
+				l = append(l, [2]int{i, j})
+			}
 		}
 	}
 	return l
