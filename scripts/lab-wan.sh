@@ -202,6 +202,7 @@ PIDS+=($DRIVE_PID)
 tail -n +1 -f --pid "$DRIVE_PID" "$WORK/drive.out" | grep --line-buffered -v '^BENCHTAB ' || true
 wait "$DRIVE_PID" || rc=$?
 
+DELAY_CPU=$(ps -o times= -p "$DELAY_PID" 2>/dev/null | tr -d ' ' || true)
 kill -TERM "$DELAY_PID" 2>/dev/null && wait "$DELAY_PID" 2>/dev/null || true
 printf '\n== summary (WAN lab %s: %d nodes + %d raw hosts, RTT %s..%s ms per pair, loss %s; measured in %s)\n\n' \
 	"$LAB" "$NODES" "$NODES" "$RTT_MIN" "$RTT_MAX" "$LOSS" "$(since "$t0")"
@@ -209,7 +210,7 @@ if grep -q '^BENCHTAB ' "$WORK/drive.out"; then
 	"$BIN/benchtab" <"$WORK/drive.out"
 fi
 echo
-echo "router: $(grep 'WANDELAY stats' "$WORK/wandelay.out" | tail -n1 | sed 's/^WANDELAY stats //')"
+echo "router: $(grep 'WANDELAY stats' "$WORK/wandelay.out" | tail -n1 | sed 's/^WANDELAY stats //'); wandelay CPU ${DELAY_CPU:-?} s"
 echo "load: $(uptime | sed 's/.*load average/load average/')"
 if ((rc != 0)); then
 	echo "FAIL: the measurements ended with status $rc (124: --timeout)"
