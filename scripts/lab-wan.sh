@@ -199,8 +199,14 @@ timeout "$TIMEOUT" ip netns exec "$ROUTER" "$BIN/wanlab" drive -n "$NODES" -samp
 	-rtt-min "${RTT_MIN}ms" -rtt-max "${RTT_MAX}ms" >"$WORK/drive.out" 2>&1 &
 DRIVE_PID=$!
 PIDS+=($DRIVE_PID)
-tail -n +1 -f --pid "$DRIVE_PID" "$WORK/drive.out" | grep --line-buffered -v '^BENCHTAB ' || true
+# Show the driver's progress in the background: the script itself waits
+# in `wait`, which a signal interrupts (a foreground pipeline would hold
+# the INT and TERM traps until the measurements end).
+tail -n +1 -f --pid "$DRIVE_PID" "$WORK/drive.out" | grep --line-buffered -v '^BENCHTAB ' &
+PIDS+=($!)
+SHOW_PID=$!
 wait "$DRIVE_PID" || rc=$?
+wait "$SHOW_PID" || true
 
 DELAY_CPU=$(ps -o times= -p "$DELAY_PID" 2>/dev/null | tr -d ' ' || true)
 kill -TERM "$DELAY_PID" 2>/dev/null && wait "$DELAY_PID" 2>/dev/null || true
