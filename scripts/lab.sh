@@ -30,12 +30,18 @@
 #                            [--keep] [--strict] [--hold]
 #        sudo scripts/lab.sh --clean
 #        sudo scripts/lab.sh nat [--help]   the NAT lab (scripts/lab-nat.sh)
+#        sudo scripts/lab.sh wan [--help]   the WAN lab (scripts/lab-wan.sh)
 set -euo pipefail
 
 # The NAT lab (relays, hole punching) is a scenario of its own.
 if [[ ${1:-} == nat ]]; then
 	shift
 	exec bash "$(dirname "$0")/lab-nat.sh" "$@"
+fi
+# The WAN lab (rows 1-3 under internet latency) likewise.
+if [[ ${1:-} == wan ]]; then
+	shift
+	exec bash "$(dirname "$0")/lab-wan.sh" "$@"
 fi
 
 usage() {
@@ -63,7 +69,8 @@ usage: $0 [options]
                       (namespaces, bridge, their processes) and exit
   -h, --help          this help
 
-'$0 nat --help' describes the NAT lab (relays, hole punching).
+'$0 nat --help' describes the NAT lab (relays, hole punching);
+'$0 wan --help' the WAN lab (rows 1-3 under internet latency).
 
 Environment: GO (go command, default go), LMOSNODE_BIN (use this lmosnode
 binary instead of building one).

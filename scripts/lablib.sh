@@ -44,8 +44,9 @@ remove_lab() { # namespaces...
 		fi
 		ip netns del "$n" 2>/dev/null || true
 	done
-	# The veth pairs go with their namespace end; the bridge is left.
-	ip link del "$BRIDGE" 2>/dev/null || true
+	# The veth pairs go with their namespace end; the bridge is left (the
+	# WAN lab has none: BRIDGE is empty).
+	[[ -z $BRIDGE ]] || ip link del "$BRIDGE" 2>/dev/null || true
 }
 
 # lab_cleanup is a lab script's EXIT trap: it stops the processes the
@@ -61,7 +62,7 @@ lab_cleanup() {
 	((${#PIDS[@]})) && stop_pids "${PIDS[@]}"
 	if ((${#CREATED_NS[@]} || CREATED_BRIDGE)); then
 		remove_lab "${CREATED_NS[@]}"
-		echo "$LAB_LABEL: removed namespaces ${CREATED_NS[*]:-none} and bridge $BRIDGE"
+		echo "$LAB_LABEL: removed namespaces ${CREATED_NS[*]:-none}${BRIDGE:+ and bridge $BRIDGE}"
 	fi
 	if [[ -n $WORK ]]; then
 		if ((FAILED || KEEP)); then
@@ -84,4 +85,21 @@ build_lab() {
 		(cd "$REPO" && "$GO" build -o "$BIN/lmosnode" ./cmd/lmosnode)
 	fi
 	(cd "$REPO" && "$GO" test -c -tags lab -o "$BIN/$2" "$1")
+}
+
+# lab_clean_stale REGEX WHAT: --clean of a lab: remove the namespaces whose
+# names match REGEX (and BRIDGE, if set), say so with WHAT, and exit.
+lab_clean_stale() {
+	local stale
+	mapfile -t stale < <(ip netns list | awk '{print $1}' | grep "$1" || true)
+	remove_lab "${stale[@]}"
+	echo "$LAB_LABEL: removed ${#stale[@]} namespaces of $2${BRIDGE:+ and bridge $BRIDGE} (if they existed)"
+	exit 0
+}
+
+# lab_traps: the EXIT, INT and TERM traps of a lab script (lab_cleanup).
+lab_traps() {
+	trap lab_cleanup EXIT
+	trap 'echo "$LAB_LABEL: interrupted" >&2; exit 130' INT
+	trap 'echo "$LAB_LABEL: terminated" >&2; exit 143' TERM
 }

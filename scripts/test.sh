@@ -36,6 +36,15 @@ if ! bash scripts/mosquitto.sh install; then
 		"the MQTT tests skip themselves (or set LMOS_TEST_MQTT_URL to a broker)"
 fi
 
+# iptables (its NFQUEUE target) routes the packets of the WAN lab's router
+# and of the internal/wandelay tests (root only) to the delay program.
+step "iptables (internal/wandelay tests, scripts/lab.sh wan)"
+if [[ $EUID -eq 0 ]] && ! command -v iptables >/dev/null; then
+	# shellcheck source=scripts/apt.sh
+	source scripts/apt.sh
+	apt_install iptables || echo "skipped: iptables could not be installed; the internal/wandelay tests skip themselves"
+fi
+
 step "chromium (headless browser for the web console tests, node/console_browser_test.go)"
 bash scripts/chromium.sh install
 

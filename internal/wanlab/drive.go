@@ -1,0 +1,479 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lmosnode/lmosnode/internal/benchtab"
+	"github.com/lmosnode/lmosnode/internal/wandelay"
+)
+
+// driver runs the rows from the router namespace, through the peers'
+// control servers (not delayed: the router's own traffic is not
+// forwarded).
+type driver struct {
+	n       int
+	cold    int // the cold-discovery namespace's index
+	client  *http.Client
+	nodeIDs []string // by index - 1
+	delay   wandelay.Config
+}
+
+func runDrive(args []string) error {
+	fs := flag.NewFlagSet("drive", flag.ContinueOnError)
+	n := fs.Int("n", 30, "namespaces with a node and a raw host (1..n); n+1 is the cold one")
+	samples := fs.Int("samples", 20, "row 1: publications of each kind")
+	coldSamples := fs.Int("cold-samples", 10, "row 2: cold lookups of each kind")
+	pairs := fs.Int("pairs", 6, "row 3: consumer → owner pairs")
+	calls := fs.Int("calls", 30, "row 3: calls of each kind per pair")
+	providers := fs.Int("providers", 5, "row 2: nodes that provide the capability")
+	ready := fs.Duration("ready", 3*time.Minute, "how long the nodes and peers may take to come up")
+	d := wandelay.DefaultConfig()
+	fs.DurationVar(&d.RTTMin, "rtt-min", d.RTTMin, "the lab's smallest RTT (for the report)")
+	fs.DurationVar(&d.RTTMax, "rtt-max", d.RTTMax, "the lab's largest RTT (for the report)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dr := &driver{n: *n, cold: *n + 1, client: &http.Client{Timeout: 3 * time.Minute}, delay: d}
+	ctx := context.Background()
+	steps := []struct {
+		name string
+		fn   func() error
+	}{
+		{"ready", func() error { return dr.waitReady(ctx, *ready) }},
+		{"links", func() error { return dr.link(ctx) }},
+		{"row 1", func() error { return dr.propagation(ctx, *samples) }},
+		{"row 3", func() error { return dr.calls(ctx, *pairs, *calls) }},
+		{"row 2", func() error { return dr.coldDiscovery(ctx, *providers, *coldSamples) }},
+	}
+	for _, s := range steps {
+		t0 := time.Now()
+		fmt.Printf("\n== %s\n", s.name)
+		if err := s.fn(); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		fmt.Printf("%s done in %.1fs\n", s.name, time.Since(t0).Seconds())
+	}
+	return nil
+}
+
+// ctl calls peer k's control server and decodes its JSON answer into out.
+func (d *driver) ctl(ctx context.Context, k int, method, path string, q url.Values, out any) error {
+	u := fmt.Sprintf("http://%s:%d%s?%s", ipOf(k), ctlPort, path, q.Encode())
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return err
+	}
+	if err := doJSON(d.client, req, out); err != nil {
+		return fmt.Errorf("peer %d: %w", k, err)
+	}
+	return nil
+}
+
+type status struct {
+	RawPeers   int    `json:"rawPeers"`
+	TopicPeers int    `json:"topicPeers"`
+	NodeID     string `json:"nodeID"`
+	NodePeers  int    `json:"nodePeers"`
+	SSE        bool   `json:"sse"`
+}
+
+func (d *driver) status(ctx context.Context) ([]status, error) {
+	st := make([]status, d.n)
+	err := d.each(func(k int) error { return d.ctl(ctx, k, http.MethodGet, "/status", nil, &st[k-1]) })
+	return st, err
+}
+
+// each runs fn(k) for every k in 1..n at once and returns the errors.
+func (d *driver) each(fn func(k int) error) error {
+	errs := make([]error, d.n)
+	var wg sync.WaitGroup
+	for k := 1; k <= d.n; k++ {
+		wg.Go(func() { errs[k-1] = fn(k) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// poll runs cond every 200 ms until it holds, for at most limit.
+func poll(limit time.Duration, what string, cond func() (bool, string)) error {
+	deadline := time.Now().Add(limit)
+	for {
+		ok, why := cond()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not within %s (%s)", what, limit, why)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (d *driver) waitReady(ctx context.Context, limit time.Duration) error {
+	err := poll(limit, "every node's API and event stream, every peer's control server", func() (bool, string) {
+		st, err := d.status(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for k, s := range st {
+			if s.NodeID == "" || !s.SSE {
+				return false, fmt.Sprintf("namespace %d: %+v", k+1, s)
+			}
+		}
+		d.nodeIDs = make([]string, d.n)
+		for k, s := range st {
+			d.nodeIDs[k] = s.NodeID
+		}
+		return true, ""
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d nodes and %d raw hosts up\n", d.n, d.n)
+	return poll(limit, "the cold namespace's control server", func() (bool, string) {
+		err := d.ctl(ctx, d.cold, http.MethodGet, "/status", nil, nil)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+func (d *driver) nodeAddr(k int) string {
+	return fmt.Sprintf("/ip4/%s/tcp/%d/p2p/%s", ipOf(k), nodePort, d.nodeIDs[k-1])
+}
+
+// link connects every node and every raw host to its link peers, and
+// waits until each has two topic peers (its ring neighbours at least) and
+// the meshes had three heartbeats to graft, as the loopback benchmark.
+func (d *driver) link(ctx context.Context) error {
+	l := links(d.n)
+	errs := make([]error, len(l))
+	var wg sync.WaitGroup
+	for i, e := range l {
+		wg.Go(func() {
+			errs[i] = errors.Join(
+				retry(func() error {
+					return d.ctl(ctx, e[0], http.MethodPost, "/lmos/connect", url.Values{"addr": {d.nodeAddr(e[1])}}, nil)
+				}),
+				retry(func() error {
+					return d.ctl(ctx, e[0], http.MethodPost, "/raw/connect", url.Values{"to": {strconv.Itoa(e[1])}}, nil)
+				}))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	err := poll(time.Minute, "two topic peers on every raw host", func() (bool, string) {
+		st, err := d.status(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for k, s := range st {
+			if s.TopicPeers < 2 {
+				return false, fmt.Sprintf("raw host %d: %d topic peers", k+1, s.TopicPeers)
+			}
+		}
+		return true, ""
+	})
+	if err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second)
+	st, err := d.status(ctx)
+	if err != nil {
+		return err
+	}
+	var np, rp int
+	for _, s := range st {
+		np += s.NodePeers
+		rp += s.RawPeers
+	}
+	fmt.Printf("%d links; mean peers per node: lmosnode %.1f, raw %.1f\n", len(l), float64(np)/float64(d.n), float64(rp)/float64(d.n))
+	return nil
+}
+
+// retry runs fn up to five times, a second apart, until it succeeds: a
+// dial can lose to one the other side (or its DHT) started at the same
+// moment.
+func retry(fn func() error) error {
+	var err error
+	for range 5 {
+		if err = fn(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return err
+}
+
+// arrivals waits until key arrived at every peer and returns the latest
+// arrival (unix ns).
+func (d *driver) arrivals(ctx context.Context, key string) (int64, error) {
+	at := make([]int64, d.n)
+	err := d.each(func(k int) error {
+		var r struct {
+			At int64 `json:"at"`
+		}
+		err := d.ctl(ctx, k, http.MethodGet, "/wait", url.Values{"key": {key}, "timeout": {"60s"}}, &r)
+		at[k-1] = r.At
+		return err
+	})
+	return slices.Max(at), err
+}
+
+func uuid() string {
+	b := make([]byte, 16)
+	_, _ = crand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return "urn:uuid:" + h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+type started struct {
+	Key   string `json:"key"`
+	Start int64  `json:"start"`
+	Size  int    `json:"size"`
+}
+
+// publishLMOS publishes a Thing on node k and returns when its peer
+// stamped the start.
+func (d *driver) publishLMOS(ctx context.Context, k int, id, capability string, echo, size bool) (started, error) {
+	q := url.Values{"id": {id}, "capability": {capability}}
+	if echo {
+		q.Set("echo", "1")
+	}
+	if size {
+		q.Set("size", "1")
+	}
+	var s started
+	err := d.ctl(ctx, k, http.MethodPost, "/lmos/publish", q, &s)
+	s.Key = "lmos:" + id
+	return s, err
+}
+
+// pause follows each propagation sample, so that the next starts on a
+// quiet network (longer than the loopback benchmark's 150 ms: a round
+// trip here is up to 120 ms).
+const pause = 500 * time.Millisecond
+
+// propagation is row 1: a Thing published on one node until it is in all
+// N directories (each node's thing_created event), against raw gossipsub
+// delivering a message of the record's size to all N raw hosts.
+func (d *driver) propagation(ctx context.Context, samples int) error {
+	warm, err := d.publishLMOS(ctx, 1, uuid(), "wan-propagation", false, true)
+	if err != nil {
+		return err
+	}
+	if _, err := d.arrivals(ctx, warm.Key); err != nil {
+		return fmt.Errorf("warm-up publication: %w", err)
+	}
+	size := warm.Size
+	fmt.Printf("records of about %d bytes\n", size)
+	var lm, rw []time.Duration
+	for i := range samples {
+		pub := (i*7)%d.n + 1
+		var s started
+		if err := d.ctl(ctx, pub, http.MethodPost, "/raw/publish", url.Values{"size": {strconv.Itoa(size)}}, &s); err != nil {
+			return err
+		}
+		last, err := d.arrivals(ctx, s.Key)
+		if err != nil {
+			return fmt.Errorf("raw sample %d: %w", i, err)
+		}
+		rw = append(rw, time.Duration(last-s.Start))
+		time.Sleep(pause)
+
+		if s, err = d.publishLMOS(ctx, pub, uuid(), "wan-propagation", false, false); err != nil {
+			return err
+		}
+		if last, err = d.arrivals(ctx, s.Key); err != nil {
+			return fmt.Errorf("lmosnode sample %d: %w", i, err)
+		}
+		lm = append(lm, time.Duration(last-s.Start))
+		time.Sleep(pause)
+		fmt.Printf("  sample %2d from node %2d: raw %6.1f ms, lmosnode %6.1f ms\n", i, pub, ms(rw[i]), ms(lm[i]))
+	}
+	for _, p := range percentiles {
+		benchtab.Print(benchtab.Row{Row: "1", Case: fmt.Sprintf("WAN propagation N=%d", d.n), Metric: p.metric, Unit: "ms",
+			LMOS: percentile(lm, p.pct), Base: percentile(rw, p.pct), Baseline: "raw gossipsub", Target: p.target("p99", "≤ 1.5×")})
+	}
+	return nil
+}
+
+// calls is row 3: pairs of consumer and owner across the lab, each
+// consumer calling the owner's echo Thing through its own HTTP binding
+// (over libp2p to the owner, which calls its backend), against a direct
+// HTTP call to the owner's backend and a raw libp2p stream round trip.
+func (d *driver) calls(ctx context.Context, pairs, n int) error {
+	var lm, direct, raw []float64
+	for p := range pairs {
+		c := (p*5)%d.n + 1
+		o := (p*5+d.n/2+p)%d.n + 1
+		if o == c {
+			o = c%d.n + 1
+		}
+		id := uuid()
+		s, err := d.publishLMOS(ctx, o, id, "wan-echo", true, false)
+		if err != nil {
+			return err
+		}
+		if err := d.ctl(ctx, c, http.MethodGet, "/wait", url.Values{"key": {s.Key}, "timeout": {"60s"}}, nil); err != nil {
+			return fmt.Errorf("consumer %d learning owner %d's Thing: %w", c, o, err)
+		}
+		var r map[string][]float64
+		if err := d.ctl(ctx, c, http.MethodPost, "/rtt", url.Values{"to": {strconv.Itoa(o)}, "n": {strconv.Itoa(n)}, "thing": {id}}, &r); err != nil {
+			return err
+		}
+		rtt := d.delay.PairRTT(netip.MustParseAddr(ipOf(c)), netip.MustParseAddr(ipOf(o)))
+		fmt.Printf("  node %2d → node %2d (link RTT %5.1f ms): p50 HTTP binding %6.1f ms, direct HTTP %6.1f ms, raw libp2p stream %6.1f ms\n",
+			c, o, ms(rtt), pct(r["lmos"], 50), pct(r["http"], 50), pct(r["raw"], 50))
+		lm, direct, raw = append(lm, r["lmos"]...), append(direct, r["http"]...), append(raw, r["raw"]...)
+	}
+	for _, p := range percentiles {
+		benchtab.Print(benchtab.Row{Row: "3", Case: "WAN call: HTTP binding via B → A → backend, c=1", Metric: p.metric, Unit: "ms",
+			LMOS: pct(lm, p.pct), Base: pct(direct, p.pct), Baseline: "direct HTTP B → A's backend, kept-alive", Target: p.target("p50", "≤ 2.5×")})
+		benchtab.Print(benchtab.Row{Row: "3", Case: "WAN floor: raw libp2p echo, new stream per call", Metric: p.metric, Unit: "ms",
+			LMOS: pct(raw, p.pct), Base: pct(direct, p.pct), Baseline: "direct HTTP B → A's backend, kept-alive"})
+	}
+	return nil
+}
+
+// coldDiscovery is row 2: several nodes publish a Thing with one
+// capability and their raw hosts provide the capability's key; a fresh
+// node in the cold namespace, joining through one node, finds the
+// capability (GET /things?capability=: the DHT lookup, then the providers'
+// TDs), against a fresh raw kad-dht client joining through the raw host of
+// the same namespace and finding the providers.
+func (d *driver) coldDiscovery(ctx context.Context, providers, samples int) error {
+	capability := "wan-cold-" + uuid()[len("urn:uuid:"):][:8]
+	var provs []int
+	for j := range providers {
+		if k := (2+j*d.n/providers)%d.n + 1; !slices.Contains(provs, k) {
+			provs = append(provs, k)
+		}
+	}
+	providers = len(provs) // fewer when n is small
+	for _, k := range provs {
+		if _, err := d.publishLMOS(ctx, k, uuid(), capability, false, false); err != nil {
+			return err
+		}
+		if err := d.ctl(ctx, k, http.MethodPost, "/raw/provide", url.Values{"capability": {capability}}, nil); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("capability %s provided by nodes and raw hosts %v\n", capability, provs)
+	want := strconv.Itoa(providers)
+	err := poll(time.Minute, "all raw providers in the DHT", func() (bool, string) {
+		var r struct {
+			Found float64 `json:"found"`
+		}
+		err := d.ctl(ctx, d.cold, http.MethodPost, "/raw/coldfind", url.Values{"capability": {capability}, "want": {want}, "entry": {"1"}}, &r)
+		return err == nil && r.Found >= 0, fmt.Sprint(err, r)
+	})
+	if err != nil {
+		return err
+	}
+	var lm, rw, rwEnd []float64
+	incomplete := 0
+	for i := range samples {
+		entry := (i*3)%d.n + 1
+		lmos := func() error {
+			if err := d.ctl(ctx, d.cold, http.MethodPost, "/cold/start", url.Values{"bootstrap": {d.nodeAddr(entry)}}, nil); err != nil {
+				return err
+			}
+			defer func() { _ = d.ctl(ctx, d.cold, http.MethodPost, "/cold/stop", nil, nil) }()
+			var r struct {
+				MS    float64 `json:"ms"`
+				Count int     `json:"count"`
+			}
+			if err := d.ctl(ctx, d.cold, http.MethodPost, "/cold/find", url.Values{"capability": {capability}}, &r); err != nil {
+				return err
+			}
+			if r.Count < providers {
+				incomplete++
+			}
+			lm = append(lm, r.MS)
+			fmt.Printf("  sample %2d via node %2d: lmosnode %6.1f ms (%d Things)\n", i, entry, r.MS, r.Count)
+			return nil
+		}
+		rawLookup := func() error {
+			var r struct {
+				Found, Ended float64
+				Providers    int
+			}
+			if err := d.ctl(ctx, d.cold, http.MethodPost, "/raw/coldfind", url.Values{"capability": {capability}, "want": {want}, "entry": {strconv.Itoa(entry)}}, &r); err != nil {
+				return err
+			}
+			if r.Found < 0 {
+				incomplete++
+				r.Found = 60_000
+			}
+			rw, rwEnd = append(rw, r.Found), append(rwEnd, r.Ended)
+			fmt.Printf("  sample %2d via node %2d: raw      %6.1f ms (lookup ended %6.1f ms, %d providers)\n", i, entry, r.Found, r.Ended, r.Providers)
+			return nil
+		}
+		first, second := lmos, rawLookup
+		if i%2 == 1 {
+			first, second = rawLookup, lmos
+		}
+		if err := errors.Join(first(), second()); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("%d samples, %d incomplete lookups\n", samples, incomplete)
+	for _, p := range percentiles {
+		benchtab.Print(benchtab.Row{Row: "2", Case: fmt.Sprintf("WAN cold discovery, %d of %d nodes provide", providers, d.n), Metric: p.metric, Unit: "ms",
+			LMOS: pct(lm, p.pct), Base: pct(rw, p.pct), Baseline: "raw kad-dht FindProviders", Target: p.target("p50", "≤ 3×")})
+	}
+	benchtab.Print(benchtab.Row{Row: "2", Case: "WAN raw lookup until it ends", Metric: "p50", Unit: "ms",
+		LMOS: pct(lm, 50), Base: pct(rwEnd, 50), Baseline: "raw kad-dht, whole lookup"})
+	return nil
+}
+
+// percentiles are the figures each row reports.
+var percentiles = []quantile{{"p50", 50}, {"p99", 99}}
+
+type quantile struct {
+	metric string
+	pct    float64
+}
+
+// target is t on the row of metric at (the issue sets one figure's
+// target per row), empty on the others.
+func (q quantile) target(at, t string) string {
+	if q.metric != at {
+		return ""
+	}
+	return t
+}
+
+// percentile is the p-th percentile (nearest rank) of ds in milliseconds.
+func percentile(ds []time.Duration, p float64) float64 {
+	f := make([]float64, len(ds))
+	for i, d := range ds {
+		f[i] = ms(d)
+	}
+	return pct(f, p)
+}
+
+func pct(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	rank := int(float64(len(s))*p/100+0.999999) - 1
+	return s[min(max(rank, 0), len(s)-1)]
+}

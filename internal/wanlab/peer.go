@@ -1,0 +1,710 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	kaddht "github.com/libp2p/go-libp2p-kad-dht"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+
+	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/federation"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// echoProto is the raw hosts' request-reply protocol: the caller writes a
+// message and closes its side, the host writes it back.
+const echoProto = protocol.ID("/lmos-wanlab/echo/1.0.0")
+
+// wanPeer is one namespace's `wanlab peer`.
+type wanPeer struct {
+	k        int
+	home     string // the namespace's node home (its API token)
+	lmosnode string // the lmosnode binary (cold nodes)
+	log      *slog.Logger
+	api      *http.Client
+
+	h     host.Host
+	dht   *kaddht.IpfsDHT
+	topic *pubsub.Topic
+
+	mu       sync.Mutex
+	arrivals map[string]time.Time
+	waiters  map[string][]chan time.Time
+	sse      bool
+	cold     *exec.Cmd
+	coldHome string
+}
+
+func runPeer(args []string) error {
+	fs := flag.NewFlagSet("peer", flag.ContinueOnError)
+	k := fs.Int("index", 0, "this namespace's index K (address 10.78.K.2)")
+	home := fs.String("home", "", "home of this namespace's lmosnode (for its API token); for -cold, where cold nodes' homes go")
+	cold := fs.Bool("cold", false, "the cold-discovery namespace: no raw host of its own; starts fresh nodes on request")
+	bin := fs.String("lmosnode", "lmosnode", "the lmosnode binary (-cold)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *k < 1 || *k > 250 || *home == "" {
+		return errors.New("peer: -index 1..250 and -home are required")
+	}
+	p := &wanPeer{k: *k, home: *home, lmosnode: *bin,
+		log:      slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		api:      &http.Client{Timeout: 2 * time.Minute},
+		arrivals: make(map[string]time.Time), waiters: make(map[string][]chan time.Time)}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if !*cold {
+		if err := p.startRaw(ctx); err != nil {
+			return err
+		}
+		defer func() { _ = p.h.Close() }()
+		defer func() { _ = p.dht.Close() }()
+		go p.watchNode(ctx)
+		backend := &http.Server{Addr: net.JoinHostPort(ipOf(p.k), strconv.Itoa(backendPort)), Handler: http.HandlerFunc(echoBackend)}
+		go func() { _ = backend.ListenAndServe() }()
+		defer func() { _ = backend.Close() }()
+	}
+	defer p.stopCold()
+	srv := &http.Server{Addr: net.JoinHostPort(ipOf(p.k), strconv.Itoa(ctlPort)), Handler: p.routes()}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	fmt.Printf("WANLAB peer %d ready\n", p.k)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// startRaw starts the raw baseline host: built like the loopback
+// benchmark's raw hosts (node/bench_net_test.go), on TCP only, as the lab's
+// nodes listen.
+func (p *wanPeer) startRaw(ctx context.Context) error {
+	h, err := libp2p.New(libp2p.Identity(rawKey(p.k)),
+		libp2p.ListenAddrStrings(fmt.Sprintf("/ip4/%s/tcp/%d", ipOf(p.k), rawPort)),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.DisableRelay(), libp2p.DisableMetrics())
+	if err != nil {
+		return err
+	}
+	p.h = h
+	h.SetStreamHandler(echoProto, func(s network.Stream) {
+		defer func() { _ = s.Close() }()
+		_, _ = io.Copy(s, s)
+	})
+	if p.dht, err = kaddht.New(ctx, h, kaddht.ProtocolPrefix(lmosproto.ProtocolPrefix), kaddht.Mode(kaddht.ModeServer)); err != nil {
+		return err
+	}
+	ps, err := pubsub.NewGossipSub(ctx, h,
+		pubsub.WithMessageIdFn(func(m *pubsubpb.Message) string { s := sha256.Sum256(m.GetData()); return string(s[:]) }),
+		pubsub.WithFloodPublish(true),
+		pubsub.WithMaxMessageSize(lmosproto.MaxRecordSize+64<<10))
+	if err != nil {
+		return err
+	}
+	if p.topic, err = ps.Join(rawTopic); err != nil {
+		return err
+	}
+	sub, err := p.topic.Subscribe()
+	if err != nil {
+		return err
+	}
+	go func() {
+		for {
+			m, err := sub.Next(ctx)
+			if err != nil {
+				return
+			}
+			if len(m.GetData()) >= 16 {
+				p.arrive("raw:"+hex.EncodeToString(m.GetData()[:16]), time.Now())
+			}
+		}
+	}()
+	return nil
+}
+
+// arrive records the first arrival of key and wakes its waiters.
+func (p *wanPeer) arrive(key string, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.arrivals[key]; ok {
+		return
+	}
+	p.arrivals[key] = at
+	for _, w := range p.waiters[key] {
+		w <- at
+	}
+	delete(p.waiters, key)
+}
+
+// watchNode follows the local node's thing_created events, reconnecting
+// when the stream ends.
+func (p *wanPeer) watchNode(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := p.followEvents(ctx); err != nil && ctx.Err() == nil {
+			p.log.Debug("event stream", "err", err)
+		}
+		p.mu.Lock()
+		p.sse = false
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (p *wanPeer) followEvents(ctx context.Context) error {
+	req, err := p.nodeRequest(ctx, http.MethodGet, "/events/thing_created", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{}).Do(req) // no timeout: a stream
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /events/thing_created: %s", resp.Status)
+	}
+	p.mu.Lock()
+	p.sse = true
+	p.mu.Unlock()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		at := time.Now()
+		var ev struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal([]byte(data), &ev) == nil && ev.ID != "" {
+			p.arrive("lmos:"+ev.ID, at)
+		}
+	}
+	return sc.Err()
+}
+
+// nodeRequest is a request to the local node's API, with its token.
+func (p *wanPeer) nodeRequest(ctx context.Context, method, path string, body any) (*http.Request, error) {
+	return apiRequest(ctx, p.home, method, path, body)
+}
+
+func apiRequest(ctx context.Context, home, method, path string, body any) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, nodeAPI+path, r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok, err := os.ReadFile(filepath.Join(home, "api-token")); err == nil {
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	}
+	return req, nil
+}
+
+// callNode does one API request and decodes a JSON answer into out (if
+// not nil); any status but 2xx is an error.
+func (p *wanPeer) callNode(ctx context.Context, home, method, path string, body, out any) error {
+	req, err := apiRequest(ctx, home, method, path, body)
+	if err != nil {
+		return err
+	}
+	return doJSON(p.api, req, out)
+}
+
+// doJSON does req and decodes a JSON answer into out (if not nil); any
+// status but 2xx is an error.
+func doJSON(c *http.Client, req *http.Request, out any) error {
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %.400s", req.Method, req.URL.Path, resp.Status, b)
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+func echoBackend(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/actions/echo" {
+		http.NotFound(w, r)
+		return
+	}
+	var in json.RawMessage
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil && err != io.EOF {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"echo": in})
+}
+
+// thingTD is the TD a lab node publishes: an Agent with capability cap
+// and, if echo, an echo action served by this namespace's backend.
+func thingTD(id, title, capability string, echo bool) map[string]any {
+	td := map[string]any{
+		"@context":            []any{"https://www.w3.org/2019/wot/td/v1", "https://www.w3.org/2022/wot/td/v1.1", map[string]string{"lmos": "https://eclipse.dev/lmos/protocol/v1"}},
+		"@type":               "lmos:Agent",
+		"id":                  id,
+		"title":               title,
+		"securityDefinitions": map[string]any{"nosec_sc": map[string]string{"scheme": "nosec"}},
+		"security":            "nosec_sc",
+		"lmos:metadata":       map[string]any{"lmos:vendor": map[string]string{"lmos:name": "WAN lab"}},
+		"lmos:capabilities":   []any{map[string]string{"lmos:id": capability, "lmos:version": "1.0.0"}},
+	}
+	if echo {
+		td["actions"] = map[string]any{"echo": map[string]any{
+			"input": map[string]string{"type": "object"}, "output": map[string]string{"type": "object"},
+			"forms": []any{map[string]string{"href": "/actions/echo"}},
+		}}
+	}
+	return td
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func fail(w http.ResponseWriter, err error) {
+	http.Error(w, err.Error(), http.StatusBadGateway)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func (p *wanPeer) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		st := map[string]any{}
+		var info struct {
+			PeerID string `json:"peerID"`
+		}
+		if p.h != nil {
+			st["rawPeers"] = len(p.h.Network().Peers())
+			st["topicPeers"] = len(p.topic.ListPeers())
+			if p.callNode(r.Context(), p.home, http.MethodGet, "/api/v1/node", nil, &info) == nil {
+				st["nodeID"] = info.PeerID
+			}
+			var peers []json.RawMessage
+			if p.callNode(r.Context(), p.home, http.MethodGet, "/api/v1/peers", nil, &peers) == nil {
+				st["nodePeers"] = len(peers)
+			}
+		}
+		p.mu.Lock()
+		st["sse"] = p.sse
+		p.mu.Unlock()
+		writeJSON(w, st)
+	})
+	mux.HandleFunc("GET /wait", func(w http.ResponseWriter, r *http.Request) {
+		key := r.URL.Query().Get("key")
+		timeout, err := time.ParseDuration(r.URL.Query().Get("timeout"))
+		if err != nil {
+			timeout = time.Minute
+		}
+		p.mu.Lock()
+		at, ok := p.arrivals[key]
+		var ch chan time.Time
+		if !ok {
+			ch = make(chan time.Time, 1)
+			p.waiters[key] = append(p.waiters[key], ch)
+		}
+		p.mu.Unlock()
+		if !ok {
+			select {
+			case at = <-ch:
+			case <-time.After(timeout):
+				http.Error(w, "not arrived", http.StatusGatewayTimeout)
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
+		writeJSON(w, map[string]int64{"at": at.UnixNano()})
+	})
+	mux.HandleFunc("POST /raw/connect", func(w http.ResponseWriter, r *http.Request) {
+		to, _ := strconv.Atoi(r.URL.Query().Get("to"))
+		ai, err := peer.AddrInfoFromString(rawAddr(to))
+		if err == nil {
+			err = p.h.Connect(r.Context(), *ai)
+		}
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		writeJSON(w, map[string]bool{"ok": true})
+	})
+	mux.HandleFunc("POST /raw/publish", func(w http.ResponseWriter, r *http.Request) {
+		size, _ := strconv.Atoi(r.URL.Query().Get("size"))
+		msg := make([]byte, max(size, 16))
+		_, _ = crand.Read(msg)
+		start := time.Now()
+		if err := p.topic.Publish(r.Context(), msg); err != nil {
+			fail(w, err)
+			return
+		}
+		writeJSON(w, map[string]any{"key": "raw:" + hex.EncodeToString(msg[:16]), "start": start.UnixNano()})
+	})
+	mux.HandleFunc("POST /raw/provide", func(w http.ResponseWriter, r *http.Request) {
+		if err := p.dht.Provide(r.Context(), lmosdht.CapabilityCID(r.URL.Query().Get("capability")), true); err != nil {
+			fail(w, err)
+			return
+		}
+		writeJSON(w, map[string]bool{"ok": true})
+	})
+	mux.HandleFunc("POST /raw/coldfind", p.rawColdFind)
+	mux.HandleFunc("POST /lmos/connect", func(w http.ResponseWriter, r *http.Request) {
+		if err := p.callNode(r.Context(), p.home, http.MethodPost, "/api/v1/connect", map[string]string{"addr": r.URL.Query().Get("addr")}, nil); err != nil {
+			fail(w, err)
+			return
+		}
+		writeJSON(w, map[string]bool{"ok": true})
+	})
+	mux.HandleFunc("POST /lmos/publish", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		body := map[string]any{"td": thingTD(q.Get("id"), "WAN lab "+strconv.Itoa(p.k), q.Get("capability"), q.Get("echo") == "1")}
+		if q.Get("echo") == "1" {
+			body["backend"] = fmt.Sprintf("http://%s:%d", ipOf(p.k), backendPort)
+		}
+		start := time.Now()
+		if err := p.callNode(r.Context(), p.home, http.MethodPost, "/api/v1/things", body, nil); err != nil {
+			fail(w, err)
+			return
+		}
+		out := map[string]any{"start": start.UnixNano()}
+		if q.Get("size") == "1" {
+			// The signed TD as it travels (a record carries it and a few
+			// bytes of envelope): the raw messages' size.
+			req, _ := p.nodeRequest(r.Context(), http.MethodGet, "/things/"+q.Get("id"), nil)
+			if resp, err := p.api.Do(req); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				out["size"] = len(b)
+			}
+		}
+		writeJSON(w, out)
+	})
+	mux.HandleFunc("POST /rtt", p.rtt)
+	mux.HandleFunc("POST /cold/start", p.coldStart)
+	mux.HandleFunc("POST /cold/find", p.coldFind)
+	mux.HandleFunc("POST /cold/stop", func(w http.ResponseWriter, r *http.Request) {
+		p.stopCold()
+		writeJSON(w, map[string]bool{"ok": true})
+	})
+	return mux
+}
+
+// rtt measures request-reply from this namespace to namespace ?to: n
+// calls each, interleaved, after one untimed call of each (connections
+// made, the Thing resolved):
+//
+//	lmos  POST /things/{thing}/actions/echo on the local node's HTTP
+//	      binding: this node calls the owner over libp2p, which calls its
+//	      backend
+//	http  POST to the owner's backend directly, one kept-alive connection
+//	raw   raw libp2p echo, a new stream per call on one connection
+func (p *wanPeer) rtt(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	to, _ := strconv.Atoi(q.Get("to"))
+	n, _ := strconv.Atoi(q.Get("n"))
+	thing := q.Get("thing")
+	ctx := r.Context()
+	ai, err := peer.AddrInfoFromString(rawAddr(to))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if err := p.h.Connect(ctx, *ai); err != nil {
+		fail(w, err)
+		return
+	}
+	direct := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer direct.CloseIdleConnections()
+	backendURL := fmt.Sprintf("http://%s:%d/actions/echo", ipOf(to), backendPort)
+	payload := map[string]string{"q": "wan lab " + strconv.Itoa(p.k)}
+	calls := map[string]func() error{
+		"raw": func() error {
+			s, err := p.h.NewStream(ctx, ai.ID, echoProto)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = s.Close() }()
+			msg := make([]byte, 64)
+			if _, err := s.Write(msg); err != nil {
+				return err
+			}
+			if err := s.CloseWrite(); err != nil {
+				return err
+			}
+			_, err = io.ReadFull(s, msg)
+			return err
+		},
+		"http": func() error {
+			b, _ := json.Marshal(payload)
+			resp, err := direct.Post(backendURL, "application/json", bytes.NewReader(b))
+			if err != nil {
+				return err
+			}
+			defer func() { _ = resp.Body.Close() }()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("backend: %s", resp.Status)
+			}
+			return nil
+		},
+		"lmos": func() error {
+			var out struct {
+				Echo map[string]string `json:"echo"`
+			}
+			if err := p.callNode(ctx, p.home, http.MethodPost, "/things/"+thing+"/actions/echo", payload, &out); err != nil {
+				return err
+			}
+			if out.Echo["q"] != payload["q"] {
+				return fmt.Errorf("echo answered %v", out)
+			}
+			return nil
+		},
+	}
+	order := []string{"raw", "http", "lmos"}
+	res := map[string][]float64{}
+	for i := -1; i < n; i++ {
+		for _, kind := range order {
+			start := time.Now()
+			if err := calls[kind](); err != nil {
+				fail(w, fmt.Errorf("%s call %d to %d: %w", kind, i, to, err))
+				return
+			}
+			if i >= 0 {
+				res[kind] = append(res[kind], ms(time.Since(start)))
+			}
+		}
+	}
+	writeJSON(w, res)
+}
+
+// rawColdFind: a fresh raw kad-dht client host joins through raw host
+// ?entry and looks up the providers of ?capability, as FindCapability
+// does (federation.MaxProviders); found is when ?want distinct providers
+// were seen (-1: never), ended when the lookup ended.
+func (p *wanPeer) rawColdFind(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	entry, _ := strconv.Atoi(q.Get("entry"))
+	want, _ := strconv.Atoi(q.Get("want"))
+	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+	defer cancel()
+	h, err := libp2p.New(libp2p.ListenAddrStrings(fmt.Sprintf("/ip4/%s/tcp/0", ipOf(p.k))),
+		libp2p.Transport(tcp.NewTCPTransport), libp2p.Security(noise.ID, noise.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.DisableRelay(), libp2p.DisableMetrics())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer func() { _ = h.Close() }()
+	d, err := kaddht.New(ctx, h, kaddht.ProtocolPrefix(lmosproto.ProtocolPrefix), kaddht.Mode(kaddht.ModeClient))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer func() { _ = d.Close() }()
+	ai, _ := peer.AddrInfoFromString(rawAddr(entry))
+	if err := h.Connect(ctx, *ai); err != nil {
+		fail(w, err)
+		return
+	}
+	for d.RoutingTable().Size() == 0 {
+		if ctx.Err() != nil {
+			fail(w, errors.New("empty routing table"))
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	found := -1.0
+	seen := map[peer.ID]bool{}
+	for pi := range d.FindProvidersAsync(ctx, lmosdht.CapabilityCID(q.Get("capability")), federation.MaxProviders) {
+		seen[pi.ID] = true
+		if len(seen) == want {
+			found = ms(time.Since(start))
+		}
+	}
+	writeJSON(w, map[string]any{"found": found, "ended": ms(time.Since(start)), "providers": len(seen)})
+}
+
+// coldStart starts a fresh lmosnode in this namespace that learns nothing
+// by itself (gossip and sync on connect off, a DHT client), as the
+// loopback benchmark's cold node, with ?bootstrap as its only peer, and
+// answers once it is connected.
+func (p *wanPeer) coldStart(w http.ResponseWriter, r *http.Request) {
+	p.stopCold()
+	home, err := os.MkdirTemp(p.home, "cold")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if out, err := exec.Command(p.lmosnode, "init", "--home", home).CombinedOutput(); err != nil {
+		fail(w, fmt.Errorf("init: %v: %s", err, out))
+		return
+	}
+	cfgPath := filepath.Join(home, "config.json")
+	var cfg map[string]any
+	b, err := os.ReadFile(cfgPath)
+	if err == nil {
+		err = json.Unmarshal(b, &cfg)
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	for k, v := range map[string]any{"mdns": false, "dhtMode": "client", "gossip": false, "syncOnConnect": false,
+		"autoNAT": false, "holePunching": false, "relayClient": false,
+		"listen": []string{fmt.Sprintf("/ip4/%s/tcp/%d", ipOf(p.k), nodePort)}, "api": strings.TrimPrefix(nodeAPI, "http://"),
+		"bootstrap": []string{r.URL.Query().Get("bootstrap")}} {
+		cfg[k] = v
+	}
+	b, _ = json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		fail(w, err)
+		return
+	}
+	logf, err := os.Create(filepath.Join(home, "node.log"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer func() { _ = logf.Close() }()
+	cmd := exec.Command(p.lmosnode, "up", "--home", home)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		fail(w, err)
+		return
+	}
+	p.mu.Lock()
+	p.cold, p.coldHome = cmd, home
+	p.mu.Unlock()
+	// Ready as the loopback benchmark's cold node: a peer in its DHT
+	// routing table (which under latency comes an identify round trip
+	// after the connection).
+	deadline := time.Now().Add(time.Minute)
+	for p.routingTable(r.Context(), home) == 0 {
+		if time.Now().After(deadline) {
+			fail(w, errors.New("cold node: an empty DHT routing table after a minute"))
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	writeJSON(w, map[string]bool{"ok": true})
+}
+
+// routingTable reads the size of the DHT routing table of the node at
+// home from its metrics (lmos_dht_routing_table_peers); 0 if unknown.
+func (p *wanPeer) routingTable(ctx context.Context, home string) int {
+	req, err := apiRequest(ctx, home, http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := p.api.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = resp.Body.Close() }()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "lmos_dht_routing_table_peers "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int(f)
+		}
+	}
+	return 0
+}
+
+// coldFind times GET /things?capability= on the cold node: a miss, so the
+// node looks the capability up in the DHT and fetches the providers' TDs.
+func (p *wanPeer) coldFind(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	home := p.coldHome
+	p.mu.Unlock()
+	var things []json.RawMessage
+	start := time.Now()
+	err := p.callNode(r.Context(), home, http.MethodGet, "/things?capability="+r.URL.Query().Get("capability"), nil, &things)
+	d := time.Since(start)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, map[string]any{"ms": ms(d), "count": len(things)})
+}
+
+func (p *wanPeer) stopCold() {
+	p.mu.Lock()
+	cmd, home := p.cold, p.coldHome
+	p.cold, p.coldHome = nil, ""
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	_ = os.RemoveAll(home)
+}

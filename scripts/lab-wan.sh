@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# scripts/lab-wan.sh — the WAN lab, run as `scripts/lab.sh wan`: rows 1–3
+# of the performance table (propagation, cold discovery, request-reply)
+# under internet latency, lmosnode against the raw libp2p stack on the
+# same links. Everything lives in network namespaces this script creates;
+# nothing has a route off the machine.
+#
+#   router namespace lmoswan<ID>-r: 10.78.K.1 towards each namespace K,
+#     IPv4 forwarding, FORWARD chain -> NFQUEUE 0 (no bypass), read by
+#     wandelay (internal/wandelay): each packet is accepted after its
+#     address pair's one-way delay (RTT spread uniformly over
+#     --rtt-min..--rtt-max per pair, constant per pair) or dropped
+#     (--loss); the router's own traffic (the driver's) is not delayed
+#   namespaces lmoswan<ID>-n1..nN: 10.78.K.2, default route via the router;
+#     in each an `lmosnode up` (mDNS off, DHT server) and a `wanlab peer`
+#     (a raw libp2p host with kad-dht and gossipsub, the echo backend of
+#     the node's Thing, a watcher of the node's events)
+#   namespace lmoswan<ID>-n<N+1>: the cold one, where fresh nodes and
+#     fresh raw DHT clients look a capability up
+#
+# `wanlab drive` in the router namespace links nodes and raw hosts alike
+# (a ring plus chords), then measures rows 1, 3 and 2 and prints them as
+# benchtab lines, turned into a table at the end. tc netem is not used:
+# the kernels this runs on may lack sch_netem (docs/lab.md). Needs root.
+# Namespaces and processes are removed on every exit, including Ctrl-C.
+set -euo pipefail
+
+usage() {
+	cat <<EOF
+usage: scripts/lab.sh wan [options]
+
+  -n, --nodes N       namespaces with a node and a raw host (default 30;
+                      env LAB_NODES; 2..100)
+  -i, --id ID         lab number 0..9: namespaces lmoswan<ID>-* (default 0;
+                      env LAB_ID); lets two labs run side by side
+      --rtt-min MS    smallest RTT a pair gets (default 20)
+      --rtt-max MS    largest RTT a pair gets (default 120)
+      --loss P        share of packets dropped (default 0.005: 0.5 %)
+      --samples S     row 1 publications of each kind (default 40)
+      --cold S        row 2 cold lookups of each kind (default 20)
+      --timeout S     stop the measurements after S seconds (default 600)
+      --keep          keep the work directory (always kept on failure)
+      --clean         remove what a killed run of lab <ID> left behind
+  -h, --help          this help
+
+Environment: GO (go command, default go), LMOSNODE_BIN (use this lmosnode
+binary instead of building one).
+EOF
+}
+
+ARGS=("$@")
+NODES=${LAB_NODES:-30}
+LAB=${LAB_ID:-0}
+RTT_MIN=20
+RTT_MAX=120
+LOSS=0.005
+SAMPLES=40
+COLD=20
+TIMEOUT=600
+KEEP=${LAB_KEEP:-0}
+CLEAN_ONLY=0
+GO=${GO:-go}
+
+while (($#)); do
+	case $1 in
+	-n | --nodes) NODES=${2:?$1 needs a value}; shift 2 ;;
+	-i | --id) LAB=${2:?$1 needs a value}; shift 2 ;;
+	--rtt-min) RTT_MIN=${2:?$1 needs a value}; shift 2 ;;
+	--rtt-max) RTT_MAX=${2:?$1 needs a value}; shift 2 ;;
+	--loss) LOSS=${2:?$1 needs a value}; shift 2 ;;
+	--samples) SAMPLES=${2:?$1 needs a value}; shift 2 ;;
+	--cold) COLD=${2:?$1 needs a value}; shift 2 ;;
+	--timeout) TIMEOUT=${2:?$1 needs a value}; shift 2 ;;
+	--keep) KEEP=1; shift ;;
+	--clean) CLEAN_ONLY=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "lab wan: unknown argument: $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+
+die() { echo "lab wan: $*" >&2; exit 1; }
+
+[[ $NODES =~ ^[0-9]+$ ]] && ((NODES >= 2 && NODES <= 100)) || die "--nodes: $NODES: want a number from 2 to 100"
+[[ $LAB =~ ^[0-9]$ ]] || die "--id: $LAB: want a digit 0..9"
+[[ $RTT_MIN =~ ^[0-9]+$ && $RTT_MAX =~ ^[0-9]+$ ]] && ((RTT_MIN <= RTT_MAX)) || die "--rtt-min/--rtt-max: want milliseconds, min ≤ max"
+[[ $LOSS =~ ^0?\.[0-9]+$|^0$ ]] || die "--loss: $LOSS: want a share below 1, e.g. 0.005"
+for v in SAMPLES COLD TIMEOUT; do
+	[[ ${!v} =~ ^[0-9]+$ ]] && ((${!v} >= 1)) || die "${v,,}: ${!v}: want a positive number"
+done
+((EUID == 0)) || die "needs root: it creates network namespaces, veth pairs and a queueing router. Run: sudo scripts/lab.sh wan ${ARGS[*]}"
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+NS_PREFIX=lmoswan$LAB-
+ROUTER=${NS_PREFIX}r
+BRIDGE="" # this lab has none: every namespace has its own link to the router
+COLD_K=$((NODES + 1))
+API=127.0.0.1:5080 # each namespace has its own loopback
+PORT=4001
+
+ns() { echo "${NS_PREFIX}n$1"; }
+ip_of() { echo "10.78.$1.2"; }
+home() { echo "$WORK/node$1"; }
+
+LAB_NAME="lab wan"
+# shellcheck source=scripts/lablib.sh
+source "$REPO/scripts/lablib.sh"
+
+PIDS=()
+CREATED_NS=()
+CREATED_BRIDGE=0
+WORK=""
+FAILED=1
+LAB_LABEL="lab wan"
+
+((CLEAN_ONLY)) && lab_clean_stale "^${NS_PREFIX}" "WAN lab $LAB"
+lab_traps
+
+need ip iproute2
+need iptables iptables
+need jq jq
+
+if ip netns list | grep -q "^$NS_PREFIX"; then
+	die "WAN lab $LAB exists (another run, or one that was killed): run 'scripts/lab.sh wan --clean --id $LAB' or pick another --id"
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/lmoswan$LAB.XXXXXX")
+BIN=$WORK/bin
+mkdir -p "$BIN"
+
+step "build"
+t0=$(now)
+if [[ -n ${LMOSNODE_BIN:-} ]]; then
+	cp "$LMOSNODE_BIN" "$BIN/lmosnode"
+else
+	(cd "$REPO" && "$GO" build -o "$BIN/lmosnode" ./cmd/lmosnode)
+fi
+(cd "$REPO" && "$GO" build -o "$BIN/wandelay" ./internal/wandelay/cmd/wandelay &&
+	"$GO" build -o "$BIN/wanlab" ./internal/wanlab &&
+	"$GO" build -o "$BIN/benchtab" ./internal/benchtab/cmd/benchtab)
+echo "built lmosnode, wandelay, wanlab and benchtab in $(since "$t0")"
+
+step "network: router $ROUTER, $NODES + 1 namespaces on 10.78.K.0/24"
+add_ns() {
+	CREATED_NS+=("$1")
+	ip netns add "$1"
+	ip -n "$1" link set lo up
+}
+add_ns "$ROUTER"
+ip netns exec "$ROUTER" sysctl -qw net.ipv4.ip_forward=1
+for ((k = 1; k <= COLD_K; k++)); do
+	add_ns "$(ns "$k")"
+	ip -n "$ROUTER" link add "r$k" type veth peer name eth0 netns "$(ns "$k")"
+	ip -n "$ROUTER" addr add "10.78.$k.1/24" dev "r$k"
+	ip -n "$ROUTER" link set "r$k" up
+	ip -n "$(ns "$k")" addr add "$(ip_of "$k")/24" dev eth0
+	ip -n "$(ns "$k")" link set eth0 up
+	ip -n "$(ns "$k")" route add default via "10.78.$k.1"
+done
+echo "  namespaces ${NS_PREFIX}n1..n$COLD_K (n$COLD_K: cold lookups), each 10.78.K.2 behind $ROUTER"
+
+step "delay: wandelay in $ROUTER (RTT ${RTT_MIN}..${RTT_MAX} ms per pair, loss $LOSS)"
+setsid ip netns exec "$ROUTER" "$BIN/wandelay" -queue 0 -rtt-min "${RTT_MIN}ms" -rtt-max "${RTT_MAX}ms" -loss "$LOSS" \
+	>"$WORK/wandelay.out" 2>"$WORK/wandelay.log" &
+PIDS+=($!)
+DELAY_PID=$!
+deadline=$((SECONDS + 30))
+until grep -q "WANDELAY ready" "$WORK/wandelay.out" 2>/dev/null; do
+	kill -0 "$DELAY_PID" 2>/dev/null || { cat "$WORK/wandelay.log"; die "wandelay exited"; }
+	((SECONDS < deadline)) || die "wandelay not ready after 30 s"
+	sleep 0.1
+done
+# No --queue-bypass: without wandelay nothing is forwarded, never undelayed.
+ip netns exec "$ROUTER" iptables -A FORWARD -j NFQUEUE --queue-num 0
+echo "  FORWARD -> NFQUEUE 0; $(head -n1 "$WORK/wandelay.out")"
+
+step "nodes and peers: lmosnode up and wanlab peer in namespaces 1..$NODES"
+t0=$(now)
+for ((k = 1; k <= NODES; k++)); do
+	ip netns exec "$(ns "$k")" "$BIN/lmosnode" init --home "$(home "$k")" >/dev/null
+	jq '.mdns = false | .dhtMode = "server" | .autoNAT = false | .holePunching = false | .relayClient = false' \
+		"$(home "$k")/config.json" >"$WORK/config.tmp" && mv "$WORK/config.tmp" "$(home "$k")/config.json"
+	setsid ip netns exec "$(ns "$k")" "$BIN/lmosnode" up --home "$(home "$k")" \
+		--listen "/ip4/$(ip_of "$k")/tcp/$PORT" --api "$API" --mdns=false >"$WORK/node$k.log" 2>&1 &
+	PIDS+=($!)
+	setsid ip netns exec "$(ns "$k")" "$BIN/wanlab" peer -index "$k" -home "$(home "$k")" \
+		>"$WORK/peer$k.log" 2>&1 &
+	PIDS+=($!)
+done
+mkdir -p "$WORK/cold"
+setsid ip netns exec "$(ns "$COLD_K")" "$BIN/wanlab" peer -index "$COLD_K" -home "$WORK/cold" -cold -lmosnode "$BIN/lmosnode" \
+	>"$WORK/peer$COLD_K.log" 2>&1 &
+PIDS+=($!)
+echo "  started $NODES nodes, $NODES raw hosts and the cold peer in $(since "$t0")"
+
+step "measure: wanlab drive in $ROUTER (stops after ${TIMEOUT}s)"
+t0=$(now)
+rc=0
+timeout "$TIMEOUT" ip netns exec "$ROUTER" "$BIN/wanlab" drive -n "$NODES" -samples "$SAMPLES" -cold-samples "$COLD" \
+	-rtt-min "${RTT_MIN}ms" -rtt-max "${RTT_MAX}ms" >"$WORK/drive.out" 2>&1 &
+DRIVE_PID=$!
+PIDS+=($DRIVE_PID)
+# Show the driver's progress in the background: the script itself waits
+# in `wait`, which a signal interrupts (a foreground pipeline would hold
+# the INT and TERM traps until the measurements end).
+tail -n +1 -f --pid "$DRIVE_PID" "$WORK/drive.out" | grep --line-buffered -v '^BENCHTAB ' &
+PIDS+=($!)
+SHOW_PID=$!
+wait "$DRIVE_PID" || rc=$?
+wait "$SHOW_PID" || true
+
+DELAY_CPU=$(ps -o times= -p "$DELAY_PID" 2>/dev/null | tr -d ' ' || true)
+kill -TERM "$DELAY_PID" 2>/dev/null && wait "$DELAY_PID" 2>/dev/null || true
+printf '\n== summary (WAN lab %s: %d nodes + %d raw hosts, RTT %s..%s ms per pair, loss %s; measured in %s)\n\n' \
+	"$LAB" "$NODES" "$NODES" "$RTT_MIN" "$RTT_MAX" "$LOSS" "$(since "$t0")"
+if grep -q '^BENCHTAB ' "$WORK/drive.out"; then
+	"$BIN/benchtab" <"$WORK/drive.out"
+fi
+echo
+echo "router: $(grep 'WANDELAY stats' "$WORK/wandelay.out" | tail -n1 | sed 's/^WANDELAY stats //'); wandelay CPU ${DELAY_CPU:-?} s"
+echo "load: $(uptime | sed 's/.*load average/load average/')"
+if ((rc != 0)); then
+	echo "FAIL: the measurements ended with status $rc (124: --timeout)"
+	for f in "$WORK"/peer*.log "$WORK"/node1.log; do
+		[[ -s $f ]] || continue
+		printf '\n-- last lines of %s\n' "$f"
+		tail -n 8 "$f"
+	done
+	exit 1
+fi
+FAILED=0
+echo "result: PASS"
