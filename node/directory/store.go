@@ -655,12 +655,17 @@ func (d *Directory) write(items []putItem) (_ []Change, written bool, _ error) {
 		return d.ds.Sync(ctx, keyThings)
 	}
 	if build {
-		// Build the in-memory entries (tokenising, term frequencies) while
-		// the batch is written and fsynced.
-		done := make(chan error, 1)
-		go func() { done <- commit() }()
-		d.index(ops)
-		err = <-done
+		// Build the in-memory entries (tokenising, term frequencies) in
+		// another goroutine while this one writes and fsyncs the batch: the
+		// build ends first, so the write's wait is not lengthened by a
+		// hand-over.
+		built := make(chan struct{})
+		go func() {
+			defer close(built)
+			d.index(ops)
+		}()
+		err = commit()
+		<-built
 	} else {
 		err = commit()
 	}
