@@ -704,6 +704,7 @@ func (d *Directory) index(ops []putOp) {
 			copyIndexed(op.t, op.old)
 		case !op.t.tombstone:
 			op.tf = d.indexed(op.t, &op.env.Summary)
+			d.idx.resolve(op.tf)
 		}
 	}
 }

@@ -290,6 +290,33 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
+// TestPutManyReusedTerm: a term freed by an earlier Thing of a batch and
+// its number taken by a new term does not take a later Thing's postings
+// (index.add checks the numbers index.resolve looked up before the
+// batch).
+func TestPutManyReusedTerm(t *testing.T) {
+	self, other := newPublisher(t, 1), newPublisher(t, 2)
+	d := open(t, memStore(), self.id, newClock(), Config{})
+	v1 := other.sign(t, thingSpec{id: thingID, title: "Zebracorn", seq: 1}, t0)
+	if _, err := d.Put(v1, nil); err != nil {
+		t.Fatal(err)
+	}
+	v2 := other.sign(t, thingSpec{id: thingID, title: "Yakhorn", seq: 2}, t0)
+	b := other.sign(t, thingSpec{id: "urn:b", title: "Zebracorn", seq: 1}, t0)
+	if _, err := d.PutMany([]*lmosproto.Record{v2, b}); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]string{"zebracorn": "urn:b", "yakhorn": thingID} {
+		r, err := d.Search(Query{Text: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Total != 1 || r.Entries[0].ThingID != want {
+			t.Errorf("search %q: %d Things %+v, want only %s", q, r.Total, r.Entries, want)
+		}
+	}
+}
+
 func TestOwnThings(t *testing.T) {
 	self, other := newPublisher(t, 1), newPublisher(t, 2)
 	clock := newClock()
