@@ -447,7 +447,7 @@ func BenchmarkColdDiscovery(b *testing.B) {
 	probe.close()
 
 	var lm, rw, rwEnd []time.Duration
-	incomplete, i := 0, 0
+	incomplete, rawIncomplete, i := 0, 0, 0
 	for b.Loop() {
 		entry := net.Nodes[(i*3)%n]
 		lmos := func() {
@@ -479,7 +479,7 @@ func BenchmarkColdDiscovery(b *testing.B) {
 			bnWait(b, "raw host's routing table", func() bool { return r.dht.RoutingTable().Size() > 0 })
 			d, end := bnFindProviders(ctx, r, key, publishers)
 			if d < 0 {
-				incomplete++
+				rawIncomplete++
 				d = bnDeadline
 			}
 			rw = append(rw, d)
@@ -496,7 +496,7 @@ func BenchmarkColdDiscovery(b *testing.B) {
 		i++
 	}
 	b.StopTimer()
-	b.Logf("%d nodes, %d providers, %d samples, %d incomplete lookups", n, publishers, len(lm), incomplete)
+	b.Logf("%d nodes, %d providers, %d samples, %d incomplete lookups (raw: %d)", n, publishers, len(lm), incomplete, rawIncomplete)
 	benchtab.Print(benchtab.Row{Row: "2", Case: fmt.Sprintf("raw lookup until it ends (%d providers asked)", federation.MaxProviders), Metric: "p50", Unit: "ms",
 		LMOS: bnPercentile(lm, 50), Base: bnPercentile(rwEnd, 50), Baseline: "raw kad-dht, whole lookup"})
 	for _, p := range []struct {

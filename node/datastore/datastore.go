@@ -42,7 +42,12 @@ const diskSlowThreshold = 5 * time.Second
 // and libp2p stream handlers (a DHT peer's PUT_VALUE, say) can still be
 // running when the host has closed and the node closes the datastore.
 type Store struct {
+	// db serves reads and queries; writes go to pdb, the database under
+	// it, so that a durable write is one pebble commit with pebble.Sync
+	// (go-ds-pebble would commit without and then write a second WAL
+	// record, LogData, to fsync).
 	db       *pebbleds.Datastore
+	pdb      *pebble.DB
 	fsCloser io.Closer
 	// ownThings is the key prefix of the node's own Things in the
 	// directory.
@@ -148,10 +153,10 @@ func (d *Store) Put(ctx context.Context, key ds.Key, value []byte) error {
 		return errClosed
 	}
 	defer done()
-	if err := d.db.Put(ctx, key, value); err != nil {
-		return err
+	if err := d.pdb.Set(key.Bytes(), value, writeOptions(d.durable(key))); err != nil {
+		return fmt.Errorf("pebble: put %s: %w", key, err)
 	}
-	return d.syncIf(ctx, d.durable(key))
+	return nil
 }
 
 // Delete removes key, fsynced if key is durable.
@@ -161,10 +166,10 @@ func (d *Store) Delete(ctx context.Context, key ds.Key) error {
 		return errClosed
 	}
 	defer done()
-	if err := d.db.Delete(ctx, key); err != nil {
-		return err
+	if err := d.pdb.Delete(key.Bytes(), writeOptions(d.durable(key))); err != nil {
+		return fmt.Errorf("pebble: delete %s: %w", key, err)
 	}
-	return d.syncIf(ctx, d.durable(key))
+	return nil
 }
 
 // Sync does nothing: durable writes were synced when they were made, and
@@ -172,27 +177,29 @@ func (d *Store) Delete(ctx context.Context, key ds.Key) error {
 func (d *Store) Sync(context.Context, ds.Key) error { return nil }
 
 // Batch returns a batch whose Commit fsyncs if it wrote a durable key.
-func (d *Store) Batch(ctx context.Context) (ds.Batch, error) {
+func (d *Store) Batch(context.Context) (ds.Batch, error) {
 	done, ok := d.open()
 	if !ok {
 		return nil, errClosed
 	}
 	defer done()
-	b, err := d.db.Batch(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &batch{Batch: b, d: d}, nil
+	return &batch{b: d.pdb.NewBatch(), d: d}, nil
 }
 
-// syncIf fsyncs pebble's write-ahead log, and with it every write made so
-// far, if durable.
-func (d *Store) syncIf(ctx context.Context, durable bool) error {
-	if !durable {
-		return nil
+// writeOptions are pebble's options for a write: fsynced (in the same
+// commit, which pebble's write-ahead log shares with the concurrent
+// commits waiting for an fsync) if durable.
+func writeOptions(durable bool) *pebble.WriteOptions {
+	if durable {
+		return pebble.Sync
 	}
-	return d.db.Sync(ctx, ds.NewKey("/"))
+	return pebble.NoSync
 }
+
+// Pebble returns the database under the Store, for benchmarks that
+// compare the node's writes with pebble's own. A write made through it
+// bypasses the Store's durability rule.
+func (d *Store) Pebble() *pebble.DB { return d.pdb }
 
 // Close closes the database, then its filesystem wrapper; it waits for
 // the operations in flight.
@@ -206,42 +213,57 @@ func (d *Store) Close() error {
 	return errors.Join(d.db.Close(), d.fsCloser.Close())
 }
 
-// batch is a batch of a Store that remembers whether it wrote a durable
-// key.
+// batch is a pebble batch of a Store that remembers whether it wrote a
+// durable key.
 type batch struct {
-	ds.Batch
+	b       *pebble.Batch
 	d       *Store
 	durable bool
 }
 
-func (b *batch) Put(ctx context.Context, key ds.Key, value []byte) error {
+// errCommitted is the error of a batch used after its Commit.
+var errCommitted = errors.New("datastore: batch already committed")
+
+func (b *batch) Put(_ context.Context, key ds.Key, value []byte) error {
+	if b.b == nil {
+		return errCommitted
+	}
 	b.durable = b.durable || b.d.durable(key)
-	return b.Batch.Put(ctx, key, value)
+	return b.b.Set(key.Bytes(), value, nil)
 }
 
-func (b *batch) Delete(ctx context.Context, key ds.Key) error {
+func (b *batch) Delete(_ context.Context, key ds.Key) error {
+	if b.b == nil {
+		return errCommitted
+	}
 	b.durable = b.durable || b.d.durable(key)
-	return b.Batch.Delete(ctx, key)
+	return b.b.Delete(key.Bytes(), nil)
 }
 
-// Commit applies the batch, fsynced if it wrote a durable key; it fails
-// after Close.
-func (b *batch) Commit(ctx context.Context) error {
+// Commit applies the batch, fsynced in the same commit if it wrote a
+// durable key; it fails after Close.
+func (b *batch) Commit(context.Context) error {
+	if b.b == nil {
+		return errCommitted
+	}
 	done, ok := b.d.open()
 	if !ok {
 		return errClosed
 	}
 	defer done()
-	if err := b.Batch.Commit(ctx); err != nil {
-		return err
+	// Close recycles the batch's memory.
+	err := errors.Join(b.b.Commit(writeOptions(b.durable)), b.b.Close())
+	b.b = nil
+	if err != nil {
+		return fmt.Errorf("pebble: commit: %w", err)
 	}
-	return b.d.syncIf(ctx, b.durable)
+	return nil
 }
 
 // Open opens (creating if needed) the pebble datastore in cfg.Dir.
 //
-// pebble writes without an fsync (pebble.NoSync, go-ds-pebble's default);
-// the Store fsyncs its durable writes itself (see the package
+// Soft writes are committed without an fsync (pebble.NoSync), durable
+// ones with one, in the same commit (pebble.Sync; see the package
 // documentation).
 func Open(deps Deps, cfg Config, opts ...Option) (_ *Store, err error) {
 	if deps.Self == "" {
@@ -264,16 +286,20 @@ func Open(deps Deps, cfg Config, opts ...Option) (_ *Store, err error) {
 	fs, fsCloser := vfs.WithDiskHealthChecks(vfs.Default, diskSlowThreshold, nil, func(info vfs.DiskSlowInfo) {
 		log.Warn("disk slow", "path", info.Path, "op", info.OpType.String(), "duration", info.Duration)
 	})
-	popts := &pebble.Options{Logger: pebbleLogger{log: log}, FS: fs}
-	pds, err := pebbleds.NewDatastore(dir,
-		pebbleds.WithPebbleOpts(popts),
-		pebbleds.WithCacheSize(int64(cfg.CacheMB)<<20),
-		pebbleds.WithPebbleWriteOptions(pebble.NoSync),
-	)
+	// The database holds its own reference to the cache.
+	cache := pebble.NewCache(int64(cfg.CacheMB) << 20)
+	defer cache.Unref()
+	popts := &pebble.Options{Logger: pebbleLogger{log: log}, FS: fs, Cache: cache}
+	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("datastore %s: %w (is another lmosnode running with this home?)", dir, err), fsCloser.Close())
 	}
-	d := &Store{db: pds, fsCloser: fsCloser, ownThings: softDirectoryPrefix + deps.Self.String() + "/"}
+	// go-ds-pebble closes pdb.
+	pds, err := pebbleds.NewDatastore(dir, pebbleds.WithPebbleDB(pdb), pebbleds.WithPebbleWriteOptions(pebble.NoSync))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("datastore %s: %w", dir, err), pdb.Close(), fsCloser.Close())
+	}
+	d := &Store{db: pds, pdb: pdb, fsCloser: fsCloser, ownThings: softDirectoryPrefix + deps.Self.String() + "/"}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, d.Close())

@@ -24,8 +24,10 @@
 // records (/dht/…; their publishers republish them, and each is held by
 // several peers). Everything else (the node's own Things, the layout
 // version, whatever another component writes) is durable: the write is
-// fsynced before it returns, so a node killed with SIGKILL right after
-// acknowledging it still has it on restart. An fsync costs milliseconds on
+// fsynced before it returns (one pebble commit with pebble.Sync, whose
+// write-ahead log shares an fsync among the commits waiting together), so
+// a node killed with SIGKILL right after acknowledging it still has it on
+// restart. An fsync costs milliseconds on
 // most disks, and a gossiped Thing is stored, in the gossipsub validator,
 // on every hop before it is forwarded, so soft writes are what keeps a
 // publication's propagation at network speed.

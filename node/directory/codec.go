@@ -42,6 +42,25 @@ func thingKey(publisher peer.ID, id string) datastore.Key {
 	return keyThings.ChildString(publisher.String()).ChildString(idEncoding.EncodeToString([]byte(id)))
 }
 
+// maxKeyPrefixes bounds the cache of publishers' key prefixes.
+const maxKeyPrefixes = 4096
+
+// thingKey is thingKey with the publisher's part (a base58 encoding,
+// microseconds) cached.
+func (d *Directory) thingKey(publisher peer.ID, id string) datastore.Key {
+	d.keysMu.Lock()
+	prefix, ok := d.keyPrefixes[publisher]
+	if !ok {
+		prefix = keyThings.String() + "/" + publisher.String() + "/"
+		if len(d.keyPrefixes) >= maxKeyPrefixes {
+			clear(d.keyPrefixes)
+		}
+		d.keyPrefixes[publisher] = prefix
+	}
+	d.keysMu.Unlock()
+	return datastore.RawKey(prefix + idEncoding.EncodeToString([]byte(id)))
+}
+
 // parseThingKey is the inverse of thingKey.
 func parseThingKey(k datastore.Key) (peer.ID, string, error) {
 	rest, ok := strings.CutPrefix(k.String(), keyThings.String()+"/")

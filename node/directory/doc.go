@@ -50,6 +50,12 @@
 //
 // Every write is committed in one batch and followed by Sync before Put
 // returns, so a node killed with -9 still has every Thing it acknowledged.
+// Puts that wait for the writer together are committed in one batch (group
+// commit: one fsync for all of them), each with the change it would have
+// had alone, in the order they queued. The in-memory form of a new entry
+// (tokens, term frequencies) is built while its batch is written; memory
+// changes only once the batch is durable, so queries never see a Thing
+// that is not.
 //
 // # Memory
 //
@@ -62,10 +68,11 @@
 // # Concurrency
 //
 // A Directory is safe for concurrent use. Writers (Put, PutMany, Purge) are
-// serialised; queries run concurrently with each other and with a writer's
+// serialised (concurrent Puts share a batch, above); queries run concurrently with each other and with a writer's
 // durable write, and wait only while a writer swaps its result into memory.
 // Entries are snapshots: they stay valid after the Thing changes. The
 // directory owns one long-lived goroutine, the purge loop started by Open
 // and stopped by Close; the workers Open decodes stored entries with end
-// before Open returns.
+// before Open returns, and the goroutine a write commits its batch in
+// before the write returns.
 package directory

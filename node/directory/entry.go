@@ -162,7 +162,7 @@ func (e Entry) load() (envelope, error) {
 
 // loadEnvelope reads the stored envelope of (publisher, id).
 func (d *Directory) loadEnvelope(publisher peer.ID, id string) (envelope, error) {
-	data, err := d.ds.Get(context.Background(), thingKey(publisher, id))
+	data, err := d.ds.Get(context.Background(), d.thingKey(publisher, id))
 	if err != nil {
 		return envelope{}, fmt.Errorf("directory: thing %q of %s: %w", id, publisher, err)
 	}

@@ -228,7 +228,10 @@ func (x *index) add(t *thing, tf []termFreq) {
 	ids := x.scratch[:0]
 	for _, f := range tf {
 		text := f.term
-		id, ok := x.termIDs[text]
+		id, ok := f.id-1, f.id != 0 && int(f.id) <= len(x.terms) && x.terms[f.id-1].text == text
+		if !ok {
+			id, ok = x.termIDs[text]
+		}
 		if !ok {
 			if n := len(x.freeTerms); n > 0 {
 				id = x.freeTerms[n-1]
@@ -248,6 +251,19 @@ func (x *index) add(t *thing, tf []termFreq) {
 	}
 	t.terms, x.termBuf = makeTermSet(ids, x.termBuf)
 	x.scratch = ids
+}
+
+// resolve looks up the number of each of tf's terms that the index has
+// (termFreq.id): the part of add that only reads, done while a writer
+// waits for its fsync. Callers hold the writer lock (no other goroutine
+// changes the index) but not mu; add checks each number, which a change
+// made in between (an earlier Thing of the same batch) may have freed.
+func (x *index) resolve(tf []termFreq) {
+	for i := range tf {
+		if id, ok := x.termIDs[tf[i].term]; ok {
+			tf[i].id = id + 1
+		}
+	}
 }
 
 // replace puts u in t's place without reindexing: u has t's indexed

@@ -88,9 +88,17 @@ type Directory struct {
 	// read the state below without mu: only writers change it.
 	wmu    sync.Mutex
 	closed bool
+	// qmu guards queue, the puts waiting for a writer (put).
+	qmu   sync.Mutex
+	queue []*putReq
 
 	versionsMu sync.Mutex
 	versions   map[string]*semver.Version
+
+	// keysMu guards keyPrefixes, the cached datastore key prefix of each
+	// publisher (thingKey).
+	keysMu      sync.Mutex
+	keyPrefixes map[peer.ID]string
 
 	// mu guards the in-memory state.
 	mu   sync.RWMutex
@@ -128,19 +136,20 @@ func Open(deps Deps, cfg Config, opts ...Option) (*Directory, error) {
 		}
 	}
 	d := &Directory{
-		ds:       deps.Datastore,
-		self:     deps.Self,
-		cfg:      cfg,
-		now:      o.now,
-		log:      o.log,
-		seed:     maphash.MakeSeed(),
-		versions: make(map[string]*semver.Version),
-		byID:     make(map[string][]*thing),
-		own:      make(map[string]*thing),
-		pubs:     make(map[peer.ID]*pubState),
-		idx:      newIndex(),
-		events:   newEvents(cfg.EventHistory, cfg.SubscriberBuffer),
-		done:     make(chan struct{}),
+		ds:          deps.Datastore,
+		self:        deps.Self,
+		cfg:         cfg,
+		now:         o.now,
+		log:         o.log,
+		seed:        maphash.MakeSeed(),
+		versions:    make(map[string]*semver.Version),
+		keyPrefixes: make(map[peer.ID]string),
+		byID:        make(map[string][]*thing),
+		own:         make(map[string]*thing),
+		pubs:        make(map[peer.ID]*pubState),
+		idx:         newIndex(),
+		events:      newEvents(cfg.EventHistory, cfg.SubscriberBuffer),
+		done:        make(chan struct{}),
 	}
 	if err := d.checkLayout(); err != nil {
 		return nil, err
@@ -278,7 +287,17 @@ func (d *Directory) decodeStored(r query.Result, now time.Time) (*thing, []termF
 // makeThing builds the in-memory form of an envelope, and the term
 // frequencies to index it with (nil for a tombstone).
 func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, []termFreq) {
-	t := &thing{
+	t := d.baseThing(pub, env, hash)
+	if t.tombstone {
+		return t, nil
+	}
+	return t, d.indexed(t, &env.Summary)
+}
+
+// baseThing is the in-memory form of an envelope without what the
+// indexes need (indexed adds it): what a writer decides a change by.
+func (d *Directory) baseThing(pub peer.ID, env *envelope, hash uint64) *thing {
+	return &thing{
 		publisher: peer.ID(intern(string(pub))),
 		id:        env.ThingID,
 		seq:       env.Seq,
@@ -293,10 +312,11 @@ func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, 
 		own:       pub == d.self,
 		size:      int64(len(env.Raw)),
 	}
-	if t.tombstone {
-		return t, nil
-	}
-	s := &env.Summary
+}
+
+// indexed sets what the indexes need of live thing t from its summary and
+// returns the term frequencies to index it with.
+func (d *Directory) indexed(t *thing, s *summary) []termFreq {
 	t.title = s.Title
 	t.types = internAll(s.Types)
 	t.vendor = intern(s.Vendor)
@@ -311,7 +331,13 @@ func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, 
 	}
 	tf, dl := termFreqs(s)
 	t.dl = dl
-	return t, tf
+	return tf
+}
+
+// copyIndexed gives t what the indexes need of src, a thing with the same
+// indexed content.
+func copyIndexed(t, src *thing) {
+	t.dl, t.title, t.types, t.vendor, t.caps, t.versions, t.groups = src.dl, src.title, src.types, src.vendor, src.caps, src.versions, src.groups
 }
 
 // version parses a capability version, caching the result; nil if empty or
@@ -445,7 +471,10 @@ type putItem struct {
 
 // putOp is one change a put applies to memory after its write is durable.
 type putOp struct {
-	old, t  *thing
+	old, t *thing
+	// env is the new envelope of a new version; nil when the record was
+	// seen again (refresh), whose t has old's indexed content.
+	env     *envelope
 	tf      []termFreq
 	rec     *lmosproto.Record
 	change  Change
@@ -483,6 +512,18 @@ type staged struct {
 	raw []byte
 }
 
+// putReq is one caller's put waiting for the writer that commits it.
+type putReq struct {
+	items   []putItem
+	changes []Change
+	err     error
+}
+
+// put stores items, durably, as one write: group commit. The caller
+// queues its request and takes the writer lock; whoever holds the lock
+// commits every request queued by then in one batch (one fsync), as if
+// they had been put one after the other in queue order. A request taken
+// by an earlier writer is done when its caller gets the lock.
 func (d *Directory) put(items []putItem) ([]Change, error) {
 	for _, it := range items {
 		if err := checkRecord(it.rec); err != nil {
@@ -492,11 +533,59 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 			return nil, fmt.Errorf("directory: put: thing %q of %s: local metadata is for own Things only", it.rec.ThingID, it.rec.Publisher())
 		}
 	}
+	r := &putReq{items: items}
+	d.qmu.Lock()
+	d.queue = append(d.queue, r)
+	d.qmu.Unlock()
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	if d.closed {
-		return nil, ErrClosed
+	d.qmu.Lock()
+	group := d.queue
+	d.queue = nil
+	d.qmu.Unlock()
+	if len(group) > 0 {
+		d.commitGroup(group)
 	}
+	return r.changes, r.err
+}
+
+// commitGroup writes the queued requests group in one batch. If that
+// fails before anything was written, each request is written on its own,
+// so that one's error is not another's. Callers hold wmu.
+func (d *Directory) commitGroup(group []*putReq) {
+	if d.closed {
+		for _, r := range group {
+			r.err = ErrClosed
+		}
+		return
+	}
+	items := group[0].items
+	if len(group) > 1 {
+		items = nil
+		for _, r := range group {
+			items = append(items, r.items...)
+		}
+	}
+	changes, written, err := d.write(items)
+	if err != nil && !written && len(group) > 1 {
+		for _, r := range group {
+			r.changes, _, r.err = d.write(r.items)
+		}
+		return
+	}
+	for _, r := range group {
+		r.err = err
+		if err == nil {
+			r.changes, changes = changes[:len(r.items):len(r.items)], changes[len(r.items):]
+		}
+	}
+}
+
+// write stores items in one durable batch, as if each were put in order,
+// and reports whether it may have written anything when it fails. The
+// in-memory form of each new entry is built while the batch is written;
+// memory changes after the batch is durable. Callers hold wmu.
+func (d *Directory) write(items []putItem) (_ []Change, written bool, _ error) {
 	ctx := context.Background()
 	now := d.now()
 	changes := make([]Change, len(items))
@@ -508,8 +597,9 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 	quota := make(map[peer.ID]usage)
 	batch, err := d.ds.Batch(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("directory: put: %w", err)
+		return nil, false, fmt.Errorf("directory: put: %w", err)
 	}
+	build := false
 	for i, it := range items {
 		rec := it.rec
 		pub, id := rec.Publisher(), rec.ThingID
@@ -519,7 +609,7 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 		}
 		op, err := d.prepare(rec, it.local, old, oldRaw, now)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if op.t != nil && op.change != Unchanged && d.overQuota(op.t, old, quota) {
 			op = putOp{change: OverQuota}
@@ -538,26 +628,49 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 			}
 			op.prev = oldRaw
 		}
-		val, err := d.envelopeOf(rec, op.t).marshal()
+		env := op.env
+		if env == nil {
+			env = d.envelopeOf(rec, op.t)
+		}
+		val, err := env.marshal()
 		if err != nil {
-			return nil, fmt.Errorf("directory: put: %w", err)
+			return nil, false, fmt.Errorf("directory: put: %w", err)
 		}
-		if err := batch.Put(ctx, thingKey(pub, id), val); err != nil {
-			return nil, fmt.Errorf("directory: put: thing %q of %s: %w", id, pub, err)
+		if err := batch.Put(ctx, d.thingKey(pub, id), val); err != nil {
+			return nil, false, fmt.Errorf("directory: put: thing %q of %s: %w", id, pub, err)
 		}
+		build = build || (op.env != nil && !op.t.tombstone)
 		ops = append(ops, op)
 		if pending != nil {
 			pending[thingRef{pub, id}] = staged{t: op.t, raw: rec.Raw}
 		}
 	}
 	if len(ops) == 0 {
-		return changes, nil
+		return changes, false, nil
 	}
-	if err := batch.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("directory: put: %w", err)
+	commit := func() error {
+		if err := batch.Commit(ctx); err != nil {
+			return err
+		}
+		return d.ds.Sync(ctx, keyThings)
 	}
-	if err := d.ds.Sync(ctx, keyThings); err != nil {
-		return nil, fmt.Errorf("directory: put: sync: %w", err)
+	if build {
+		// Build the in-memory entries (tokenising, term frequencies) in
+		// another goroutine while this one writes and fsyncs the batch: the
+		// build ends first, so the write's wait is not lengthened by a
+		// hand-over.
+		built := make(chan struct{})
+		go func() {
+			defer close(built)
+			d.index(ops)
+		}()
+		err = commit()
+		<-built
+	} else {
+		err = commit()
+	}
+	if err != nil {
+		return nil, true, fmt.Errorf("directory: put: %w", err)
 	}
 
 	d.mu.Lock()
@@ -576,7 +689,24 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 	for _, op := range ops {
 		d.notify(op)
 	}
-	return changes, nil
+	return changes, true, nil
+}
+
+// index builds what the indexes need of each op's new entry, in order:
+// a refresh takes its old entry's, which an earlier op of the same batch
+// may have built (when none of ops is a new live entry, a refresh's copy
+// of its old entry already has it).
+func (d *Directory) index(ops []putOp) {
+	for i := range ops {
+		op := &ops[i]
+		switch {
+		case op.env == nil:
+			copyIndexed(op.t, op.old)
+		case !op.t.tombstone:
+			op.tf = d.indexed(op.t, &op.env.Summary)
+			d.idx.resolve(op.tf)
+		}
+	}
 }
 
 // prepare decides what rec does to old and builds the new entry; a nil
@@ -645,7 +775,7 @@ func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, old
 			env.Local = old.local
 		}
 	}
-	op.t, op.tf = d.makeThing(pub, &env, hash)
+	op.t, op.env = d.baseThing(pub, &env, hash), &env
 	switch {
 	case env.Tombstone:
 		op.change = Deleted
@@ -734,7 +864,7 @@ func (d *Directory) remove(things []*thing) error {
 	batch, err := d.ds.Batch(ctx)
 	if err == nil {
 		for _, t := range things {
-			if err = batch.Delete(ctx, thingKey(t.publisher, t.id)); err != nil {
+			if err = batch.Delete(ctx, d.thingKey(t.publisher, t.id)); err != nil {
 				break
 			}
 		}

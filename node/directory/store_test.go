@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,6 +211,109 @@ func TestPutMany(t *testing.T) {
 	}
 	if r, _ := d.Search(Query{Text: "X"}); r.Total != 0 {
 		t.Fatalf("deleted thing still indexed: %+v", r)
+	}
+}
+
+// countingStore counts the batches committed into it.
+type countingStore struct {
+	datastore.Batching
+	commits atomic.Int32
+}
+
+func (c *countingStore) Batch(ctx context.Context) (datastore.Batch, error) {
+	b, err := c.Batching.Batch(ctx)
+	return &countingBatch{Batch: b, c: c}, err
+}
+
+type countingBatch struct {
+	datastore.Batch
+	c *countingStore
+}
+
+func (b *countingBatch) Commit(ctx context.Context) error {
+	b.c.commits.Add(1)
+	return b.Batch.Commit(ctx)
+}
+
+// TestGroupCommit: Puts waiting together for the writer are committed in
+// one batch, each with the change it would have had alone in queue order;
+// a record seen again in the same batch (a refresh) keeps its indexed
+// content.
+func TestGroupCommit(t *testing.T) {
+	self, other := newPublisher(t, 1), newPublisher(t, 2)
+	ds := &countingStore{Batching: memStore()}
+	d := open(t, ds, self.id, newClock(), Config{})
+	v1 := other.sign(t, thingSpec{id: thingID, title: "Alpha", seq: 1}, t0)
+	x := other.sign(t, thingSpec{id: "urn:x", title: "Xray", seq: 1}, t0)
+	gone := other.tombstone(t, "urn:y", 1, t0)
+	mine := self.sign(t, thingSpec{id: "urn:mine", title: "Mine", seq: 1}, t0)
+	recs := []*lmosproto.Record{v1, x, v1, gone, mine}
+	want := []Change{Created, Created, Unchanged, Deleted, Created}
+
+	// Hold the writer lock until every Put is queued, so that they form
+	// one group.
+	d.wmu.Lock()
+	got := make([]Change, len(recs))
+	errs := make([]error, len(recs))
+	var wg sync.WaitGroup
+	for i, rec := range recs {
+		wg.Go(func() { got[i], errs[i] = d.Put(rec, nil) })
+		for queued := 0; queued <= i; {
+			d.qmu.Lock()
+			queued = len(d.queue)
+			d.qmu.Unlock()
+			runtime.Gosched()
+		}
+	}
+	before := ds.commits.Load()
+	d.wmu.Unlock()
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("changes %v, want %v", got, want)
+	}
+	if n := ds.commits.Load() - before; n != 1 {
+		t.Fatalf("%d batches committed for %d waiting Puts, want 1", n, len(recs))
+	}
+	for _, q := range []string{"alpha", "xray", "mine"} {
+		if r, _ := d.Search(Query{Text: q}); r.Total != 1 {
+			t.Errorf("search %q: %d Things, want 1", q, r.Total)
+		}
+	}
+	if e, ok := d.Get(other.id, thingID); !ok || e.Title != "Alpha" || len(e.Capabilities) == 0 {
+		t.Fatalf("Get after a refresh in the same batch = %+v, %v", e, ok)
+	}
+	if d.Len() != 3 {
+		t.Fatalf("Len = %d, want 3", d.Len())
+	}
+}
+
+// TestPutManyReusedTerm: a term freed by an earlier Thing of a batch and
+// its number taken by a new term does not take a later Thing's postings
+// (index.add checks the numbers index.resolve looked up before the
+// batch).
+func TestPutManyReusedTerm(t *testing.T) {
+	self, other := newPublisher(t, 1), newPublisher(t, 2)
+	d := open(t, memStore(), self.id, newClock(), Config{})
+	v1 := other.sign(t, thingSpec{id: thingID, title: "Zebracorn", seq: 1}, t0)
+	if _, err := d.Put(v1, nil); err != nil {
+		t.Fatal(err)
+	}
+	v2 := other.sign(t, thingSpec{id: thingID, title: "Yakhorn", seq: 2}, t0)
+	b := other.sign(t, thingSpec{id: "urn:b", title: "Zebracorn", seq: 1}, t0)
+	if _, err := d.PutMany([]*lmosproto.Record{v2, b}); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]string{"zebracorn": "urn:b", "yakhorn": thingID} {
+		r, err := d.Search(Query{Text: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Total != 1 || r.Entries[0].ThingID != want {
+			t.Errorf("search %q: %d Things %+v, want only %s", q, r.Total, r.Entries, want)
+		}
 	}
 }
 

@@ -2,20 +2,22 @@ package directory
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	datastore "github.com/ipfs/go-datastore"
-	pebbleds "github.com/ipfs/go-ds-pebble"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/internal/benchtab"
+	lmosds "github.com/lmosnode/lmosnode/node/datastore"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -54,28 +56,33 @@ func tableCase(n int, what string) string {
 	return fmt.Sprintf("directory %dk %s", n/1000, what)
 }
 
-// benchTablePublish measures Put and PutMany into a pebble-backed directory
-// that holds n Things, against pebble writing the same bytes.
+// benchTablePublish measures Put and PutMany into a directory that holds n
+// Things, on the node's datastore (node/datastore), against pebble writing
+// the same bytes into the same database. The Things written are the
+// node's own, which the node's datastore writes durably (one fsync per
+// commit); the n Things filled in first are learned ones.
 func benchTablePublish(b *testing.B, n int) {
-	dir := b.TempDir()
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLog{b}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The datastore closes db.
-	ds, err := pebbleds.NewDatastore(dir, pebbleds.WithPebbleDB(db))
+	self := newPublisher(b, 1).id
+	ds, err := lmosds.Open(lmosds.Deps{Self: self}, lmosds.Config{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ds.Close()
+	db := ds.Pebble()
 	d := benchOpen(b, ds)
 	defer d.Close()
 	c := newCorpus(b)
 	c.fill(b, d, n)
+	// own is the record of a new Thing of the node's own.
+	own := func() *lmosproto.Record {
+		rec := c.next()
+		rec.Signer.PeerID = self
+		return rec
+	}
 
 	// envelopeBytes is what the directory stores for rec.
 	envelopeBytes := func(rec *lmosproto.Record) []byte {
-		env := envelope{Seq: rec.Seq, Signed: rec.Signer.Created, Created: t0, Modified: t0, Expires: t0, TTL: DefaultTTL,
+		env := envelope{Own: true, Seq: rec.Seq, Signed: rec.Signer.Created, Created: t0, Modified: t0,
 			ThingID: rec.ThingID, Summary: summarize(rec.TD), Raw: rec.Raw}
 		v, err := env.marshal()
 		if err != nil {
@@ -93,10 +100,10 @@ func benchTablePublish(b *testing.B, n int) {
 	// other, whichever ran first after the fill above paid for pebble's
 	// flushes and compactions of it: the directory was 0.5× pebble in
 	// that order and 1.17× in the other.)
-	var put, raw, putMany, rawMany float64
+	var put, raw, putConc, rawConc, putMany, rawMany float64
 	b.Run("put", func(b *testing.B) {
 		put, raw = pairedRates(b, 1, func() (lmos, base func()) {
-			rec, other := c.next(), c.next()
+			rec, other := own(), own()
 			k, v := rawKey(other), envelopeBytes(other)
 			return func() {
 					if _, err := d.Put(rec, nil); err != nil {
@@ -109,16 +116,39 @@ func benchTablePublish(b *testing.B, n int) {
 				}
 		})
 	})
+	// writers Puts at once, each acknowledged when durable, against as
+	// many concurrent pebble Sets with pebble.Sync (whose write-ahead log
+	// shares an fsync among the commits waiting together).
+	const writers = 8
+	b.Run("put-concurrent", func(b *testing.B) {
+		putConc, rawConc = pairedRates(b, writers, func() (lmos, base func()) {
+			recs := make([]*lmosproto.Record, writers)
+			keys, vals := make([][]byte, writers), make([][]byte, writers)
+			for i := range writers {
+				recs[i] = own()
+				other := own()
+				keys[i], vals[i] = rawKey(other), envelopeBytes(other)
+			}
+			return func() {
+					concurrently(writers, func(i int) error {
+						_, err := d.Put(recs[i], nil)
+						return err
+					}, b)
+				}, func() {
+					concurrently(writers, func(i int) error { return db.Set(keys[i], vals[i], pebble.Sync) }, b)
+				}
+		})
+	})
 	const batch = 1000
 	b.Run("putmany", func(b *testing.B) {
 		putMany, rawMany = pairedRates(b, batch, func() (lmos, base func()) {
 			recs := make([]*lmosproto.Record, batch)
 			for i := range recs {
-				recs[i] = c.next()
+				recs[i] = own()
 			}
 			keys, vals := make([][]byte, batch), make([][]byte, batch)
 			for i := range keys {
-				rec := c.next()
+				rec := own()
 				keys[i], vals[i] = rawKey(rec), envelopeBytes(rec)
 			}
 			return func() {
@@ -140,19 +170,24 @@ func benchTablePublish(b *testing.B, n int) {
 	})
 	benchtab.Print(benchtab.Row{Row: tableRow, Case: tableCase(n, "publish (Put, fsync each)"), Metric: "rate", Unit: "TDs/s",
 		LMOS: put, Base: raw, Baseline: "pebble Set+fsync of the same envelope"})
+	benchtab.Print(benchtab.Row{Row: tableRow, Case: tableCase(n, fmt.Sprintf("publish (Put, %d writers at once)", writers)), Metric: "rate", Unit: "TDs/s",
+		LMOS: putConc, Base: rawConc, Baseline: fmt.Sprintf("%d concurrent pebble Set+fsync", writers)})
 	benchtab.Print(benchtab.Row{Row: tableRow, Case: tableCase(n, "publish (PutMany, 1000 per batch)"), Metric: "rate", Unit: "TDs/s",
 		LMOS: putMany, Base: rawMany, Baseline: "pebble batch of the same envelopes, fsync"})
 }
 
-// pebbleLog keeps pebble's informational logs out of the benchmark output
-// and fails the benchmark on its errors.
-type pebbleLog struct{ tb testing.TB }
-
-func (pebbleLog) Infof(string, ...any)           {}
-func (l pebbleLog) Errorf(f string, args ...any) { l.tb.Errorf("pebble: "+f, args...) }
-func (l pebbleLog) Fatalf(f string, args ...any) {
-	l.tb.Errorf("pebble: "+f, args...)
-	panic(fmt.Sprintf("pebble: "+f, args...)) // pebble expects Fatalf not to return
+// concurrently runs op(0) … op(n-1) in n goroutines and waits for them;
+// the benchmark fails on an error.
+func concurrently(n int, op func(int) error, b *testing.B) {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { errs[i] = op(i) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // pairedRates times, in every iteration, one operation of lmosnode and

@@ -142,6 +142,9 @@ func camelBoundary(w []rune, i int) bool {
 type termFreq struct {
 	term string
 	tf   uint32
+	// id is the term's number plus one as index.resolve found it, 0 if
+	// not looked up or new; index.add checks it before using it.
+	id uint32
 }
 
 // termFreqs returns the distinct terms of a Thing's text with their

@@ -44,7 +44,7 @@ func TestTermFreqsBounded(t *testing.T) {
 	if len(tf) > maxDocTerms {
 		t.Fatalf("%d terms indexed, limit %d", len(tf), maxDocTerms)
 	}
-	if tf[0] != (termFreq{"big", titleWeight + textWeight}) || dl == 0 {
+	if tf[0] != (termFreq{term: "big", tf: titleWeight + textWeight}) || dl == 0 {
 		t.Fatalf("first term %+v, dl %d", tf[0], dl)
 	}
 }

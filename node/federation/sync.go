@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	msmux "github.com/multiformats/go-multistream"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
@@ -252,7 +253,7 @@ func (f *Federation) Sync(ctx context.Context, p peer.ID, flt Filter) (int, erro
 func (f *Federation) fetchOwn(ctx context.Context, p peer.ID, flt Filter) ([]*lmosproto.Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, SyncTimeout)
 	defer cancel()
-	s, err := f.p.Host.NewStream(network.WithAllowLimitedConn(ctx, "lmos-sync"), p, lmosproto.ProtocolSync)
+	s, err := f.openSync(network.WithAllowLimitedConn(ctx, "lmos-sync"), p)
 	if err != nil {
 		return nil, fmt.Errorf("open stream: %w", err)
 	}
@@ -263,6 +264,47 @@ func (f *Federation) fetchOwn(ctx context.Context, p peer.ID, flt Filter) ([]*lm
 	}
 	_ = s.Close()
 	return recs, nil
+}
+
+// openSync opens a sync stream to p (dialling it if needed) without
+// waiting for identify: the host's NewStream waits, on a new connection,
+// for identify to finish (a round trip and the check of the peer's signed
+// record) before it sends anything. The stream names the sync protocol
+// with the request, as the host does for a peer known to speak it (lazy
+// multistream-select); a peer that does not speak it answers the first
+// read with an error. Identify runs on the connection all the same.
+func (f *Federation) openSync(ctx context.Context, p peer.ID) (network.Stream, error) {
+	if err := f.p.Host.Connect(ctx, peer.AddrInfo{ID: p}); err != nil {
+		return nil, err
+	}
+	s, err := f.p.Host.Network().NewStream(network.WithNoDial(ctx, "already connected"), p)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.SetProtocol(lmosproto.ProtocolSync); err != nil {
+		_ = s.Reset()
+		return nil, err
+	}
+	return &lazyStream{Stream: s, rw: msmux.NewMSSelect(s, lmosproto.ProtocolSync)}, nil
+}
+
+// lazyStream is a stream whose protocol is negotiated with its first write
+// and first read (what the host's NewStream returns for a protocol the
+// peer is known to speak).
+type lazyStream struct {
+	network.Stream
+	rw msmux.LazyConn
+}
+
+func (s *lazyStream) Read(b []byte) (int, error)  { return s.rw.Read(b) }
+func (s *lazyStream) Write(b []byte) (int, error) { return s.rw.Write(b) }
+func (s *lazyStream) Close() error                { return s.rw.Close() }
+
+// CloseWrite sends the negotiation if nothing was written yet; an error
+// shows on the next read.
+func (s *lazyStream) CloseWrite() error {
+	_ = s.rw.Flush()
+	return s.Stream.CloseWrite()
 }
 
 func (f *Federation) exchange(ctx context.Context, s network.Stream, p peer.ID, flt Filter) ([]*lmosproto.Record, error) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
 
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -106,6 +107,37 @@ func TestSyncRateLimit(t *testing.T) {
 	_, err := bob.Sync(ctx, alice.id, Filter{})
 	if err == nil || !strings.Contains(err.Error(), "rate limited") {
 		t.Fatalf("request beyond the burst: %v, want a rate-limit refusal", err)
+	}
+}
+
+// TestSyncOnNewConnection: a sync dials the peer itself and sends its
+// request with the protocol negotiation, without waiting for identify; a
+// peer that does not speak the sync protocol fails it.
+func TestSyncOnNewConnection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	alice := newMember(t, nil)
+	bob := newMember(t, nil)
+	id := uniqueID()
+	if _, _, err := alice.Publish(ctx, testTD(t, id, 0, "weather"), nil); err != nil {
+		t.Fatal(err)
+	}
+	bob.host.Peerstore().AddAddrs(alice.id, alice.host.Addrs(), time.Minute)
+	if n, err := bob.Sync(ctx, alice.id, Filter{Capability: "weather"}); err != nil || n != 1 {
+		t.Fatalf("sync on a new connection: %d changes, %v; want 1", n, err)
+	}
+	if _, ok := bob.dir.Get(alice.id, id); !ok {
+		t.Fatal("the Thing did not reach Bob")
+	}
+
+	bare, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay(), libp2p.DisableMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	bob.host.Peerstore().AddAddrs(bare.ID(), bare.Addrs(), time.Minute)
+	if _, err := bob.Sync(ctx, bare.ID(), Filter{}); err == nil {
+		t.Fatal("sync with a peer without the sync protocol succeeded")
 	}
 }
 
