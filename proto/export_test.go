@@ -8,3 +8,10 @@ import (
 // KnownTypes lists every message type Known accepts, so that the tests of
 // the message rules can check that they cover each one.
 var KnownTypes = slices.Sorted(maps.Keys(msgTypes))
+
+// DecodeJSONDirect and DecodeJSONTree are the JSON codec's two decoders,
+// which must agree wherever the direct one succeeds.
+var (
+	DecodeJSONDirect = decodeJSONDirect
+	DecodeJSONTree   = decodeJSONTree
+)
