@@ -503,6 +503,11 @@ func (s *remoteSession) readReplies() bool {
 		if !s.endOut() {
 			return false
 		}
+		if s.br.Buffered() > 0 {
+			// it came with the terminal message: no wait, no deadline
+			b, _ := s.br.ReadByte()
+			return b == 0
+		}
 		_ = s.str.SetReadDeadline(time.Now().Add(s.c.cfg.CloseGrace))
 		p, err = proto.ReadFrame(s.br, s.fc.Max)
 		_ = s.str.SetReadDeadline(time.Time{})

@@ -230,7 +230,6 @@ func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc p
 		s.writeFinal(str, fc, undecodable(err))
 		return false
 	}
-	_ = str.SetReadDeadline(time.Time{})
 
 	// The consumer's further messages. On a session stream an empty frame
 	// ends them (ended); EOF: it sends nothing more (which ends nothing);
@@ -246,6 +245,7 @@ func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc p
 		}
 	}
 
+	endedWithRequest := ended // ended is the reader's from here on
 	var ctx context.Context
 	cancel := func() {}
 	if ended {
@@ -256,6 +256,9 @@ func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc p
 	} else {
 		ctx, cancel = context.WithCancel(sc.base)
 		defer cancel()
+		// the consumer's further messages may take their time (the
+		// Server's idle or first-frame deadline was for the request)
+		_ = str.SetReadDeadline(time.Time{})
 	}
 	sess, err := s.inv.Invoke(ctx, &req)
 	if err != nil {
@@ -333,7 +336,9 @@ func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc p
 	// not (still reading, slowly) gets the stream closed, not reset: what
 	// was written stays readable, as on a 1.0.0 stream; the stream is not
 	// used again.
-	_ = str.SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
+	if !endedWithRequest {
+		_ = str.SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
+	}
 	<-readerDone
 	if !ended {
 		_ = str.Close()
