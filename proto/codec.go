@@ -983,11 +983,37 @@ func parseJSONNumber(lit string) (jsonNumber, error) {
 		}
 		return jsonNumber{lit, true}, nil
 	}
+	if canonicalFixed(lit) {
+		return jsonNumber{lit, false}, nil
+	}
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil {
 		return jsonNumber{}, fmt.Errorf("number %.40s is out of the range of a float64", lit)
 	}
 	return jsonNumber{formatJSONFloat(f), false}, nil
+}
+
+// canonicalFixed reports whether lit, a JSON number literal with a
+// fraction, is already what formatJSONFloat writes for its value, without
+// parsing it: no exponent, no trailing zero in the fraction, at least
+// 1e-6 in magnitude and at most 15 significant digits (every such decimal
+// is the shortest one that reads back as its float64).
+func canonicalFixed(lit string) bool {
+	s := strings.TrimPrefix(lit, "-")
+	dot := strings.IndexByte(s, '.')
+	if dot <= 0 || s[len(s)-1] == '0' || strings.ContainsAny(s, "eE") {
+		return false
+	}
+	intPart, frac := s[:dot], s[dot+1:]
+	sig := len(intPart) + len(frac)
+	if intPart == "0" {
+		zeros := len(frac) - len(strings.TrimLeft(frac, "0"))
+		if zeros >= 6 {
+			return false // below 1e-6: the exponent form
+		}
+		sig = len(frac) - zeros
+	}
+	return sig <= 15
 }
 
 // formatJSONFloat writes f like encoding/json (shortest round-trip digits,

@@ -996,3 +996,28 @@ func TestValueCBORRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A float literal taken as canonical without parsing is what parsing and
+// formatting it would give.
+func TestCanonicalFloatShortcut(t *testing.T) {
+	check := func(lit string) {
+		t.Helper()
+		f, err := strconv.ParseFloat(lit, 64)
+		if err != nil || !strings.Contains(lit, ".") { // integers have rules of their own
+			return
+		}
+		got, err := proto.ParseJSONNumber(lit)
+		if want := proto.FormatJSONFloat(f); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", lit, got, err, want)
+		}
+	}
+	for _, lit := range []string{"21.5", "-21.5", "0.1", "0.000001", "0.0000001", "0.0000012", "-0.5",
+		"123456789012345.5", "12345678901234.5", "1234567890123456.5", "0.123456789012345", "0.1234567890123456",
+		"999999999999999.9", "100000000000000000000.5", "1.10", "-0.0", "0.0", "5.0", "3.14159"} {
+		check(lit)
+	}
+	for i := range 20000 {
+		r := rand.New(rand.NewPCG(uint64(i), 7))
+		check(strconv.FormatFloat(r.NormFloat64()*math.Pow(10, float64(r.IntN(30)-12)), 'f', r.IntN(18), 64))
+	}
+}

@@ -15,3 +15,12 @@ var (
 	DecodeJSONDirect = decodeJSONDirect
 	DecodeJSONTree   = decodeJSONTree
 )
+
+// ParseJSONNumber is the canonical form of a JSON number literal.
+func ParseJSONNumber(lit string) (string, error) {
+	n, err := parseJSONNumber(lit)
+	return n.lit, err
+}
+
+// FormatJSONFloat is the canonical form of a float.
+var FormatJSONFloat = formatJSONFloat
