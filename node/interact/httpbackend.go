@@ -243,6 +243,15 @@ func (b *HTTPBackend) do(ctx context.Context, req *proto.Message, method, target
 
 // readBody reads a response body of at most proto.MaxMessageSize bytes.
 func readBody(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= proto.MaxMessageSize {
+		// the length is known (net/http holds the body to it): one
+		// buffer of that size, not io.ReadAll's growing ones
+		data := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, data); err != nil {
+			return nil, problem(http.StatusBadGateway, TitleBadGateway, "reading the backend's response: %v", err)
+		}
+		return data, nil
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, proto.MaxMessageSize+1))
 	if err != nil {
 		return nil, problem(http.StatusBadGateway, TitleBadGateway, "reading the backend's response: %v", err)
