@@ -11,7 +11,10 @@ package node_test
 // libp2p → A's Server → Engine → HTTP backend). Baseline: a direct HTTP
 // call to the same backend, in the same run. Two raw libp2p request-reply
 // cases (a new stream per call; one stream reused) show the floor the
-// libp2p hop puts under the SDK path.
+// libp2p hop puts under the SDK path, and three zero-work floors the
+// floor of each whole path: the same hops (consumer → B over HTTP, a
+// WebSocket or a Go call; B → A over a reused stream between bare libp2p
+// hosts; A → the backend over keep-alive HTTP) with no LMOS work at all.
 //
 // Row 4, streaming: a streaming session (invokeAction "stream": true) in
 // which A's Thing sends N output chunks to a consumer on B, against a raw
@@ -341,10 +344,10 @@ const (
 	brStreamProto = protocol.ID("/lmos-bench/stream/1.0.0")
 )
 
-// brEchoServer answers every frame on a stream with the same frame, until
-// the stream ends.
-func brEchoServer(h host.Host) {
-	h.SetStreamHandler(brEchoProto, func(s network.Stream) {
+// brFrameServer answers every frame on a stream of proto with answer's
+// frame, until the stream ends.
+func brFrameServer(h host.Host, proto protocol.ID, answer func([]byte) ([]byte, error)) {
+	h.SetStreamHandler(proto, func(s network.Stream) {
 		defer s.Close()
 		br := bufio.NewReader(s)
 		for {
@@ -352,12 +355,19 @@ func brEchoServer(h host.Host) {
 			if err != nil {
 				return
 			}
-			if err := lmosproto.WriteFrame(s, p); err != nil {
+			out, err := answer(p)
+			if err != nil || lmosproto.WriteFrame(s, out) != nil {
 				_ = s.Reset()
 				return
 			}
 		}
 	})
+}
+
+// brEchoServer answers every frame on a stream with the same frame, until
+// the stream ends.
+func brEchoServer(h host.Host) {
+	brFrameServer(h, brEchoProto, func(p []byte) ([]byte, error) { return p, nil })
 }
 
 // brRawCall is one request-reply on a new stream: write a frame, close
@@ -393,6 +403,114 @@ func (c *brRawConn) call(payload []byte) error {
 	return err
 }
 
+const brFloorProto = protocol.ID("/lmos-bench/floor/1.0.0")
+
+// brFloorOwner makes h a zero-work owner: each frame on a stream is a
+// backend URL, answered with the body of a GET to it (keep-alive client),
+// until the stream ends. It is node A of the floor cases, without any
+// LMOS work.
+func brFloorOwner(h host.Host, hc *http.Client) {
+	brFrameServer(h, brFloorProto, func(target []byte) ([]byte, error) {
+		resp, err := hc.Get(string(target))
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		return io.ReadAll(resp.Body)
+	})
+}
+
+// brFloorPool is node B's side of the floor cases: streams to the
+// zero-work owner, reused, one per call in flight.
+type brFloorPool struct {
+	free   chan *brRawConn
+	target []byte
+}
+
+func newBrFloorPool(b *testing.B, from host.Host, to peer.ID, target string) *brFloorPool {
+	b.Helper()
+	fp := &brFloorPool{free: make(chan *brRawConn, brConcurrency), target: []byte(target)}
+	for range brConcurrency {
+		s, err := from.NewStream(context.Background(), to, brFloorProto)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Reset() })
+		c := &brRawConn{s: s, br: bufio.NewReader(s)}
+		if err := c.call(fp.target); err != nil { // negotiate now
+			b.Fatal(err)
+		}
+		fp.free <- c
+	}
+	return fp
+}
+
+// call forwards one request to the owner and returns the backend's body.
+func (fp *brFloorPool) call() ([]byte, error) {
+	c := <-fp.free
+	defer func() { fp.free <- c }()
+	if err := lmosproto.WriteFrame(c.s, fp.target); err != nil {
+		return nil, err
+	}
+	return lmosproto.ReadFrame(c.br, lmosproto.MaxMessageSize)
+}
+
+// brFloorHTTP is node B's HTTP binding without LMOS work: each request is
+// forwarded over the pool and answered with the backend's body.
+func brFloorHTTP(b *testing.B, fp *brFloorPool) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := fp.call()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// brFloorWS is node B's WebSocket endpoint without LMOS work: each
+// message is forwarded over the pool and answered with the backend's body.
+func brFloorWS(b *testing.B, fp *brFloorPool) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		for {
+			_, _, err := c.Read(r.Context())
+			if err != nil {
+				return
+			}
+			body, err := fp.call()
+			if err != nil || c.Write(r.Context(), websocket.MessageText, body) != nil {
+				return
+			}
+		}
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// brFloorSocket is one consumer socket on brFloorWS.
+func brFloorSocket(b *testing.B, srv *httptest.Server) *websocket.Conn {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	b.Cleanup(func() { _ = c.CloseNow() })
+	return c
+}
+
 // BenchmarkRequestReplyCrossNode measures row 3: one readProperty of a
 // Thing with an HTTP backend on node A, called through node B.
 func BenchmarkRequestReplyCrossNode(b *testing.B) {
@@ -421,6 +539,25 @@ func BenchmarkRequestReplyCrossNode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// zero-work floors of the three paths: the same hops, no LMOS work
+	fc, fs := brRawPair(b)
+	brFloorOwner(fs, brHTTPClient(b))
+	floorPool := newBrFloorPool(b, fc, fs.ID(), direct)
+	floorHTTP := brFloorHTTP(b, floorPool).URL + "/things/x/properties/temperature"
+	floorWS := brFloorWS(b, floorPool)
+	floorSockets := make([]*websocket.Conn, brConcurrency)
+	for i := range floorSockets {
+		floorSockets[i] = brFloorSocket(b, floorWS)
+	}
+	floorWSCall := func(g int) error {
+		if err := floorSockets[g].Write(ctx, websocket.MessageText, payload); err != nil {
+			return err
+		}
+		_, _, err := floorSockets[g].Read(ctx)
+		return err
+	}
+	floorSDK := func(int) error { _, err := floorPool.call(); return err }
+
 	conns := make([]*brRawConn, brConcurrency)
 	for i := range conns {
 		s, err := rc.NewStream(ctx, rs.ID(), brEchoProto)
@@ -459,6 +596,9 @@ func BenchmarkRequestReplyCrossNode(b *testing.B) {
 		{"libp2p-sdk", "libp2p SDK (B's Invoker) → A → HTTP backend", func(int) error { return brInvokeRead(inv, id) }},
 		{"raw-libp2p-new-stream", "floor: raw libp2p echo, new stream per call (no HTTP)", func(int) error { return brRawCall(rc, rs.ID(), payload) }},
 		{"raw-libp2p-same-stream", "floor: raw libp2p echo, one stream reused (no HTTP)", func(g int) error { return conns[g].call(payload) }},
+		{"floor-http", "zero-work floor of the HTTP binding: HTTP → B → reused libp2p stream → A → HTTP backend", func(int) error { return brGet(hc, floorHTTP) }},
+		{"floor-ws", "zero-work floor of the WebSocket path: WebSocket → B → reused libp2p stream → A → HTTP backend", floorWSCall},
+		{"floor-sdk", "zero-work floor of the SDK path: Go call → reused libp2p stream → A → HTTP backend", floorSDK},
 	}
 	figs := make(map[string]*brFigures, len(cases))
 	for _, cs := range cases {
@@ -478,7 +618,7 @@ func BenchmarkRequestReplyCrossNode(b *testing.B) {
 			continue
 		}
 		target := func(t string) string {
-			if strings.HasPrefix(cs.name, "raw-") {
+			if strings.HasPrefix(cs.name, "raw-") || strings.HasPrefix(cs.name, "floor-") {
 				return ""
 			}
 			return t

@@ -3,8 +3,10 @@ package proto
 // JSON and CBOR codecs of the message envelope.
 //
 // Both codecs carry the same model: a map with the same text keys. Decoding
-// goes bytes → tree → Message (fromWire), encoding Message → member list
-// (toWire) → bytes, and the tree → Message step is shared, so the two
+// goes bytes → tree → Message (fromWire) — the JSON codec reads ordinary
+// messages straight into a Message (decodeJSONDirect) and leaves the rest
+// to the tree —, encoding Message → members in wire order (visitWire) →
+// bytes, and the tree → Message step is shared, so the two
 // codecs accept and reject exactly the same messages. Payloads (Value) are
 // canonical JSON text; the CBOR codec converts them to and from CBOR data
 // items by walking the tree.
@@ -123,52 +125,35 @@ type jsonCodec struct{}
 func (jsonCodec) ContentType() string { return ContentTypeJSON }
 
 func (jsonCodec) Marshal(m *Message) ([]byte, error) {
-	ms, err := m.toWire()
-	if err != nil {
+	// one allocation for most messages: the size first, then the text
+	var size jsonSize = 2
+	if err := m.visitWire(&size); err != nil {
 		return nil, err
 	}
-	// one allocation for most messages: the members' lengths, plus room
-	// for quotes, separators and a few escapes
-	size := 2
-	for _, mem := range ms {
-		size += len(mem.key) + 4
-		switch v := mem.val.(type) {
-		case string:
-			size += len(v) + 2
-		case bool:
-			size += 5
-		case Value:
-			size += len(v.raw)
-		}
-	}
-	buf := make([]byte, 0, size+size/16)
-	buf = append(buf, '{')
-	for i, mem := range ms {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = appendJSONString(buf, mem.key)
-		buf = append(buf, ':')
-		switch v := mem.val.(type) {
-		case string:
-			buf = appendJSONString(buf, v)
-		case bool:
-			buf = strconv.AppendBool(buf, v)
-		case Value:
-			buf = append(buf, v.raw...)
-		}
-	}
-	buf = append(buf, '}')
-	if len(buf) > MaxMessageSize {
+	w := jsonWriter{buf: make([]byte, 0, int(size)+int(size)/16)}
+	w.buf = append(w.buf, '{')
+	_ = m.visitWire(&w) // checked above
+	w.buf = append(w.buf, '}')
+	if len(w.buf) > MaxMessageSize {
 		return nil, fmt.Errorf("lmos message: %w", ErrTooLarge)
 	}
-	return buf, nil
+	return w.buf, nil
 }
 
 func (jsonCodec) Unmarshal(data []byte, m *Message) error {
 	if len(data) > MaxMessageSize {
 		return fmt.Errorf("lmos message: %w", ErrTooLarge)
 	}
+	if decodeJSONDirect(data, m) {
+		return nil
+	}
+	return decodeJSONTree(data, m)
+}
+
+// decodeJSONTree decodes a JSON message through a tree (parseJSONTree,
+// fromWire): every message the direct decoder leaves to it, with a
+// deterministic error for those it rejects.
+func decodeJSONTree(data []byte, m *Message) error {
 	tree, err := parseJSONTree(data, MaxDepth+1)
 	if err != nil {
 		return envelopeErr(err)
@@ -190,23 +175,14 @@ type cborCodec struct{}
 func (cborCodec) ContentType() string { return ContentTypeCBOR }
 
 func (cborCodec) Marshal(m *Message) ([]byte, error) {
-	ms, err := m.toWire()
-	if err != nil {
+	w := wireMap{m: make(map[string]any, 12)}
+	if err := m.visitWire(&w); err != nil {
 		return nil, err
 	}
-	wire := make(map[string]any, len(ms))
-	for _, mem := range ms {
-		switch v := mem.val.(type) {
-		case Value:
-			tree, err := parseJSONTree(v.raw, MaxDepth)
-			if err != nil { // impossible: v.raw is canonical JSON
-				return nil, newMemberError(mem.key, err)
-			}
-			wire[mem.key] = cborItemOf(tree)
-		default:
-			wire[mem.key] = v
-		}
+	if w.err != nil {
+		return nil, w.err
 	}
+	wire := w.m
 	b, err := msgCBOREnc.Marshal(wire)
 	if err != nil {
 		return nil, fmt.Errorf("lmos message: cbor: %w", err)
@@ -331,12 +307,6 @@ func msgCBORModes() (cbor.EncMode, cbor.DecMode) {
 	return enc, dec
 }
 
-// wireMember is one wire member: its value is a string, a bool or a Value.
-type wireMember struct {
-	key string
-	val any
-}
-
 // envelopeMembers are the wire names (and accepted aliases) of Message's
 // fields; no extension may use them.
 var envelopeMembers = map[string]bool{
@@ -350,50 +320,77 @@ var envelopeMembers = map[string]bool{
 	"stream": true, "oneWay": true,
 }
 
-// toWire lists m's members in wire order: the common members, the
-// affordance name, the type-specific ones, trace context, then extensions
-// sorted by key.
-func (m *Message) toWire() ([]wireMember, error) {
+// wireSink receives a message's members in wire order (visitWire).
+type wireSink interface {
+	str(key, s string)
+	flag(key string)
+	value(key string, v Value)
+}
+
+// visitWire passes m's members to sink in wire order: the common members,
+// the affordance name, the type-specific ones, trace context, then
+// extensions sorted by key. It checks the message first, so that a sink
+// sees only a message that encodes.
+func (m *Message) visitWire(sink wireSink) error {
 	if m == nil {
-		return nil, errors.New("lmos message: nil message")
+		return errors.New("lmos message: nil message")
 	}
 	if !m.Type.Known() {
 		if m.Type == "" {
-			return nil, newMemberError("messageType", ErrMissingMember)
+			return newMemberError("messageType", ErrMissingMember)
 		}
-		return nil, invalidMember("messageType", "unknown message type %q", m.Type)
+		return invalidMember("messageType", "unknown message type %q", m.Type)
 	}
-	ms := make([]wireMember, 0, 8+len(m.Extensions))
-	var err error
+	nameKey := m.Type.NameMember()
+	for _, f := range [...]struct{ key, s string }{
+		{"thingID", m.ThingID}, {"messageID", m.MessageID}, {"correlationID", m.CorrelationID},
+		{nameKey, m.Name}, {"status", m.Status}, {"reason", m.Reason},
+		{"type", m.ProblemType}, {"title", m.Title}, {"detail", m.Detail}, {"instance", m.Instance},
+		{"timestamp", m.Timestamp}, {"traceparent", m.Traceparent}, {"tracestate", m.Tracestate},
+	} {
+		if !utf8.ValidString(f.s) {
+			return invalidMember(f.key, "not valid UTF-8")
+		}
+	}
+	var keyBuf [4]string
+	keys := keyBuf[:0]
+	for k, v := range m.Extensions {
+		if !v.Present() {
+			continue
+		}
+		if envelopeMembers[k] {
+			return invalidMember(k, "extension member clashes with a known member")
+		}
+		if !utf8.ValidString(k) {
+			return invalidMember(k, "extension member name is not valid UTF-8")
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+
 	str := func(key, s string) {
-		if s == "" || err != nil {
-			return
+		if s != "" {
+			sink.str(key, s)
 		}
-		if !utf8.ValidString(s) {
-			err = invalidMember(key, "not valid UTF-8")
-			return
-		}
-		ms = append(ms, wireMember{key, s})
 	}
 	val := func(key string, v Value) {
 		if v.Present() {
-			ms = append(ms, wireMember{key, v})
-		}
-	}
-	flag := func(key string, b bool) {
-		if b {
-			ms = append(ms, wireMember{key, true})
+			sink.value(key, v)
 		}
 	}
 	str("thingID", m.ThingID)
 	str("messageID", m.MessageID)
 	str("messageType", string(m.Type))
 	str("correlationID", m.CorrelationID)
-	str(m.Type.NameMember(), m.Name)
+	str(nameKey, m.Name)
 	str("status", m.Status)
 	str("reason", m.Reason)
-	flag("stream", m.Stream)
-	flag("oneWay", m.OneWay)
+	if m.Stream {
+		sink.flag("stream")
+	}
+	if m.OneWay {
+		sink.flag("oneWay")
+	}
 	val("input", m.Input)
 	val("output", m.Output)
 	val("data", m.Data)
@@ -405,27 +402,64 @@ func (m *Message) toWire() ([]wireMember, error) {
 	str("timestamp", m.Timestamp)
 	str("traceparent", m.Traceparent)
 	str("tracestate", m.Tracestate)
-	if err != nil {
-		return nil, err
-	}
-	keys := make([]string, 0, len(m.Extensions))
-	for k, v := range m.Extensions {
-		if !v.Present() {
-			continue
-		}
-		if envelopeMembers[k] {
-			return nil, invalidMember(k, "extension member clashes with a known member")
-		}
-		if !utf8.ValidString(k) {
-			return nil, invalidMember(k, "extension member name is not valid UTF-8")
-		}
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	for _, k := range keys {
-		ms = append(ms, wireMember{k, m.Extensions[k]})
+		sink.value(k, m.Extensions[k])
 	}
-	return ms, nil
+	return nil
+}
+
+// jsonSize is a wireSink that adds up the JSON text's size: the members'
+// lengths plus room for quotes and separators (escapes are rare).
+type jsonSize int
+
+func (n *jsonSize) str(key, s string)         { *n += jsonSize(len(key) + len(s) + 6) }
+func (n *jsonSize) flag(key string)           { *n += jsonSize(len(key) + 8) }
+func (n *jsonSize) value(key string, v Value) { *n += jsonSize(len(key) + len(v.raw) + 4) }
+
+// jsonWriter is a wireSink that appends the members to a JSON object.
+type jsonWriter struct{ buf []byte }
+
+func (w *jsonWriter) key(key string) {
+	if len(w.buf) > 1 {
+		w.buf = append(w.buf, ',')
+	}
+	w.buf = appendJSONString(w.buf, key)
+	w.buf = append(w.buf, ':')
+}
+
+func (w *jsonWriter) str(key, s string) {
+	w.key(key)
+	w.buf = appendJSONString(w.buf, s)
+}
+
+func (w *jsonWriter) flag(key string) {
+	w.key(key)
+	w.buf = append(w.buf, "true"...)
+}
+
+func (w *jsonWriter) value(key string, v Value) {
+	w.key(key)
+	w.buf = append(w.buf, v.raw...)
+}
+
+// wireMap is a wireSink that collects the members as the CBOR encoder's
+// map: payloads as CBOR items (cborItemOf).
+type wireMap struct {
+	m   map[string]any
+	err error
+}
+
+func (w *wireMap) str(key, s string) { w.m[key] = s }
+func (w *wireMap) flag(key string)   { w.m[key] = true }
+func (w *wireMap) value(key string, v Value) {
+	tree, err := parseJSONTree(v.raw, MaxDepth)
+	if err != nil { // impossible: v.raw is canonical JSON
+		if w.err == nil {
+			w.err = newMemberError(key, err)
+		}
+		return
+	}
+	w.m[key] = cborItemOf(tree)
 }
 
 // fromWire builds a Message from a decoded top-level map. Members are
@@ -480,22 +514,8 @@ func fromWire(obj jsonObject) (Message, error) {
 			} else {
 				m.Status, err = wireString(k, v)
 			}
-		case "reason":
-			m.Reason, err = wireString(k, v)
-		case "timestamp":
-			m.Timestamp, err = wireString(k, v)
-		case "traceparent":
-			m.Traceparent, err = wireString(k, v)
-		case "tracestate":
-			m.Tracestate, err = wireString(k, v)
-		case "type":
-			m.ProblemType, err = wireString(k, v)
-		case "title":
-			m.Title, err = wireString(k, v)
-		case "detail":
-			m.Detail, err = wireString(k, v)
-		case "instance":
-			m.Instance, err = wireString(k, v)
+		case "reason", "timestamp", "traceparent", "tracestate", "type", "title", "detail", "instance":
+			*m.plainStringMember(k), err = wireString(k, v)
 		case "stream":
 			m.Stream, err = wireBool(k, v)
 		case "oneWay":
@@ -522,6 +542,31 @@ func fromWire(obj jsonObject) (Message, error) {
 		return Message{}, newMemberError("messageType", ErrMissingMember)
 	}
 	return m, nil
+}
+
+// plainStringMember returns the field of the string member key, for the
+// members with one name and no other form: reason, timestamp, trace
+// context and the problem members.
+func (m *Message) plainStringMember(key string) *string {
+	switch key {
+	case "reason":
+		return &m.Reason
+	case "timestamp":
+		return &m.Timestamp
+	case "traceparent":
+		return &m.Traceparent
+	case "tracestate":
+		return &m.Tracestate
+	case "type":
+		return &m.ProblemType
+	case "title":
+		return &m.Title
+	case "detail":
+		return &m.Detail
+	case "instance":
+		return &m.Instance
+	}
+	return nil
 }
 
 // wireString returns a string member; null counts as absent ("").
@@ -938,11 +983,37 @@ func parseJSONNumber(lit string) (jsonNumber, error) {
 		}
 		return jsonNumber{lit, true}, nil
 	}
+	if canonicalFixed(lit) {
+		return jsonNumber{lit, false}, nil
+	}
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil {
 		return jsonNumber{}, fmt.Errorf("number %.40s is out of the range of a float64", lit)
 	}
 	return jsonNumber{formatJSONFloat(f), false}, nil
+}
+
+// canonicalFixed reports whether lit, a JSON number literal with a
+// fraction, is already what formatJSONFloat writes for its value, without
+// parsing it: no exponent, no trailing zero in the fraction, at least
+// 1e-6 in magnitude and at most 15 significant digits (every such decimal
+// is the shortest one that reads back as its float64).
+func canonicalFixed(lit string) bool {
+	s := strings.TrimPrefix(lit, "-")
+	dot := strings.IndexByte(s, '.')
+	if dot <= 0 || s[len(s)-1] == '0' || strings.ContainsAny(s, "eE") {
+		return false
+	}
+	intPart, frac := s[:dot], s[dot+1:]
+	sig := len(intPart) + len(frac)
+	if intPart == "0" {
+		zeros := len(frac) - len(strings.TrimLeft(frac, "0"))
+		if zeros >= 6 {
+			return false // below 1e-6: the exponent form
+		}
+		sig = len(frac) - zeros
+	}
+	return sig <= 15
 }
 
 // formatJSONFloat writes f like encoding/json (shortest round-trip digits,

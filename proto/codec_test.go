@@ -697,13 +697,13 @@ func checkAgainstEncodingJSON(t *testing.T, data []byte) {
 	}
 }
 
-func fuzzSeeds(f *testing.F) [][]byte {
+func fuzzSeeds(tb testing.TB) [][]byte {
 	inputs, _ := filepath.Glob(filepath.Join(goldenDir, "*.json"))
 	var seeds [][]byte
 	for _, in := range inputs {
 		b, err := os.ReadFile(in)
 		if err != nil {
-			f.Fatal(err)
+			tb.Fatal(err)
 		}
 		seeds = append(seeds, b)
 	}
@@ -718,12 +718,71 @@ func FuzzDecodeJSON(f *testing.F) {
 	f.Add([]byte(`["\ud83d\ude00","\ud83d","\ude00x","\ud83d\u0041",1E-2,0.5e+3]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkAgainstEncodingJSON(t, data)
+		checkDirectDecode(t, data)
 		var m proto.Message
 		if err := proto.JSON.Unmarshal(data, &m); err != nil {
 			return
 		}
 		checkStable(t, &m)
 	})
+}
+
+// checkDirectDecode checks that wherever the JSON codec's direct decoder
+// takes a message, the tree decoder accepts it too, as the same Message.
+func checkDirectDecode(t *testing.T, data []byte) {
+	t.Helper()
+	var direct, tree proto.Message
+	if !proto.DecodeJSONDirect(data, &direct) {
+		return
+	}
+	if err := proto.DecodeJSONTree(data, &tree); err != nil {
+		t.Fatalf("%s: the direct decoder took it, the tree decoder: %v", data, err)
+	}
+	if !reflect.DeepEqual(direct, tree) {
+		t.Fatalf("%s: direct decoder %+v, tree decoder %+v", data, direct, tree)
+	}
+}
+
+// The direct decoder takes every ordinary message (the golden ones, a
+// reply with a payload of each kind) and agrees with the tree decoder; it
+// leaves what it does not handle to the tree.
+func TestDirectDecodeMatchesTree(t *testing.T) {
+	cases := fuzzSeeds(t)
+	if len(cases) == 0 {
+		t.Fatal("no golden messages")
+	}
+	for _, payload := range []string{`21.5`, `-0`, `1E2`, `"a\u00e9\n"`, `true`, `null`, `[1,{"b":2,"a":[]}]`, `{"z":1,"a":"x"}`} {
+		cases = append(cases, []byte(`{"thingID":"urn:t","messageID":"m1","messageType":"propertyReading","correlationID":"c1","name":"temperature","value":`+payload+`,"timestamp":"2025-01-01T00:00:00Z","x-ext":`+payload+`}`))
+	}
+	for _, c := range cases {
+		var m proto.Message
+		if !proto.DecodeJSONDirect(c, &m) {
+			t.Errorf("direct decoder refused %s", c)
+			continue
+		}
+		checkDirectDecode(t, c)
+	}
+	for _, odd := range []string{
+		`{"messageType":"readProperty","thingID":"a","thingId":"b"}`, // conflicting aliases
+		`{"messageType":"readProperty","name":"a","name":"a"}`,       // duplicate
+		`{"messageType":"error","status":404.5}`,                     // a fraction as status
+		`{"messageType":"nope"}`,
+		`{"thingID":"a"}`,
+		`{"messageType":"readProperty"} x`,
+		`{"messageType":"readProperty","stream":"yes"}`,
+		"{\"messageType\":\"readProperty\",\"name\":\"\xff\"}",
+	} {
+		var direct proto.Message
+		if proto.DecodeJSONDirect([]byte(odd), &direct) {
+			t.Errorf("direct decoder took %s: %+v", odd, direct)
+		}
+		var viaCodec, tree proto.Message
+		errCodec := proto.JSON.Unmarshal([]byte(odd), &viaCodec)
+		errTree := proto.DecodeJSONTree([]byte(odd), &tree)
+		if fmt.Sprint(errCodec) != fmt.Sprint(errTree) || !reflect.DeepEqual(viaCodec, tree) {
+			t.Errorf("%s: codec %v, tree %v", odd, errCodec, errTree)
+		}
+	}
 }
 
 func FuzzDecodeCBOR(f *testing.F) {
@@ -822,13 +881,26 @@ func benchMessage(b *testing.B) *proto.Message {
 }
 
 func BenchmarkCodec(b *testing.B) {
-	m := benchMessage(b)
-	for _, c := range []proto.Codec{proto.JSON, proto.CBOR} {
+	var err error
+	reading := validMessage(proto.MsgPropertyReading)
+	reading.Name, reading.Timestamp = "temperature", "2025-01-01T00:00:00Z"
+	if reading.Value, err = proto.ValueOf(21.5); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		c    proto.Codec
+		m    *proto.Message
+	}{
+		{"json", proto.JSON, benchMessage(b)}, {"cbor", proto.CBOR, benchMessage(b)},
+		{"json-reading", proto.JSON, reading}, {"cbor-reading", proto.CBOR, reading},
+	} {
+		c, m := bc.c, bc.m
 		data, err := c.Marshal(m)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(c.ContentType()[len("application/"):]+"/marshal", func(b *testing.B) {
+		b.Run(bc.name+"/marshal", func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
 				if _, err := c.Marshal(m); err != nil {
@@ -836,7 +908,7 @@ func BenchmarkCodec(b *testing.B) {
 				}
 			}
 		})
-		b.Run(c.ContentType()[len("application/"):]+"/unmarshal", func(b *testing.B) {
+		b.Run(bc.name+"/unmarshal", func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			var out proto.Message
 			for b.Loop() {
@@ -922,5 +994,30 @@ func TestValueCBORRoundTrip(t *testing.T) {
 		if err := v.UnmarshalCBOR(b); err == nil {
 			t.Errorf("%s: decoded as %s", name, v)
 		}
+	}
+}
+
+// A float literal taken as canonical without parsing is what parsing and
+// formatting it would give.
+func TestCanonicalFloatShortcut(t *testing.T) {
+	check := func(lit string) {
+		t.Helper()
+		f, err := strconv.ParseFloat(lit, 64)
+		if err != nil || !strings.Contains(lit, ".") { // integers have rules of their own
+			return
+		}
+		got, err := proto.ParseJSONNumber(lit)
+		if want := proto.FormatJSONFloat(f); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", lit, got, err, want)
+		}
+	}
+	for _, lit := range []string{"21.5", "-21.5", "0.1", "0.000001", "0.0000001", "0.0000012", "-0.5",
+		"123456789012345.5", "12345678901234.5", "1234567890123456.5", "0.123456789012345", "0.1234567890123456",
+		"999999999999999.9", "100000000000000000000.5", "1.10", "-0.0", "0.0", "5.0", "3.14159"} {
+		check(lit)
+	}
+	for i := range 20000 {
+		r := rand.New(rand.NewPCG(uint64(i), 7))
+		check(strconv.FormatFloat(r.NormFloat64()*math.Pow(10, float64(r.IntN(30)-12)), 'f', r.IntN(18), 64))
 	}
 }

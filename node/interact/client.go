@@ -267,12 +267,16 @@ func (c *Client) Do(ctx context.Context, owner peer.ID, req *proto.Message) (Ses
 		return newClosedSession(req, nil), nil
 	}
 
+	queue := c.cfg.QueueSize
+	if singleReply(req.Type) {
+		queue = 1 // room for the one reply
+	}
 	s := &remoteSession{
 		c:     c,
 		owner: owner,
 		req:   req,
 		fc:    fc,
-		out:   make(chan *proto.Message, c.cfg.QueueSize),
+		out:   make(chan *proto.Message, queue),
 		done:  make(chan struct{}),
 		read:  make(chan struct{}),
 	}
@@ -283,10 +287,16 @@ func (c *Client) Do(ctx context.Context, owner peer.ID, req *proto.Message) (Ses
 	c.mu.Lock()
 	c.open[s] = struct{}{}
 	c.mu.Unlock()
-	s.stop = context.AfterFunc(ctx, func() { _ = s.Close() })
+	if ctx.Done() != nil {
+		s.stop = context.AfterFunc(ctx, func() { _ = s.Close() })
+	} else {
+		s.stop = neverCancelled // nothing to watch
+	}
 	go s.readLoop()
 	return s, nil
 }
+
+func neverCancelled() bool { return true }
 
 // openStream opens a stream to owner of the first of protos it speaks.
 // A failed dial asks the routing for the owner's addresses and, if it
@@ -492,6 +502,11 @@ func (s *remoteSession) readReplies() bool {
 		}
 		if !s.endOut() {
 			return false
+		}
+		if s.br.Buffered() > 0 {
+			// it came with the terminal message: no wait, no deadline
+			b, _ := s.br.ReadByte()
+			return b == 0
 		}
 		_ = s.str.SetReadDeadline(time.Now().Add(s.c.cfg.CloseGrace))
 		p, err = proto.ReadFrame(s.br, s.fc.Max)

@@ -120,6 +120,15 @@
 // readable for a slow consumer) and does not use it again. A request written on an idle stream the owner had just closed
 // (cleanly, so it read nothing) is sent again on a new stream.
 //
+// A request that takes one reply (readProperty, writeProperty,
+// writeMultipleProperties) and came with the consumer's end frame needs
+// nothing from the stream until its reply is written: the owner's Engine
+// runs its backend call on the stream's goroutine, and both ends queue
+// room for one reply only. RequestTimeout and the owner's shutdown bound
+// it; a consumer that resets the stream meanwhile is noticed when the
+// reply is written, as before for every request that came with its end
+// frame (the owner reads nothing more from such a stream).
+//
 // Many interactions share one connection (yamux streams). go-libp2p's
 // resource manager limits streams per peer and protocol; a node expecting
 // many concurrent interactions raises the limits of /lmos/interact/1.0.0

@@ -178,22 +178,30 @@ func (b *HTTPBackend) newRequest(ctx context.Context, req *proto.Message, method
 	if err != nil {
 		return nil, problem(http.StatusInternalServerError, TitleInternal, "backend request: %v", err)
 	}
+	// canonical keys, set without Header.Set's canonicalisation
+	h := hr.Header
 	if contentType != "" {
-		hr.Header.Set("Content-Type", contentType)
+		h["Content-Type"] = []string{contentType}
 	}
-	hr.Header.Set("Accept", proto.ContentTypeJSON)
-	hr.Header.Set(HeaderThingID, req.ThingID)
+	h["Accept"] = []string{proto.ContentTypeJSON}
+	h[keyThingID] = []string{req.ThingID}
 	if req.Type == proto.MsgInvokeAction {
-		hr.Header.Set(HeaderCorrelationID, req.Correlation())
+		h[keyCorrelationID] = []string{req.Correlation()}
 	}
 	if req.Traceparent != "" {
-		hr.Header.Set("traceparent", req.Traceparent)
+		h["Traceparent"] = []string{req.Traceparent}
 		if req.Tracestate != "" {
-			hr.Header.Set("tracestate", req.Tracestate)
+			h["Tracestate"] = []string{req.Tracestate}
 		}
 	}
 	return hr, nil
 }
+
+// The canonical forms of the LMOS headers.
+var (
+	keyThingID       = http.CanonicalHeaderKey(HeaderThingID)
+	keyCorrelationID = http.CanonicalHeaderKey(HeaderCorrelationID)
+)
 
 // send performs a request; a transport failure is a 502 (backend down).
 func (b *HTTPBackend) send(hr *http.Request) (*http.Response, error) {
@@ -235,6 +243,15 @@ func (b *HTTPBackend) do(ctx context.Context, req *proto.Message, method, target
 
 // readBody reads a response body of at most proto.MaxMessageSize bytes.
 func readBody(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= proto.MaxMessageSize {
+		// the length is known (net/http holds the body to it): one
+		// buffer of that size, not io.ReadAll's growing ones
+		data := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, data); err != nil {
+			return nil, problem(http.StatusBadGateway, TitleBadGateway, "reading the backend's response: %v", err)
+		}
+		return data, nil
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, proto.MaxMessageSize+1))
 	if err != nil {
 		return nil, problem(http.StatusBadGateway, TitleBadGateway, "reading the backend's response: %v", err)

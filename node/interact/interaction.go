@@ -64,9 +64,13 @@ func (e *Engine) start(ctx context.Context, req *proto.Message, caller string, b
 		done:        make(chan struct{}),
 	}
 	i.ctx, i.cancel = context.WithCancel(e.ctx)
-	if req.OneWay {
+	switch {
+	case req.OneWay:
 		i.stop = func() bool { return false } // a one-way action outlives its request
-	} else {
+	case singleReply(req.Type):
+		i.q = newQueue(1) // room for the one reply
+		i.stop = context.AfterFunc(ctx, i.cancel)
+	default:
 		i.q = newQueue(e.cfg.QueueSize)
 		i.stop = context.AfterFunc(ctx, i.cancel)
 	}
@@ -74,12 +78,24 @@ func (e *Engine) start(ctx context.Context, req *proto.Message, caller string, b
 	if req.Type == proto.MsgInvokeAction {
 		timeout = e.cfg.ActionTimeout
 	}
-	actCtx, actCancel := context.WithCancelCause(i.ctx)
-	i.actCtx, i.actCancel = actCtx, actCancel
-	if timeout > 0 {
+	switch {
+	case req.Type == proto.MsgInvokeAction:
+		// cancelAction and an invalid input chunk cancel an invocation
+		// with a cause of their own
+		actCtx, actCancel := context.WithCancelCause(i.ctx)
+		i.actCtx, i.actCancel = actCtx, actCancel
+		if timeout > 0 {
+			var cancelTimeout context.CancelFunc
+			i.actCtx, cancelTimeout = context.WithTimeoutCause(actCtx, timeout, &timeoutCause{req: req, timeout: timeout})
+			i.actCancel = func(cause error) { actCancel(cause); cancelTimeout() }
+		}
+	case timeout > 0:
+		// a property request ends only by its consumer or its timeout
 		var cancelTimeout context.CancelFunc
-		i.actCtx, cancelTimeout = context.WithTimeoutCause(actCtx, timeout, &timeoutCause{req: req, timeout: timeout})
-		i.actCancel = func(cause error) { actCancel(cause); cancelTimeout() }
+		i.actCtx, cancelTimeout = context.WithTimeoutCause(i.ctx, timeout, &timeoutCause{req: req, timeout: timeout})
+		i.actCancel = func(error) { cancelTimeout() }
+	default:
+		i.actCtx, i.actCancel = i.ctx, func(error) {}
 	}
 	if req.Type == proto.MsgInvokeAction && req.Stream {
 		i.inputs = make(chan proto.Value, e.cfg.InputQueueSize)
@@ -101,11 +117,45 @@ func (e *Engine) start(ctx context.Context, req *proto.Message, caller string, b
 	}
 	e.wg.Add(1)
 	e.mu.Unlock()
+	if i.q != nil && isInline(ctx) && singleReply(req.Type) {
+		// the caller waits for the reply and does nothing else meanwhile:
+		// run the backend here, not on a goroutine of its own
+		i.run(b)
+		return i
+	}
 	go i.run(b)
 	if i.q == nil {
 		return newClosedSession(req, nil)
 	}
 	return i
+}
+
+type inlineKey struct{}
+
+// withInline marks ctx as the context of a request whose caller has
+// nothing to do until the reply but wait for it, and nothing to send
+// within the interaction: the libp2p Server, for a request that came with
+// the consumer's end of the interaction. Its Invoke may then block until
+// the reply is queued.
+func withInline(ctx context.Context) context.Context {
+	return context.WithValue(ctx, inlineKey{}, true)
+}
+
+func isInline(ctx context.Context) bool {
+	v, _ := ctx.Value(inlineKey{}).(bool)
+	return v
+}
+
+// singleReply reports whether a request of type t gets exactly one reply
+// from the Thing (its terminal message), which the queue always has room
+// for: an Engine may then run the backend call on the caller's goroutine
+// (see withInline).
+func singleReply(t proto.MessageType) bool {
+	switch t {
+	case proto.MsgReadProperty, proto.MsgWriteProperty, proto.MsgWriteMultipleProperties:
+		return true
+	}
+	return false
 }
 
 // timeoutCause is the cause with which RequestTimeout or ActionTimeout

@@ -150,7 +150,7 @@ func (s *Server) handleSession(str network.Stream) {
 	br := getReader(str)
 	defer putReader(br)
 	var fc proto.FrameCodec
-	var base context.Context
+	var base *streamCtx
 	wait := s.cfg.FirstFrameTimeout
 	for {
 		if !s.setIdle(str, true) {
@@ -184,12 +184,25 @@ func (s *Server) handleSession(str network.Stream) {
 	}
 }
 
-// streamContext is the context of the interactions on str: the Server's,
+// streamCtx is the context of the interactions on a stream: the Server's,
 // with the authenticated remote peer as the caller (WithCaller,
 // WithRemotePeer).
-func (s *Server) streamContext(str network.Stream) context.Context {
+type streamCtx struct {
+	base        context.Context
+	inlineCache context.Context
+}
+
+func (s *Server) streamContext(str network.Stream) *streamCtx {
 	remote := str.Conn().RemotePeer()
-	return WithRemotePeer(WithCaller(s.ctx, remote.String()), remote)
+	return &streamCtx{base: WithRemotePeer(WithCaller(s.ctx, remote.String()), remote)}
+}
+
+// inline is base marked withInline, made once per stream.
+func (sc *streamCtx) inline() context.Context {
+	if sc.inlineCache == nil {
+		sc.inlineCache = withInline(sc.base)
+	}
+	return sc.inlineCache
 }
 
 func sniff(payload []byte) proto.Codec {
@@ -208,7 +221,7 @@ var endFrame = []byte{0}
 // interaction with an empty frame; serve reports whether both did, so
 // that the stream can carry the next interaction. Otherwise it ends the
 // stream itself (closed or reset) and returns false.
-func (s *Server) serve(base context.Context, str network.Stream, br *bufio.Reader, fc proto.FrameCodec, payload []byte, session bool) bool {
+func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc proto.FrameCodec, payload []byte, session bool) bool {
 	remote := str.Conn().RemotePeer()
 	log := s.log
 	var req proto.Message
@@ -217,15 +230,6 @@ func (s *Server) serve(base context.Context, str network.Stream, br *bufio.Reade
 		s.writeFinal(str, fc, undecodable(err))
 		return false
 	}
-	_ = str.SetReadDeadline(time.Time{})
-
-	ctx, cancel := context.WithCancel(base)
-	defer cancel()
-	sess, err := s.inv.Invoke(ctx, &req)
-	if err != nil {
-		sess = newClosedSession(&req, newErrorMessage(&req, http.StatusServiceUnavailable, TitleUnavailable, "%v", err))
-	}
-	defer func() { _ = sess.Close() }()
 
 	// The consumer's further messages. On a session stream an empty frame
 	// ends them (ended); EOF: it sends nothing more (which ends nothing);
@@ -240,6 +244,28 @@ func (s *Server) serve(base context.Context, str network.Stream, br *bufio.Reade
 			close(readerDone)
 		}
 	}
+
+	endedWithRequest := ended // ended is the reader's from here on
+	var ctx context.Context
+	cancel := func() {}
+	if ended {
+		// Nothing more to read, so nothing cancels the interaction but
+		// the Server's end: the stream's context serves, and the Engine
+		// may answer on this goroutine.
+		ctx = sc.inline()
+	} else {
+		ctx, cancel = context.WithCancel(sc.base)
+		defer cancel()
+		// the consumer's further messages may take their time (the
+		// Server's idle or first-frame deadline was for the request)
+		_ = str.SetReadDeadline(time.Time{})
+	}
+	sess, err := s.inv.Invoke(ctx, &req)
+	if err != nil {
+		sess = newClosedSession(&req, newErrorMessage(&req, http.StatusServiceUnavailable, TitleUnavailable, "%v", err))
+	}
+	defer func() { _ = sess.Close() }()
+
 	if !ended {
 		go func() {
 			defer close(readerDone)
@@ -310,7 +336,9 @@ func (s *Server) serve(base context.Context, str network.Stream, br *bufio.Reade
 	// not (still reading, slowly) gets the stream closed, not reset: what
 	// was written stays readable, as on a 1.0.0 stream; the stream is not
 	// used again.
-	_ = str.SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
+	if !endedWithRequest {
+		_ = str.SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
+	}
 	<-readerDone
 	if !ended {
 		_ = str.Close()

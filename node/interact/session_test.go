@@ -3,6 +3,7 @@ package interact
 import (
 	"bufio"
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -349,5 +350,104 @@ func TestSessionSlowConsumerKeepsReplies(t *testing.T) {
 	s := invoke(t, inv, request(proto.MsgReadProperty, "temperature"))
 	if got := collect(t, s); len(got) != 1 || got[0].Type != proto.MsgPropertyReading {
 		t.Fatalf("after a slow consumer: %+v", got)
+	}
+}
+
+// A property read that comes with the consumer's end of the interaction
+// runs on the owner's stream goroutine (withInline): it still ends with
+// the 504 of RequestTimeout, the stream serves the next read, and
+// concurrent reads each get their own answer. Closing the owner's Server
+// cancels a read in flight, whose consumer gets an error.
+func TestSessionInlineRead(t *testing.T) {
+	e, err := NewEngine(EngineDeps{Things: oneThing(t)}, EngineConfig{RequestTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	var n atomic.Int64
+	started := make(chan struct{}, 1)
+	cancelled := make(chan struct{}, 1)
+	e.SetBackend(testThingID, BackendFunc(func(ctx context.Context, x *Exchange) error {
+		if x.Request().Name == "broken" {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-ctx.Done()
+			select {
+			case cancelled <- struct{}{}:
+			default:
+			}
+			return ctx.Err()
+		}
+		return x.Reading(mustValue(t, n.Add(1)))
+	}))
+	owner, consumer := newHost(t), newHost(t)
+	srv, err := NewServer(ServerDeps{Host: owner, Invoker: e}, TransportConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	cl, err := NewClient(ClientDeps{Host: consumer}, TransportConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	connect(t, consumer, owner)
+	inv := cl.Invoker(owner.ID())
+
+	read := func(name string) *proto.Message {
+		t.Helper()
+		req := request(proto.MsgReadProperty, name)
+		got := collect(t, invoke(t, inv, req))
+		if len(got) != 1 || got[0].CorrelationID != req.Correlation() {
+			t.Fatalf("read %s: %+v", name, got)
+		}
+		return got[0]
+	}
+	wantError(t, read("broken"), "504", "")
+	<-started
+	<-cancelled
+	if m := read("temperature"); m.Type != proto.MsgPropertyReading || m.Value.String() != "1" {
+		t.Fatalf("read after the timeout: %+v", m)
+	}
+
+	// concurrent reads: each its own reading, none lost or swapped
+	const readers = 16
+	values := make(chan string, readers)
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			req := request(proto.MsgReadProperty, "temperature")
+			s, err := inv.Invoke(context.Background(), req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for m := range s.Replies() {
+				if m.Type != proto.MsgPropertyReading || m.CorrelationID != req.Correlation() {
+					t.Errorf("reply %+v to %s", m, req.Correlation())
+				}
+				values <- m.Value.String()
+			}
+			s.Close()
+		})
+	}
+	wg.Wait()
+	close(values)
+	seen := map[string]bool{}
+	for v := range values {
+		seen[v] = true
+	}
+	if len(seen) != readers {
+		t.Fatalf("%d distinct readings of %d reads: %v", len(seen), readers, seen)
+	}
+
+	s := invoke(t, inv, request(proto.MsgReadProperty, "broken"))
+	<-started
+	srv.Close()
+	<-cancelled
+	if got := collect(t, s); len(got) != 1 || got[0].Type != proto.MsgError {
+		t.Fatalf("read while the owner closed: %+v", got)
 	}
 }
