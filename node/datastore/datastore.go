@@ -50,6 +50,30 @@ type Store struct {
 
 	mu     sync.RWMutex
 	closed bool
+
+	// syncMu guards owed: a durable write was made under DeferSync and
+	// not fsynced yet. Sync holds it across its fsync, so a Sync that
+	// finds nothing owed returns only after the fsync that paid it.
+	syncMu sync.Mutex
+	owed   bool
+}
+
+// deferSyncKey marks a context of DeferSync.
+type deferSyncKey struct{}
+
+// DeferSync returns ctx marked so that a Store's durable writes made with
+// it (Put, Delete, a batch's Commit) return before their fsync; the
+// writer makes them durable with a Sync (any key) before it acknowledges
+// them. It lets a writer act on a write (apply it, announce it) while
+// the fsync runs. Other datastores ignore the mark; by the go-datastore
+// contract, a Sync makes their writes durable anyway.
+func DeferSync(ctx context.Context) context.Context {
+	return context.WithValue(ctx, deferSyncKey{}, true)
+}
+
+func syncDeferred(ctx context.Context) bool {
+	v, _ := ctx.Value(deferSyncKey{}).(bool)
+	return v
 }
 
 // errClosed is the error of every operation after Close.
@@ -167,9 +191,27 @@ func (d *Store) Delete(ctx context.Context, key ds.Key) error {
 	return d.syncIf(ctx, d.durable(key))
 }
 
-// Sync does nothing: durable writes were synced when they were made, and
-// soft ones are never synced (see the package documentation).
-func (d *Store) Sync(context.Context, ds.Key) error { return nil }
+// Sync fsyncs the durable writes made under DeferSync, if any are not
+// yet; otherwise it does nothing: durable writes were synced when they
+// were made, and soft ones are never synced (see the package
+// documentation).
+func (d *Store) Sync(ctx context.Context, _ ds.Key) error {
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	if !d.owed {
+		return nil
+	}
+	done, ok := d.open()
+	if !ok {
+		return errClosed
+	}
+	defer done()
+	if err := d.db.Sync(ctx, ds.NewKey("/")); err != nil {
+		return err
+	}
+	d.owed = false
+	return nil
+}
 
 // Batch returns a batch whose Commit fsyncs if it wrote a durable key.
 func (d *Store) Batch(ctx context.Context) (ds.Batch, error) {
@@ -186,9 +228,15 @@ func (d *Store) Batch(ctx context.Context) (ds.Batch, error) {
 }
 
 // syncIf fsyncs pebble's write-ahead log, and with it every write made so
-// far, if durable.
+// far, if durable; under DeferSync it leaves the fsync to Sync.
 func (d *Store) syncIf(ctx context.Context, durable bool) error {
 	if !durable {
+		return nil
+	}
+	if syncDeferred(ctx) {
+		d.syncMu.Lock()
+		d.owed = true
+		d.syncMu.Unlock()
 		return nil
 	}
 	return d.db.Sync(ctx, ds.NewKey("/"))

@@ -30,7 +30,11 @@
 // on every hop before it is forwarded, so soft writes are what keeps a
 // publication's propagation at network speed.
 //
-// Durability is not a knob: Config tunes only pebble's cache.
+// A writer that wants to act on a durable write while its fsync runs
+// makes it under DeferSync and calls Sync before it acknowledges it (the
+// node's Publish: it announces a new version of an own Thing during the
+// fsync, node/federation). Durability is not a knob: Config tunes only
+// pebble's cache.
 //
 // # Logging
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/ipfs/go-datastore/query"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	lmosdatastore "github.com/lmosnode/lmosnode/node/datastore"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -163,6 +164,54 @@ func (d *Directory) Close() error {
 		d.wmu.Unlock()
 		d.events.close()
 	})
+	return nil
+}
+
+// BeginRun marks durably (one fsync) that a writer that may act on own
+// records before Put has made them durable is running — the federation,
+// which announces a new version while its write is in flight — and
+// reports whether the previous such run never reached EndRun: it ended
+// in a crash, a kill -9 or a power loss, so a record it had acted on may
+// be missing here although others hold it. The federation calls it once
+// per run, before its first such publication, and EndRun when it closes.
+func (d *Directory) BeginRun() (unclean bool, err error) {
+	ctx := context.Background()
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.closed {
+		return false, ErrClosed
+	}
+	had, err := d.ds.Has(ctx, keyRun)
+	if err != nil {
+		return false, fmt.Errorf("directory: begin run: %w", err)
+	}
+	if !had {
+		if err := d.ds.Put(ctx, keyRun, []byte{1}); err != nil {
+			return false, fmt.Errorf("directory: begin run: %w", err)
+		}
+	}
+	// Sync either way: the marker must be durable before the run acts.
+	if err := d.ds.Sync(ctx, keyRun); err != nil {
+		return false, fmt.Errorf("directory: begin run: %w", err)
+	}
+	return had, nil
+}
+
+// EndRun marks durably that the run BeginRun began ended with every
+// record it acted on stored.
+func (d *Directory) EndRun() error {
+	ctx := context.Background()
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	if err := d.ds.Delete(ctx, keyRun); err != nil {
+		return fmt.Errorf("directory: end run: %w", err)
+	}
+	if err := d.ds.Sync(ctx, keyRun); err != nil {
+		return fmt.Errorf("directory: end run: %w", err)
+	}
 	return nil
 }
 
@@ -411,7 +460,30 @@ func (d *Directory) drop(t *thing) {
 // (nil keeps what is held) and must be nil for another publisher's Thing.
 // The change is durable when Put returns.
 func (d *Directory) Put(rec *lmosproto.Record, local *Local) (Change, error) {
-	changes, err := d.put([]putItem{{rec: rec, local: local}})
+	return d.put1(rec, local, false)
+}
+
+// PutUnsynced stores rec as Put does — the Thing is in memory, queries
+// and events have it when it returns — but returns before its write is
+// durable; Sync makes it durable. A crash before Sync may lose it. The
+// federation announces a new version of an own Thing between the two,
+// so that the fsync does not delay the announcement (node/federation,
+// Publish, for what a crash in between leaves).
+func (d *Directory) PutUnsynced(rec *lmosproto.Record, local *Local) (Change, error) {
+	return d.put1(rec, local, true)
+}
+
+// Sync makes every write made so far durable, those of PutUnsynced
+// included.
+func (d *Directory) Sync() error {
+	if err := d.ds.Sync(context.Background(), keyThings); err != nil {
+		return fmt.Errorf("directory: sync: %w", err)
+	}
+	return nil
+}
+
+func (d *Directory) put1(rec *lmosproto.Record, local *Local, unsynced bool) (Change, error) {
+	changes, err := d.put([]putItem{{rec: rec, local: local}}, unsynced)
 	if err != nil {
 		return 0, err
 	}
@@ -435,7 +507,7 @@ func (d *Directory) PutMany(recs []*lmosproto.Record) ([]Change, error) {
 	for i, r := range recs {
 		items[i] = putItem{rec: r}
 	}
-	return d.put(items)
+	return d.put(items, false)
 }
 
 type putItem struct {
@@ -483,7 +555,9 @@ type staged struct {
 	raw []byte
 }
 
-func (d *Directory) put(items []putItem) ([]Change, error) {
+// put stores items in one batch; unsynced leaves the fsync to Sync
+// (lmosdatastore.DeferSync).
+func (d *Directory) put(items []putItem, unsynced bool) ([]Change, error) {
 	for _, it := range items {
 		if err := checkRecord(it.rec); err != nil {
 			return nil, err
@@ -498,6 +572,9 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 		return nil, ErrClosed
 	}
 	ctx := context.Background()
+	if unsynced {
+		ctx = lmosdatastore.DeferSync(ctx)
+	}
 	now := d.now()
 	changes := make([]Change, len(items))
 	ops := make([]putOp, 0, len(items))
@@ -556,8 +633,10 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 	if err := batch.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("directory: put: %w", err)
 	}
-	if err := d.ds.Sync(ctx, keyThings); err != nil {
-		return nil, fmt.Errorf("directory: put: sync: %w", err)
+	if !unsynced {
+		if err := d.ds.Sync(ctx, keyThings); err != nil {
+			return nil, fmt.Errorf("directory: put: sync: %w", err)
+		}
 	}
 
 	d.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	datastore "github.com/ipfs/go-datastore"
+	dssync "github.com/ipfs/go-datastore/sync"
 
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -469,5 +470,48 @@ func TestOpenWithAnotherIdentity(t *testing.T) {
 	e, ok := d.Get(before.id, thingID)
 	if !ok || e.Own || e.Local != (Local{}) || !e.Expires.Equal(t0.Add(time.Hour)) || len(d.Own()) != 0 {
 		t.Fatalf("after the identity change: %+v", e)
+	}
+}
+
+// TestBeginRun: BeginRun tells a run that follows one that never reached
+// EndRun (a crash) from one that follows EndRun or a new datastore, across
+// reopening the directory.
+func TestBeginRun(t *testing.T) {
+	store := dssync.MutexWrap(datastore.NewMapDatastore())
+	self := newPublisher(t, 1)
+	begin := func(d *Directory) bool {
+		t.Helper()
+		unclean, err := d.BeginRun()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return unclean
+	}
+	d := open(t, store, self.id, newClock(), Config{})
+	if begin(d) {
+		t.Fatal("new datastore: unclean")
+	}
+	if err := d.EndRun(); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	d = open(t, store, self.id, newClock(), Config{})
+	if begin(d) {
+		t.Fatal("after EndRun: unclean")
+	}
+	d.Close() // a crash: no EndRun
+	d = open(t, store, self.id, newClock(), Config{})
+	if !begin(d) {
+		t.Fatal("after a run without EndRun: clean")
+	}
+	if !begin(d) {
+		t.Fatal("a second BeginRun of the same run: clean")
+	}
+	if err := d.EndRun(); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if _, err := d.BeginRun(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("BeginRun after Close: %v, want ErrClosed", err)
 	}
 }

@@ -114,10 +114,20 @@
 // # Publishing
 //
 // Publish and Remove sign the new version (the next lmos:seq of the Thing)
-// with the node's key and store it in the directory, durably, before
-// anything goes out. Then they announce it on gossip (in order of seq) and
-// hand it to a background worker that puts it into the DHT and provides its
-// keys; a put that fails is retried with backoff. Every
+// with the node's key, store it in the directory and announce it on gossip
+// (in order of seq); they return once the write is durable and the
+// announcement out. The announcement leaves while the write's fsync runs
+// (directory.PutUnsynced, then Sync) for the next version of a public
+// Thing whose earlier versions are all durable; otherwise (a Thing for
+// groups, a caller-chosen seq above the next, the first version of a
+// Thing after a crash) the fsync comes first. A crash in that window can
+// lose exactly one version, of seq held+1, that others already hold; the
+// directory's run marker (directory.BeginRun, cleared when the Federation
+// closes) tells the next run, and its first version of each own Thing
+// then takes seq held+2, written before it is announced, so no seq is
+// ever signed twice (publishAhead in publish.go). Then a background
+// worker puts the record into the DHT and provides its keys, a second
+// later; a put that fails is retried with backoff. Every
 // dht.RepublishInterval, and when the node starts, the node republishes
 // its records: re-signed with a fresh proof "created" and the same seq, so
 // that they never expire while the node lives, put and provided again and

@@ -173,6 +173,13 @@ type Federation struct {
 	// peers gossipsub sends to; the topic watcher republishes when one
 	// joins and gossipsub can send to it. Guarded by pubMu.
 	unheard bool
+	// runBegun: the directory's run marker is set (beginRun); unclean:
+	// the previous run ended without clearing it. settled: the own
+	// Things published in this run, and whether every seq announced for
+	// each is durable (lastSeq, publishAhead). Guarded by pubMu.
+	runBegun bool
+	unclean  bool
+	settled  map[string]bool
 
 	dhtq *dhtQueue
 
@@ -244,6 +251,7 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 		serveLimit: peerlimit.New(SyncEvery, SyncBurst),
 		syncLimit:  peerlimit.New(SyncEvery, 1),
 		syncSem:    make(chan struct{}, maxConcurrentSyncs),
+		settled:    make(map[string]bool),
 	}
 	f.dhtq = newDHTQueue(f)
 	defer func() {
@@ -362,6 +370,13 @@ func (f *Federation) Close() error {
 			prRelay()
 		}
 		errs = append(errs, f.leaveTopic())
+		// No publication is in flight once pubMu is held, and none
+		// starts after: f.ctx is cancelled.
+		f.pubMu.Lock()
+		if f.runBegun {
+			errs = append(errs, f.dir.EndRun())
+		}
+		f.pubMu.Unlock()
 		if err := errors.Join(errs...); err != nil {
 			f.closeErr = fmt.Errorf("federation: close: %w", err)
 		}
