@@ -26,9 +26,9 @@
 // version, whatever another component writes) is durable: the write is
 // fsynced before it returns, so a node killed with SIGKILL right after
 // acknowledging it still has it on restart. An fsync costs milliseconds on
-// most disks, and a gossiped Thing is stored, in the gossipsub validator,
-// on every hop before it is forwarded, so soft writes are what keeps a
-// publication's propagation at network speed.
+// most disks, and a gossiped Thing is stored on every hop (right after
+// the gossipsub validator accepts it), so soft writes keep that work
+// small.
 //
 // A writer that wants to act on a durable write while its fsync runs
 // makes it under DeferSync and calls Sync before it acknowledges it (the

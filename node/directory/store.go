@@ -658,6 +658,70 @@ func (d *Directory) put(items []putItem, unsynced bool) ([]Change, error) {
 	return changes, nil
 }
 
+// Delta is a change to a learned publisher's usage (Usage): Things and
+// bytes of signed records.
+type Delta struct {
+	Things int
+	Bytes  int64
+}
+
+// Classify returns what Put(rec, nil) would change if nothing else were
+// written first, without writing: Stale for a record not newer than the
+// one held, Unchanged for the record held, OverQuota for one that would
+// take its learned publisher over the quota — counting queued, what
+// records of the publisher that the caller has accepted and not stored
+// yet add — else Created, Updated or Deleted; and, for those, what the
+// record adds to its publisher's usage (zero for an own record). It costs
+// a map lookup (and a read of the held record's bytes when both have the
+// same seq and proof time), not the parse and indexing of a Put: a
+// gossip validator decides with it and stores after forwarding
+// (node/federation).
+func (d *Directory) Classify(rec *lmosproto.Record, queued Delta) (Change, Delta, error) {
+	if err := checkRecord(rec); err != nil {
+		return 0, Delta{}, err
+	}
+	pub := rec.Publisher()
+	d.mu.RLock()
+	old := d.find(pub, rec.ThingID)
+	cur := usage{queued.Things, queued.Bytes}
+	if p := d.pubs[pub]; p != nil {
+		cur.things += p.things
+		cur.bytes += p.bytes
+	}
+	d.mu.RUnlock()
+	if old != nil {
+		if old.seq == rec.Seq && old.signed == unixNano(rec.Signer.Created) && old.tombstone == rec.Tombstone() &&
+			old.hash == maphash.Bytes(d.seed, rec.Raw) {
+			return Unchanged, Delta{}, nil
+		}
+		newer, err := d.newer(rec, old, nil)
+		if err != nil {
+			return 0, Delta{}, err
+		}
+		if !newer {
+			return Stale, Delta{}, nil
+		}
+	}
+	var delta usage
+	if pub != d.self {
+		delta = usage{things: 1, bytes: int64(len(rec.Raw))}
+		if old != nil {
+			delta = usage{bytes: int64(len(rec.Raw)) - old.size}
+		}
+		if d.exceeds(cur, delta) {
+			return OverQuota, Delta{}, nil
+		}
+	}
+	change := Updated
+	switch {
+	case rec.Tombstone():
+		change = Deleted
+	case old == nil || old.tombstone:
+		change = Created
+	}
+	return change, Delta{Things: delta.things, Bytes: delta.bytes}, nil
+}
+
 // prepare decides what rec does to old and builds the new entry; a nil
 // op.t means nothing is written.
 func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, oldRaw []byte, now time.Time) (putOp, error) {

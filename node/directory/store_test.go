@@ -515,3 +515,41 @@ func TestBeginRun(t *testing.T) {
 		t.Fatalf("BeginRun after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestClassify: Classify answers what Put would change, without writing.
+func TestClassify(t *testing.T) {
+	self, alice := newPublisher(t, 1), newPublisher(t, 2)
+	clock := newClock()
+	d := open(t, dssync.MutexWrap(datastore.NewMapDatastore()), self.id, clock, Config{MaxThingsPerPublisher: 2})
+	now := clock.Now()
+	v1 := alice.sign(t, thingSpec{id: "urn:a", seq: 1}, now)
+	v2 := alice.sign(t, thingSpec{id: "urn:a", seq: 2}, now)
+	other := alice.sign(t, thingSpec{id: "urn:b", seq: 1}, now)
+	third := alice.sign(t, thingSpec{id: "urn:c", seq: 1}, now)
+	classify := func(rec *lmosproto.Record, queued Delta, want Change) Delta {
+		t.Helper()
+		got, delta, err := d.Classify(rec, queued)
+		if err != nil || got != want {
+			t.Fatalf("Classify(%s seq %d, %+v) = %s, %v; want %s", rec.ThingID, rec.Seq, queued, got, err, want)
+		}
+		return delta
+	}
+	if delta := classify(v1, Delta{}, Created); delta.Things != 1 || delta.Bytes != int64(len(v1.Raw)) {
+		t.Fatalf("delta of a new Thing %+v", delta)
+	}
+	if d.Len() != 0 {
+		t.Fatal("Classify wrote")
+	}
+	mustPut(t, d, v1, nil, Created)
+	classify(v1, Delta{}, Unchanged)
+	if delta := classify(v2, Delta{}, Updated); delta.Things != 0 || delta.Bytes != int64(len(v2.Raw)-len(v1.Raw)) {
+		t.Fatalf("delta of an update %+v", delta)
+	}
+	mustPut(t, d, v2, nil, Updated)
+	classify(v1, Delta{}, Stale)
+	classify(alice.tombstone(t, "urn:a", 3, now), Delta{}, Deleted)
+	classify(other, Delta{}, Created)
+	classify(other, Delta{Things: 1}, OverQuota) // one more Thing accepted, not stored
+	mustPut(t, d, other, nil, Created)
+	classify(third, Delta{}, OverQuota)
+}

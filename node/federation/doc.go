@@ -46,15 +46,18 @@
 //     (peer score P4) and stops it, for a message that is larger than
 //     proto.MaxRecordSize, not a valid signed record, authored by another
 //     peer than the record's publisher, expired or dated in the future, a
-//     replay (a lower lmos:seq than the directory holds for the Thing), or
-//     over its publisher's quota in the directory (a new Thing or more
-//     bytes beyond directory.Config.MaxThingsPerPublisher,
-//     MaxBytesPerPublisher; what is held stays);
+//     replay (a lower lmos:seq than the directory holds for the Thing, or
+//     than a record accepted and not stored yet), or over its publisher's
+//     quota in the directory (a new Thing or more bytes beyond
+//     directory.Config.MaxThingsPerPublisher, MaxBytesPerPublisher,
+//     counting the accepted records not stored yet; what is held stays);
 //   - Ignore, which stops the message without penalty, for a record equal
-//     to or older by proof time only than the one held (a duplicate, or a
-//     republication that crossed a newer one), and when the directory cannot
-//     store it;
-//   - Accept once the record is stored in the directory.
+//     to or older by proof time only than the one held or accepted (a
+//     duplicate, or a republication that crossed a newer one);
+//   - Accept otherwise. The validator only decides (directory.Classify:
+//     a lookup, no write); the accepted record is stored right after, in
+//     a batch, by the learn queue's worker (learn.go), while gossipsub
+//     forwards it. Nothing but the checks is on the forwarding path.
 //
 // An honest peer can forward a replay: it relayed version 1 while version 2
 // was on its way to us by another path. The penalty of one such message is

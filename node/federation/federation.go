@@ -181,7 +181,8 @@ type Federation struct {
 	unclean  bool
 	settled  map[string]bool
 
-	dhtq *dhtQueue
+	dhtq  *dhtQueue
+	learn *learnQueue
 
 	serveLimit *peerlimit.Limiter // requests this node answers, per peer
 	syncLimit  *peerlimit.Limiter // on-connect syncs this node starts, per peer
@@ -254,6 +255,7 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 		settled:    make(map[string]bool),
 	}
 	f.dhtq = newDHTQueue(f)
+	f.learn = newLearnQueue(p.Intake, p.Directory, o.log)
 	defer func() {
 		if err != nil {
 			cancel()
@@ -298,6 +300,7 @@ func (f *Federation) Start(ctx context.Context) error {
 	}
 	f.p.Host.SetStreamHandler(lmosproto.ProtocolSync, f.handleSync)
 	if f.topic != nil {
+		f.wg.Go(func() { f.learn.run(f.ctx.Done()) })
 		relay, err := f.topic.Relay()
 		if err != nil {
 			return fmt.Errorf("federation: start: topic %s: %w", lmosproto.TopicAnnounce, err)
