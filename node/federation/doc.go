@@ -126,7 +126,8 @@
 // Thing after a crash) the fsync comes first. A crash in that window can
 // lose exactly one version, of seq held+1, that others already hold; the
 // directory's run marker (directory.BeginRun, cleared when the Federation
-// closes) tells the next run, and its first version of each own Thing
+// closes with every announced seq durable, not after a failed fsync)
+// tells the next run, and its first version of each own Thing
 // then takes seq held+2, written before it is announced, so no seq is
 // ever signed twice (publishAhead in publish.go). Then a background
 // worker puts the record into the DHT and provides its keys, a second

@@ -161,6 +161,17 @@ func (f *Federation) isSettled(id string) bool {
 	return !f.unclean
 }
 
+// allSettled reports whether every seq this node announced in this run is
+// durable. The caller holds pubMu.
+func (f *Federation) allSettled() bool {
+	for _, settled := range f.settled {
+		if !settled {
+			return false
+		}
+	}
+	return true
+}
+
 // storeAndSpread stores rec, the next version of an own Thing after seq
 // last, in the directory and spreads it (announce topic and DHT, or the
 // groups' topics; groups, if set, are the groups of the Thing a tombstone
