@@ -6,6 +6,7 @@ import (
 	"time"
 
 	record "github.com/libp2p/go-libp2p-record"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/proto"
 )
@@ -91,31 +92,55 @@ func (v ThingValidator) Check(key string, value []byte) (*proto.Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	return v.check(publisher, thingID, true, value)
+}
+
+// CheckFrom validates value as a record that publisher signed, about
+// whichever Thing it names: Check without the key, so without the
+// comparison of the record's id with one the caller read from the bytes
+// first (a JSON decode of the whole record). The announce validator uses
+// it: the gossip message's author must be the record's publisher.
+func (v ThingValidator) CheckFrom(publisher peer.ID, value []byte) (*proto.Record, error) {
+	return v.check(publisher, "", false, value)
+}
+
+// check is Check of the record of publisher's Thing thingID, or, without
+// byID, of whichever Thing the record names.
+func (v ThingValidator) check(publisher peer.ID, thingID string, byID bool, value []byte) (*proto.Record, error) {
+	name := func() string {
+		if byID {
+			return shortKey(ThingKey(publisher, thingID))
+		}
+		return "record of " + publisher.String()
+	}
 	if len(value) > proto.MaxRecordSize {
-		return nil, fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrTooLarge, shortKey(key), len(value), proto.MaxRecordSize)
+		return nil, fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrTooLarge, name(), len(value), proto.MaxRecordSize)
 	}
 	rec, err := v.Cache.parse(value)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadRecord, shortKey(key), err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadRecord, name(), err)
+	}
+	if !byID {
+		thingID, byID = rec.ThingID, true
 	}
 	if signer := rec.Publisher(); signer != publisher {
-		return nil, fmt.Errorf("%w: %s: signed by %s, the key names %s", ErrWrongPublisher, shortKey(key), signer, publisher)
+		return nil, fmt.Errorf("%w: %s: signed by %s, the key names %s", ErrWrongPublisher, name(), signer, publisher)
 	}
 	if rec.ThingID != thingID {
-		return nil, fmt.Errorf("%w: %s: record id %q", ErrWrongThing, shortKey(key), shorten(rec.ThingID))
+		return nil, fmt.Errorf("%w: %s: record id %q", ErrWrongThing, name(), shorten(rec.ThingID))
 	}
 	created := rec.Signer.Created
 	if created.IsZero() {
-		return nil, fmt.Errorf("%w: %s: proof has no \"created\" time, its age cannot be checked", ErrBadRecord, shortKey(key))
+		return nil, fmt.Errorf("%w: %s: proof has no \"created\" time, its age cannot be checked", ErrBadRecord, name())
 	}
 	now := v.now()
 	if age := now.Sub(created); age > v.maxAge() {
 		return nil, fmt.Errorf("%w: %s: created %s, %s ago, the limit is %s",
-			ErrExpired, shortKey(key), created.UTC().Format(time.RFC3339), age.Round(time.Second), v.maxAge())
+			ErrExpired, name(), created.UTC().Format(time.RFC3339), age.Round(time.Second), v.maxAge())
 	}
 	if ahead := created.Sub(now); ahead > v.maxSkew() {
 		return nil, fmt.Errorf("%w: %s: created %s, %s ahead of this node's clock, the limit is %s",
-			ErrFuture, shortKey(key), created.UTC().Format(time.RFC3339), ahead.Round(time.Second), v.maxSkew())
+			ErrFuture, name(), created.UTC().Format(time.RFC3339), ahead.Round(time.Second), v.maxSkew())
 	}
 	return rec, nil
 }

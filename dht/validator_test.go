@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gowebpki/jcs"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multibase"
 
 	"github.com/lmosnode/lmosnode/proto"
@@ -270,6 +271,35 @@ func BenchmarkThingValidatorValidate(b *testing.B) {
 	for b.Loop() {
 		if err := v.Validate(key, rec.Raw); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestThingValidatorCheckFrom: CheckFrom checks a record like Check does
+// under its own key: the signer must be the publisher named, and the
+// record fresh.
+func TestThingValidatorCheckFrom(t *testing.T) {
+	alice, bob := newPublisher(t), newPublisher(t)
+	rec := alice.sign(t, "urn:from", 1, t0)
+	v := ThingValidator{Now: fixedClock(t0)}
+	got, err := v.CheckFrom(alice.id, rec.Raw)
+	if err != nil || got.ThingID != "urn:from" || got.Publisher() != alice.id {
+		t.Fatalf("CheckFrom(alice) = %v, %v", got, err)
+	}
+	for _, c := range []struct {
+		name      string
+		publisher peer.ID
+		value     []byte
+		v         ThingValidator
+		want      error
+	}{
+		{"another publisher", bob.id, rec.Raw, v, ErrWrongPublisher},
+		{"expired", alice.id, rec.Raw, ThingValidator{Now: fixedClock(t0.Add(MaxRecordAge + time.Minute))}, ErrExpired},
+		{"too large", alice.id, make([]byte, proto.MaxRecordSize+1), v, ErrTooLarge},
+		{"not a record", alice.id, []byte(`{"id":"urn:from"}`), v, ErrBadRecord},
+	} {
+		if _, err := c.v.CheckFrom(c.publisher, c.value); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
 }

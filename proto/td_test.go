@@ -376,7 +376,7 @@ func FuzzParseTD(f *testing.F) {
 // hasDuplicateKeys reports whether ValidateTD finds a duplicate member;
 // such a document is not expected to round-trip (the last one wins).
 func hasDuplicateKeys(data []byte) bool {
-	errs, _ := scanTD(data)
+	errs, _, _ := scanTD(data)
 	for _, e := range errs {
 		if strings.HasPrefix(e.Message, "duplicate member") {
 			return true

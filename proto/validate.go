@@ -107,13 +107,9 @@ func ValidateTD(data []byte) error {
 	if len(data) > MaxTDSize {
 		return ValidationErrors{tooLarge(len(data))}
 	}
-	errs, ok := scanTD(data)
+	errs, doc, ok := scanTD(data)
 	if !ok {
 		return errs
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil { // scanTD has seen valid JSON; this is an impossible state
-		return ValidationErrors{{Message: "invalid JSON: " + err.Error()}}
 	}
 	schema, err := tdSchema()
 	if err != nil {
@@ -126,10 +122,9 @@ func ValidateTD(data []byte) error {
 		}
 		errs = append(errs, schemaErrors(ve)...)
 	}
-	obj := doc.(map[string]any) // scanTD checked that it is an object
-	errs = append(errs, checkSecurityNames(obj)...)
-	errs = append(errs, checkTypeLinks(obj)...)
-	errs = append(errs, checkLMOS(obj)...)
+	errs = append(errs, checkSecurityNames(doc)...)
+	errs = append(errs, checkTypeLinks(doc)...)
+	errs = append(errs, checkLMOS(doc)...)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -145,14 +140,20 @@ func ValidateTD(data []byte) error {
 // scanTD checks, token by token, that data is one JSON object nested at
 // most MaxTDDepth deep, and reports duplicate member names (which
 // encoding/json and the schema validator silently collapse). ok is false if
-// the document cannot be validated further.
-func scanTD(data []byte) (errs ValidationErrors, ok bool) {
+// the document cannot be validated further. It also returns the document
+// as the schema validator reads it (jsonschema.UnmarshalJSON: objects as
+// map[string]any, arrays as []any, numbers as json.Number; of duplicate
+// members the last), built from the same tokens, so that data is decoded
+// once.
+func scanTD(data []byte) (errs ValidationErrors, doc map[string]any, ok bool) {
 	type frame struct {
 		object  bool
 		keys    map[string]bool
 		wantKey bool
 		key     string
 		index   int
+		obj     map[string]any
+		arr     []any
 	}
 	var stack []*frame
 	// pointer is the JSON pointer of the current value in frames.
@@ -168,24 +169,27 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 		}
 		return b.String()
 	}
-	valueDone := func() {
+	// valueDone puts v, a value just read, in the container on top.
+	valueDone := func(v any) {
 		if len(stack) == 0 {
 			return
 		}
 		if top := stack[len(stack)-1]; top.object {
+			top.obj[top.key] = v
 			top.wantKey = true
 		} else {
+			top.arr = append(top.arr, v)
 			top.index++
 		}
 	}
-	syntaxError := func(err error) (ValidationErrors, bool) {
+	syntaxError := func(err error) (ValidationErrors, map[string]any, bool) {
 		msg := "invalid JSON: " + err.Error()
 		if se, isSyntax := errors.AsType[*json.SyntaxError](err); isSyntax {
 			msg = fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, se)
 		} else if err == io.ErrUnexpectedEOF || err == io.EOF {
 			msg = "invalid JSON: unexpected end of input"
 		}
-		return ValidationErrors{{Message: msg}}, false
+		return ValidationErrors{{Message: msg}}, nil, false
 	}
 
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -195,16 +199,19 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 		return syntaxError(err)
 	}
 	// checkString checks the raw bytes of the token that ends at the
-	// decoder's offset and started after offset start.
-	checkString := func(ptr string, start int64) {
+	// decoder's offset and started after offset start; ptr names it, and
+	// is called only for an error (building pointers for every token
+	// would cost more than the scan).
+	checkString := func(ptr func() string, start int64) {
 		if msg := checkRawString(data[start:dec.InputOffset()]); msg != "" {
-			errs = append(errs, ValidationError{Pointer: ptr, Message: msg})
+			errs = append(errs, ValidationError{Pointer: ptr(), Message: msg})
 		}
 	}
 	if tok != json.Delim('{') {
-		return ValidationErrors{{Message: "a TD must be a JSON object, got " + tokenKind(tok)}}, false
+		return ValidationErrors{{Message: "a TD must be a JSON object, got " + tokenKind(tok)}}, nil, false
 	}
-	stack = append(stack, &frame{object: true, keys: map[string]bool{}, wantKey: true})
+	doc = map[string]any{}
+	stack = append(stack, &frame{object: true, keys: map[string]bool{}, wantKey: true, obj: doc})
 	for len(stack) > 0 {
 		start := dec.InputOffset()
 		tok, err := dec.Token()
@@ -215,14 +222,14 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 		if top.object && top.wantKey {
 			if tok == json.Delim('}') {
 				stack = stack[:len(stack)-1]
-				valueDone()
+				valueDone(top.obj)
 				continue
 			}
 			key := tok.(string) // the decoder only returns string keys here
-			ptr := pointer(stack[:len(stack)-1]) + "/" + escapePointer(key)
+			ptr := func() string { return pointer(stack[:len(stack)-1]) + "/" + escapePointer(key) }
 			checkString(ptr, start)
 			if top.keys[key] {
-				errs = append(errs, ValidationError{Pointer: ptr, Message: fmt.Sprintf("duplicate member %q", key)})
+				errs = append(errs, ValidationError{Pointer: ptr(), Message: fmt.Sprintf("duplicate member %q", key)})
 			}
 			top.keys[key] = true
 			top.key, top.wantKey = key, false
@@ -231,20 +238,22 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 		switch tok {
 		case json.Delim('{'), json.Delim('['):
 			if len(stack) >= MaxTDDepth {
-				return append(errs, ValidationError{Pointer: pointer(stack), Message: fmt.Sprintf("nested more than %d levels deep", MaxTDDepth)}), false
+				return append(errs, ValidationError{Pointer: pointer(stack), Message: fmt.Sprintf("nested more than %d levels deep", MaxTDDepth)}), nil, false
 			}
 			f := &frame{object: tok == json.Delim('{'), wantKey: true}
 			if f.object {
-				f.keys = map[string]bool{}
+				f.keys, f.obj = map[string]bool{}, map[string]any{}
+			} else {
+				f.arr = []any{}
 			}
 			stack = append(stack, f)
 		case json.Delim(']'):
 			stack = stack[:len(stack)-1]
-			valueDone()
+			valueDone(top.arr)
 		default:
 			switch v := tok.(type) {
 			case string:
-				checkString(pointer(stack), start)
+				checkString(func() string { return pointer(stack) }, start)
 				if len(stack) == 1 && top.key == memberID && len(v) > MaxIDLength {
 					errs = append(errs, ValidationError{Pointer: "/" + memberID, Message: idTooLong(len(v))})
 				}
@@ -253,13 +262,13 @@ func scanTD(data []byte) (errs ValidationErrors, ok bool) {
 					errs = append(errs, ValidationError{Pointer: pointer(stack), Message: fmt.Sprintf("number %s is out of range of a 64-bit float", v)})
 				}
 			}
-			valueDone()
+			valueDone(tok)
 		}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return append(errs, ValidationError{Message: "invalid JSON: data after the TD object"}), false
+		return append(errs, ValidationError{Message: "invalid JSON: data after the TD object"}), nil, false
 	}
-	return errs, true
+	return errs, doc, true
 }
 
 // idTooLong says that an id of n bytes exceeds MaxIDLength.

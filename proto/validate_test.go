@@ -1,14 +1,18 @@
 package proto
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 const lmosContext = `"@context":["https://www.w3.org/2019/wot/td/v1","https://www.w3.org/2022/wot/td/v1.1",{"lmos":"https://eclipse.dev/lmos/protocol/v1"}]`
@@ -205,6 +209,47 @@ func TestValidateTDConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
+// sameDoc fails t if scanTD accepts data but builds another document
+// than the schema validator's own decoder (which ValidateTD used before
+// scanTD built it).
+func sameDoc(t *testing.T, data []byte) {
+	t.Helper()
+	_, doc, ok := scanTD(data)
+	if !ok {
+		return
+	}
+	want, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("scanTD accepts what jsonschema.UnmarshalJSON refuses: %v\n%s", err, data)
+	}
+	if !reflect.DeepEqual(any(doc), want) {
+		t.Fatalf("scanTD's document differs from jsonschema.UnmarshalJSON's:\n%#v\n%#v", doc, want)
+	}
+}
+
+// TestScanTDDocument: the document scanTD builds is the schema
+// validator's reading of the bytes, for the corpus and for the corners of
+// JSON (duplicates, escapes, numbers, null, nesting).
+func TestScanTDDocument(t *testing.T) {
+	var docs [][]byte
+	for _, set := range []string{"valid", "invalid", "warning"} {
+		for _, d := range corpus(t, set) {
+			docs = append(docs, d)
+		}
+	}
+	for _, d := range []string{
+		`{}`,
+		`{"a":1,"a":{"b":[1,2.5e3,-0,null,true,false,"x"]}}`,
+		`{"s":"\u00e9\ud83d\ude00\n","n":12345678901234567890,"e":[[],{},[[{}]]]}`,
+		`{"a":[{"a":[{"a":null}]}],"b":{"c":{"d":"e"},"c":3}}`,
+	} {
+		docs = append(docs, []byte(d))
+	}
+	for _, d := range docs {
+		sameDoc(t, d)
+	}
+}
+
 func FuzzValidateTD(f *testing.F) {
 	for _, set := range []string{"valid", "invalid", "warning"} {
 		for _, data := range corpus(f, set) {
@@ -213,6 +258,7 @@ func FuzzValidateTD(f *testing.F) {
 	}
 	f.Add([]byte(lmosTD(`,"lmos:seq":1,"lmos:groups":["g"],"lmos:capabilities":[{"lmos:id":"c","lmos:version":"1.0.0"}]`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		sameDoc(t, data)
 		err := ValidateTD(data)
 		if err == nil {
 			if _, perr := ParseTD(data); perr != nil {

@@ -35,8 +35,8 @@ const diskSlowThreshold = 5 * time.Second
 // database. Its writes follow the durability rule of the package
 // documentation. It is safe for concurrent use.
 //
-// Because every durable write is synced when it is made, Sync has nothing
-// left to do: the writes it could still make durable are soft ones.
+// Every durable write is synced when it is made, except under DeferSync;
+// Sync makes those durable, and leaves soft writes as they are.
 //
 // Reads and writes after Close fail: pebble panics on a closed database,
 // and libp2p stream handlers (a DHT peer's PUT_VALUE, say) can still be
@@ -55,6 +55,30 @@ type Store struct {
 
 	mu     sync.RWMutex
 	closed bool
+
+	// syncMu guards owed: a durable write was made under DeferSync and
+	// not fsynced yet. Sync holds it across its fsync, so a Sync that
+	// finds nothing owed returns only after the fsync that paid it.
+	syncMu sync.Mutex
+	owed   bool
+}
+
+// deferSyncKey marks a context of DeferSync.
+type deferSyncKey struct{}
+
+// DeferSync returns ctx marked so that a Store's durable writes made with
+// it (Put, Delete, a batch's Commit) return before their fsync; the
+// writer makes them durable with a Sync (any key) before it acknowledges
+// them. It lets a writer act on a write (apply it, announce it) while
+// the fsync runs. Other datastores ignore the mark; by the go-datastore
+// contract, a Sync makes their writes durable anyway.
+func DeferSync(ctx context.Context) context.Context {
+	return context.WithValue(ctx, deferSyncKey{}, true)
+}
+
+func syncDeferred(ctx context.Context) bool {
+	v, _ := ctx.Value(deferSyncKey{}).(bool)
+	return v
 }
 
 // errClosed is the error of every operation after Close.
@@ -153,9 +177,11 @@ func (d *Store) Put(ctx context.Context, key ds.Key, value []byte) error {
 		return errClosed
 	}
 	defer done()
-	if err := d.pdb.Set(key.Bytes(), value, writeOptions(d.durable(key))); err != nil {
+	durable := d.durable(key)
+	if err := d.pdb.Set(key.Bytes(), value, writeOptions(ctx, durable)); err != nil {
 		return fmt.Errorf("pebble: put %s: %w", key, err)
 	}
+	d.deferred(ctx, durable)
 	return nil
 }
 
@@ -166,15 +192,37 @@ func (d *Store) Delete(ctx context.Context, key ds.Key) error {
 		return errClosed
 	}
 	defer done()
-	if err := d.pdb.Delete(key.Bytes(), writeOptions(d.durable(key))); err != nil {
+	durable := d.durable(key)
+	if err := d.pdb.Delete(key.Bytes(), writeOptions(ctx, durable)); err != nil {
 		return fmt.Errorf("pebble: delete %s: %w", key, err)
 	}
+	d.deferred(ctx, durable)
 	return nil
 }
 
-// Sync does nothing: durable writes were synced when they were made, and
-// soft ones are never synced (see the package documentation).
-func (d *Store) Sync(context.Context, ds.Key) error { return nil }
+// Sync fsyncs the durable writes made under DeferSync, if any are not
+// yet; otherwise it does nothing: durable writes were synced when they
+// were made, and soft ones are never synced (see the package
+// documentation).
+func (d *Store) Sync(ctx context.Context, _ ds.Key) error {
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	if !d.owed {
+		return nil
+	}
+	done, ok := d.open()
+	if !ok {
+		return errClosed
+	}
+	defer done()
+	// An empty record written with pebble.Sync fsyncs the write-ahead
+	// log, and with it every commit before it.
+	if err := d.pdb.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("pebble: sync: %w", err)
+	}
+	d.owed = false
+	return nil
+}
 
 // Batch returns a batch whose Commit fsyncs if it wrote a durable key.
 func (d *Store) Batch(context.Context) (ds.Batch, error) {
@@ -188,12 +236,23 @@ func (d *Store) Batch(context.Context) (ds.Batch, error) {
 
 // writeOptions are pebble's options for a write: fsynced (in the same
 // commit, which pebble's write-ahead log shares with the concurrent
-// commits waiting for an fsync) if durable.
-func writeOptions(durable bool) *pebble.WriteOptions {
-	if durable {
+// commits waiting for an fsync) if durable, unless ctx is of DeferSync.
+func writeOptions(ctx context.Context, durable bool) *pebble.WriteOptions {
+	if durable && !syncDeferred(ctx) {
 		return pebble.Sync
 	}
 	return pebble.NoSync
+}
+
+// deferred records that a durable write was committed under DeferSync
+// without its fsync, for the next Sync. Called after the commit, so a
+// Sync that runs later covers it.
+func (d *Store) deferred(ctx context.Context, durable bool) {
+	if durable && syncDeferred(ctx) {
+		d.syncMu.Lock()
+		d.owed = true
+		d.syncMu.Unlock()
+	}
 }
 
 // Pebble returns the database under the Store, for benchmarks that
@@ -242,7 +301,7 @@ func (b *batch) Delete(_ context.Context, key ds.Key) error {
 
 // Commit applies the batch, fsynced in the same commit if it wrote a
 // durable key; it fails after Close.
-func (b *batch) Commit(context.Context) error {
+func (b *batch) Commit(ctx context.Context) error {
 	if b.b == nil {
 		return errCommitted
 	}
@@ -252,11 +311,12 @@ func (b *batch) Commit(context.Context) error {
 	}
 	defer done()
 	// Close recycles the batch's memory.
-	err := errors.Join(b.b.Commit(writeOptions(b.durable)), b.b.Close())
+	err := errors.Join(b.b.Commit(writeOptions(ctx, b.durable)), b.b.Close())
 	b.b = nil
 	if err != nil {
 		return fmt.Errorf("pebble: commit: %w", err)
 	}
+	b.d.deferred(ctx, b.durable)
 	return nil
 }
 

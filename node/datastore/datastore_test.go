@@ -154,3 +154,50 @@ func BenchmarkDatastoreWrite(b *testing.B) {
 		}
 	}
 }
+
+// TestDeferSync: a durable write under DeferSync leaves its fsync owed
+// until Sync pays it; soft writes and writes without the mark owe none.
+func TestDeferSync(t *testing.T) {
+	self, other := peer.ID("self-peer"), peer.ID("other-peer")
+	d, err := Open(Deps{Self: self}, Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, deferred := context.Background(), DeferSync(context.Background())
+	own, learned := ds.NewKey("/directory/things/"+self.String()+"/a"), ds.NewKey("/directory/things/"+other.String()+"/a")
+	for _, step := range []struct {
+		name  string
+		write func() error
+		owed  bool
+	}{
+		{"soft write under DeferSync", func() error { return d.Put(deferred, learned, []byte("v")) }, false},
+		{"durable write", func() error { return d.Put(ctx, own, []byte("v")) }, false},
+		{"durable write under DeferSync", func() error { return d.Put(deferred, own, []byte("v2")) }, true},
+		{"Sync", func() error { return d.Sync(ctx, ds.NewKey("/")) }, false},
+		{"durable batch under DeferSync", func() error {
+			b, err := d.Batch(deferred)
+			if err != nil {
+				return err
+			}
+			if err := b.Put(deferred, own, []byte("v3")); err != nil {
+				return err
+			}
+			return b.Commit(deferred)
+		}, true},
+		{"Sync again", func() error { return d.Sync(ctx, ds.NewKey("/x")) }, false},
+	} {
+		if err := step.write(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		d.syncMu.Lock()
+		owed := d.owed
+		d.syncMu.Unlock()
+		if owed != step.owed {
+			t.Fatalf("%s: fsync owed %v, want %v", step.name, owed, step.owed)
+		}
+	}
+	if v, err := d.Get(ctx, own); err != nil || string(v) != "v3" {
+		t.Fatalf("read back %q, %v", v, err)
+	}
+}

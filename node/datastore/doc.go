@@ -27,12 +27,15 @@
 // fsynced before it returns (one pebble commit with pebble.Sync, whose
 // write-ahead log shares an fsync among the commits waiting together), so
 // a node killed with SIGKILL right after acknowledging it still has it on
-// restart. An fsync costs milliseconds on
-// most disks, and a gossiped Thing is stored, in the gossipsub validator,
-// on every hop before it is forwarded, so soft writes are what keeps a
-// publication's propagation at network speed.
+// restart. An fsync costs milliseconds on most disks, and a gossiped Thing
+// is stored on every hop (right after the gossipsub validator accepts
+// it), so soft writes keep that work small.
 //
-// Durability is not a knob: Config tunes only pebble's cache.
+// A writer that wants to act on a durable write while its fsync runs
+// makes it under DeferSync and calls Sync before it acknowledges it (the
+// node's Publish: it announces a new version of an own Thing during the
+// fsync, node/federation). Durability is not a knob: Config tunes only
+// pebble's cache.
 //
 // # Logging
 //

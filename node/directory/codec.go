@@ -19,7 +19,9 @@ import (
 var (
 	keyRoot    = datastore.NewKey("/directory")
 	keyVersion = keyRoot.ChildString("version")
-	keyThings  = keyRoot.ChildString("things")
+	// keyRun is present between BeginRun and EndRun (see BeginRun).
+	keyRun    = keyRoot.ChildString("run")
+	keyThings = keyRoot.ChildString("things")
 )
 
 // layoutVersion is the value of keyVersion this code reads and writes.

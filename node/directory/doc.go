@@ -36,6 +36,7 @@
 // The directory keeps its state in a go-datastore under "/directory":
 //
 //	/directory/version                          "1", the layout version
+//	/directory/run                              present between BeginRun and EndRun
 //	/directory/things/<peer ID>/<base32(id)>    one envelope per (publisher, id)
 //
 // <peer ID> is the publisher's base58 peer ID; the thing id is encoded in

@@ -88,8 +88,7 @@ func (d *Directory) overQuota(t, old *thing, pending map[peer.ID]usage) bool {
 		cur.things += p.things
 		cur.bytes += p.bytes
 	}
-	if (delta.things > 0 && d.cfg.MaxThingsPerPublisher > 0 && cur.things+delta.things > d.cfg.MaxThingsPerPublisher) ||
-		(delta.bytes > 0 && d.cfg.MaxBytesPerPublisher > 0 && cur.bytes+delta.bytes > d.cfg.MaxBytesPerPublisher) {
+	if d.exceeds(cur, delta) {
 		return true
 	}
 	u := pending[t.publisher]
@@ -97,6 +96,13 @@ func (d *Directory) overQuota(t, old *thing, pending map[peer.ID]usage) bool {
 	u.bytes += delta.bytes
 	pending[t.publisher] = u
 	return false
+}
+
+// exceeds reports whether delta takes a learned publisher's usage cur
+// over the quota.
+func (d *Directory) exceeds(cur, delta usage) bool {
+	return (delta.things > 0 && d.cfg.MaxThingsPerPublisher > 0 && cur.things+delta.things > d.cfg.MaxThingsPerPublisher) ||
+		(delta.bytes > 0 && d.cfg.MaxBytesPerPublisher > 0 && cur.bytes+delta.bytes > d.cfg.MaxBytesPerPublisher)
 }
 
 // Usage returns how many learned entries (tombstones included) of

@@ -17,6 +17,7 @@ import (
 	"github.com/ipfs/go-datastore/query"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	lmosdatastore "github.com/lmosnode/lmosnode/node/datastore"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -172,6 +173,54 @@ func (d *Directory) Close() error {
 		d.wmu.Unlock()
 		d.events.close()
 	})
+	return nil
+}
+
+// BeginRun marks durably (one fsync) that a writer that may act on own
+// records before Put has made them durable is running — the federation,
+// which announces a new version while its write is in flight — and
+// reports whether the previous such run never reached EndRun: it ended
+// in a crash, a kill -9 or a power loss, so a record it had acted on may
+// be missing here although others hold it. The federation calls it once
+// per run, before its first such publication, and EndRun when it closes.
+func (d *Directory) BeginRun() (unclean bool, err error) {
+	ctx := context.Background()
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.closed {
+		return false, ErrClosed
+	}
+	had, err := d.ds.Has(ctx, keyRun)
+	if err != nil {
+		return false, fmt.Errorf("directory: begin run: %w", err)
+	}
+	if !had {
+		if err := d.ds.Put(ctx, keyRun, []byte{1}); err != nil {
+			return false, fmt.Errorf("directory: begin run: %w", err)
+		}
+	}
+	// Sync either way: the marker must be durable before the run acts.
+	if err := d.ds.Sync(ctx, keyRun); err != nil {
+		return false, fmt.Errorf("directory: begin run: %w", err)
+	}
+	return had, nil
+}
+
+// EndRun marks durably that the run BeginRun began ended with every
+// record it acted on stored.
+func (d *Directory) EndRun() error {
+	ctx := context.Background()
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	if err := d.ds.Delete(ctx, keyRun); err != nil {
+		return fmt.Errorf("directory: end run: %w", err)
+	}
+	if err := d.ds.Sync(ctx, keyRun); err != nil {
+		return fmt.Errorf("directory: end run: %w", err)
+	}
 	return nil
 }
 
@@ -437,7 +486,30 @@ func (d *Directory) drop(t *thing) {
 // (nil keeps what is held) and must be nil for another publisher's Thing.
 // The change is durable when Put returns.
 func (d *Directory) Put(rec *lmosproto.Record, local *Local) (Change, error) {
-	changes, err := d.put([]putItem{{rec: rec, local: local}})
+	return d.put1(rec, local, false)
+}
+
+// PutUnsynced stores rec as Put does — the Thing is in memory, queries
+// and events have it when it returns — but returns before its write is
+// durable; Sync makes it durable. A crash before Sync may lose it. The
+// federation announces a new version of an own Thing between the two,
+// so that the fsync does not delay the announcement (node/federation,
+// Publish, for what a crash in between leaves).
+func (d *Directory) PutUnsynced(rec *lmosproto.Record, local *Local) (Change, error) {
+	return d.put1(rec, local, true)
+}
+
+// Sync makes every write made so far durable, those of PutUnsynced
+// included.
+func (d *Directory) Sync() error {
+	if err := d.ds.Sync(context.Background(), keyThings); err != nil {
+		return fmt.Errorf("directory: sync: %w", err)
+	}
+	return nil
+}
+
+func (d *Directory) put1(rec *lmosproto.Record, local *Local, unsynced bool) (Change, error) {
+	changes, err := d.put([]putItem{{rec: rec, local: local}}, unsynced)
 	if err != nil {
 		return 0, err
 	}
@@ -461,7 +533,7 @@ func (d *Directory) PutMany(recs []*lmosproto.Record) ([]Change, error) {
 	for i, r := range recs {
 		items[i] = putItem{rec: r}
 	}
-	return d.put(items)
+	return d.put(items, false)
 }
 
 type putItem struct {
@@ -514,17 +586,20 @@ type staged struct {
 
 // putReq is one caller's put waiting for the writer that commits it.
 type putReq struct {
-	items   []putItem
-	changes []Change
-	err     error
+	items []putItem
+	// unsynced leaves the fsync to Sync (PutUnsynced).
+	unsynced bool
+	changes  []Change
+	err      error
 }
 
-// put stores items, durably, as one write: group commit. The caller
-// queues its request and takes the writer lock; whoever holds the lock
-// commits every request queued by then in one batch (one fsync), as if
-// they had been put one after the other in queue order. A request taken
-// by an earlier writer is done when its caller gets the lock.
-func (d *Directory) put(items []putItem) ([]Change, error) {
+// put stores items, durably unless unsynced, as one write: group commit.
+// The caller queues its request and takes the writer lock; whoever holds
+// the lock commits every request queued by then in one batch (one fsync),
+// as if they had been put one after the other in queue order. A request
+// taken by an earlier writer is done when its caller gets the lock. The
+// batch is left unsynced only if every request in it is.
+func (d *Directory) put(items []putItem, unsynced bool) ([]Change, error) {
 	for _, it := range items {
 		if err := checkRecord(it.rec); err != nil {
 			return nil, err
@@ -533,7 +608,7 @@ func (d *Directory) put(items []putItem) ([]Change, error) {
 			return nil, fmt.Errorf("directory: put: thing %q of %s: local metadata is for own Things only", it.rec.ThingID, it.rec.Publisher())
 		}
 	}
-	r := &putReq{items: items}
+	r := &putReq{items: items, unsynced: unsynced}
 	d.qmu.Lock()
 	d.queue = append(d.queue, r)
 	d.qmu.Unlock()
@@ -559,17 +634,18 @@ func (d *Directory) commitGroup(group []*putReq) {
 		}
 		return
 	}
-	items := group[0].items
+	items, unsynced := group[0].items, group[0].unsynced
 	if len(group) > 1 {
 		items = nil
 		for _, r := range group {
 			items = append(items, r.items...)
+			unsynced = unsynced && r.unsynced
 		}
 	}
-	changes, written, err := d.write(items)
+	changes, written, err := d.write(items, unsynced)
 	if err != nil && !written && len(group) > 1 {
 		for _, r := range group {
-			r.changes, _, r.err = d.write(r.items)
+			r.changes, _, r.err = d.write(r.items, r.unsynced)
 		}
 		return
 	}
@@ -581,12 +657,16 @@ func (d *Directory) commitGroup(group []*putReq) {
 	}
 }
 
-// write stores items in one durable batch, as if each were put in order,
-// and reports whether it may have written anything when it fails. The
+// write stores items in one batch, durable unless unsynced
+// (lmosdatastore.DeferSync), as if each were put in order, and reports
+// whether it may have written anything when it fails. The
 // in-memory form of each new entry is built while the batch is written;
 // memory changes after the batch is durable. Callers hold wmu.
-func (d *Directory) write(items []putItem) (_ []Change, written bool, _ error) {
+func (d *Directory) write(items []putItem, unsynced bool) (_ []Change, written bool, _ error) {
 	ctx := context.Background()
+	if unsynced {
+		ctx = lmosdatastore.DeferSync(ctx)
+	}
 	now := d.now()
 	changes := make([]Change, len(items))
 	ops := make([]putOp, 0, len(items))
@@ -649,7 +729,7 @@ func (d *Directory) write(items []putItem) (_ []Change, written bool, _ error) {
 		return changes, false, nil
 	}
 	commit := func() error {
-		if err := batch.Commit(ctx); err != nil {
+		if err := batch.Commit(ctx); err != nil || unsynced {
 			return err
 		}
 		return d.ds.Sync(ctx, keyThings)
@@ -707,6 +787,70 @@ func (d *Directory) index(ops []putOp) {
 			d.idx.resolve(op.tf)
 		}
 	}
+}
+
+// Delta is a change to a learned publisher's usage (Usage): Things and
+// bytes of signed records.
+type Delta struct {
+	Things int
+	Bytes  int64
+}
+
+// Classify returns what Put(rec, nil) would change if nothing else were
+// written first, without writing: Stale for a record not newer than the
+// one held, Unchanged for the record held, OverQuota for one that would
+// take its learned publisher over the quota — counting queued, what
+// records of the publisher that the caller has accepted and not stored
+// yet add — else Created, Updated or Deleted; and, for those, what the
+// record adds to its publisher's usage (zero for an own record). It costs
+// a map lookup (and a read of the held record's bytes when both have the
+// same seq and proof time), not the parse and indexing of a Put: a
+// gossip validator decides with it and stores after forwarding
+// (node/federation).
+func (d *Directory) Classify(rec *lmosproto.Record, queued Delta) (Change, Delta, error) {
+	if err := checkRecord(rec); err != nil {
+		return 0, Delta{}, err
+	}
+	pub := rec.Publisher()
+	d.mu.RLock()
+	old := d.find(pub, rec.ThingID)
+	cur := usage{queued.Things, queued.Bytes}
+	if p := d.pubs[pub]; p != nil {
+		cur.things += p.things
+		cur.bytes += p.bytes
+	}
+	d.mu.RUnlock()
+	if old != nil {
+		if old.seq == rec.Seq && old.signed == unixNano(rec.Signer.Created) && old.tombstone == rec.Tombstone() &&
+			old.hash == maphash.Bytes(d.seed, rec.Raw) {
+			return Unchanged, Delta{}, nil
+		}
+		newer, err := d.newer(rec, old, nil)
+		if err != nil {
+			return 0, Delta{}, err
+		}
+		if !newer {
+			return Stale, Delta{}, nil
+		}
+	}
+	var delta usage
+	if pub != d.self {
+		delta = usage{things: 1, bytes: int64(len(rec.Raw))}
+		if old != nil {
+			delta = usage{bytes: int64(len(rec.Raw)) - old.size}
+		}
+		if d.exceeds(cur, delta) {
+			return OverQuota, Delta{}, nil
+		}
+	}
+	change := Updated
+	switch {
+	case rec.Tombstone():
+		change = Deleted
+	case old == nil || old.tombstone:
+		change = Created
+	}
+	return change, Delta{Things: delta.things, Bytes: delta.bytes}, nil
 }
 
 // prepare decides what rec does to old and builds the new entry; a nil

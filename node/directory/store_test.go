@@ -12,6 +12,7 @@ import (
 	"time"
 
 	datastore "github.com/ipfs/go-datastore"
+	dssync "github.com/ipfs/go-datastore/sync"
 
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -576,4 +577,85 @@ func TestOpenWithAnotherIdentity(t *testing.T) {
 	if !ok || e.Own || e.Local != (Local{}) || !e.Expires.Equal(t0.Add(time.Hour)) || len(d.Own()) != 0 {
 		t.Fatalf("after the identity change: %+v", e)
 	}
+}
+
+// TestBeginRun: BeginRun tells a run that follows one that never reached
+// EndRun (a crash) from one that follows EndRun or a new datastore, across
+// reopening the directory.
+func TestBeginRun(t *testing.T) {
+	store := dssync.MutexWrap(datastore.NewMapDatastore())
+	self := newPublisher(t, 1)
+	begin := func(d *Directory) bool {
+		t.Helper()
+		unclean, err := d.BeginRun()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return unclean
+	}
+	d := open(t, store, self.id, newClock(), Config{})
+	if begin(d) {
+		t.Fatal("new datastore: unclean")
+	}
+	if err := d.EndRun(); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	d = open(t, store, self.id, newClock(), Config{})
+	if begin(d) {
+		t.Fatal("after EndRun: unclean")
+	}
+	d.Close() // a crash: no EndRun
+	d = open(t, store, self.id, newClock(), Config{})
+	if !begin(d) {
+		t.Fatal("after a run without EndRun: clean")
+	}
+	if !begin(d) {
+		t.Fatal("a second BeginRun of the same run: clean")
+	}
+	if err := d.EndRun(); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if _, err := d.BeginRun(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("BeginRun after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestClassify: Classify answers what Put would change, without writing.
+func TestClassify(t *testing.T) {
+	self, alice := newPublisher(t, 1), newPublisher(t, 2)
+	clock := newClock()
+	d := open(t, dssync.MutexWrap(datastore.NewMapDatastore()), self.id, clock, Config{MaxThingsPerPublisher: 2})
+	now := clock.Now()
+	v1 := alice.sign(t, thingSpec{id: "urn:a", seq: 1}, now)
+	v2 := alice.sign(t, thingSpec{id: "urn:a", seq: 2}, now)
+	other := alice.sign(t, thingSpec{id: "urn:b", seq: 1}, now)
+	third := alice.sign(t, thingSpec{id: "urn:c", seq: 1}, now)
+	classify := func(rec *lmosproto.Record, queued Delta, want Change) Delta {
+		t.Helper()
+		got, delta, err := d.Classify(rec, queued)
+		if err != nil || got != want {
+			t.Fatalf("Classify(%s seq %d, %+v) = %s, %v; want %s", rec.ThingID, rec.Seq, queued, got, err, want)
+		}
+		return delta
+	}
+	if delta := classify(v1, Delta{}, Created); delta.Things != 1 || delta.Bytes != int64(len(v1.Raw)) {
+		t.Fatalf("delta of a new Thing %+v", delta)
+	}
+	if d.Len() != 0 {
+		t.Fatal("Classify wrote")
+	}
+	mustPut(t, d, v1, nil, Created)
+	classify(v1, Delta{}, Unchanged)
+	if delta := classify(v2, Delta{}, Updated); delta.Things != 0 || delta.Bytes != int64(len(v2.Raw)-len(v1.Raw)) {
+		t.Fatalf("delta of an update %+v", delta)
+	}
+	mustPut(t, d, v2, nil, Updated)
+	classify(v1, Delta{}, Stale)
+	classify(alice.tombstone(t, "urn:a", 3, now), Delta{}, Deleted)
+	classify(other, Delta{}, Created)
+	classify(other, Delta{Things: 1}, OverQuota) // one more Thing accepted, not stored
+	mustPut(t, d, other, nil, Created)
+	classify(third, Delta{}, OverQuota)
 }

@@ -46,15 +46,18 @@
 //     (peer score P4) and stops it, for a message that is larger than
 //     proto.MaxRecordSize, not a valid signed record, authored by another
 //     peer than the record's publisher, expired or dated in the future, a
-//     replay (a lower lmos:seq than the directory holds for the Thing), or
-//     over its publisher's quota in the directory (a new Thing or more
-//     bytes beyond directory.Config.MaxThingsPerPublisher,
-//     MaxBytesPerPublisher; what is held stays);
+//     replay (a lower lmos:seq than the directory holds for the Thing, or
+//     than a record accepted and not stored yet), or over its publisher's
+//     quota in the directory (a new Thing or more bytes beyond
+//     directory.Config.MaxThingsPerPublisher, MaxBytesPerPublisher,
+//     counting the accepted records not stored yet; what is held stays);
 //   - Ignore, which stops the message without penalty, for a record equal
-//     to or older by proof time only than the one held (a duplicate, or a
-//     republication that crossed a newer one), and when the directory cannot
-//     store it;
-//   - Accept once the record is stored in the directory.
+//     to or older by proof time only than the one held or accepted (a
+//     duplicate, or a republication that crossed a newer one);
+//   - Accept otherwise. The validator only decides (directory.Classify:
+//     a lookup, no write); the accepted record is stored right after, in
+//     a batch, by the learn queue's worker (learn.go), while gossipsub
+//     forwards it. Nothing but the checks is on the forwarding path.
 //
 // An honest peer can forward a replay: it relayed version 1 while version 2
 // was on its way to us by another path. The penalty of one such message is
@@ -114,10 +117,21 @@
 // # Publishing
 //
 // Publish and Remove sign the new version (the next lmos:seq of the Thing)
-// with the node's key and store it in the directory, durably, before
-// anything goes out. Then they announce it on gossip (in order of seq) and
-// hand it to a background worker that puts it into the DHT and provides its
-// keys; a put that fails is retried with backoff. Every
+// with the node's key, store it in the directory and announce it on gossip
+// (in order of seq); they return once the write is durable and the
+// announcement out. The announcement leaves while the write's fsync runs
+// (directory.PutUnsynced, then Sync) for the next version of a public
+// Thing whose earlier versions are all durable; otherwise (a Thing for
+// groups, a caller-chosen seq above the next, the first version of a
+// Thing after a crash) the fsync comes first. A crash in that window can
+// lose exactly one version, of seq held+1, that others already hold; the
+// directory's run marker (directory.BeginRun, cleared when the Federation
+// closes with every announced seq durable, not after a failed fsync)
+// tells the next run, and its first version of each own Thing
+// then takes seq held+2, written before it is announced, so no seq is
+// ever signed twice (publishAhead in publish.go). Then a background
+// worker puts the record into the DHT and provides its keys, a second
+// later; a put that fails is retried with backoff. Every
 // dht.RepublishInterval, and when the node starts, the node republishes
 // its records: re-signed with a fresh proof "created" and the same seq, so
 // that they never expire while the node lives, put and provided again and

@@ -173,8 +173,16 @@ type Federation struct {
 	// peers gossipsub sends to; the topic watcher republishes when one
 	// joins and gossipsub can send to it. Guarded by pubMu.
 	unheard bool
+	// runBegun: the directory's run marker is set (beginRun); unclean:
+	// the previous run ended without clearing it. settled: the own
+	// Things published in this run, and whether every seq announced for
+	// each is durable (lastSeq, publishAhead). Guarded by pubMu.
+	runBegun bool
+	unclean  bool
+	settled  map[string]bool
 
-	dhtq *dhtQueue
+	dhtq  *dhtQueue
+	learn *learnQueue
 
 	serveLimit *peerlimit.Limiter // requests this node answers, per peer
 	syncLimit  *peerlimit.Limiter // on-connect syncs this node starts, per peer
@@ -244,8 +252,10 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 		serveLimit: peerlimit.New(SyncEvery, SyncBurst),
 		syncLimit:  peerlimit.New(SyncEvery, 1),
 		syncSem:    make(chan struct{}, maxConcurrentSyncs),
+		settled:    make(map[string]bool),
 	}
 	f.dhtq = newDHTQueue(f)
+	f.learn = newLearnQueue(p.Intake, p.Directory, o.log)
 	defer func() {
 		if err != nil {
 			cancel()
@@ -290,6 +300,7 @@ func (f *Federation) Start(ctx context.Context) error {
 	}
 	f.p.Host.SetStreamHandler(lmosproto.ProtocolSync, f.handleSync)
 	if f.topic != nil {
+		f.wg.Go(func() { f.learn.run(f.ctx.Done()) })
 		relay, err := f.topic.Relay()
 		if err != nil {
 			return fmt.Errorf("federation: start: topic %s: %w", lmosproto.TopicAnnounce, err)
@@ -362,6 +373,19 @@ func (f *Federation) Close() error {
 			prRelay()
 		}
 		errs = append(errs, f.leaveTopic())
+		// No publication is in flight once pubMu is held, and none
+		// starts after: f.ctx is cancelled. The run ends clean only if
+		// every seq it announced is durable: after a failed fsync the
+		// marker stays, and the next run skips a seq (lastSeq).
+		f.pubMu.Lock()
+		if f.runBegun {
+			if f.allSettled() {
+				errs = append(errs, f.dir.EndRun())
+			} else {
+				f.log.Warn("closing with an own Thing whose announced version may not be durable; the next run skips one seq of each")
+			}
+		}
+		f.pubMu.Unlock()
 		if err := errors.Join(errs...); err != nil {
 			f.closeErr = fmt.Errorf("federation: close: %w", err)
 		}

@@ -42,9 +42,10 @@ func (f *Federation) validator(what string, check func(*pubsub.Message) (pubsub.
 }
 
 // checkAnnounce is the topic validator of proto.TopicAnnounce (through
-// validator); see the package documentation for its answers. An accepted
-// record is stored in the directory before it returns, so a record
-// gossipsub forwards is one this node holds.
+// validator); see the package documentation for its answers. It decides
+// with the record's checks and what this node holds or has accepted
+// (learnQueue.admit); an accepted record is stored in the directory right
+// after, by the learn queue's worker, while gossipsub forwards it.
 func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult, error) {
 	data := msg.GetData()
 	if len(data) > lmosproto.MaxRecordSize {
@@ -80,7 +81,7 @@ func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult
 	// Storing it counts the record's proof time as a sighting of its
 	// publisher; the message itself is not (a replayed message is as
 	// validly signed as the original).
-	_, err = f.intake.Store("gossip", rec)
+	err = f.learn.admit(rec)
 	switch {
 	case errors.Is(err, errReplay), errors.Is(err, directory.ErrQuota):
 		return pubsub.ValidationReject, err

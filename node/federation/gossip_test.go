@@ -24,7 +24,8 @@ func message(author, from peer.ID, data []byte) *pubsub.Message {
 }
 
 // TestAnnounceValidator runs the announce validator's decisions in order
-// on one directory: each step sees what the steps before it stored.
+// on one directory: each step sees what the steps before it accepted and
+// the learn queue stored.
 func TestAnnounceValidator(t *testing.T) {
 	self := newMember(t, nil)
 	alice := newMember(t, nil) // a publisher
@@ -69,6 +70,7 @@ func TestAnnounceValidator(t *testing.T) {
 		{"an older version after the tombstone", message(alice.id, relay.id, v3.Raw), pubsub.ValidationReject, errReplay, 4},
 	} {
 		got, err := self.checkAnnounce(step.msg)
+		self.learn.flush() // what the learn queue's worker does next
 		if got != step.want {
 			t.Errorf("%s: %s (%v), want %s", step.name, topicval.ResultName(got), err, topicval.ResultName(step.want))
 			continue
@@ -85,5 +87,44 @@ func TestAnnounceValidator(t *testing.T) {
 	}
 	if e, ok := self.dir.Latest(alice.id, id); !ok || !e.Tombstone {
 		t.Error("the tombstone did not remove the Thing")
+	}
+}
+
+// TestAnnounceQueued: the validator decides against the records it
+// accepted and the learn queue has not stored yet as against those held.
+func TestAnnounceQueued(t *testing.T) {
+	self := newMember(t, nil)
+	alice := newMember(t, nil)
+	id := uniqueID()
+	now := self.clock.Now()
+	v1 := sign(t, alice.key, testTD(t, id, 1, "a"), now)
+	v2 := sign(t, alice.key, testTD(t, id, 2, "a"), now)
+	v3 := sign(t, alice.key, testTD(t, id, 3, "a"), now)
+	for _, step := range []struct {
+		name string
+		raw  []byte
+		want pubsub.ValidationResult
+		is   error
+	}{
+		{"v2", v2.Raw, pubsub.ValidationAccept, nil},
+		{"v1 while v2 is queued", v1.Raw, pubsub.ValidationReject, errReplay},
+		{"v2 again while queued", v2.Raw, pubsub.ValidationIgnore, ErrNotNewer},
+		{"v3 replaces v2 in the queue", v3.Raw, pubsub.ValidationAccept, nil},
+		{"v2 while v3 is queued", v2.Raw, pubsub.ValidationReject, errReplay},
+	} {
+		got, err := self.checkAnnounce(message(alice.id, alice.id, step.raw))
+		if got != step.want || (step.is != nil && !errors.Is(err, step.is)) {
+			t.Errorf("%s: %s (%v), want %s (%v)", step.name, topicval.ResultName(got), err, topicval.ResultName(step.want), step.is)
+		}
+	}
+	if _, ok := self.dir.Latest(alice.id, id); ok {
+		t.Fatal("stored before the learn queue's worker ran")
+	}
+	self.learn.flush()
+	if held, ok := self.dir.Latest(alice.id, id); !ok || held.Seq != 3 {
+		t.Fatalf("held seq %d (%v) after the flush, want 3", held.Seq, ok)
+	}
+	if len(self.learn.pending) != 0 || len(self.learn.usage) != 0 {
+		t.Fatalf("the queue keeps %d records, %d publishers' usage after the flush", len(self.learn.pending), len(self.learn.usage))
 	}
 }

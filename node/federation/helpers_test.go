@@ -60,21 +60,7 @@ type member struct {
 // with an in-memory directory; everything is closed when the test ends.
 func newMember(t *testing.T, configure func(*Deps, *Config)) *member {
 	t.Helper()
-	priv, _, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := libp2p.New(libp2p.Identity(priv), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"),
-		libp2p.DisableRelay(), libp2p.DisableMetrics())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	raw, err := priv.Raw()
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := ed25519.PrivateKey(raw)
+	h, key := newHost(t)
 	clk := newClock()
 	dir, err := directory.Open(directory.Deps{Datastore: dssync.MutexWrap(ds.NewMapDatastore()), Self: h.ID()}, directory.Config{}, directory.WithClock(clk.Now))
 	if err != nil {
@@ -99,6 +85,27 @@ func newMember(t *testing.T, configure func(*Deps, *Config)) *member {
 		t.Fatal(err)
 	}
 	return &member{Federation: f, host: h, key: key, id: h.ID(), dir: dir, clock: clk}
+}
+
+// newHost returns a fresh host listening on 127.0.0.1, closed when the
+// test ends, and its identity key.
+func newHost(t *testing.T) (host.Host, ed25519.PrivateKey) {
+	t.Helper()
+	priv, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := libp2p.New(libp2p.Identity(priv), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"),
+		libp2p.DisableRelay(), libp2p.DisableMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	raw, err := priv.Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, ed25519.PrivateKey(raw)
 }
 
 func connect(t *testing.T, a, b *member) {

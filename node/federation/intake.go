@@ -2,7 +2,6 @@ package federation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,29 +87,15 @@ func (in *Intake) Seen(p peer.ID) {
 }
 
 // Check checks raw as a record published by publisher: size, proof, TD or
-// tombstone, freshness, and that publisher signed it (dht.ThingValidator
-// under the record's own key). A publisher the trust list refuses is an
-// error wrapping ErrNotAdmitted, before any of that.
+// tombstone, freshness, and that publisher signed it
+// (dht.ThingValidator.CheckFrom: one parse of the bytes, the verified
+// record cached). A publisher the trust list refuses is an error wrapping
+// ErrNotAdmitted, before any of that.
 func (in *Intake) Check(publisher peer.ID, raw []byte) (*lmosproto.Record, error) {
 	if err := in.Admits(publisher); err != nil {
 		return nil, err
 	}
-	if len(raw) > lmosproto.MaxRecordSize {
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", lmosdht.ErrTooLarge, len(raw), lmosproto.MaxRecordSize)
-	}
-	// The validator checks a record under its key, which names the thing
-	// id; read the id first (cheap next to verifying the proof), and let
-	// the validator check that the proof covers this id.
-	var probe struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, fmt.Errorf("%w: %w", lmosdht.ErrBadRecord, err)
-	}
-	if probe.ID == "" {
-		return nil, fmt.Errorf("%w: no thing id", lmosdht.ErrBadRecord)
-	}
-	return in.CheckKey(lmosdht.ThingKey(publisher, probe.ID), raw)
+	return in.validator.CheckFrom(publisher, raw)
 }
 
 // Signed tells the intake that rec is a record this node signed (with

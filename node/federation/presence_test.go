@@ -105,6 +105,7 @@ func TestAnnounceOverQuota(t *testing.T) {
 			t.Errorf("step %d: %v does not wrap directory.ErrQuota", i, err)
 		}
 	}
+	self.learn.flush() // what the learn queue's worker does next
 	if n, _ := dir.Usage(alice.id); n != 2 {
 		t.Errorf("held %d Things of alice, want 2", n)
 	}

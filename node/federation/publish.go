@@ -28,12 +28,16 @@ var (
 
 // Publish signs td as the next version of the node's Thing td.ID and
 // publishes it. The version's lmos:seq is the larger of td.Seq and one more
-// than the seq the directory holds for the Thing (tombstone included), so
-// a new version always supersedes the last; td itself is not modified. The
+// than the last seq of the Thing (lastSeq: the seq the directory holds,
+// tombstone included, or one this node may have announced above it), so a
+// new version always supersedes the last; td itself is not modified. The
 // record is stored in the directory (with local, the node-local metadata;
-// nil keeps what is held) and durable before Publish announces it on
-// gossip; the DHT put and provide follow in the background, a second
-// later (after the gossip round, see dhtSettle). It returns the
+// nil keeps what is held) and announced on gossip; when Publish returns
+// without error, both are done and the record is durable. The
+// announcement leaves while the write's fsync runs when that is safe (see
+// publishAhead for when, and what a crash in between leaves), else after
+// the fsync. The DHT put and provide follow in the background, a
+// second later (after the gossip round, see dhtSettle). It returns the
 // stored entry and what the store changed. The network steps are best
 // effort: their failures are logged and retried, never returned.
 func (f *Federation) Publish(ctx context.Context, td *lmosproto.TD, local *directory.Local) (directory.Entry, directory.Change, error) {
@@ -51,13 +55,12 @@ func (f *Federation) Publish(ctx context.Context, td *lmosproto.TD, local *direc
 	if f.ctx.Err() != nil {
 		return directory.Entry{}, 0, fmt.Errorf("federation: publish thing %q: %w", td.ID, ErrClosed)
 	}
+	last, err := f.lastSeq(td.ID)
+	if err != nil {
+		return directory.Entry{}, 0, fmt.Errorf("federation: publish thing %q: %w", td.ID, err)
+	}
 	next := td.Clone()
-	if held, ok := f.dir.Latest(f.self, td.ID); ok && next.Seq <= held.Seq {
-		next.Seq = held.Seq + 1
-	}
-	if next.Seq == 0 {
-		next.Seq = 1
-	}
+	next.Seq = max(next.Seq, last+1)
 	rec, err := lmosproto.SignThing(next, f.p.Key, f.now())
 	if err != nil {
 		return directory.Entry{}, 0, fmt.Errorf("federation: publish: %w", err)
@@ -65,7 +68,7 @@ func (f *Federation) Publish(ctx context.Context, td *lmosproto.TD, local *direc
 	// gossipsub runs the topic validator on our own announcement before
 	// it sends it; SignThing verified the record already.
 	f.intake.Signed(rec)
-	change, err := f.dir.Put(rec, local)
+	change, err := f.storeAndSpread(ctx, rec, local, last, nil)
 	if err != nil {
 		return directory.Entry{}, 0, fmt.Errorf("federation: publish thing %q: %w", td.ID, err)
 	}
@@ -73,13 +76,12 @@ func (f *Federation) Publish(ctx context.Context, td *lmosproto.TD, local *direc
 	if !ok { // impossible: just stored, and own Things do not expire
 		return directory.Entry{}, 0, fmt.Errorf("federation: publish thing %q: not in the directory after storing it", td.ID)
 	}
-	f.spread(ctx, rec)
 	f.log.Info("published thing", "thing", rec.ThingID, "seq", rec.Seq, "change", change.String())
 	return entry, change, nil
 }
 
 // Remove publishes a signed tombstone for the node's Thing id, at one more
-// than the seq held, by the same path as Publish. It fails with an error
+// than its last seq, by the same path as Publish. It fails with an error
 // wrapping ErrNotFound if the node publishes no such Thing (or removed it
 // already).
 func (f *Federation) Remove(ctx context.Context, id string) error {
@@ -92,24 +94,140 @@ func (f *Federation) Remove(ctx context.Context, id string) error {
 	if !ok || held.Tombstone {
 		return fmt.Errorf("federation: remove thing %q: %w", id, ErrNotFound)
 	}
-	rec, err := lmosproto.SignTombstone(id, held.Seq+1, f.p.Key, f.now())
+	last, err := f.lastSeq(id)
+	if err != nil {
+		return fmt.Errorf("federation: remove thing %q: %w", id, err)
+	}
+	rec, err := lmosproto.SignTombstone(id, last+1, f.p.Key, f.now())
 	if err != nil {
 		return fmt.Errorf("federation: remove: %w", err)
 	}
 	f.intake.Signed(rec)
-	if _, err := f.dir.Put(rec, nil); err != nil {
-		return fmt.Errorf("federation: remove thing %q: %w", id, err)
-	}
 	// A tombstone is public even for a Thing restricted to groups: it
 	// names nothing but the id (and republication cannot tell whose it
 	// was). The members hear it on their groups' topics too, where they
 	// heard the Thing.
-	if len(held.Groups) > 0 {
-		f.spreadScoped(ctx, held.Groups, rec)
+	if _, err := f.storeAndSpread(ctx, rec, nil, last, held.Groups); err != nil {
+		return fmt.Errorf("federation: remove thing %q: %w", id, err)
 	}
-	f.spread(ctx, rec)
 	f.log.Info("removed thing", "thing", id, "seq", rec.Seq)
 	return nil
+}
+
+// beginRun marks the directory's run (directory.BeginRun) once per
+// Federation, before the first publication that may announce ahead of
+// its write. The caller holds pubMu.
+func (f *Federation) beginRun() error {
+	if f.runBegun {
+		return nil
+	}
+	unclean, err := f.dir.BeginRun()
+	if err != nil {
+		return err
+	}
+	f.runBegun, f.unclean = true, unclean
+	if unclean {
+		f.log.Warn("the last run ended without closing; the next version of each own Thing skips one seq, which it may have announced")
+	}
+	return nil
+}
+
+// lastSeq returns the highest seq the node may have signed and sent out
+// for its Thing id: the seq the directory holds (0 if none), or one more
+// if the last run crashed and the Thing has not been published since (a
+// version announced before its write was durable, publishAhead, may be
+// lost from the directory, and it had exactly that seq). The caller
+// holds pubMu.
+func (f *Federation) lastSeq(id string) (uint64, error) {
+	if err := f.beginRun(); err != nil {
+		return 0, err
+	}
+	var last uint64
+	if held, ok := f.dir.Latest(f.self, id); ok {
+		last = held.Seq
+	}
+	if _, known := f.settled[id]; !known && f.unclean {
+		last++
+	}
+	return last, nil
+}
+
+// isSettled reports whether every seq of Thing id this node ever
+// announced is durable in the directory. The caller holds pubMu.
+func (f *Federation) isSettled(id string) bool {
+	if settled, known := f.settled[id]; known {
+		return settled
+	}
+	return !f.unclean
+}
+
+// allSettled reports whether every seq this node announced in this run is
+// durable. The caller holds pubMu.
+func (f *Federation) allSettled() bool {
+	for _, settled := range f.settled {
+		if !settled {
+			return false
+		}
+	}
+	return true
+}
+
+// storeAndSpread stores rec, the next version of an own Thing after seq
+// last, in the directory and spreads it (announce topic and DHT, or the
+// groups' topics; groups, if set, are the groups of the Thing a tombstone
+// removes, which hear it too). When publishAhead allows, it announces
+// while the write's fsync runs (directory.PutUnsynced, then Sync), else
+// after the write is durable; it returns after both. The caller holds
+// pubMu.
+func (f *Federation) storeAndSpread(ctx context.Context, rec *lmosproto.Record, local *directory.Local, last uint64, groups []string) (directory.Change, error) {
+	id := rec.ThingID
+	if !f.publishAhead(rec, last, groups) {
+		change, err := f.dir.Put(rec, local)
+		if err != nil {
+			return change, err
+		}
+		f.settled[id] = true
+		if len(groups) > 0 {
+			f.spreadScoped(ctx, groups, rec)
+		}
+		f.spread(ctx, rec)
+		return change, nil
+	}
+	// The write is applied (and its fsync started) first, so that the
+	// node holds what it announces; the announcement then leaves while
+	// the fsync runs. Until the fsync is done the Thing is not settled:
+	// if it fails, the next version (above rec.Seq, which the directory
+	// holds in memory) is written before it is announced.
+	change, err := f.dir.PutUnsynced(rec, local)
+	if err != nil {
+		return change, err
+	}
+	f.settled[id] = false
+	f.spread(ctx, rec)
+	if err := f.dir.Sync(); err != nil {
+		return change, err
+	}
+	f.settled[id] = true
+	return change, nil
+}
+
+// publishAhead reports whether rec, the next version of an own Thing
+// after seq last, may be announced before its write is durable (while
+// the fsync runs) rather than after: only a public record (announce topic and DHT; not
+// one for groups' topics, whose own-message checks read the directory),
+// of seq last+1 exactly, of a Thing settled (every seq announced for it is
+// stored durably). A crash between the announcement and the write can
+// then lose exactly one version, of seq held+1 (held: the seq the
+// directory holds): other nodes may hold it, this one does not. After
+// such a crash (the directory's run marker, directory.BeginRun, was not
+// cleared by Close) every own Thing's next version skips that seq
+// (lastSeq) and is written before it is announced (not settled yet), so
+// no seq is ever signed twice, whatever crashes follow; until then the
+// others keep the lost version (newer than what this node republishes)
+// until it expires. An fsync that fails after the announcement leaves
+// the Thing unsettled the same way. The caller holds pubMu.
+func (f *Federation) publishAhead(rec *lmosproto.Record, last uint64, groups []string) bool {
+	return f.topic != nil && public(rec) && len(groups) == 0 && rec.Seq == last+1 && f.isSettled(rec.ThingID)
 }
 
 // spread announces rec and queues it for the DHT, or hands a group-scoped

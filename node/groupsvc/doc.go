@@ -10,9 +10,11 @@
 //
 // Every operation the node makes (Create, Remove, SetAdmin, Rename,
 // SetPolicy, Leave, Dissolve, and the add an admin signs for a joiner) goes
-// the same way: groups.Log.Sign, groups.Log.Add, the log is persisted
-// (durable when the call returns), the operation is published on the group
-// topic as {"op": …}, and the whole log is put in the DHT under
+// the same way: groups.Log.Sign, groups.Log.Add, the operation is
+// published on the group topic as {"op": …}, the log is persisted (durable
+// when the call returns; the fsync runs after the publication, and a crash
+// in between loses nothing the members cannot give back, see
+// commitLocked), and the whole log is put in the DHT under
 // groups.Key(id) in the background (debounced per group, and republished
 // every dht.RepublishInterval).
 //

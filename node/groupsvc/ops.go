@@ -257,9 +257,22 @@ func (s *Service) act(ctx context.Context, id string, decide func(groups.State) 
 	return s.info(g, false), nil
 }
 
-// commitLocked signs d on g's heads, adds it, persists the log, publishes
-// the operation on the topic, reconciles, and queues the DHT put. The
+// commitLocked signs d on g's heads, adds it, publishes the operation on
+// the topic, persists the log, reconciles, and queues the DHT put. The
 // caller holds opMu.
+//
+// The operation leaves before the log's fsync, which would otherwise
+// delay it by milliseconds, and commitLocked returns after both. A crash
+// in between can leave the members holding an operation this node's log
+// lacks after the restart. That is safe by the log's rules: operations
+// are named by the hash of their signed bytes and ordered by their
+// parents, not by a counter, so nothing the node signs next can collide
+// with the lost one — its next operation is concurrent with it, which the
+// fold orders like any two concurrent operations — and the node learns
+// the lost one back from the members when it syncs with them (as it
+// learns any operation it missed). A persist that fails after the
+// publication is returned; the operation is then in effect on the network
+// and in this node's memory, and the next persist writes it.
 func (s *Service) commitLocked(ctx context.Context, g *group, d groups.Draft) (*groups.Op, error) {
 	op, err := g.log.Sign(s.p.Key, d, s.now())
 	if err != nil {
@@ -269,15 +282,16 @@ func (s *Service) commitLocked(ctx context.Context, g *group, d groups.Draft) (*
 		return nil, fmt.Errorf("group %s: %s: %w", g.id, d.Kind, err)
 	}
 	g.refresh()
-	if err := s.persist(g); err != nil {
-		return nil, err
-	}
 	// Published before reconcile, which leaves the topic after the node's
 	// own leave or dissolve.
 	s.publishOp(ctx, g, op)
+	perr := s.persist(g)
 	s.reconcile(g)
 	s.changed(g)
 	s.puts.add(g.id)
+	if perr != nil {
+		return nil, perr
+	}
 	s.log.Info("group op", "group", g.id, "op", op.ID, "kind", op.Kind, "peer", op.Peer)
 	return op, nil
 }

@@ -1,0 +1,156 @@
+package federation
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// learnQueue takes the announcements the topic validator accepts and
+// stores them in the directory after the validator has returned, so that
+// gossipsub forwards a record as soon as it is known to be valid and new,
+// not after this node has written and indexed it. It holds at most one
+// record per Thing, the newest; a worker (run) stores what it holds in
+// one batch (Intake.StoreMany) whenever it is woken.
+//
+// A record is in the queue or in the directory at every moment (the
+// worker drops it from the queue after storing it), so the validator
+// decides against the newest record this node has accepted: one older
+// than that is a replay, one no newer a duplicate. The publisher's quota
+// is checked against what the directory holds plus what is queued.
+type learnQueue struct {
+	intake *Intake
+	dir    *directory.Directory
+	log    *slog.Logger
+	wake   chan struct{}
+
+	mu      sync.Mutex
+	pending map[thingRef]queued
+	// usage is, per publisher, what its queued records add to what the
+	// directory holds of it.
+	usage map[peer.ID]directory.Delta
+}
+
+// queued is a record in the queue and what it adds to its publisher's
+// usage.
+type queued struct {
+	rec   *lmosproto.Record
+	usage directory.Delta
+}
+
+// thingRef names one Thing of one publisher.
+type thingRef struct {
+	publisher peer.ID
+	id        string
+}
+
+func newLearnQueue(in *Intake, dir *directory.Directory, log *slog.Logger) *learnQueue {
+	return &learnQueue{intake: in, dir: dir, log: log, wake: make(chan struct{}, 1), pending: make(map[thingRef]queued), usage: make(map[peer.ID]directory.Delta)}
+}
+
+// admit decides on rec, a checked record of another publisher, and queues
+// it to be stored. It returns nil for a record to accept, an error
+// wrapping errReplay for one older than the newest accepted (reject),
+// ErrNotNewer for a duplicate (ignore), directory.ErrQuota for one over
+// its publisher's quota (reject).
+func (q *learnQueue) admit(rec *lmosproto.Record) error {
+	ref := thingRef{rec.Publisher(), rec.ThingID}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	prev, queuedBefore := q.pending[ref]
+	if queuedBefore {
+		switch held := prev.rec; {
+		case rec.Seq < held.Seq:
+			return fmt.Errorf("thing %q of %s: seq %d, accepted %d: %w", rec.ThingID, ref.publisher, rec.Seq, held.Seq, errReplay)
+		case !rec.Newer(held):
+			return fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, ref.publisher, rec.Seq, ErrNotNewer)
+		}
+	}
+	// What the publisher's other queued records add: rec replaces prev.
+	others := q.usage[ref.publisher]
+	others.Things -= prev.usage.Things
+	others.Bytes -= prev.usage.Bytes
+	change, add, err := q.dir.Classify(rec, others)
+	if err != nil {
+		return fmt.Errorf("thing %q of %s: %w", rec.ThingID, ref.publisher, err)
+	}
+	switch change {
+	case directory.Stale:
+		if held, ok := q.dir.Latest(ref.publisher, rec.ThingID); ok && rec.Seq < held.Seq {
+			return fmt.Errorf("thing %q of %s: seq %d, held %d: %w", rec.ThingID, ref.publisher, rec.Seq, held.Seq, errReplay)
+		}
+		return fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, ref.publisher, rec.Seq, ErrNotNewer)
+	case directory.OverQuota:
+		things, bytes := q.dir.Usage(ref.publisher)
+		return fmt.Errorf("thing %q of %s (%d bytes): the publisher holds %d Things, %d bytes here, %d more accepted: %w",
+			rec.ThingID, ref.publisher, len(rec.Raw), things, bytes, others.Things, directory.ErrQuota)
+	}
+	q.pending[ref] = queued{rec: rec, usage: add}
+	others.Things += add.Things
+	others.Bytes += add.Bytes
+	q.usage[ref.publisher] = others
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	if change == directory.Unchanged {
+		// The record held, again: storing it refreshes its expiry, as
+		// any path that brings it does; not news to forward.
+		return fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, ref.publisher, rec.Seq, ErrNotNewer)
+	}
+	return nil
+}
+
+// run stores what is queued whenever admit wakes it, until done closes.
+// What is still queued then is dropped: learned records are soft state,
+// which sync and republication bring back.
+func (q *learnQueue) run(done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case <-q.wake:
+			q.flush()
+		}
+	}
+}
+
+// flush stores every queued record in one batch.
+func (q *learnQueue) flush() {
+	q.mu.Lock()
+	recs := make([]*lmosproto.Record, 0, len(q.pending))
+	for _, p := range q.pending {
+		recs = append(recs, p.rec)
+	}
+	q.mu.Unlock()
+	if len(recs) == 0 {
+		return
+	}
+	if _, err := q.intake.StoreMany(recs); err != nil && !errors.Is(err, directory.ErrClosed) {
+		q.log.Warn("store learned records", "records", len(recs), "err", err)
+	}
+	q.mu.Lock()
+	for _, r := range recs {
+		ref := thingRef{r.Publisher(), r.ThingID}
+		p, ok := q.pending[ref]
+		if !ok || p.rec != r {
+			continue // replaced by a newer one meanwhile
+		}
+		delete(q.pending, ref)
+		u := q.usage[ref.publisher]
+		u.Things -= p.usage.Things
+		u.Bytes -= p.usage.Bytes
+		if u == (directory.Delta{}) {
+			delete(q.usage, ref.publisher)
+		} else {
+			q.usage[ref.publisher] = u
+		}
+	}
+	q.mu.Unlock()
+}
