@@ -23,6 +23,10 @@
 // becomes cancelAction. The server follows the directory's events and
 // Refresh (membership changes): the tool list changes, and the SDK sends
 // notifications/tools/list_changed; tools/list is paged (Config.PageSize).
+// While no MCP session is open, the changes wait (a set of Thing keys) and
+// are applied when a session initializes or sends any tools/ request, so
+// a node no MCP client uses does not build tools for every Thing it
+// learns.
 //
 // Handler serves Streamable HTTP (the node mounts it at /mcp behind the
 // API's access guards); Bridge connects a stdio MCP host to that endpoint

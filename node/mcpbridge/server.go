@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,6 +144,15 @@ type Server struct {
 
 	mu     sync.Mutex // serialises syncs; guards things
 	things map[thingKey]exposed
+
+	// Changes of the directory wait here while no MCP session is open:
+	// building a Thing's tools (parse its TD, derive schemas, hash them)
+	// for every Thing the node learns costs every node CPU that only a
+	// connected MCP client can use. The first session, and any tools/
+	// request, applies them (flush).
+	pmu     sync.Mutex
+	pending map[thingKey]struct{}
+	resync  bool // a whole Refresh is owed
 }
 
 // Version is the server version the node reports in MCP's initialize.
@@ -174,17 +184,27 @@ func New(deps Deps, cfg Config, opts ...Option) (*Server, error) {
 			opt(&o)
 		}
 	}
-	s := &Server{deps: deps, cfg: cfg, log: o.log, tds: tdcache.New(0), things: map[thingKey]exposed{}}
+	s := &Server{deps: deps, cfg: cfg, log: o.log, tds: tdcache.New(0), things: map[thingKey]exposed{}, pending: map[thingKey]struct{}{}, resync: true}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "lmosnode", Title: "LMOS node " + string(deps.Self), Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		PageSize:     cfg.PageSize,
+		// A session that starts finds the tools of every Thing known.
+		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { s.flush() },
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{},
 		},
 	})
 	s.addFixedTools()
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if strings.HasPrefix(method, "tools/") {
+				s.flush()
+			}
+			return next(ctx, method, req)
+		}
+	})
 	s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: cfg.SessionTimeout,
 		Logger:         o.log,
@@ -194,7 +214,6 @@ func New(deps Deps, cfg Config, opts ...Option) (*Server, error) {
 		s.cancel()
 		return nil, fmt.Errorf("mcpbridge: following the directory: %w", err)
 	}
-	s.Refresh()
 	s.wg.Go(func() { s.follow(ch, unsubscribe) })
 	return s, nil
 }
@@ -240,7 +259,7 @@ func (s *Server) follow(ch <-chan directory.Event, unsubscribe func()) {
 					overflow = true
 					break events
 				}
-				s.update(thingKey{ev.Publisher, ev.ThingID})
+				s.changed(thingKey{ev.Publisher, ev.ThingID})
 			}
 		}
 		unsubscribe()
@@ -256,10 +275,55 @@ func (s *Server) follow(ch <-chan directory.Event, unsubscribe func()) {
 	}
 }
 
+// sessions reports whether an MCP session is open.
+func (s *Server) sessions() bool {
+	for range s.mcp.Sessions() {
+		return true
+	}
+	return false
+}
+
+// changed brings Thing k's tools in line with the directory now if a
+// session is open (its client gets list_changed), else when one opens.
+func (s *Server) changed(k thingKey) {
+	s.owe(func() { s.pending[k] = struct{}{} })
+}
+
+// owe records a change with mark and applies what is owed if a session
+// is open.
+func (s *Server) owe(mark func()) {
+	s.pmu.Lock()
+	mark()
+	s.pmu.Unlock()
+	if s.sessions() {
+		s.flush()
+	}
+}
+
+// flush applies the changes owed.
+func (s *Server) flush() {
+	s.pmu.Lock()
+	resync, keys := s.resync, s.pending
+	s.resync, s.pending = false, map[thingKey]struct{}{}
+	s.pmu.Unlock()
+	if resync {
+		s.refresh()
+		return
+	}
+	for k := range keys {
+		s.update(k)
+	}
+}
+
 // Refresh brings every tool in line with the directory and what this
-// node may see: the composition root calls it when the node's group
-// memberships change.
+// node may see (now if a session is open, else when one opens): the
+// composition root calls it when the node's group memberships change.
 func (s *Server) Refresh() {
+	s.owe(func() { s.resync = true })
+}
+
+// refresh is Refresh, now.
+func (s *Server) refresh() {
 	seen := map[thingKey]bool{}
 	for _, typ := range []string{"tool", "agent"} {
 		res, err := s.deps.Directory.Search(directory.Query{Type: typ, Visible: s.deps.Visible, ByID: true})
@@ -348,6 +412,7 @@ func agentOrTool(types []string) bool {
 // ToolNames returns the names of the tools of Thing id published by
 // publisher, sorted; nil if the server exposes none.
 func (s *Server) ToolNames(publisher peer.ID, id string) []string {
+	s.flush()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.things[thingKey{publisher, id}].tools)
