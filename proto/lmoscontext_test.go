@@ -42,6 +42,10 @@ func TestSignThingBindsLMOS(t *testing.T) {
 			if err := ValidateTD(rec.Raw); err != nil {
 				t.Errorf("signed record is not a valid TD: %v", err)
 			}
+			// What a peer parses is what the signer holds.
+			if got, err := ParseRecord(rec.Raw); err != nil || got.ThingID != rec.ThingID || got.Seq != rec.Seq || string(got.TD.Context) != string(rec.TD.Context) {
+				t.Errorf("ParseRecord of the signed bytes: %v, %+v", err, got)
+			}
 			if string(td.Context) != tc.ctx {
 				t.Errorf("SignThing changed its argument's @context to %s", td.Context)
 			}

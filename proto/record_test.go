@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func testKey(t *testing.T) ed25519.PrivateKey {
+func testKey(t testing.TB) ed25519.PrivateKey {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
