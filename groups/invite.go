@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gowebpki/jcs"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
@@ -138,7 +137,7 @@ func NewInvitation(key ed25519.PrivateKey, inv Invitation, now time.Time) (token
 	if err != nil {
 		return "", fmt.Errorf("invitation: %w", err)
 	}
-	canon, err := jcs.Transform(signed)
+	canon, err := proto.Canonicalize(signed)
 	if err != nil {
 		return "", fmt.Errorf("invitation: %w", err)
 	}
@@ -233,7 +232,7 @@ func parseInvitationJSON(raw []byte) (*Invitation, error) {
 	if signer.Created.IsZero() {
 		return nil, fmt.Errorf("%w: proof has no created time", ErrBadInvitation)
 	}
-	canon, err := jcs.Transform(raw)
+	canon, err := proto.Canonicalize(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadInvitation, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gowebpki/jcs"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
@@ -186,7 +185,7 @@ func ParseOp(raw []byte) (*Op, error) {
 	if signer.Created.IsZero() {
 		return nil, fmt.Errorf("%w: proof has no created time", ErrBadOp)
 	}
-	canon, err := jcs.Transform(raw)
+	canon, err := proto.Canonicalize(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadOp, err)
 	}

@@ -64,7 +64,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gowebpki/jcs"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multibase"
 )
@@ -301,7 +300,7 @@ func SignDocument(doc []byte, key ed25519.PrivateKey, created time.Time) ([]byte
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	unsecured = unsecured.without(docKeyProof)
-	canonicalDoc, err := jcs.Transform(unsecured.marshal())
+	canonicalDoc, err := Canonicalize(unsecured.marshal())
 	if err != nil {
 		return nil, fmt.Errorf("sign: %w: %w", ErrBadDocument, err)
 	}
@@ -320,7 +319,7 @@ func SignDocument(doc []byte, key ed25519.PrivateKey, created time.Time) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
-	canonicalConfig, err := jcs.Transform(config)
+	canonicalConfig, err := Canonicalize(config)
 	if err != nil {
 		return nil, fmt.Errorf("sign: proof configuration: %w", err)
 	}
@@ -427,11 +426,11 @@ func VerifyDocument(doc []byte) (Signer, error) {
 	if docHasCtx {
 		config = config.with(docKeyContext, docCtx)
 	}
-	canonicalDoc, err := jcs.Transform(unsecured.marshal())
+	canonicalDoc, err := Canonicalize(unsecured.marshal())
 	if err != nil {
 		return Signer{}, fmt.Errorf("verify: %w: %w", ErrBadDocument, err)
 	}
-	canonicalConfig, err := jcs.Transform(config.marshal())
+	canonicalConfig, err := Canonicalize(config.marshal())
 	if err != nil {
 		return bad("proof configuration: %w", err)
 	}
@@ -501,11 +500,11 @@ func parseXSDDateTimeStamp(s string) (time.Time, error) {
 
 // sameCanonicalJSON reports whether two JSON values are equal after JCS.
 func sameCanonicalJSON(a, b json.RawMessage) (bool, error) {
-	ca, err := jcs.Transform(a)
+	ca, err := Canonicalize(a)
 	if err != nil {
 		return false, err
 	}
-	cb, err := jcs.Transform(b)
+	cb, err := Canonicalize(b)
 	if err != nil {
 		return false, err
 	}
@@ -525,7 +524,7 @@ type orderedObject []orderedMember
 // accepts as a whole (so that no member, however nested, is ambiguous or
 // unrepresentable) with unique member names.
 func parseDocument(doc []byte) (orderedObject, error) {
-	if _, err := jcs.Transform(doc); err != nil {
+	if _, err := Canonicalize(doc); err != nil {
 		if k := jsonKindOf(doc); k != "object" {
 			return nil, fmt.Errorf("%w: %s, want a JSON object", ErrBadDocument, k)
 		}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/gowebpki/jcs"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -198,7 +197,7 @@ func canonicalCard(c AgentCard) ([]byte, error) {
 		tree = map[string]any{}
 	}
 	b, _ = json.Marshal(tree) // decoded JSON always encodes
-	return jcs.Transform(b)
+	return lmosproto.Canonicalize(b)
 }
 
 // dropEmpty removes empty strings, nulls and empty arrays and objects,
