@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -97,7 +98,8 @@ func (f *Federation) find(ctx context.Context, what string, q directory.Query, k
 // way (and checked) is not asked; one whose records did not is, so that
 // what a holder withholds still comes from its provider. While the holders
 // have not answered, the providers found wait for them, at most a
-// holdWindow after the first.
+// holdWindow after the first; an answer that comes later still spares the
+// asks not started yet.
 //
 // The lookup ends when kad-dht's does, or earlier: once it has yielded a
 // provider and then no new one for a quiet period (quietWindow), it is
@@ -138,7 +140,8 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 		covered          map[peer.ID]bool
 		running, pending int // asks running; providers queued and not answered
 		window           time.Duration
-		holding          bool // the hold timer runs
+		holding          bool          // the hold timer runs
+		wait             = held != nil // providers found wait for the holders
 		nSkipped         int
 	)
 	defer wg.Wait()
@@ -155,7 +158,7 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 		waiting = nil
 	}
 	for {
-		if held == nil {
+		if !wait {
 			release()
 		}
 		for len(queue) > 0 && running < maxConcurrentAsks {
@@ -171,10 +174,10 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 				answers <- n
 			})
 		}
-		if provs == nil && pending == 0 && held == nil {
+		if provs == nil && pending == 0 && !wait {
 			break
 		}
-		if held != nil && !holding && (provs == nil || len(waiting) > 0) {
+		if wait && !holding && (provs == nil || len(waiting) > 0) {
 			// Wait for the holders at most a window after the first
 			// provider (or the end of the lookup).
 			holding = true
@@ -196,12 +199,22 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 			quiet.Reset(window)
 			waiting = append(waiting, ai)
 		case a := <-held:
-			held = nil
+			held, wait = nil, false
 			hold.Stop()
 			covered = a.publishers
 			learned += a.learned
+			// An answer after the wait still spares the asks not started.
+			queue = slices.DeleteFunc(queue, func(ai peer.AddrInfo) bool {
+				if !covered[ai.ID] {
+					return false
+				}
+				nSkipped++
+				pending--
+				asked--
+				return true
+			})
 		case <-hold.C:
-			held = nil // stop waiting: ask the providers found
+			wait = false // ask the providers found; a later answer still counts
 		case n := <-answers:
 			running--
 			pending--
