@@ -491,7 +491,7 @@ func (s *advSuite) malformed(t *testing.T) advCount {
 		frame("{\"token\":\"\xff\xfe\",\"name\":\"\xc3\"}"),
 		append(binary.AppendUvarint(nil, 100), `{"token":`...),
 	}
-	protos := []protocol.ID{lmosproto.ProtocolSync, lmosproto.ProtocolInteract, groups.ProtocolJoin, groups.ProtocolSync}
+	protos := []protocol.ID{lmosproto.ProtocolSync, lmosproto.ProtocolFind, lmosproto.ProtocolInteract, groups.ProtocolJoin, groups.ProtocolSync}
 	for _, n := range s.nodes {
 		for _, p := range protos {
 			for _, b := range bad {

@@ -27,6 +27,11 @@ const (
 	// ProtocolSync exchanges the Things two peers publish when they connect,
 	// so a node that missed gossip still converges.
 	ProtocolSync = "/lmos/sync/1.0.0"
+	// ProtocolFind asks a peer for the public, live records it holds
+	// (its own and learned) of the Things that offer one capability, so
+	// that a cold lookup gets TDs from the peers it is connected to
+	// without a new connection per provider.
+	ProtocolFind = "/lmos/find/1.0.0"
 	// ProtocolFetch fetches one signed TD by publisher and id.
 	ProtocolFetch = "/lmos/fetch/1.0.0"
 	// ProtocolInteract carries LMOS envelopes for one interaction (or one

@@ -114,6 +114,18 @@
 // per peer every SyncEvery; both sides do, so each learns the other's
 // Things.
 //
+// A cold lookup of a capability (FindCapability) also asks up to three
+// peers it is already connected to, over proto.ProtocolFind (find.go), for
+// the public, live records they hold of the Things that offer it, their
+// own and learned ones, byte for byte as signed: at most MaxFindRecords
+// records and MaxFindBytes per answer, a capability id of at most
+// MaxFindCapability bytes, on the same per-peer budget as sync requests.
+// Every record goes through the intake as a record of the publisher its
+// proof names; tombstones, group-scoped records and records without the
+// capability are dropped. A provider whose records arrived that way is
+// not dialled; every other provider is asked as above, so a peer that
+// answers can only withhold records or serve an older version.
+//
 // # Publishing
 //
 // Publish and Remove sign the new version (the next lmos:seq of the Thing)

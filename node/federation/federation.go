@@ -281,7 +281,7 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 	return f, nil
 }
 
-// Start serves the sync protocol, relays the announce topic, and starts the
+// Start serves the sync and find protocols, relays the announce topic, and starts the
 // background work: the DHT worker, the republish loop (which first
 // republishes what the directory holds as own) and, with SyncOnConnect, the
 // syncs with newly identified peers. ctx bounds the start itself.
@@ -299,6 +299,7 @@ func (f *Federation) Start(ctx context.Context) error {
 		return fmt.Errorf("federation: start: %w", err)
 	}
 	f.p.Host.SetStreamHandler(lmosproto.ProtocolSync, f.handleSync)
+	f.p.Host.SetStreamHandler(lmosproto.ProtocolFind, f.handleFind)
 	if f.topic != nil {
 		f.wg.Go(func() { f.learn.run(f.ctx.Done()) })
 		relay, err := f.topic.Relay()
@@ -355,6 +356,7 @@ func (f *Federation) Close() error {
 
 		f.cancel()
 		f.p.Host.RemoveStreamHandler(lmosproto.ProtocolSync)
+		f.p.Host.RemoveStreamHandler(lmosproto.ProtocolFind)
 		var errs []error
 		if idSub != nil {
 			errs = append(errs, idSub.Close())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -90,6 +91,16 @@ func (f *Federation) find(ctx context.Context, what string, q directory.Query, k
 // it asked and how many records changed the directory once the lookup has
 // ended and every provider found has answered.
 //
+// For a capability it also asks, at the same time as the lookup starts,
+// up to maxHolders peers it is already connected to for the public records
+// they hold of the Things that offer it (askHolders, proto.ProtocolFind),
+// every one checked by the intake. A provider whose records arrived that
+// way (and checked) is not asked; one whose records did not is, so that
+// what a holder withholds still comes from its provider. While the holders
+// have not answered, the providers found wait for them, at most a
+// holdWindow after the first; an answer that comes later still spares the
+// asks not started yet.
+//
 // The lookup ends when kad-dht's does, or earlier: once it has yielded a
 // provider and then no new one for a quiet period (quietWindow), it is
 // stopped, as kad-dht stops one that found as many providers as asked for.
@@ -105,19 +116,51 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 	lctx, stopLookup := context.WithCancel(ctx)
 	defer stopLookup()
 	start := time.Now()
+	var held chan heldAnswer // nil: no holder asked, or their answer is in
+	if flt.Capability != "" {
+		if peers := f.holders(); len(peers) > 0 {
+			ch := make(chan heldAnswer, 1)
+			held = ch
+			// Not waited for: a lookup that stops waiting returns and
+			// cancels ctx, which ends the exchanges.
+			go func() { ch <- f.askHolders(ctx, peers, flt.Capability) }()
+		}
+	}
 	provs := f.p.DHT.FindProvidersAsync(lctx, key, MaxProviders)
 	answers := make(chan int)
 	quiet := time.NewTimer(maxQuiet)
 	quiet.Stop()
 	defer quiet.Stop()
+	hold := time.NewTimer(maxQuiet)
+	hold.Stop()
+	defer hold.Stop()
 	var (
 		wg               sync.WaitGroup
-		queue            []peer.AddrInfo
-		running, pending int // asks running; providers found and not answered
+		queue, waiting   []peer.AddrInfo // providers to ask; waiting for the holders
+		covered          map[peer.ID]bool
+		running, pending int // asks running; providers queued and not answered
 		window           time.Duration
+		holding          bool          // the hold timer runs
+		wait             = held != nil // providers found wait for the holders
+		nSkipped         int
 	)
 	defer wg.Wait()
-	for provs != nil || pending > 0 {
+	release := func() {
+		for _, ai := range waiting {
+			if covered[ai.ID] {
+				nSkipped++
+				continue
+			}
+			queue = append(queue, ai)
+			pending++
+			asked++
+		}
+		waiting = nil
+	}
+	for {
+		if !wait {
+			release()
+		}
 		for len(queue) > 0 && running < maxConcurrentAsks {
 			ai := queue[0]
 			queue = queue[1:]
@@ -130,6 +173,15 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 				}
 				answers <- n
 			})
+		}
+		if provs == nil && pending == 0 && !wait {
+			break
+		}
+		if wait && !holding && (provs == nil || len(waiting) > 0) {
+			// Wait for the holders at most a window after the first
+			// provider (or the end of the lookup).
+			holding = true
+			hold.Reset(holdWindow(time.Since(start)))
 		}
 		select {
 		case ai, ok := <-provs:
@@ -144,10 +196,25 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 			if window == 0 {
 				window = quietWindow(time.Since(start))
 			}
-			queue = append(queue, ai)
-			pending++
-			asked++
 			quiet.Reset(window)
+			waiting = append(waiting, ai)
+		case a := <-held:
+			held, wait = nil, false
+			hold.Stop()
+			covered = a.publishers
+			learned += a.learned
+			// An answer after the wait still spares the asks not started.
+			queue = slices.DeleteFunc(queue, func(ai peer.AddrInfo) bool {
+				if !covered[ai.ID] {
+					return false
+				}
+				nSkipped++
+				pending--
+				asked--
+				return true
+			})
+		case <-hold.C:
+			wait = false // ask the providers found; a later answer still counts
 		case n := <-answers:
 			running--
 			pending--
@@ -156,7 +223,18 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 			stopLookup()
 		}
 	}
+	if nSkipped > 0 {
+		f.log.Debug("providers not asked: their records came from connected peers", "key", key, "providers", nSkipped)
+	}
 	return asked, learned
+}
+
+// holdWindow is how long the providers a lookup found after elapsed wait
+// for the answers of the connected peers it asked at its start (which
+// take about one round trip on a connection that exists, as the first
+// provider does): as long again, within [2·minQuiet, maxQuiet].
+func holdWindow(elapsed time.Duration) time.Duration {
+	return min(max(elapsed, 2*minQuiet), maxQuiet)
 }
 
 // quietWindow is how long a lookup that found its first provider after

@@ -142,43 +142,65 @@ func parseSyncHeader(p []byte) (syncHeader, error) {
 
 // handleSync answers a sync request on s.
 func (f *Federation) handleSync(s network.Stream) {
+	f.serveRecords(s, "sync", SyncTimeout, func(p []byte, remote peer.ID) ([][]byte, bool, error) {
+		flt, err := parseSyncRequest(p)
+		if err == nil {
+			err = f.allowRequest(remote)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		recs, truncated := f.ownRecords(flt, remote)
+		return recs, truncated, nil
+	})
+}
+
+// allowRequest spends one of remote's sync and find requests, or says
+// that it has none left.
+func (f *Federation) allowRequest(remote peer.ID) error {
+	if !f.serveLimit.Allow(remote) {
+		return fmt.Errorf("rate limited: at most %d requests, then one every %s", SyncBurst, SyncEvery)
+	}
+	return nil
+}
+
+// serveRecords answers one request of a records protocol (sync, find) on
+// s within timeout: it reads the request frame and writes what answer
+// returns for it, a header and the records, or, if answer refuses the
+// request, a header with the error and nothing else.
+func (f *Federation) serveRecords(s network.Stream, what string, timeout time.Duration, answer func(req []byte, remote peer.ID) ([][]byte, bool, error)) {
 	remote := s.Conn().RemotePeer()
-	if err := f.serveSync(s, remote); err != nil {
-		f.log.Debug("sync request failed", "peer", remote, "err", err)
+	err := func() error {
+		if err := s.SetDeadline(time.Now().Add(timeout)); err != nil {
+			return fmt.Errorf("deadline: %w", err)
+		}
+		p, err := lmosproto.ReadFrame(s, maxControlFrame)
+		if err != nil {
+			return fmt.Errorf("read request: %w", err)
+		}
+		recs, truncated, err := answer(p, remote)
+		if err != nil {
+			// Refused: say why, then close the stream cleanly.
+			f.log.Debug("request refused", "protocol", what, "peer", remote, "err", err)
+			return writeHeader(s, syncHeader{Error: err.Error()})
+		}
+		if err := writeHeader(s, syncHeader{Count: len(recs), Truncated: truncated}); err != nil {
+			return err
+		}
+		for _, raw := range recs {
+			if err := lmosproto.WriteFrame(s, raw); err != nil {
+				return fmt.Errorf("write record: %w", err)
+			}
+		}
+		f.log.Debug("answered request", "protocol", what, "peer", remote, "records", len(recs), "truncated", truncated)
+		return nil
+	}()
+	if err != nil {
+		f.log.Debug("request failed", "protocol", what, "peer", remote, "err", err)
 		_ = s.Reset()
 		return
 	}
 	_ = s.Close()
-}
-
-func (f *Federation) serveSync(s network.Stream, remote peer.ID) error {
-	if err := s.SetDeadline(time.Now().Add(SyncTimeout)); err != nil {
-		return fmt.Errorf("deadline: %w", err)
-	}
-	p, err := lmosproto.ReadFrame(s, maxControlFrame)
-	if err != nil {
-		return fmt.Errorf("read request: %w", err)
-	}
-	flt, err := parseSyncRequest(p)
-	if err == nil && !f.serveLimit.Allow(remote) {
-		err = fmt.Errorf("rate limited: at most %d requests, then one every %s", SyncBurst, SyncEvery)
-	}
-	if err != nil {
-		// Refused: say why, then close the stream cleanly.
-		f.log.Debug("sync refused", "peer", remote, "err", err)
-		return writeHeader(s, syncHeader{Error: err.Error()})
-	}
-	recs, truncated := f.ownRecords(flt, remote)
-	if err := writeHeader(s, syncHeader{Count: len(recs), Truncated: truncated}); err != nil {
-		return err
-	}
-	for _, raw := range recs {
-		if err := lmosproto.WriteFrame(s, raw); err != nil {
-			return fmt.Errorf("write record: %w", err)
-		}
-	}
-	f.log.Debug("answered sync", "peer", remote, "records", len(recs), "truncated", truncated)
-	return nil
 }
 
 // writeHeader writes the response header h.
@@ -308,6 +330,20 @@ func (s *lazyStream) CloseWrite() error {
 }
 
 func (f *Federation) exchange(ctx context.Context, s network.Stream, p peer.ID, flt Filter) ([]*lmosproto.Record, error) {
+	return f.request(ctx, s, p, toWire(flt), MaxSyncRecords, MaxSyncBytes, func(raw []byte) (*lmosproto.Record, error) {
+		rec, err := f.intake.Check(p, raw)
+		if err == nil && !flt.matchesRecord(rec) {
+			err = fmt.Errorf("thing %q does not match the filter asked for", rec.ThingID)
+		}
+		return rec, err
+	})
+}
+
+// request runs one exchange of a records protocol (sync, find) on s with
+// peer p: it writes req, reads the header and at most maxCount records of
+// at most maxBytes together, and returns those that check passes (the
+// others are dropped and logged).
+func (f *Federation) request(ctx context.Context, s network.Stream, p peer.ID, req any, maxCount, maxBytes int, check func([]byte) (*lmosproto.Record, error)) ([]*lmosproto.Record, error) {
 	deadline, _ := ctx.Deadline()
 	if err := s.SetDeadline(deadline); err != nil {
 		return nil, fmt.Errorf("deadline: %w", err)
@@ -316,11 +352,11 @@ func (f *Federation) exchange(ctx context.Context, s network.Stream, p peer.ID, 
 	stop := context.AfterFunc(ctx, func() { _ = s.SetDeadline(time.Now()) })
 	defer stop()
 
-	req, err := json.Marshal(toWire(flt))
+	rp, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	if err := lmosproto.WriteFrame(s, req); err != nil {
+	if err := lmosproto.WriteFrame(s, rp); err != nil {
 		return nil, fmt.Errorf("write request: %w", err)
 	}
 	if err := s.CloseWrite(); err != nil {
@@ -334,6 +370,9 @@ func (f *Federation) exchange(ctx context.Context, s network.Stream, p peer.ID, 
 	if err != nil {
 		return nil, err
 	}
+	if h.Count > maxCount {
+		return nil, fmt.Errorf("response header: count: %d: at most %d", h.Count, maxCount)
+	}
 	recs := make([]*lmosproto.Record, 0, h.Count)
 	size, dropped := 0, 0
 	for i := range h.Count {
@@ -341,16 +380,13 @@ func (f *Federation) exchange(ctx context.Context, s network.Stream, p peer.ID, 
 		if err != nil {
 			return nil, fmt.Errorf("read record %d of %d: %w", i+1, h.Count, ctxErr(ctx, err))
 		}
-		if size += len(raw); size > MaxSyncBytes {
-			return nil, fmt.Errorf("response exceeds %d bytes", MaxSyncBytes)
+		if size += len(raw); size > maxBytes {
+			return nil, fmt.Errorf("response exceeds %d bytes", maxBytes)
 		}
-		rec, err := f.intake.Check(p, raw)
-		if err == nil && !flt.matchesRecord(rec) {
-			err = fmt.Errorf("thing %q does not match the filter asked for", rec.ThingID)
-		}
+		rec, err := check(raw)
 		if err != nil {
 			dropped++
-			f.log.Debug("sync record refused", "peer", p, "index", i, "err", err)
+			f.log.Debug("record refused", "peer", p, "index", i, "err", err)
 			continue
 		}
 		recs = append(recs, rec)
