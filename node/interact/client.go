@@ -12,12 +12,14 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/core/routing"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/lmosnode/lmosnode/proto"
@@ -49,6 +51,8 @@ type Client struct {
 	open   map[*remoteSession]struct{}
 	idle   map[peer.ID][]*idleStream // newest last
 	sweep  *time.Timer               // armed while idle streams exist
+	// cleared is when a call last cleared an owner's dial backoff.
+	cleared *lru.Cache[peer.ID, time.Time]
 }
 
 // idleStream is a session stream between two interactions.
@@ -68,9 +72,13 @@ func NewClient(deps ClientDeps, cfg TransportConfig, opts ...Option) (*Client, e
 		return nil, err
 	}
 	o := newOptions(opts)
+	cleared, err := lru.New[peer.ID, time.Time](1024)
+	if err != nil {
+		return nil, err
+	}
 	return &Client{
 		h: deps.Host, rt: deps.Routing, cfg: cfg.withDefaults(), codec: o.codec, log: o.log,
-		open: map[*remoteSession]struct{}{}, idle: map[peer.ID][]*idleStream{},
+		open: map[*remoteSession]struct{}{}, idle: map[peer.ID][]*idleStream{}, cleared: cleared,
 	}, nil
 }
 
@@ -306,10 +314,41 @@ func (c *Client) openStream(ctx context.Context, owner peer.ID, protos ...protoc
 	defer cancel()
 	dialCtx = network.WithAllowLimitedConn(dialCtx, "lmos-interact")
 	str, err := c.h.NewStream(dialCtx, owner, protos...)
-	if err != nil && c.refreshAddrs(dialCtx, owner, err) {
+	if err != nil && (c.refreshAddrs(dialCtx, owner, err) || c.clearBackoff(owner, err)) {
 		str, err = c.h.NewStream(dialCtx, owner, protos...)
 	}
 	return str, err
+}
+
+// backoffRetry is how often a call may clear the dial backoff of an owner
+// whose every address is in it (clearBackoff).
+const backoffRetry = 5 * time.Second
+
+// clearBackoff lets a call dial an owner whose every address the host
+// had given up on for a while: after a few failed dials the swarm's
+// backoff grows to minutes (5 s + 1 s × tries²), so an owner that became
+// reachable again on a known address — a NATed node that moved to its
+// other relay, say — would stay unreachable long after. At most once per
+// backoffRetry per owner, so calls do not turn into a dial storm. It
+// reports whether it cleared anything.
+func (c *Client) clearBackoff(owner peer.ID, dialErr error) bool {
+	sw, ok := c.h.Network().(interface{ Backoff() *swarm.DialBackoff })
+	if !ok || !errors.Is(dialErr, swarm.ErrDialBackoff) {
+		return false
+	}
+	now := time.Now()
+	c.mu.Lock()
+	last, seen := c.cleared.Get(owner)
+	ok = !seen || now.Sub(last) >= backoffRetry
+	if ok {
+		c.cleared.Add(owner, now)
+	}
+	c.mu.Unlock()
+	if ok {
+		sw.Backoff().Clear(owner)
+		c.log.Debug("owner's addresses all in dial backoff; cleared it to dial again", "owner", owner)
+	}
+	return ok
 }
 
 // start writes the request on an idle stream to the owner or, failing
