@@ -127,6 +127,9 @@ func obsThing(t *testing.T, owner, consumer *node.Node) (*obsBackend, string) {
 	t.Helper()
 	backend := newObsBackend(t)
 	id := testnet.UniqueID(t)
+	// A publication before the consumer is on the announce topic would
+	// reach it only by a sync or the next republication.
+	testnet.WaitFor(t, "both nodes on the announce topic", 20*time.Second, testnet.OnAnnounceTopic([]*node.Node{owner, consumer}, 1))
 	obsPublish(t, owner, obsTD(t, id), backend.URL)
 	testnet.WaitFor(t, "the consumer node learns the Thing", 20*time.Second, func() (bool, string) {
 		return len(consumer.Directory().Lookup(id)) > 0, "not yet"
