@@ -153,6 +153,9 @@ type Server struct {
 	pmu     sync.Mutex
 	pending map[thingKey]struct{}
 	resync  bool // a whole Refresh is owed
+	// fmu serialises flushes: a request that flushes while another flush
+	// applies what it took waits for it, so it never sees half the tools.
+	fmu sync.Mutex
 }
 
 // Version is the server version the node reports in MCP's initialize.
@@ -302,6 +305,8 @@ func (s *Server) owe(mark func()) {
 
 // flush applies the changes owed.
 func (s *Server) flush() {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
 	s.pmu.Lock()
 	resync, keys := s.resync, s.pending
 	s.resync, s.pending = false, map[thingKey]struct{}{}
