@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"context"
 	crand "crypto/rand"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,7 +32,6 @@ import (
 	"github.com/libp2p/go-libp2p"
 	kaddht "github.com/libp2p/go-libp2p-kad-dht"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -178,7 +176,7 @@ func bnNewRawHost(tb testing.TB, o bnRawOpts) *bnRawHost {
 		return r
 	}
 	r.ps, err = pubsub.NewGossipSub(ctx, h,
-		pubsub.WithMessageIdFn(func(m *pubsubpb.Message) string { s := sha256.Sum256(m.GetData()); return string(s[:]) }),
+		pubsub.WithMessageIdFn(node.MessageID),
 		pubsub.WithFloodPublish(true),
 		pubsub.WithMaxMessageSize(lmosproto.MaxRecordSize+64<<10))
 	if err != nil {

@@ -306,7 +306,7 @@ const (
 	pubsubMaxMessageSize = lmosproto.MaxRecordSize + 64<<10
 )
 
-// messageID is the gossipsub message ID of an LMOS message: the SHA-256
+// MessageID is the gossipsub message ID of an LMOS message: the SHA-256
 // digest of its data, as raw bytes. It does not depend on the author's
 // sequence number, so every implementation derives the same ID, and a
 // record announced twice is one message.
@@ -316,7 +316,7 @@ const (
 // same {"thing": record} on both topics, and gossipsub's seen cache, which
 // is keyed by message ID across topics, would otherwise drop the second
 // publication, so members of the second group only would never get it.
-func messageID(m *pubsubpb.Message) string {
+func MessageID(m *pubsubpb.Message) string {
 	h := sha256.New()
 	if t := m.GetTopic(); strings.HasPrefix(t, lmosproto.TopicGroupPrefix) {
 		h.Write([]byte(t))
@@ -341,7 +341,7 @@ func newPubSub(ctx context.Context, h host.Host, o options, groups *groupsvc.Ser
 		pubsub.WithGossipSubParams(gs),
 		// DESIGN.md: content-derived IDs; go and js libp2p default IDs
 		// differ and break IHAVE/IWANT recovery between them.
-		pubsub.WithMessageIdFn(messageID),
+		pubsub.WithMessageIdFn(MessageID),
 		// StrictSign: every message is signed by its author and the
 		// signature verified, so the announce validator can trust
 		// Message.GetFrom() as the author.

@@ -145,9 +145,9 @@ func TestWireDoc(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		announce := messageID(&pubsubpb.Message{Topic: ptr(lmosproto.TopicAnnounce), Data: raw})
+		announce := MessageID(&pubsubpb.Message{Topic: ptr(lmosproto.TopicAnnounce), Data: raw})
 		groupTopic := groups.Topic("bafkreiexample")
-		post := messageID(&pubsubpb.Message{Topic: &groupTopic, Data: []byte(`{"post":{"body":"hi","sent":"2026-11-21T10:00:00Z"}}`)})
+		post := MessageID(&pubsubpb.Message{Topic: &groupTopic, Data: []byte(`{"post":{"body":"hi","sent":"2026-11-21T10:00:00Z"}}`)})
 		capCID := lmosdht.CapabilityCID("weather-forecast")
 		want := []string{
 			hex.EncodeToString([]byte(announce)),

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	crand "crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -28,7 +27,6 @@ import (
 	"github.com/libp2p/go-libp2p"
 	kaddht "github.com/libp2p/go-libp2p-kad-dht"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -38,6 +36,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/federation"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -130,7 +129,7 @@ func (p *wanPeer) startRaw(ctx context.Context) error {
 		return err
 	}
 	ps, err := pubsub.NewGossipSub(ctx, h,
-		pubsub.WithMessageIdFn(func(m *pubsubpb.Message) string { s := sha256.Sum256(m.GetData()); return string(s[:]) }),
+		pubsub.WithMessageIdFn(node.MessageID),
 		pubsub.WithFloodPublish(true),
 		pubsub.WithMaxMessageSize(lmosproto.MaxRecordSize+64<<10))
 	if err != nil {
