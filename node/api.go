@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
@@ -15,6 +13,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
+	"github.com/lmosnode/lmosnode/node/trust/trustapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -22,53 +21,13 @@ import (
 // problem details (application/problem+json, a proto.Problem), written by
 // package httpapi as on every HTTP surface of the node.
 
-// NodeInfo is the body of GET /api/v1/node.
-type NodeInfo struct {
-	// PeerID is the node's libp2p peer ID.
-	PeerID string `json:"peerID"`
-	// DIDKey is the did:key of the same Ed25519 key.
-	DIDKey string `json:"didKey"`
-	// Addrs are the node's listen multiaddrs, each ending in /p2p/<PeerID>.
-	Addrs []string `json:"addrs"`
-	// Version is the lmosnode version (see Version).
-	Version string `json:"version"`
-	// APIURL is the base URL of this API.
-	APIURL string `json:"apiURL"`
-	// Reachability is whether other nodes can dial this one directly:
-	// "public", "private" (behind NAT: reached through relays) or
-	// "unknown" (no AutoNAT verdict yet, or AutoNAT off). See docs/nat.md.
-	Reachability string `json:"reachability"`
-	// RelayAddrs are the relayed addresses the node announces (those of
-	// Addrs with /p2p-circuit), one per relay reservation it holds.
-	RelayAddrs []string `json:"relayAddrs,omitempty"`
-	// Relays are the peer IDs of the relays the node holds a reservation
-	// with.
-	Relays []string `json:"relays,omitempty"`
-	// Started is when the node started (its uptime is since then).
-	Started time.Time `json:"started,omitzero"`
-}
-
 // apiHandler builds the API's routes for n.
 func apiHandler(n *Node) http.Handler {
 	mux := http.NewServeMux()
-	routes := map[string]map[string]http.HandlerFunc{
-		"/api/v1/node":              {http.MethodGet: n.handleNode},
-		"/api/v1/trust":             {http.MethodGet: n.handleTrustList},
-		"/api/v1/trust/{publisher}": {http.MethodPut: n.handleTrustSet, http.MethodDelete: n.handleTrustRemove},
-	}
-	for path, methods := range routes {
-		allowed := make([]string, 0, len(methods))
-		for method, h := range methods {
-			mux.HandleFunc(method+" "+path, h)
-			allowed = append(allowed, method)
-		}
-		slices.Sort(allowed)
-		allow := strings.Join(allowed, ", ")
-		// Any other method on a known path.
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", allow)
-			writeProblem(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; allowed: %s", r.Method, allow))
-		})
+	httpapi.HandleMethods(mux, "/api/v1/node", map[string]http.HandlerFunc{http.MethodGet: n.handleNode})
+	// The trust list (package trustapi).
+	for _, path := range trustapi.Paths() {
+		mux.Handle(path, n.trustAPI)
 	}
 	// Signed agent groups (package groupapi).
 	for _, pattern := range groupapi.Patterns() {

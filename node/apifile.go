@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/atomicfile"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -61,10 +62,10 @@ func ReadAPIFile(home string) (string, error) {
 
 // FetchNodeInfo asks the API at apiURL for GET /api/v1/node. An error
 // response is returned as a *proto.Problem.
-func FetchNodeInfo(ctx context.Context, client *http.Client, apiURL string) (NodeInfo, error) {
-	var info NodeInfo
+func FetchNodeInfo(ctx context.Context, client *http.Client, apiURL string) (api.NodeInfo, error) {
+	var info api.NodeInfo
 	if err := getJSON(ctx, client, strings.TrimSuffix(apiURL, "/")+"/api/v1/node", &info); err != nil {
-		return NodeInfo{}, err
+		return api.NodeInfo{}, err
 	}
 	return info, nil
 }

@@ -26,6 +26,7 @@ import (
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/console"
 	"github.com/lmosnode/lmosnode/node/datastore"
 	"github.com/lmosnode/lmosnode/node/directory"
@@ -44,6 +45,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/trust"
+	"github.com/lmosnode/lmosnode/node/trust/trustapi"
 	"github.com/lmosnode/lmosnode/node/wsgateway"
 )
 
@@ -64,10 +66,9 @@ type Node struct {
 	// request must carry it.
 	apiToken    string
 	tokenForAll bool
-	// trust is the operator's trust list (trust.go); trustMu serialises
-	// its changes through the API with their write to config.json.
-	trust   *trust.List
-	trustMu sync.Mutex
+	// trust is the operator's trust list, trustAPI its routes (trust.go).
+	trust    *trust.List
+	trustAPI *trustapi.Handler
 
 	unrouteLogs func()
 	// Observability (observe.go): the node's metrics, its tracer provider
@@ -129,7 +130,7 @@ type Node struct {
 	api     *http.Server
 	// apiServing is set once the API serves (readiness).
 	apiServing bool
-	startedAt  time.Time         // when Start ran, for NodeInfo.Started
+	startedAt  time.Time         // when Start ran, for api.NodeInfo.Started
 	apiLn      *httpapi.Listener // the API's listener, under APILimits
 	apiAddr    string
 
@@ -241,6 +242,10 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	// membership predicate and scoped publisher; and the own Things.
 	fedLog := o.logger.With("component", "federation")
 	if n.trust, err = trust.New(n.peerID, cfg.Trust); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if n.trustAPI, err = trustapi.New(trustapi.Deps{List: n.trust, Self: n.peerID, Directory: n.dir,
+		Save: func(c trust.Config) error { return saveTrust(cfg.Home, c) }}, trustapi.WithLogger(o.logger)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	intake, err := federation.NewIntake(federation.IntakeDeps{Directory: n.dir, Self: n.peerID, Validator: things, Admit: n.trust.Admits},
@@ -656,9 +661,9 @@ func (n *Node) apiURL() string {
 }
 
 // Info returns what GET /api/v1/node reports.
-func (n *Node) Info() NodeInfo {
+func (n *Node) Info() api.NodeInfo {
 	addrs := n.Addrs()
-	info := NodeInfo{
+	info := api.NodeInfo{
 		PeerID:  n.peerID.String(),
 		DIDKey:  n.didKey,
 		Addrs:   make([]string, len(addrs)),

@@ -226,8 +226,8 @@ func TestAPIProblems(t *testing.T) {
 	}{
 		{http.MethodGet, "/api/v1/nope", http.StatusNotFound, ""},
 		{http.MethodGet, "/nope", http.StatusNotFound, ""}, // "/" is the web console
-		{http.MethodPost, "/api/v1/node", http.StatusMethodNotAllowed, "GET"},
-		{http.MethodDelete, "/api/v1/node", http.StatusMethodNotAllowed, "GET"},
+		{http.MethodPost, "/api/v1/node", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodDelete, "/api/v1/node", http.StatusMethodNotAllowed, "GET, HEAD"},
 	} {
 		t.Run(tc.method+tc.path, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, base+tc.path, nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -44,7 +45,7 @@ func TestRemoteAPI(t *testing.T) {
 	if out := mustRun(t, "find", "weather", "--home", empty); !strings.Contains(out, weatherID) {
 		t.Errorf("find with $%s:\n%s", APIEnv, out)
 	}
-	var info node.NodeInfo
+	var info api.NodeInfo
 	if err := json.Unmarshal([]byte(mustRun(t, "id", "--json", "--home", empty)), &info); err != nil || !strings.HasPrefix(info.PeerID, "12D3KooW") {
 		t.Errorf("id --json with $%s: %v %+v", APIEnv, err, info)
 	}
@@ -255,7 +256,7 @@ func TestIDJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, "init", "--json", "--home", home)), &ini); err != nil || len(ini.Created) == 0 || ini.PeerID == "" {
 		t.Fatalf("init --json: %v %+v", err, ini)
 	}
-	var info node.NodeInfo
+	var info api.NodeInfo
 	if err := json.Unmarshal([]byte(mustRun(t, "id", "--json", "--home", home)), &info); err != nil || info.PeerID != ini.PeerID || info.DIDKey != ini.DIDKey || info.APIURL != "" {
 		t.Errorf("id --json from the key: %v %+v, init said %+v", err, info, ini)
 	}

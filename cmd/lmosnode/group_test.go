@@ -17,6 +17,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -69,7 +70,7 @@ func newGroupEnv(t *testing.T) (*groupAPI, *tddtest.Env, string) {
 	env := tddtest.NewEnv(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/node", func(w http.ResponseWriter, _ *http.Request) {
-		writeTestJSON(w, http.StatusOK, node.NodeInfo{PeerID: env.Self.ID.String(), DIDKey: env.Self.DID()})
+		writeTestJSON(w, http.StatusOK, api.NodeInfo{PeerID: env.Self.ID.String(), DIDKey: env.Self.DID()})
 	})
 	mux.HandleFunc("/api/v1/groups", g.serve)
 	mux.HandleFunc("/api/v1/groups/", g.serve)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/api"
 )
 
 func newIDCmd() *cobra.Command {
@@ -60,7 +61,7 @@ GET /api/v1/node (only peerID and didKey from the key file).`,
 				return err
 			}
 			if asJSON {
-				return printJSON(out, node.NodeInfo{PeerID: id.String(), DIDKey: did})
+				return printJSON(out, api.NodeInfo{PeerID: id.String(), DIDKey: did})
 			}
 			fmt.Fprintf(out, "peer ID: %s\ndid:key: %s\n", id, did)
 			return nil
@@ -78,10 +79,10 @@ func remoteTarget(cmd *cobra.Command) bool {
 
 // daemonInfo asks the node the command talks to for its node info; the
 // error is unavailable (exit 5) when no node runs or answers.
-func daemonInfo(cmd *cobra.Command) (node.NodeInfo, error) {
+func daemonInfo(cmd *cobra.Command) (api.NodeInfo, error) {
 	d, err := connectDaemon(cmd)
 	if err != nil {
-		return node.NodeInfo{}, err
+		return api.NodeInfo{}, err
 	}
 	parent := cmd.Context()
 	if parent == nil {
@@ -91,7 +92,7 @@ func daemonInfo(cmd *cobra.Command) (node.NodeInfo, error) {
 	defer cancel()
 	info, err := node.FetchNodeInfo(ctx, d.http, d.apiURL)
 	if err != nil {
-		return node.NodeInfo{}, d.explain(err)
+		return api.NodeInfo{}, d.explain(err)
 	}
 	return info, nil
 }
@@ -118,7 +119,7 @@ func printIdentity(w io.Writer, pub crypto.PubKey) error {
 	return nil
 }
 
-func printInfo(w io.Writer, info node.NodeInfo) {
+func printInfo(w io.Writer, info api.NodeInfo) {
 	fmt.Fprintf(w, "peer ID: %s\ndid:key: %s\n", info.PeerID, info.DIDKey)
 	for _, a := range info.Addrs {
 		fmt.Fprintf(w, "address: %s\n", a)

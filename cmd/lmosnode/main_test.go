@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/api"
 )
 
 // binDir holds the binary built once for all tests.
@@ -175,7 +176,7 @@ func TestBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info node.NodeInfo
+	var info api.NodeInfo
 	err = json.NewDecoder(resp.Body).Decode(&info)
 	resp.Body.Close()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
@@ -30,7 +31,7 @@ func daemonEnv(t *testing.T) (*tddtest.Env, string) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/node", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(node.NodeInfo{PeerID: env.Self.ID.String(), DIDKey: env.Self.DID()})
+		_ = json.NewEncoder(w).Encode(api.NodeInfo{PeerID: env.Self.ID.String(), DIDKey: env.Self.DID()})
 	})
 	mux.Handle("/", env.Handler)
 	srv := httptest.NewServer(mux)

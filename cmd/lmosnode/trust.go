@@ -9,6 +9,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/trust"
+	"github.com/lmosnode/lmosnode/node/trust/trustapi"
 )
 
 func newTrustCmd() *cobra.Command {
@@ -45,7 +46,7 @@ func newTrustLsCmd() *cobra.Command {
 		Use:   "ls",
 		Short: "List the trust list",
 		Args:  cobra.NoArgs,
-	}, func(ctx context.Context, d *daemon, _ []string) (node.TrustList, error) {
+	}, func(ctx context.Context, d *daemon, _ []string) (trustapi.List, error) {
 		return node.FetchTrust(ctx, d.http, d.apiURL)
 	})
 }
@@ -56,10 +57,10 @@ func newTrustAddCmd() *cobra.Command {
 		Short:     "Put a publisher on the trust list (or move it to another level)",
 		Args:      cobra.ExactArgs(2),
 		ValidArgs: []string{string(trust.Allow), string(trust.Prefer), string(trust.Deny)},
-	}, func(ctx context.Context, d *daemon, args []string) (node.TrustList, error) {
+	}, func(ctx context.Context, d *daemon, args []string) (trustapi.List, error) {
 		level, err := trust.ParseLevel(args[0])
 		if err != nil {
-			return node.TrustList{}, err
+			return trustapi.List{}, err
 		}
 		return node.SetTrust(ctx, d.http, d.apiURL, args[1], level)
 	})
@@ -70,14 +71,14 @@ func newTrustRmCmd() *cobra.Command {
 		Use:   "rm PUBLISHER",
 		Short: "Take a publisher off the trust list",
 		Args:  cobra.ExactArgs(1),
-	}, func(ctx context.Context, d *daemon, args []string) (node.TrustList, error) {
+	}, func(ctx context.Context, d *daemon, args []string) (trustapi.List, error) {
 		return node.RemoveTrust(ctx, d.http, d.apiURL, args[0])
 	})
 }
 
 // trustCmd completes cmd: it runs call against the running node and
 // prints the trust list it returns.
-func trustCmd(cmd *cobra.Command, call func(context.Context, *daemon, []string) (node.TrustList, error)) *cobra.Command {
+func trustCmd(cmd *cobra.Command, call func(context.Context, *daemon, []string) (trustapi.List, error)) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		d, err := connectDaemon(cmd)
 		if err != nil {
@@ -99,7 +100,7 @@ func trustCmd(cmd *cobra.Command, call func(context.Context, *daemon, []string) 
 }
 
 // printTrust prints the trust list l as a table (or JSON with --json).
-func printTrust(cmd *cobra.Command, l node.TrustList) error {
+func printTrust(cmd *cobra.Command, l trustapi.List) error {
 	out := cmd.OutOrStdout()
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		return printJSON(out, l)

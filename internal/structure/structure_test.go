@@ -126,6 +126,9 @@ var nodeRank = map[string]int{
 	"node/metrics":    0,
 	"node/trust":      0,
 
+	// The trust list's HTTP API, beside the list.
+	"node/trust/trustapi": 1,
+
 	"node/directory": 1,
 	"node/interact":  1,
 
@@ -149,6 +152,8 @@ var nodeRank = map[string]int{
 	// directory API's test kit builds the own Things.
 	"node/groupsvc/groupapi": 5,
 	"node/tdd/tddtest":       5,
+	// The local API's mux, guards and node routes.
+	"node/api": 5,
 
 	"node": 6,
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -386,21 +385,7 @@ func (h *Handler) routes() *http.ServeMux {
 		{"/api/v1/connect", map[string]http.HandlerFunc{http.MethodPost: h.connect}},
 	}
 	for _, rt := range routes {
-		allowed := make([]string, 0, len(rt.methods)+1)
-		for method, fn := range rt.methods {
-			mux.HandleFunc(method+" "+rt.path, fn)
-			allowed = append(allowed, method)
-			if method == http.MethodGet {
-				allowed = append(allowed, http.MethodHead) // a GET pattern serves HEAD
-			}
-		}
-		slices.Sort(allowed)
-		allow := strings.Join(allowed, ", ")
-		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", allow)
-			httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusMethodNotAllowed,
-				Detail: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow)})
-		})
+		httpapi.HandleMethods(mux, rt.path, rt.methods)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusNotFound, Detail: fmt.Sprintf("no such endpoint: %s", r.URL.Path)})
