@@ -16,6 +16,7 @@ import (
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
@@ -332,7 +333,7 @@ func TestA2ASession(t *testing.T) {
 // calls the agent, and one without it gets nothing.
 func TestA2AToken(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef-a2a"
-	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) { cfg.APIToken = token }}).Nodes[0]
+	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) { cfg.APIToken = token }}).Nodes[0]
 	id := testnet.UniqueID(t)
 	a2aAgent(t, n, id)
 	req := map[string]any{"task": "call", "base": "http://" + n.APIAddr(), "agent": a2abridge.AgentPath(n.PeerID(), id), "input": "token"}

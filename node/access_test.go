@@ -17,6 +17,8 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -29,7 +31,7 @@ const testToken = "0123456789abcdef0123456789abcdef"
 // one Thing of its own, and returns it with the Thing's id.
 func tokenNode(t *testing.T) (*node.Node, string) {
 	t.Helper()
-	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) { cfg.APIToken = testToken }})
+	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) { cfg.APIToken = testToken }})
 	n := net.Nodes[0]
 	id := testnet.UniqueID(t)
 	if _, err := n.Register(testnet.TD(t, id, "Guarded", "guard"), interact.NewThing()); err != nil {
@@ -205,7 +207,7 @@ func TestConfigAPIToken(t *testing.T) {
 		{"hostname", "example.com:5080", testToken, "config: api:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := node.DefaultConfig()
+			cfg := config.Default()
 			cfg.Home = "/tmp/x"
 			cfg.API, cfg.APIToken = tc.api, tc.token
 			err := cfg.Validate()
@@ -221,32 +223,32 @@ func TestConfigAPIToken(t *testing.T) {
 
 func TestLoadAPIToken(t *testing.T) {
 	home := t.TempDir()
-	t.Setenv(node.APITokenEnv, "") // unset below; Setenv restores it after the test
-	if err := os.Unsetenv(node.APITokenEnv); err != nil {
+	t.Setenv(config.APITokenEnv, "") // unset below; Setenv restores it after the test
+	if err := os.Unsetenv(config.APITokenEnv); err != nil {
 		t.Fatal(err)
 	}
-	if tok, err := node.LoadAPIToken(home); err != nil || tok != "" {
+	if tok, err := homedir.LoadAPIToken(home); err != nil || tok != "" {
 		t.Errorf("home without config: %q, %v; want no token", tok, err)
 	}
-	cfg := node.DefaultConfig()
+	cfg := config.Default()
 	cfg.APIToken = testToken
-	if err := node.WriteConfig(home, cfg); err != nil {
+	if err := config.Write(home, cfg); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(home, node.ConfigFile))
+	raw, err := os.ReadFile(filepath.Join(home, config.File))
 	if err != nil || !strings.Contains(string(raw), `"apiToken": "`+testToken+`"`) {
 		t.Fatalf("config.json lacks apiToken: %s %v", raw, err)
 	}
-	if tok, err := node.LoadAPIToken(home); err != nil || tok != testToken {
+	if tok, err := homedir.LoadAPIToken(home); err != nil || tok != testToken {
 		t.Errorf("from config: %q, %v", tok, err)
 	}
 	env := strings.Repeat("e", 40)
-	t.Setenv(node.APITokenEnv, env)
-	if tok, err := node.LoadAPIToken(home); err != nil || tok != env {
-		t.Errorf("from $%s: %q, %v", node.APITokenEnv, tok, err)
+	t.Setenv(config.APITokenEnv, env)
+	if tok, err := homedir.LoadAPIToken(home); err != nil || tok != env {
+		t.Errorf("from $%s: %q, %v", config.APITokenEnv, tok, err)
 	}
-	if cfg, err := node.LoadConfig(home); err != nil || cfg.APIToken != env {
-		t.Errorf("LoadConfig with $%s: %q, %v", node.APITokenEnv, cfg.APIToken, err)
+	if cfg, err := config.Load(home); err != nil || cfg.APIToken != env {
+		t.Errorf("LoadConfig with $%s: %q, %v", config.APITokenEnv, cfg.APIToken, err)
 	}
 }
 
@@ -256,7 +258,7 @@ func TestLoadAPIToken(t *testing.T) {
 // guard stays; other origins get no CORS headers.
 func TestAPICORS(t *testing.T) {
 	const console = "http://console.example:3000"
-	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
+	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) {
 		cfg.APIToken = testToken
 		cfg.APICORS.AllowOrigins = []string{console}
 	}})
@@ -300,7 +302,7 @@ func TestAPICORS(t *testing.T) {
 // loopback node without a token; a page of another origin may not.
 func TestAPICORSWebSocket(t *testing.T) {
 	const console = "http://console.example:3000"
-	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
+	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) {
 		cfg.APICORS.AllowOrigins = []string{console}
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -31,8 +31,10 @@ import (
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -134,9 +136,9 @@ type advSuite struct {
 func newAdvSuite(t *testing.T) *advSuite {
 	s := &advSuite{tracers: []*testnet.Tracer{{}, {}, {}}}
 	net := testnet.New(t, len(s.tracers), testnet.Options{
-		Configure: func(_ int, cfg *node.Config) {
+		Configure: func(_ int, cfg *config.Config) {
 			cfg.Quota = spamQuotaConfig
-			cfg.APILimits = node.APILimits{ReadHeaderTimeout: node.Duration(advTimeout), BodyTimeout: node.Duration(advTimeout),
+			cfg.APILimits = config.APILimits{ReadHeaderTimeout: config.Duration(advTimeout), BodyTimeout: config.Duration(advTimeout),
 				MaxConnsPerClient: advPerClient, LimitLoopback: true}
 		},
 		NodeOptions: func(i int) []node.Option {
@@ -378,11 +380,11 @@ func (s *advSuite) forged(t *testing.T) advCount {
 // announced, sent as the hostile's own message.
 func (s *advSuite) resigned(t *testing.T) advCount {
 	owner := s.nodes[0]
-	ownerPriv, err := node.LoadIdentity(owner.Config().Home)
+	ownerPriv, err := homedir.LoadIdentity(owner.Config().Home)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ownerKey, err := node.SigningKey(ownerPriv)
+	ownerKey, err := homedir.SigningKey(ownerPriv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -60,7 +59,7 @@ func apiHandler(n *Node) http.Handler {
 	mux.Handle("/", n.tdd)
 	// Metrics and pprof, under the API's access rules (observe.go).
 	n.observeRoutes(mux)
-	lim := n.cfg.APILimits.withDefaults()
+	lim := n.cfg.APILimits.WithDefaults()
 	bodies := httpapi.Limits{BodyTimeout: time.Duration(lim.BodyTimeout), MaxBody: lim.MaxBodyBytes}
 	// Outermost: every request counted (refusals included) and, with
 	// tracing on, traced; the probes answer before the access guard.
@@ -121,87 +120,13 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail str
 	httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: status, Detail: detail})
 }
 
-// APILimits bounds what one client may hold of the API (docs/api.md#limits).
-// A zero field is its default; every field must be zero or positive.
-type APILimits struct {
-	// ReadHeaderTimeout bounds the arrival of a request's headers.
-	// Default 10 s.
-	ReadHeaderTimeout Duration `json:"readHeaderTimeout,omitzero"`
-	// BodyTimeout bounds the arrival of a request's body after its
-	// headers; a client too slow is cut off. Event streams, WebSockets and
-	// streaming (NDJSON) invocations are not bounded by it. Default 30 s.
-	BodyTimeout Duration `json:"bodyTimeout,omitzero"`
-	// IdleTimeout closes a kept-alive connection idle for that long.
-	// Default 2 min.
-	IdleTimeout Duration `json:"idleTimeout,omitzero"`
-	// MaxHeaderBytes bounds the request line and headers; above it the
-	// answer is 431. Default 64 KiB.
-	MaxHeaderBytes int `json:"maxHeaderBytes,omitzero"`
-	// MaxBodyBytes bounds any request body; above it (or the smaller
-	// limit of the route) the answer is 413. Default 8 MiB.
-	MaxBodyBytes int64 `json:"maxBodyBytes,omitzero"`
-	// MaxConnsPerClient caps the open connections of one client IP
-	// address; those over it are closed at once. Default 64.
-	MaxConnsPerClient int `json:"maxConnsPerClient,omitzero"`
-	// LimitLoopback applies MaxConnsPerClient to loopback clients too.
-	// Off by default: every local process (CLI, agents, browser) shares
-	// 127.0.0.1 and would share one budget.
-	LimitLoopback bool `json:"limitLoopback,omitzero"`
-}
-
-// defaultAPILimits are the defaults documented at APILimits.
-func defaultAPILimits() APILimits {
-	return APILimits{
-		ReadHeaderTimeout: Duration(10 * time.Second),
-		BodyTimeout:       Duration(httpapi.DefaultBodyTimeout),
-		IdleTimeout:       Duration(2 * time.Minute),
-		MaxHeaderBytes:    64 << 10,
-		MaxBodyBytes:      httpapi.DefaultMaxBody,
-		MaxConnsPerClient: httpapi.DefaultMaxConnsPerClient,
-	}
-}
-
-func (l APILimits) withDefaults() APILimits {
-	def := defaultAPILimits()
-	for _, f := range []struct{ v, d *Duration }{{&l.ReadHeaderTimeout, &def.ReadHeaderTimeout}, {&l.BodyTimeout, &def.BodyTimeout}, {&l.IdleTimeout, &def.IdleTimeout}} {
-		if *f.v == 0 {
-			*f.v = *f.d
-		}
-	}
-	if l.MaxHeaderBytes == 0 {
-		l.MaxHeaderBytes = def.MaxHeaderBytes
-	}
-	if l.MaxBodyBytes == 0 {
-		l.MaxBodyBytes = def.MaxBodyBytes
-	}
-	if l.MaxConnsPerClient == 0 {
-		l.MaxConnsPerClient = def.MaxConnsPerClient
-	}
-	return l
-}
-
-func (l APILimits) validate() error {
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{
-		{"readHeaderTimeout", int64(l.ReadHeaderTimeout)}, {"bodyTimeout", int64(l.BodyTimeout)}, {"idleTimeout", int64(l.IdleTimeout)},
-		{"maxHeaderBytes", int64(l.MaxHeaderBytes)}, {"maxBodyBytes", l.MaxBodyBytes}, {"maxConnsPerClient", int64(l.MaxConnsPerClient)},
-	} {
-		if f.v < 0 {
-			return fmt.Errorf("%s: %d is negative", f.name, f.v)
-		}
-	}
-	return nil
-}
-
 // newAPIServer returns the http.Server for the API, with timeouts that keep
 // a slow or stuck client from holding connections; the body deadline and
 // size cap are httpapi.Limit's (apiHandler), the cap per client address
 // apiListener's. No WriteTimeout: it would cut event streams, whose
 // writes have their own deadlines (httpapi.StreamConfig.WriteTimeout).
 func newAPIServer(n *Node) *http.Server {
-	lim := n.cfg.APILimits.withDefaults()
+	lim := n.cfg.APILimits.WithDefaults()
 	return &http.Server{
 		Handler:           apiHandler(n),
 		ReadHeaderTimeout: time.Duration(lim.ReadHeaderTimeout),
@@ -214,6 +139,6 @@ func newAPIServer(n *Node) *http.Server {
 // apiListener wraps the API's listener with the cap on connections per
 // client address.
 func apiListener(n *Node, ln net.Listener) *httpapi.Listener {
-	lim := n.cfg.APILimits.withDefaults()
+	lim := n.cfg.APILimits.WithDefaults()
 	return httpapi.LimitListener(ln, httpapi.ConnLimits{MaxPerClient: lim.MaxConnsPerClient, Loopback: lim.LimitLoopback})
 }

@@ -15,7 +15,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -56,18 +57,18 @@ func send(t *testing.T, method, u, auth, body string) (int, []byte) {
 // serves say so.
 func TestAPITokenDefault(t *testing.T) {
 	home := t.TempDir()
-	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) { cfg.Home = home }})
+	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) { cfg.Home = home }})
 	n := net.Nodes[0]
 	tok := n.APIToken()
-	fi, err := os.Stat(filepath.Join(home, node.APITokenFile))
+	fi, err := os.Stat(filepath.Join(home, homedir.APITokenFile))
 	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("%s: %v, %v; want mode 0600", node.APITokenFile, fi, err)
+		t.Fatalf("%s: %v, %v; want mode 0600", homedir.APITokenFile, fi, err)
 	}
-	t.Setenv(node.APITokenEnv, "")
-	if err := os.Unsetenv(node.APITokenEnv); err != nil {
+	t.Setenv(config.APITokenEnv, "")
+	if err := os.Unsetenv(config.APITokenEnv); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := node.LoadAPIToken(home); err != nil || got != tok || len(tok) < 32 {
+	if got, err := homedir.LoadAPIToken(home); err != nil || got != tok || len(tok) < 32 {
 		t.Fatalf("LoadAPIToken: %q, %v; node's token %q", got, err, tok)
 	}
 	id := testnet.UniqueID(t)
@@ -171,7 +172,7 @@ func TestAPITokenDefault(t *testing.T) {
 // too, with the token of <home>/api-token, and the consumer view then
 // declares the bearer scheme.
 func TestAPITokenForAll(t *testing.T) {
-	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) { cfg.APIAuth.RequireTokenFor = node.TokenForAll }})
+	net := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) { cfg.APIAuth.RequireTokenFor = config.TokenForAll }})
 	n := net.Nodes[0]
 	id := testnet.UniqueID(t)
 	if _, err := n.Register(matrixTD(t, id), interact.NewThing()); err != nil {
@@ -199,7 +200,7 @@ func TestConfigAPIAuth(t *testing.T) {
 		{"0.0.0.0:5080", testToken, "admin", "config: apiAuth: requireTokenFor: \"admin\" needs the api on a loopback address"},
 		{"0.0.0.0:5080", testToken, "all", ""},
 	} {
-		cfg := node.LoopbackConfig(t.TempDir())
+		cfg := config.Loopback(t.TempDir())
 		cfg.API, cfg.APIToken, cfg.APIAuth.RequireTokenFor = tc.api, tc.token, tc.mode
 		err := cfg.Validate()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

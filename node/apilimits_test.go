@@ -11,6 +11,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 )
@@ -28,8 +29,8 @@ func waitAPIConns(t *testing.T, n *node.Node, want int) {
 // many connections — are in TestAdversarial).
 func TestAPILimits(t *testing.T) {
 	const bodyTimeout = 300 * time.Millisecond
-	tn := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
-		cfg.APILimits = node.APILimits{BodyTimeout: node.Duration(bodyTimeout), LimitLoopback: true}
+	tn := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) {
+		cfg.APILimits = config.APILimits{BodyTimeout: config.Duration(bodyTimeout), LimitLoopback: true}
 	}})
 	n := tn.Nodes[0]
 	base := "http://" + n.APIAddr()

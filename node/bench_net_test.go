@@ -38,15 +38,15 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
-
-	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/internal/benchtab"
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/federation"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -536,7 +536,7 @@ func bnColdNode(b *testing.B) *node.Node {
 	b.Helper()
 	cfg := testnet.Config(b)
 	cfg.Gossip, cfg.SyncOnConnect = false, false
-	cfg.DHTMode = node.DHTModeClient
+	cfg.DHTMode = config.DHTModeClient
 	nd, err := node.New(cfg, node.WithLogger(testnet.Logger(b)))
 	if err != nil {
 		b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -49,7 +50,7 @@ func TestConsoleBrowserAdmin(t *testing.T) {
 	ctx, reqs := browser(t)
 	const token = "console-test-token-0123456789abcdef0123456789"
 	net := testnet.New(t, 2, testnet.Options{
-		Configure: func(i int, cfg *node.Config) {
+		Configure: func(i int, cfg *config.Config) {
 			if i == 0 {
 				cfg.APIToken = token
 			}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -355,7 +356,7 @@ func TestConsoleBrowser(t *testing.T) {
 // pages too.
 func TestConsoleAccess(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef-console"
-	net := testnet.New(t, 2, testnet.Options{Configure: func(i int, cfg *node.Config) {
+	net := testnet.New(t, 2, testnet.Options{Configure: func(i int, cfg *config.Config) {
 		if i == 0 {
 			cfg.APIToken = token
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	ds "github.com/ipfs/go-datastore"
+
+	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
 // crashHomeEnv, when set, turns this test binary into the helper process
@@ -87,7 +89,7 @@ func TestSurvivesKill9(t *testing.T) {
 	if acked != crashKeys {
 		t.Fatalf("helper acknowledged %d writes, want %d", acked, crashKeys)
 	}
-	if _, err := ReadAPIFile(home); err != nil {
+	if _, err := homedir.ReadAPIFile(home); err != nil {
 		t.Fatalf("killed node left no api file (test premise): %v", err)
 	}
 
@@ -101,7 +103,7 @@ func TestSurvivesKill9(t *testing.T) {
 			t.Errorf("acknowledged key %s after kill -9: %v", crashKey(i), err)
 		}
 	}
-	if u, err := ReadAPIFile(home); err != nil || u != "http://"+n.APIAddr() {
+	if u, err := homedir.ReadAPIFile(home); err != nil || u != "http://"+n.APIAddr() {
 		t.Errorf("api file after restart = %q, %v; want the new node's", u, err)
 	}
 }

@@ -10,13 +10,14 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/directory"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // exampleNode starts a node on loopback only; the caller closes it.
 func exampleNode(home string) *node.Node {
-	cfg := node.LoopbackConfig(home)
+	cfg := config.Loopback(home)
 	n, err := node.New(cfg)
 	if err != nil {
 		log.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
+	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
 // A node on loopback only, started, asked for its info over its own API,
@@ -19,7 +21,7 @@ func Example() {
 	}
 	defer os.RemoveAll(home)
 
-	cfg := node.LoopbackConfig(home)
+	cfg := config.Loopback(home)
 
 	n, err := node.New(cfg)
 	if err != nil {
@@ -30,7 +32,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	apiURL, err := node.ReadAPIFile(home)
+	apiURL, err := homedir.ReadAPIFile(home)
 	if err != nil {
 		log.Fatal(err)
 	}

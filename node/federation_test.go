@@ -22,8 +22,10 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/federation"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -120,7 +122,7 @@ func TestFederation(t *testing.T) {
 
 	t.Run("late joiner converges by sync", func(t *testing.T) {
 		// Gossip off: the only way it can learn the Thing is sync.
-		late := lateNode(t, func(cfg *node.Config) { cfg.Gossip = false })
+		late := lateNode(t, func(cfg *config.Config) { cfg.Gossip = false })
 		if late.Directory().Len() != 0 {
 			t.Fatal("a new node's directory is not empty")
 		}
@@ -133,7 +135,7 @@ func TestFederation(t *testing.T) {
 	})
 
 	t.Run("cold node finds a capability through the DHT alone", func(t *testing.T) {
-		cold := lateNode(t, func(cfg *node.Config) {
+		cold := lateNode(t, func(cfg *config.Config) {
 			cfg.Gossip = false
 			cfg.SyncOnConnect = false
 		})
@@ -211,9 +213,9 @@ func isNode(nodes []*node.Node, p peer.ID) bool {
 }
 
 // lateNode starts one more test node, unlinked, configured by configure.
-func lateNode(t *testing.T, configure func(*node.Config)) *node.Node {
+func lateNode(t *testing.T, configure func(*config.Config)) *node.Node {
 	t.Helper()
-	return testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) { configure(cfg) }}).Nodes[0]
+	return testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) { configure(cfg) }}).Nodes[0]
 }
 
 func reasons(vs []testnet.Verdict) string {
@@ -253,7 +255,7 @@ func newHostile(t *testing.T, peers ...*node.Node) *hostile {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	key, err := node.SigningKey(priv)
+	key, err := homedir.SigningKey(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +335,7 @@ func TestPublishBeforePeers(t *testing.T) {
 	bobTracer := &testnet.Tracer{}
 	net := testnet.New(t, 2, testnet.Options{
 		// Bob does not sync on connect: gossip alone must bring the Thing.
-		Configure:   func(i int, cfg *node.Config) { cfg.SyncOnConnect = i == 0 },
+		Configure:   func(i int, cfg *config.Config) { cfg.SyncOnConnect = i == 0 },
 		NodeOptions: func(int) []node.Option { return []node.Option{node.WithPubSubTracer(bobTracer)} },
 	})
 	defer func() {
@@ -351,7 +353,7 @@ func TestPublishBeforePeers(t *testing.T) {
 	testnet.WaitFor(t, "Bob has Alice's Thing by gossip", waitLong, testnet.All([]*node.Node{bob}, has(alice.PeerID(), id, 1, false)))
 
 	// A cold node that knows only Bob finds the capability in the DHT.
-	cold := lateNode(t, func(cfg *node.Config) { cfg.Gossip, cfg.SyncOnConnect = false, false })
+	cold := lateNode(t, func(cfg *config.Config) { cfg.Gossip, cfg.SyncOnConnect = false, false })
 	testnet.Connect(t, cold, bob)
 	testnet.WaitFor(t, "cold lookup", waitLong, func() (bool, string) {
 		lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
@@ -399,7 +401,7 @@ func TestRestartKeepsAndRepublishes(t *testing.T) {
 	if e, ok := again.Directory().Get(again.PeerID(), id); !ok || !e.Own || e.Seq != 1 {
 		t.Fatalf("after restart: held %v, own %v, seq %d", ok, e.Own, e.Seq)
 	}
-	peerNode := lateNode(t, func(*node.Config) {})
+	peerNode := lateNode(t, func(*config.Config) {})
 	testnet.Connect(t, peerNode, again)
 	testnet.WaitFor(t, "peer learns the restarted node's Thing", waitLong, testnet.All([]*node.Node{peerNode}, has(again.PeerID(), id, 1, false)))
 }

@@ -20,8 +20,10 @@ import (
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -566,7 +568,7 @@ func rawClient(t *testing.T, n *node.Node) *interact.Client {
 
 func signingKey(t *testing.T, n *node.Node) ed25519.PrivateKey {
 	t.Helper()
-	k, err := node.SigningKey(n.Host().Peerstore().PrivKey(n.PeerID()))
+	k, err := homedir.SigningKey(n.Host().Peerstore().PrivKey(n.PeerID()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +584,7 @@ func p2pAddrs(n *node.Node) []string {
 }
 
 // restartNode starts a node again on cfg's home.
-func restartNode(t *testing.T, cfg node.Config, opts []node.Option) *node.Node {
+func restartNode(t *testing.T, cfg config.Config, opts []node.Option) *node.Node {
 	t.Helper()
 	opts = append(opts, node.WithLogger(testnet.Logger(t)))
 	n, err := node.New(cfg, opts...)

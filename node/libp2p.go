@@ -20,23 +20,24 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
-	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
-	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
-	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
-
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
+	"github.com/lmosnode/lmosnode/node/version"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -50,7 +51,7 @@ import (
 // resource manager, event bus, AutoNAT, relay, …) register with reg, the
 // node's registry; without, none are collected. forced, unless unknown,
 // replaces AutoNAT's verdict (options.reachability).
-func newHost(cfg Config, key crypto.PrivKey, reg prometheus.Registerer, gater coreconnmgr.ConnectionGater, forced network.Reachability) (_ host.Host, err error) {
+func newHost(cfg config.Config, key crypto.PrivKey, reg prometheus.Registerer, gater coreconnmgr.ConnectionGater, forced network.Reachability) (_ host.Host, err error) {
 	factory, err := addrsFactory(cfg)
 	if err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ func newHost(cfg Config, key crypto.PrivKey, reg prometheus.Registerer, gater co
 	opts := []libp2p.Option{
 		libp2p.Identity(key),
 		libp2p.NoListenAddrs,
-		libp2p.UserAgent("lmosnode/" + Version),
+		libp2p.UserAgent("lmosnode/" + version.Version),
 
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Transport(libp2pquic.NewTransport),
@@ -155,7 +156,7 @@ func autoRelayOptions() []autorelay.Option {
 
 // relayServiceOptions turns RelayLimits into the relay's resources,
 // libp2p's defaults where a field is zero.
-func relayServiceOptions(l RelayLimits) []relayv2.Option {
+func relayServiceOptions(l config.RelayLimits) []relayv2.Option {
 	res := relayv2.DefaultResources()
 	setIf := func(dst *int, v int) {
 		if v > 0 {
@@ -179,7 +180,7 @@ func relayServiceOptions(l RelayLimits) []relayv2.Option {
 
 // newResourceManager scales libp2p's default limits (with its default
 // service limits) to the machine and caps the system scope with cfg.
-func newResourceManager(cfg ResourcesConfig, withMetrics bool) (network.ResourceManager, error) {
+func newResourceManager(cfg config.ResourcesConfig, withMetrics bool) (network.ResourceManager, error) {
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
 	// Every interaction, subscription and observation between two nodes is
@@ -216,7 +217,7 @@ func newResourceManager(cfg ResourcesConfig, withMetrics bool) (network.Resource
 }
 
 // listenAddrs parses cfg.Listen (already validated).
-func listenAddrs(cfg Config) ([]ma.Multiaddr, error) {
+func listenAddrs(cfg config.Config) ([]ma.Multiaddr, error) {
 	addrs := make([]ma.Multiaddr, 0, len(cfg.Listen))
 	for i, s := range cfg.Listen {
 		m, err := ma.NewMultiaddr(s)
@@ -230,7 +231,7 @@ func listenAddrs(cfg Config) ([]ma.Multiaddr, error) {
 
 // listenHost makes h listen on every address of cfg.Listen and fails,
 // naming the address, if any one cannot be bound.
-func listenHost(h host.Host, cfg Config) error {
+func listenHost(h host.Host, cfg config.Config) error {
 	addrs, err := listenAddrs(cfg)
 	if err != nil {
 		return err
@@ -248,7 +249,7 @@ func listenHost(h host.Host, cfg Config) error {
 
 // bootstrapPeers parses cfg.Bootstrap (already validated), merging the
 // addresses of entries that name the same peer.
-func bootstrapPeers(cfg Config) ([]peer.AddrInfo, error) {
+func bootstrapPeers(cfg config.Config) ([]peer.AddrInfo, error) {
 	addrs := make([]ma.Multiaddr, 0, len(cfg.Bootstrap))
 	for i, s := range cfg.Bootstrap {
 		m, err := ma.NewMultiaddr(s)
@@ -267,7 +268,7 @@ func bootstrapPeers(cfg Config) ([]peer.AddrInfo, error) {
 // newDHT builds the node's kad-dht on h: the private LMOS DHT of
 // dht.Options, in cfg.DHTMode, keeping what it stores for others in store,
 // falling back to cfg.Bootstrap when its routing table runs empty.
-func newDHT(ctx context.Context, cfg Config, h host.Host, store ds.Batching, things lmosdht.ThingValidator, ops *groups.OpCache) (*kaddht.IpfsDHT, error) {
+func newDHT(ctx context.Context, cfg config.Config, h host.Host, store ds.Batching, things lmosdht.ThingValidator, ops *groups.OpCache) (*kaddht.IpfsDHT, error) {
 	mode, err := lmosdht.ParseMode(cfg.DHTMode)
 	if err != nil {
 		return nil, fmt.Errorf("dhtMode: %w", err)
@@ -283,7 +284,7 @@ func newDHT(ctx context.Context, cfg Config, h host.Host, store ds.Batching, thi
 		Things:         things,
 		// The Thing records one publisher may make this node store for
 		// the DHT: as many as its directory holds of it.
-		MaxRecordsPerPublisher: cfg.Quota.withDefaults().MaxThings,
+		MaxRecordsPerPublisher: cfg.Quota.WithDefaults().MaxThings,
 		// Group logs (docs/groups.md), /lmos-group/<group ID>.
 		Validators: map[string]record.Validator{lmosproto.NamespaceGroup: groups.Validator{Ops: ops}},
 	})

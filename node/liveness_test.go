@@ -10,6 +10,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/tdd"
 )
 
@@ -30,8 +31,8 @@ func TestLiveness(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	net := testnet.New(t, 2, testnet.Options{
-		Configure: func(_ int, cfg *node.Config) {
-			cfg.Liveness = node.LivenessConfig{OfflineAfter: node.Duration(testOfflineAfter), OfflineTTL: node.Duration(testOfflineTTL)}
+		Configure: func(_ int, cfg *config.Config) {
+			cfg.Liveness = config.LivenessConfig{OfflineAfter: config.Duration(testOfflineAfter), OfflineTTL: config.Duration(testOfflineTTL)}
 		},
 		NodeOptions: func(int) []node.Option { return []node.Option{node.WithGossipHeartbeat(200 * time.Millisecond)} },
 	})

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
+	"github.com/lmosnode/lmosnode/node/version"
 )
 
 // mcpPath is where the node serves MCP's Streamable HTTP transport on its
@@ -13,7 +14,7 @@ const mcpPath = "/mcp"
 // buildMCP builds the node's MCP server over the directory and the same
 // invocation path as the HTTP binding.
 func (n *Node) buildMCP() error {
-	mcpbridge.Version = Version
+	mcpbridge.Version = version.Version
 	var err error
 	n.mcp, err = mcpbridge.New(mcpbridge.Deps{
 		Directory: n.dir,

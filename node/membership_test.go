@@ -13,6 +13,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -91,7 +92,7 @@ func (a *testAccess) PublishThing(ctx context.Context, groups []string, record [
 }
 
 // startNodeWithAccess starts a node whose group decisions a returns.
-func startNodeWithAccess(t *testing.T, cfg Config) (*Node, *testAccess) {
+func startNodeWithAccess(t *testing.T, cfg config.Config) (*Node, *testAccess) {
 	t.Helper()
 	a := &testAccess{}
 	n, err := New(cfg, WithLogger(testLogger(t)), func(o *options) error { o.access = a; return nil })

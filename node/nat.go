@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/lmosnode/lmosnode/node/config"
 )
 
 // Nodes behind NAT (docs/nat.md): which addresses the node announces
@@ -38,52 +38,10 @@ const (
 // relayHopProtocol is the circuit relay v2 protocol a relay serves.
 const relayHopProtocol = protocol.ID("/libp2p/circuit/relay/0.2.0/hop")
 
-// addrFilter is one Config.NoAnnounce entry: an exact address, or a
-// network (/ip4/…/ipcidr/N).
-type addrFilter struct {
-	addr ma.Multiaddr // nil for a network
-	net  *net.IPNet
-}
-
-// parseAddrFilter parses a Config.NoAnnounce entry.
-func parseAddrFilter(s string) (addrFilter, error) {
-	m, err := ma.NewMultiaddr(s)
-	if err != nil {
-		return addrFilter{}, err
-	}
-	if len(m) == 2 && m[1].Code() == ma.P_IPCIDR && (m[0].Code() == ma.P_IP4 || m[0].Code() == ma.P_IP6) {
-		ipnet, err := manet.MultiaddrToIPNet(m)
-		if err != nil {
-			return addrFilter{}, err
-		}
-		return addrFilter{net: ipnet}, nil
-	}
-	for _, c := range m {
-		if c.Code() == ma.P_IPCIDR {
-			return addrFilter{}, errors.New("/ipcidr must follow /ip4 or /ip6 and end the address")
-		}
-	}
-	return addrFilter{addr: m}, nil
-}
-
-// matches reports whether a is hidden by f.
-func (f addrFilter) matches(a ma.Multiaddr) bool {
-	if f.net == nil {
-		return a.Equal(f.addr)
-	}
-	// A relayed address is the relay's address followed by /p2p-circuit:
-	// its IP is the relay's, so a network filter does not hide it.
-	if isRelayed(a) {
-		return false
-	}
-	ip, err := manet.ToIP(a)
-	return err == nil && f.net.Contains(ip)
-}
-
 // addrsFactory returns the host's AddrsFactory for cfg: the addresses the
 // host found, plus cfg.Announce, minus cfg.NoAnnounce. Both lists are
 // validated.
-func addrsFactory(cfg Config) (func([]ma.Multiaddr) []ma.Multiaddr, error) {
+func addrsFactory(cfg config.Config) (func([]ma.Multiaddr) []ma.Multiaddr, error) {
 	announce := make([]ma.Multiaddr, 0, len(cfg.Announce))
 	for i, s := range cfg.Announce {
 		m, err := ma.NewMultiaddr(s)
@@ -92,9 +50,9 @@ func addrsFactory(cfg Config) (func([]ma.Multiaddr) []ma.Multiaddr, error) {
 		}
 		announce = append(announce, m)
 	}
-	filters := make([]addrFilter, 0, len(cfg.NoAnnounce))
+	filters := make([]config.AddrFilter, 0, len(cfg.NoAnnounce))
 	for i, s := range cfg.NoAnnounce {
-		f, err := parseAddrFilter(s)
+		f, err := config.ParseAddrFilter(s)
 		if err != nil {
 			return nil, fmt.Errorf("noAnnounce[%d]: %q: %w", i, s, err)
 		}
@@ -109,7 +67,7 @@ func addrsFactory(cfg Config) (func([]ma.Multiaddr) []ma.Multiaddr, error) {
 			}
 		}
 		return slices.DeleteFunc(out, func(a ma.Multiaddr) bool {
-			return slices.ContainsFunc(filters, func(f addrFilter) bool { return f.matches(a) })
+			return slices.ContainsFunc(filters, func(f config.AddrFilter) bool { return f.Matches(a) })
 		})
 	}, nil
 }
@@ -129,7 +87,7 @@ type relaySource struct {
 }
 
 // newRelaySource parses cfg.Relays (validated).
-func newRelaySource(cfg Config) (*relaySource, error) {
+func newRelaySource(cfg config.Config) (*relaySource, error) {
 	src := &relaySource{}
 	for i, s := range cfg.Relays {
 		ai, err := peer.AddrInfoFromString(s)

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/lmosnode/lmosnode/node/config"
 )
 
 func TestAddrsFactoryAnnounceAndHide(t *testing.T) {
 	const relay = "12D3KooWQkq67sSjdEMzqEJgYX9s7791PkDj6gPZKDbH6d8xeGmQ"
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Announce = []string{"/dns4/node.example.org/tcp/4001", "/ip4/192.168.1.2/tcp/4001"}
 	cfg.NoAnnounce = []string{"/ip4/192.168.0.0/ipcidr/16", "/ip4/203.0.113.9/udp/4001/quic-v1"}
 	f, err := addrsFactory(cfg)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -45,7 +46,7 @@ func TestCallThroughRelay(t *testing.T) {
 	// Node 0 is the relay, 1 the private node, 2 the consumer.
 	var tn *testnet.Net
 	tn = testnet.New(t, 0, testnet.Options{
-		Configure: func(i int, cfg *node.Config) {
+		Configure: func(i int, cfg *config.Config) {
 			switch i {
 			case 0:
 				cfg.RelayService = true

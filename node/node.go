@@ -27,6 +27,7 @@ import (
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
 	"github.com/lmosnode/lmosnode/node/api"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/console"
 	"github.com/lmosnode/lmosnode/node/datastore"
 	"github.com/lmosnode/lmosnode/node/directory"
@@ -36,6 +37,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/logroute"
@@ -46,6 +48,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/trust"
 	"github.com/lmosnode/lmosnode/node/trust/trustapi"
+	"github.com/lmosnode/lmosnode/node/version"
 	"github.com/lmosnode/lmosnode/node/wsgateway"
 )
 
@@ -57,7 +60,7 @@ const shutdownTimeout = 5 * time.Second
 // step with other nodes, and the local HTTP API. Its methods are safe for
 // concurrent use.
 type Node struct {
-	cfg    Config
+	cfg    config.Config
 	log    *slog.Logger
 	key    crypto.PrivKey
 	peerID peer.ID
@@ -145,7 +148,7 @@ type Node struct {
 // broken by that order, not by hooks set later). It binds no socket;
 // Start does. If a step fails, what was built is torn down and the errors
 // are joined.
-func New(cfg Config, opts ...Option) (_ *Node, err error) {
+func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	o := defaultOptions()
 	for _, opt := range opts {
 		if opt == nil {
@@ -155,7 +158,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
-	cfg = cfg.withFallbacks()
+	cfg = cfg.WithFallbacks()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -180,10 +183,10 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		}
 	}
 
-	if _, err := Init(cfg.Home); err != nil {
+	if _, err := homedir.Init(cfg.Home); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	key, _, err := loadOrCreateIdentity(cfg.Home)
+	key, _, err := homedir.LoadOrCreateIdentity(cfg.Home)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -191,18 +194,18 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if n.peerID, err = peer.IDFromPrivateKey(key); err != nil {
 		return nil, fmt.Errorf("node: identity: %w", err)
 	}
-	if n.didKey, err = DIDKeyOf(key.GetPublic()); err != nil {
+	if n.didKey, err = homedir.DIDKeyOf(key.GetPublic()); err != nil {
 		return nil, fmt.Errorf("node: identity: %w", err)
 	}
-	n.apiToken, n.tokenForAll = cfg.APIToken, cfg.tokenForAll()
+	n.apiToken, n.tokenForAll = cfg.APIToken, cfg.TokenForAllRequests()
 	if n.apiToken == "" {
-		if n.apiToken, _, err = loadOrCreateAPIToken(cfg.Home); err != nil {
+		if n.apiToken, _, err = homedir.LoadOrCreateAPIToken(cfg.Home); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
 
 	n.store, err = datastore.Open(datastore.Deps{Self: n.peerID},
-		datastore.Config{Dir: filepath.Join(cfg.Home, DatastoreDir), CacheMB: cfg.Datastore.CacheMB},
+		datastore.Config{Dir: filepath.Join(cfg.Home, homedir.DatastoreDir), CacheMB: cfg.Datastore.CacheMB},
 		datastore.WithLogger(o.logger.With("component", "datastore")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -215,7 +218,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.dir, err = directory.Open(directory.Deps{Datastore: n.store, Self: n.peerID},
-		directoryConfig(cfg),
+		cfg.Directory(),
 		directory.WithLogger(o.logger.With("component", "directory")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -230,7 +233,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 	if n.dht, err = newDHT(n.ctx, cfg, n.host, n.store, things, ops); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	signing, err := SigningKey(key)
+	signing, err := homedir.SigningKey(key)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -245,7 +248,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	if n.trustAPI, err = trustapi.New(trustapi.Deps{List: n.trust, Self: n.peerID, Directory: n.dir,
-		Save: func(c trust.Config) error { return saveTrust(cfg.Home, c) }}, trustapi.WithLogger(o.logger)); err != nil {
+		Save: func(c trust.Config) error { return config.WriteTrust(cfg.Home, c) }}, trustapi.WithLogger(o.logger)); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	intake, err := federation.NewIntake(federation.IntakeDeps{Directory: n.dir, Self: n.peerID, Validator: things, Admit: n.trust.Admits},
@@ -301,7 +304,7 @@ func New(cfg Config, opts ...Option) (_ *Node, err error) {
 			return err
 		},
 		Allowed: access.Allowed,
-	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.withDefaults().OfflineAfter) / 5},
+	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.WithDefaults().OfflineAfter) / 5},
 		federation.WithLogger(fedLog))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -467,7 +470,7 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	})
 	n.apiServing = true
-	if err := writeAPIFile(n.cfg.Home, n.apiURL()); err != nil {
+	if err := homedir.WriteAPIFile(n.cfg.Home, n.apiURL()); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
 	// WoT Discovery's DNS-SD advertisement of the directory, with mDNS on
@@ -542,7 +545,7 @@ func (n *Node) teardown() error {
 			errs = append(errs, fmt.Errorf("api: shutdown: %w", err), srv.Close())
 		}
 		cancel()
-		errs = append(errs, removeAPIFile(n.cfg.Home))
+		errs = append(errs, homedir.RemoveAPIFile(n.cfg.Home))
 	}
 	if n.groups != nil {
 		// Before the wait: its membership changes start syncs.
@@ -616,7 +619,7 @@ func (n *Node) DHT() *kaddht.IpfsDHT { return n.dht }
 func (n *Node) PubSub() *pubsub.PubSub { return n.ps }
 
 // Config returns the configuration the node runs with (fallbacks filled).
-func (n *Node) Config() Config { return n.cfg }
+func (n *Node) Config() config.Config { return n.cfg }
 
 // PeerID returns the node's libp2p peer ID.
 func (n *Node) PeerID() peer.ID { return n.peerID }
@@ -667,7 +670,7 @@ func (n *Node) Info() api.NodeInfo {
 		PeerID:  n.peerID.String(),
 		DIDKey:  n.didKey,
 		Addrs:   make([]string, len(addrs)),
-		Version: Version,
+		Version: version.Version,
 	}
 	for i, a := range addrs {
 		info.Addrs[i] = a.String()

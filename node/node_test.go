@@ -18,6 +18,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/lmosnode/lmosnode/node/homedir"
+	"github.com/lmosnode/lmosnode/node/version"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -150,7 +152,7 @@ func TestStartFailsOnBusyAPIPort(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Errorf("Close after failed Start: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.Home, APIFile)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(cfg.Home, homedir.APIFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("api file after failed start and Close: %v, want none", err)
 	}
 }
@@ -208,7 +210,7 @@ func TestAPINode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.PeerID != n.PeerID().String() || info.DIDKey != n.DIDKey() || info.APIURL != base || info.Version != Version {
+	if info.PeerID != n.PeerID().String() || info.DIDKey != n.DIDKey() || info.APIURL != base || info.Version != version.Version {
 		t.Errorf("info = %+v", info)
 	}
 	if len(info.Addrs) != 3 {
@@ -291,13 +293,13 @@ func TestAPIFileLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadAPIFile(cfg.Home); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("before Start: ReadAPIFile err = %v, want fs.ErrNotExist", err)
+	if _, err := homedir.ReadAPIFile(cfg.Home); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("before Start: homedir.ReadAPIFile err = %v, want fs.ErrNotExist", err)
 	}
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadAPIFile(cfg.Home)
+	got, err := homedir.ReadAPIFile(cfg.Home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,8 +312,8 @@ func TestAPIFileLifecycle(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadAPIFile(cfg.Home); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("after Close: ReadAPIFile err = %v, want fs.ErrNotExist", err)
+	if _, err := homedir.ReadAPIFile(cfg.Home); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after Close: homedir.ReadAPIFile err = %v, want fs.ErrNotExist", err)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/metrics"
+	"github.com/lmosnode/lmosnode/node/version"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -218,7 +219,7 @@ func tracingFromEnv(ctx context.Context) (*sdktrace.TracerProvider, error) {
 		return nil, fmt.Errorf("tracing: otlp exporter: %w", err)
 	}
 	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", "lmosnode"), attribute.String("service.version", Version)),
+		resource.WithAttributes(attribute.String("service.name", "lmosnode"), attribute.String("service.version", version.Version)),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("tracing: resource: %w", err), exp.Shutdown(ctx))

@@ -26,6 +26,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -456,7 +457,7 @@ func addrWithoutPeer(t *testing.T, s string) string {
 // under the API's token.
 func TestPprofBehindToken(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef-pprof"
-	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
+	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) {
 		cfg.APIToken = token
 		cfg.Pprof = true
 	}}).Nodes[0]
@@ -472,7 +473,7 @@ func TestPprofBehindToken(t *testing.T) {
 // TestQuotaRefusalsCounted holds the one connection a client may open and
 // checks that the connection refused beyond it is counted.
 func TestQuotaRefusalsCounted(t *testing.T) {
-	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
+	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) {
 		cfg.APILimits.MaxConnsPerClient = 1
 		cfg.APILimits.LimitLoopback = true
 	}}).Nodes[0]

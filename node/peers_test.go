@@ -11,6 +11,7 @@ import (
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/tdd"
+	"github.com/lmosnode/lmosnode/node/version"
 )
 
 // TestPeersRoute: GET /api/v1/peers describes each connection — state,
@@ -45,8 +46,8 @@ func TestPeersRoute(t *testing.T) {
 			p, why = peerOf(tc.n, tc.other)
 			return p.AgentVersion != "", fmt.Sprintf("%s; %+v", why, p)
 		})
-		if p.AgentVersion != "lmosnode/"+node.Version || p.State != "connected" || p.Direction != tc.dir || p.Relayed {
-			t.Errorf("%s's view of its peer: %+v; want agent lmosnode/%s, connected, %s, direct", tc.dir, p, node.Version, tc.dir)
+		if p.AgentVersion != "lmosnode/"+version.Version || p.State != "connected" || p.Direction != tc.dir || p.Relayed {
+			t.Errorf("%s's view of its peer: %+v; want agent lmosnode/%s, connected, %s, direct", tc.dir, p, version.Version, tc.dir)
 		}
 		if p.LatencyMS <= 0 || p.ConnectedAt == nil {
 			t.Errorf("%s's view of its peer: latency %v ms, connected at %v; want both measured", tc.dir, p.LatencyMS, p.ConnectedAt)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 )
 
 // TestListenPortTaken: a second node on the ports of a running one fails
@@ -28,7 +29,7 @@ func TestListenPortTaken(t *testing.T) {
 	tcp := fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", port)
 	quic := fmt.Sprintf("/ip4/127.0.0.1/udp/%d/quic-v1", port)
 
-	first := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
+	first := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) {
 		cfg.Listen = []string{tcp, quic}
 	}}).Nodes[0]
 
@@ -75,7 +76,7 @@ func TestListenSamePortBothFamilies(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
-	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) {
+	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) {
 		cfg.Listen = []string{fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", port), fmt.Sprintf("/ip6/::1/tcp/%d", port)}
 	}}).Nodes[0]
 	if got := len(n.Host().Network().ListenAddresses()); got != 2 {

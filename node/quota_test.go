@@ -12,6 +12,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/directory"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -50,7 +51,7 @@ func TestSpamQuota(t *testing.T) {
 	}
 	tracer := &testnet.Tracer{}
 	net := testnet.New(t, 2, testnet.Options{
-		Configure: func(_ int, cfg *node.Config) { cfg.Quota = spamQuotaConfig },
+		Configure: func(_ int, cfg *config.Config) { cfg.Quota = spamQuotaConfig },
 		NodeOptions: func(i int) []node.Option {
 			if i == 0 {
 				return []node.Option{node.WithPubSubTracer(tracer)}
@@ -73,7 +74,7 @@ func TestSpamQuota(t *testing.T) {
 }
 
 // spamQuotaConfig is the victim's quota in the spam tests.
-var spamQuotaConfig = node.QuotaConfig{MaxThings: spamMaxThings, MaxBytes: spamMaxBytes}
+var spamQuotaConfig = config.QuotaConfig{MaxThings: spamMaxThings, MaxBytes: spamMaxBytes}
 
 // spamResult is what a spam run left on the victim.
 type spamResult struct {

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -20,7 +21,7 @@ func ExampleNode_Register() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(home)
-	cfg := node.LoopbackConfig(home)
+	cfg := config.Loopback(home)
 	n, err := node.New(cfg)
 	if err != nil {
 		log.Fatal(err)

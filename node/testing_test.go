@@ -5,14 +5,16 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/lmosnode/lmosnode/node/config"
 )
 
 // testConfig is a config that keeps all traffic on this machine: loopback
 // listeners on free ports, no mDNS, no bootstrap peers, no AutoNAT, relay or
 // hole punching.
-func testConfig(t *testing.T) Config {
+func testConfig(t *testing.T) config.Config {
 	t.Helper()
-	cfg := LoopbackConfig(t.TempDir())
+	cfg := config.Loopback(t.TempDir())
 	cfg.Listen = []string{
 		"/ip4/127.0.0.1/tcp/0",
 		"/ip4/127.0.0.1/udp/0/quic-v1",
@@ -28,7 +30,7 @@ func testLogger(t *testing.T) *slog.Logger {
 
 // startNode builds and starts a node from cfg and closes it when the test
 // ends.
-func startNode(t *testing.T, cfg Config) *Node {
+func startNode(t *testing.T, cfg config.Config) *Node {
 	t.Helper()
 	n, err := New(cfg, WithLogger(testLogger(t)))
 	if err != nil {

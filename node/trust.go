@@ -2,15 +2,10 @@ package node
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/lmosnode/lmosnode/node/atomicfile"
 	"github.com/lmosnode/lmosnode/node/trust"
 	"github.com/lmosnode/lmosnode/node/trust/trustapi"
 )
@@ -23,37 +18,6 @@ import (
 
 // Trust returns the node's trust list.
 func (n *Node) Trust() *trust.List { return n.trust }
-
-// saveTrust writes the list c to the "trust" member of config.json, leaving
-// every other member as written (members are re-ordered by name).
-func saveTrust(home string, c trust.Config) error {
-	path := filepath.Join(home, ConfigFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("trust: %w", err)
-	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("trust: config %s: %w", path, err)
-	}
-	if c.Allow == nil && c.Prefer == nil && c.Deny == nil && !c.OnlyTrusted {
-		delete(doc, "trust")
-	} else {
-		raw, err := json.Marshal(c)
-		if err != nil {
-			return fmt.Errorf("trust: %w", err)
-		}
-		doc["trust"] = raw
-	}
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return fmt.Errorf("trust: config %s: %w", path, err)
-	}
-	if err := atomicfile.Write(path, append(out, '\n'), 0o600); err != nil {
-		return fmt.Errorf("trust: config %s: %w", path, err)
-	}
-	return nil
-}
 
 // FetchTrust asks the API at apiURL for its trust list.
 func FetchTrust(ctx context.Context, client *http.Client, apiURL string) (trustapi.List, error) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/tdd"
@@ -130,7 +131,7 @@ func TestTrustLookAlike(t *testing.T) {
 	}
 
 	// The list survives a restart: it is in config.json.
-	cfg, err := node.LoadConfig(consumer.Config().Home)
+	cfg, err := config.Load(consumer.Config().Home)
 	if err != nil || len(cfg.Trust.Prefer) != 1 || cfg.Trust.Prefer[0] != real.PeerID().String() {
 		t.Errorf("config.json trust: %+v, %v", cfg.Trust, err)
 	}
@@ -201,7 +202,7 @@ func TestTrustDenyNotRelayed(t *testing.T) {
 	if status, _ := send(t, http.MethodGet, base+"/things/"+url.PathEscape(first)+"/td"+q, "", ""); status != http.StatusForbidden {
 		t.Errorf("GET the denied Thing pinned to its publisher: %d, want 403", status)
 	}
-	raw, err := os.ReadFile(filepath.Join(middle.Config().Home, node.ConfigFile))
+	raw, err := os.ReadFile(filepath.Join(middle.Config().Home, config.File))
 	if err != nil || !bytes.Contains(raw, []byte(denied.PeerID().String())) {
 		t.Errorf("config.json lacks the deny: %s %v", raw, err)
 	}

@@ -12,5 +12,5 @@ out=${1:?usage: build-static.sh OUT [VERSION]}
 version=${2:-devel}
 cd "$(dirname "$0")/.."
 CGO_ENABLED=0 go build -trimpath \
-	-ldflags "-s -w -X github.com/lmosnode/lmosnode/node.Version=$version" \
+	-ldflags "-s -w -X github.com/lmosnode/lmosnode/node/version.Version=$version" \
 	-o "$out" ./cmd/lmosnode

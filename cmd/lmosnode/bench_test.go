@@ -17,6 +17,8 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/benchtab"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
+	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
 // bnDeadline bounds each start and stop of the daemon: a bound for a hung
@@ -43,8 +45,8 @@ func BenchmarkStartup(b *testing.B) {
 		if err := os.MkdirAll(home, 0o700); err != nil {
 			b.Fatal(err)
 		}
-		cfg := node.LoopbackConfig(home)
-		if err := node.WriteConfig(home, cfg); err != nil {
+		cfg := config.Loopback(home)
+		if err := config.Write(home, cfg); err != nil {
 			b.Fatal(err)
 		}
 		cold = append(cold, bnStartUp(b, bin, home, nil))
@@ -62,7 +64,7 @@ func BenchmarkStartup(b *testing.B) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	if err := node.WriteConfig(home, node.LoopbackConfig(home)); err != nil {
+	if err := config.Write(home, config.Loopback(home)); err != nil {
 		b.Fatal(err)
 	}
 	var rss float64
@@ -97,7 +99,7 @@ func bnStartUp(b *testing.B, bin, home string, running func(pid int)) time.Durat
 	go func() { exited <- cmd.Wait() }()
 	var d time.Duration
 	for d == 0 {
-		if u, err := node.ReadAPIFile(home); err == nil {
+		if u, err := homedir.ReadAPIFile(home); err == nil {
 			if _, err := node.FetchNodeInfo(ctx, http.DefaultClient, u); err == nil {
 				d = time.Since(start)
 				break

@@ -15,10 +15,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/api"
+	"github.com/lmosnode/lmosnode/node/config"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
+	"github.com/lmosnode/lmosnode/node/version"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -27,7 +29,7 @@ import (
 func TestRemoteAPI(t *testing.T) {
 	t.Setenv(APIEnv, "")
 	_, home := daemonEnv(t)
-	apiURL, err := node.ReadAPIFile(home)
+	apiURL, err := homedir.ReadAPIFile(home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,15 +74,15 @@ func TestRemoteAPI(t *testing.T) {
 		_, _ = w.Write([]byte("[]"))
 	}))
 	defer srv.Close()
-	t.Setenv(node.APITokenEnv, "")
+	t.Setenv(config.APITokenEnv, "")
 	mustRun(t, "peers", "--api", srv.URL, "--token", token, "--home", empty)
 	if got != "Bearer "+token {
 		t.Errorf("--token: Authorization %q", got)
 	}
-	t.Setenv(node.APITokenEnv, token+"x")
+	t.Setenv(config.APITokenEnv, token+"x")
 	mustRun(t, "peers", "--api", srv.URL, "--home", empty)
 	if got != "Bearer "+token+"x" {
-		t.Errorf("$%s with --api: Authorization %q", node.APITokenEnv, got)
+		t.Errorf("$%s with --api: Authorization %q", config.APITokenEnv, got)
 	}
 }
 
@@ -144,14 +146,14 @@ func TestExitCodes(t *testing.T) {
 // TestVersionFlag: --version prints what the version command prints.
 func TestVersionFlag(t *testing.T) {
 	out := mustRun(t, "--version")
-	if out != versionLine() || !strings.HasPrefix(out, "lmosnode "+node.Version+" (go") {
+	if out != versionLine() || !strings.HasPrefix(out, "lmosnode "+version.Version+" (go") {
 		t.Errorf("--version = %q, want %q", out, versionLine())
 	}
 	if v := mustRun(t, "version"); v != out {
 		t.Errorf("version = %q, --version = %q", v, out)
 	}
 	var v versionInfo
-	if err := json.Unmarshal([]byte(mustRun(t, "version", "--json")), &v); err != nil || v.Version != node.Version || v.Go == "" {
+	if err := json.Unmarshal([]byte(mustRun(t, "version", "--json")), &v); err != nil || v.Version != version.Version || v.Go == "" {
 		t.Errorf("version --json: %v %+v", err, v)
 	}
 }

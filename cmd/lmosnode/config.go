@@ -7,7 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
+	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
 func newConfigCmd() *cobra.Command {
@@ -44,7 +45,7 @@ instead.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			if env, _ := cmd.Flags().GetBool("env"); env {
-				for _, s := range node.Settings() {
+				for _, s := range config.Settings() {
 					fmt.Fprintf(out, "%s\t%s\n", s.Env, s.Path)
 				}
 				return nil
@@ -75,7 +76,7 @@ func newConfigGetCmd() *cobra.Command {
 			return settingPaths(), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := node.LookupSetting(args[0])
+			s, err := config.LookupSetting(args[0])
 			if err != nil {
 				return notFound(err)
 			}
@@ -116,7 +117,7 @@ is not written into the file.`,
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := node.LookupSetting(args[0])
+			s, err := config.LookupSetting(args[0])
 			if err != nil {
 				return notFound(err)
 			}
@@ -124,10 +125,10 @@ is not written into the file.`,
 			if err != nil {
 				return err
 			}
-			if _, err := node.Init(home); err != nil {
+			if _, err := homedir.Init(home); err != nil {
 				return err
 			}
-			cfg, err := node.LoadConfigFile(home)
+			cfg, err := config.LoadFile(home)
 			if err != nil {
 				return err
 			}
@@ -137,27 +138,27 @@ is not written into the file.`,
 			if err := cfg.Validate(); err != nil {
 				return usageErrorf("%w (config.json unchanged)", err)
 			}
-			return node.WriteConfig(home, cfg)
+			return config.Write(home, cfg)
 		},
 	}
 }
 
 // loadConfigFor loads the configuration of the command's home, with the
 // environment unless --file.
-func loadConfigFor(cmd *cobra.Command) (node.Config, error) {
+func loadConfigFor(cmd *cobra.Command) (config.Config, error) {
 	home, err := homeDir(cmd)
 	if err != nil {
-		return node.Config{}, err
+		return config.Config{}, err
 	}
 	if fileOnly, _ := cmd.Flags().GetBool("file"); fileOnly {
-		return node.LoadConfigFile(home)
+		return config.LoadFile(home)
 	}
-	return node.LoadConfig(home)
+	return config.Load(home)
 }
 
 func settingPaths() []string {
 	var paths []string
-	for _, s := range node.Settings() {
+	for _, s := range config.Settings() {
 		paths = append(paths, s.Path)
 	}
 	return paths
@@ -165,13 +166,13 @@ func settingPaths() []string {
 
 // applySettingFlags applies up's --set PATH=VALUE flags and the flags
 // named after settings (settingFlags) to cfg.
-func applySettingFlags(cmd *cobra.Command, cfg *node.Config) error {
+func applySettingFlags(cmd *cobra.Command, cfg *config.Config) error {
 	f := cmd.Flags()
 	for _, sf := range settingFlags {
 		if !f.Changed(sf.flag) {
 			continue
 		}
-		s, err := node.LookupSetting(sf.path)
+		s, err := config.LookupSetting(sf.path)
 		if err != nil {
 			return err
 		}
@@ -188,7 +189,7 @@ func applySettingFlags(cmd *cobra.Command, cfg *node.Config) error {
 		if !ok {
 			return usageErrorf("--set %q: want SETTING=VALUE", kv)
 		}
-		s, err := node.LookupSetting(path)
+		s, err := config.LookupSetting(path)
 		if err != nil {
 			return usageErrorf("--set: %w", err)
 		}
@@ -214,9 +215,9 @@ var settingFlags = []struct {
 // addSettingFlags registers settingFlags and --set on up.
 func addSettingFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	def := node.DefaultConfig()
+	def := config.Default()
 	for _, sf := range settingFlags {
-		s, err := node.LookupSetting(sf.path)
+		s, err := config.LookupSetting(sf.path)
 		if err != nil {
 			panic(err) // a typo in settingFlags; TestSettingFlags catches it
 		}
@@ -231,6 +232,6 @@ func addSettingFlags(cmd *cobra.Command) {
 		_ = json.Unmarshal(v, &str)
 		f.String(sf.flag, str, sf.usage+" (setting "+sf.path+")")
 	}
-	_ = cmd.RegisterFlagCompletionFunc("dht-mode", cobra.FixedCompletions([]string{node.DHTModeAuto, node.DHTModeServer, node.DHTModeClient}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("dht-mode", cobra.FixedCompletions([]string{config.DHTModeAuto, config.DHTModeServer, config.DHTModeClient}, cobra.ShellCompDirectiveNoFileComp))
 	f.StringArray("set", nil, "SETTING=VALUE for any setting of docs/config.md (e.g. apiLimits.bodyTimeout=1m); repeat for several")
 }

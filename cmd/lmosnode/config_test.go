@@ -5,20 +5,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 )
 
 func TestConfigCommand(t *testing.T) {
 	t.Setenv("LMOS_DHT_MODE", "")
-	t.Setenv(node.APITokenEnv, "")
+	t.Setenv(config.APITokenEnv, "")
 	home := t.TempDir()
 	mustRun(t, "init", "--home", home)
 
-	var shown node.Config
+	var shown config.Config
 	if err := json.Unmarshal([]byte(mustRun(t, "config", "show", "--home", home)), &shown); err != nil {
 		t.Fatal(err)
 	}
-	if shown.DHTMode != node.DHTModeAuto || shown.API != "127.0.0.1:5080" {
+	if shown.DHTMode != config.DHTModeAuto || shown.API != "127.0.0.1:5080" {
 		t.Errorf("config show: %+v", shown)
 	}
 	if out := mustRun(t, "config", "get", "dhtMode", "--home", home); out != "\"auto\"\n" {
@@ -28,11 +28,11 @@ func TestConfigCommand(t *testing.T) {
 	mustRun(t, "config", "set", "dhtMode", "server", "--home", home)
 	mustRun(t, "config", "set", "connMgr.high", "400", "--home", home)
 	mustRun(t, "config", "set", "apiLimits.bodyTimeout", "1m", "--home", home)
-	cfg, err := node.LoadConfigFile(home)
+	cfg, err := config.LoadFile(home)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.DHTMode != node.DHTModeServer || cfg.ConnMgr.High != 400 || cfg.APILimits.BodyTimeout.String() != "1m0s" {
+	if cfg.DHTMode != config.DHTModeServer || cfg.ConnMgr.High != 400 || cfg.APILimits.BodyTimeout.String() != "1m0s" {
 		t.Errorf("config.json after set: dhtMode %q, connMgr.high %d, bodyTimeout %s", cfg.DHTMode, cfg.ConnMgr.High, cfg.APILimits.BodyTimeout)
 	}
 
@@ -48,7 +48,7 @@ func TestConfigCommand(t *testing.T) {
 			t.Errorf("config set %v: exit %d, %q; want 2 naming the setting", args, code, errOut)
 		}
 	}
-	if after, _ := node.LoadConfigFile(home); after.DHTMode != node.DHTModeServer || after.API != "127.0.0.1:5080" || len(after.Bootstrap) != 0 {
+	if after, _ := config.LoadFile(home); after.DHTMode != config.DHTModeServer || after.API != "127.0.0.1:5080" || len(after.Bootstrap) != 0 {
 		t.Errorf("config.json changed by a refused set: %+v", after)
 	}
 	if _, _, code := lmosnode(t, "", "config", "get", "noSuchSetting", "--home", home); code != exitNotFound {
@@ -64,11 +64,11 @@ func TestConfigCommand(t *testing.T) {
 		t.Errorf("config get --file = %q", out)
 	}
 	mustRun(t, "config", "set", "mdns", "false", "--home", home)
-	if after, _ := node.LoadConfigFile(home); after.DHTMode != node.DHTModeServer || after.MDNS {
+	if after, _ := config.LoadFile(home); after.DHTMode != config.DHTModeServer || after.MDNS {
 		t.Errorf("config set wrote the environment into the file: %+v", after)
 	}
 	const token = "config-test-token-0123456789abcdef0123"
-	t.Setenv(node.APITokenEnv, token)
+	t.Setenv(config.APITokenEnv, token)
 	if out := mustRun(t, "config", "show", "--home", home); strings.Contains(out, token) || !strings.Contains(out, maskedToken) {
 		t.Errorf("config show reveals the token:\n%s", out)
 	}
@@ -82,14 +82,14 @@ func TestConfigCommand(t *testing.T) {
 func TestUpFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want func(*node.Config)
+		want func(*config.Config)
 		err  string
 	}{
-		{[]string{"--dht-mode", "client", "--auto-nat=false", "--hole-punching=false", "--relay-client=false"}, func(c *node.Config) {
-			c.DHTMode, c.AutoNAT, c.HolePunching, c.RelayClient = node.DHTModeClient, false, false, false
+		{[]string{"--dht-mode", "client", "--auto-nat=false", "--hole-punching=false", "--relay-client=false"}, func(c *config.Config) {
+			c.DHTMode, c.AutoNAT, c.HolePunching, c.RelayClient = config.DHTModeClient, false, false, false
 		}, ""},
-		{[]string{"--set", "apiLimits.bodyTimeout=1m", "--set", "gossip=false"}, func(c *node.Config) {
-			c.APILimits.BodyTimeout = node.Duration(60e9)
+		{[]string{"--set", "apiLimits.bodyTimeout=1m", "--set", "gossip=false"}, func(c *config.Config) {
+			c.APILimits.BodyTimeout = config.Duration(60e9)
 			c.Gossip = false
 		}, ""},
 		{[]string{"--set", "nope=1"}, nil, `no setting "nope"`},
@@ -101,7 +101,7 @@ func TestUpFlags(t *testing.T) {
 		if err := cmd.ParseFlags(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		cfg := node.DefaultConfig()
+		cfg := config.Default()
 		err := applyUpFlags(cmd, &cfg)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) || exitCode(err) != exitUsage {
@@ -109,7 +109,7 @@ func TestUpFlags(t *testing.T) {
 			}
 			continue
 		}
-		want := node.DefaultConfig()
+		want := config.Default()
 		tc.want(&want)
 		if err != nil {
 			t.Errorf("up %v: %v", tc.args, err)

@@ -16,8 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -56,11 +57,11 @@ func connectDaemon(cmd *cobra.Command) (*daemon, error) {
 		return nil, err
 	}
 	if token == "" && home != "" {
-		if token, err = node.LoadAPIToken(home); err != nil {
+		if token, err = homedir.LoadAPIToken(home); err != nil {
 			return nil, err
 		}
 	} else if token == "" {
-		token = os.Getenv(node.APITokenEnv)
+		token = os.Getenv(config.APITokenEnv)
 	}
 	hc := httpapi.BearerClient(token)
 	return &daemon{home: home, apiURL: apiURL, http: hc, client: tdd.NewClient(apiURL, hc), groups: groupapi.NewClient(apiURL, hc)}, nil
@@ -87,7 +88,7 @@ func apiTarget(cmd *cobra.Command) (apiURL, home string, err error) {
 	if home, err = homeDir(cmd); err != nil {
 		return "", "", err
 	}
-	apiURL, err = node.ReadAPIFile(home)
+	apiURL, err = homedir.ReadAPIFile(home)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", unavailable(fmt.Errorf("no running node in %s: start it with 'lmosnode up', or name a node's API with --api URL or $%s", home, APIEnv))
 	}
@@ -136,9 +137,9 @@ func (d *daemon) explain(err error) error {
 		return unavailable(fmt.Errorf("no running node in %s (its api file names %s, which does not answer): start it with 'lmosnode up'", d.home, d.apiURL))
 	}
 	if p := (*lmosproto.Problem)(nil); errors.As(err, &p) && p.Status == http.StatusUnauthorized {
-		where := "--token or $" + node.APITokenEnv
+		where := "--token or $" + config.APITokenEnv
 		if d.home != "" {
-			where = fmt.Sprintf("--token, $%s, apiToken in %s or %s", node.APITokenEnv, filepath.Join(d.home, node.ConfigFile), filepath.Join(d.home, node.APITokenFile))
+			where = fmt.Sprintf("--token, $%s, apiToken in %s or %s", config.APITokenEnv, filepath.Join(d.home, config.File), filepath.Join(d.home, homedir.APITokenFile))
 		}
 		return fmt.Errorf("%w: the node's API requires its token: give it with %s", err, where)
 	}

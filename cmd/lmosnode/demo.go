@@ -19,6 +19,8 @@ import (
 
 	"github.com/lmosnode/lmosnode/examples/demo"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -96,13 +98,13 @@ func runDemo(cmd *cobra.Command, _ []string) (err error) {
 		}
 	}()
 	for i := range count {
-		cfg := node.LoopbackConfig(filepath.Join(tmp, fmt.Sprintf("node%d", i+1)))
+		cfg := config.Loopback(filepath.Join(tmp, fmt.Sprintf("node%d", i+1)))
 		if i == 2 {
 			cfg.API = fmt.Sprintf("127.0.0.1:%d", apiPort)
 		}
-		cfg.DHTMode = node.DHTModeServer
+		cfg.DHTMode = config.DHTModeServer
 		cfg.MQTT = ""
-		if _, err := node.Init(cfg.Home); err != nil {
+		if _, err := homedir.Init(cfg.Home); err != nil {
 			return err
 		}
 		n, err := node.New(cfg, node.WithLogger(log.With("node", i+1)))

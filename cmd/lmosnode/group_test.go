@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/groups"
-	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -81,7 +81,7 @@ func newGroupEnv(t *testing.T) (*groupAPI, *tddtest.Env, string) {
 		srv.Close()
 	})
 	home := t.TempDir()
-	if err := os.WriteFile(filepath.Join(home, node.APIFile), []byte(srv.URL+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, homedir.APIFile), []byte(srv.URL+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return g, env, home

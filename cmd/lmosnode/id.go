@@ -15,6 +15,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/api"
+	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
 func newIDCmd() *cobra.Command {
@@ -49,7 +50,7 @@ GET /api/v1/node (only peerID and didKey from the key file).`,
 			if err != nil {
 				return err
 			}
-			key, err := node.LoadIdentity(home)
+			key, err := homedir.LoadIdentity(home)
 			if errors.Is(err, fs.ErrNotExist) {
 				return notFound(fmt.Errorf("%w (run 'lmosnode init' or 'lmosnode up' first)", err))
 			}
@@ -103,7 +104,7 @@ func identityNames(pub crypto.PubKey) (peer.ID, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	did, err := node.DIDKeyOf(pub)
+	did, err := homedir.DIDKeyOf(pub)
 	if err != nil {
 		return "", "", err
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
 // initResult is what 'lmosnode init --json' prints.
@@ -33,13 +33,13 @@ the home, the files created and the node's peer ID and did:key.`,
 			if err != nil {
 				return err
 			}
-			created, err := node.Init(home)
+			created, err := homedir.Init(home)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				key, err := node.LoadIdentity(home)
+				key, err := homedir.LoadIdentity(home)
 				if err != nil {
 					return err
 				}
@@ -56,7 +56,7 @@ the home, the files created and the node's peer ID and did:key.`,
 			for _, p := range created {
 				fmt.Fprintf(out, "created %s\n", p)
 			}
-			key, err := node.LoadIdentity(home)
+			key, err := homedir.LoadIdentity(home)
 			if err != nil {
 				return err
 			}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/atomicfile"
+	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
 func newKeyCmd() *cobra.Command {
@@ -38,7 +38,7 @@ func newKeyExportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			pem, err := node.ExportIdentity(home)
+			pem, err := homedir.ExportIdentity(home)
 			if err != nil {
 				return err
 			}
@@ -79,12 +79,12 @@ its Things under the restored identity on its next start.`,
 			if err != nil {
 				return err
 			}
-			key, err := node.ParseIdentity(data)
+			key, err := homedir.ParseIdentity(data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			force, _ := cmd.Flags().GetBool("force")
-			if err := node.ImportIdentity(home, key, force); err != nil {
+			if err := homedir.ImportIdentity(home, key, force); err != nil {
 				return err
 			}
 			id, did, err := identityNames(key.GetPublic())

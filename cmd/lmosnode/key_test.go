@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
 // TestKeyExportImport: a key exported from one home and imported into an
@@ -54,7 +54,7 @@ func TestKeyExportImport(t *testing.T) {
 		t.Errorf("after import --force: %s, want %s", got, idA)
 	}
 	// identity.key itself is accepted too.
-	raw := filepath.Join(a, node.IdentityFile)
+	raw := filepath.Join(a, homedir.IdentityFile)
 	c := t.TempDir()
 	mustRun(t, "key", "import", raw, "--home", c)
 	if got := firstLine(mustRun(t, "id", "--home", c), "peer ID: "); got != idA {

@@ -21,8 +21,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/api"
+	"github.com/lmosnode/lmosnode/node/config"
+	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
 // binDir holds the binary built once for all tests.
@@ -109,7 +110,7 @@ func TestBinary(t *testing.T) {
 	}
 
 	out := runOK(t, bin, "init", "--home", home)
-	for _, f := range []string{node.ConfigFile, node.IdentityFile} {
+	for _, f := range []string{config.File, homedir.IdentityFile} {
 		if !strings.Contains(out, filepath.Join(home, f)) {
 			t.Errorf("init output lacks %s:\n%s", f, out)
 		}
@@ -125,12 +126,12 @@ func TestBinary(t *testing.T) {
 
 	// Keep all traffic on this machine: the mDNS flag is off and so are
 	// AutoNAT, hole punching and the relay client (config file).
-	cfg, err := node.LoadConfig(home)
+	cfg, err := config.Load(home)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.AutoNAT, cfg.HolePunching, cfg.RelayClient = false, false, false
-	if err := node.WriteConfig(home, cfg); err != nil {
+	if err := config.Write(home, cfg); err != nil {
 		t.Fatal(err)
 	}
 
@@ -205,7 +206,7 @@ func TestBinary(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("up did not exit within 30s of SIGINT")
 	}
-	if _, err := os.Stat(filepath.Join(home, node.APIFile)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(home, homedir.APIFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("api file after shutdown: %v, want it removed", err)
 	}
 	// --log-format json: every log line is one JSON object, the libraries'
@@ -250,7 +251,7 @@ func waitForAPIFile(t *testing.T, home string, exited <-chan struct{}, waitErr *
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if u, err := node.ReadAPIFile(home); err == nil {
+		if u, err := homedir.ReadAPIFile(home); err == nil {
 			return u
 		}
 		select {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 )
 
@@ -36,7 +36,7 @@ logs go to stderr. See docs/bridges.md.`,
 			}
 			// Read again when the node restarts: it may listen elsewhere.
 			endpoint := func() (string, error) {
-				u, err := node.ReadAPIFile(d.home)
+				u, err := homedir.ReadAPIFile(d.home)
 				return u + "/mcp", err
 			}
 			return mcpbridge.Bridge(cmd.Context(), endpoint, d.http, cmd.InOrStdin(), cmd.OutOrStdout())

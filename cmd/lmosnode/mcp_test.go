@@ -18,6 +18,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -349,7 +350,7 @@ func TestMCPInterop(t *testing.T) {
 func TestMCPWithAPIToken(t *testing.T) {
 	const token = "mcp-test-token-0123456789abcdef0123"
 	bin := buildBinary(t)
-	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) { cfg.APIToken = token }}).Nodes[0]
+	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) { cfg.APIToken = token }}).Nodes[0]
 	resp, err := http.Post("http://"+n.APIAddr()+"/mcp", "application/json",
 		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`))
 	if err != nil {
@@ -372,7 +373,7 @@ func TestMCPWithAPIToken(t *testing.T) {
 	} else if !strings.Contains(err.Error(), "401") {
 		t.Errorf("without the token: %v, want the node's 401", err)
 	}
-	sess, err := connect(node.APITokenEnv + "=" + token)
+	sess, err := connect(config.APITokenEnv + "=" + token)
 	if err != nil {
 		t.Fatalf("lmosnode mcp with the token: %v", err)
 	}

@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
+	"github.com/lmosnode/lmosnode/node/homedir"
+	"github.com/lmosnode/lmosnode/node/version"
 )
 
 // newRootCmd builds the command tree. Each command lives in its own file
@@ -36,13 +38,13 @@ requires one. Exit codes: 0 success, 1 failure, 2 usage error, 3 not found,
   lmosnode id`,
 		SilenceUsage:  true, // a failed run is not a usage error
 		SilenceErrors: true, // run prints the error once
-		Version:       node.Version,
+		Version:       version.Version,
 	}
 	root.SetVersionTemplate(versionLine())
-	root.PersistentFlags().String("home", "", "node home directory (default $"+node.HomeEnv+" or ~/"+node.DefaultHomeName+")")
+	root.PersistentFlags().String("home", "", "node home directory (default $"+config.HomeEnv+" or ~/"+homedir.DefaultName+")")
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn or error")
 	root.PersistentFlags().String("api", "", "URL (http://host:port) of the API of the node to talk to (default $"+APIEnv+", else the api file of the home); 'up' takes host:port to listen on")
-	root.PersistentFlags().String("token", "", "bearer token for the node's API (default $"+node.APITokenEnv+", else the home's)")
+	root.PersistentFlags().String("token", "", "bearer token for the node's API (default $"+config.APITokenEnv+", else the home's)")
 	_ = root.MarkPersistentFlagDirname("home")
 	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(
 		[]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
@@ -78,13 +80,13 @@ func homeDir(cmd *cobra.Command) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return node.ResolveHome(flag)
+	return homedir.Resolve(flag)
 }
 
 // logger builds the logger of this invocation from --log-level; logs go to
 // stderr, output meant for the user to stdout.
 func logger(cmd *cobra.Command) (*slog.Logger, error) {
-	return loggerFormat(cmd, node.LogFormatText)
+	return loggerFormat(cmd, config.LogFormatText)
 }
 
 // loggerFormat is logger writing format: node.LogFormatText (also for "")
@@ -100,10 +102,10 @@ func loggerFormat(cmd *cobra.Command, format string) (*slog.Logger, error) {
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch format {
-	case "", node.LogFormatText:
+	case "", config.LogFormatText:
 		return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), opts)), nil
-	case node.LogFormatJSON:
+	case config.LogFormatJSON:
 		return slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format: %q: want %s or %s", format, node.LogFormatText, node.LogFormatJSON)
+	return nil, fmt.Errorf("--log-format: %q: want %s or %s", format, config.LogFormatText, config.LogFormatJSON)
 }

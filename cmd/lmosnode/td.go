@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -124,14 +124,14 @@ array. A TD needs an "id": a Thing is named by its publisher and its id.`,
 			if err != nil {
 				return err
 			}
-			priv, err := node.LoadIdentity(home)
+			priv, err := homedir.LoadIdentity(home)
 			if errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("%w (run 'lmosnode init' first)", err)
 			}
 			if err != nil {
 				return err
 			}
-			key, err := node.SigningKey(priv)
+			key, err := homedir.SigningKey(priv)
 			if err != nil {
 				return err
 			}

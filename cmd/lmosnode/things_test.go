@@ -14,9 +14,9 @@ import (
 
 	ma "github.com/multiformats/go-multiaddr"
 
-	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -40,7 +40,7 @@ func daemonEnv(t *testing.T) (*tddtest.Env, string) {
 		srv.Close()
 	})
 	home := t.TempDir()
-	if err := os.WriteFile(filepath.Join(home, node.APIFile), []byte(srv.URL+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, homedir.APIFile), []byte(srv.URL+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return env, home
@@ -298,7 +298,7 @@ func TestNoRunningNode(t *testing.T) {
 	env := tddtest.NewEnv(t)
 	stale := env.URL
 	env.Server.Close()
-	if err := os.WriteFile(filepath.Join(home, node.APIFile), []byte(stale+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, homedir.APIFile), []byte(stale+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, errOut, code := lmosnode(t, "", "things", "ls", "--home", home)

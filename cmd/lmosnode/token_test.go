@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -22,11 +22,11 @@ import (
 // without it, working with it from config.json or $LMOS_API_TOKEN.
 func TestCommandsWithAPIToken(t *testing.T) {
 	const token = "cli-test-token-0123456789abcdef0123"
-	t.Setenv(node.APITokenEnv, "") // restored after the test
-	if err := os.Unsetenv(node.APITokenEnv); err != nil {
+	t.Setenv(config.APITokenEnv, "") // restored after the test
+	if err := os.Unsetenv(config.APITokenEnv); err != nil {
 		t.Fatal(err)
 	}
-	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *node.Config) { cfg.APIToken = token }}).Nodes[0]
+	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) { cfg.APIToken = token }}).Nodes[0]
 	id := testnet.UniqueID(t)
 	th := thermostat(t, n, id)
 	home := n.Config().Home
@@ -34,8 +34,8 @@ func TestCommandsWithAPIToken(t *testing.T) {
 	// No config.json, no env: no token.
 	for _, args := range [][]string{{"things", "ls"}, {"find"}, {"read", id, "target"}} {
 		out, errOut, code := lmosnode(t, "", append([]string{"--home", home}, args...)...)
-		if code == 0 || !strings.Contains(errOut, "401") || !strings.Contains(errOut, "apiToken") || !strings.Contains(errOut, node.APITokenEnv) {
-			t.Errorf("%s without token: exit %d, stdout %q, stderr %q; want a 401 naming apiToken and $%s", args, code, out, errOut, node.APITokenEnv)
+		if code == 0 || !strings.Contains(errOut, "401") || !strings.Contains(errOut, "apiToken") || !strings.Contains(errOut, config.APITokenEnv) {
+			t.Errorf("%s without token: exit %d, stdout %q, stderr %q; want a 401 naming apiToken and $%s", args, code, out, errOut, config.APITokenEnv)
 		}
 	}
 	// id falls back to the key file without the daemon's addresses.
@@ -66,14 +66,14 @@ func TestCommandsWithAPIToken(t *testing.T) {
 		}
 	}
 
-	t.Setenv(node.APITokenEnv, token)
-	check("$" + node.APITokenEnv)
-	if err := os.Unsetenv(node.APITokenEnv); err != nil {
+	t.Setenv(config.APITokenEnv, token)
+	check("$" + config.APITokenEnv)
+	if err := os.Unsetenv(config.APITokenEnv); err != nil {
 		t.Fatal(err)
 	}
 
 	cfg := n.Config()
-	if err := node.WriteConfig(home, cfg); err != nil {
+	if err := config.Write(home, cfg); err != nil {
 		t.Fatal(err)
 	}
 	check("config.json")
@@ -109,14 +109,14 @@ func TestBinaryAPIToken(t *testing.T) {
 	bin := buildBinary(t)
 	home := filepath.Join(t.TempDir(), "home")
 	runOK(t, bin, "init", "--home", home)
-	cfg, err := node.LoadConfig(home)
+	cfg, err := config.Load(home)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// All traffic stays on this machine (see TestBinary).
 	cfg.AutoNAT, cfg.HolePunching, cfg.RelayClient = false, false, false
 	cfg.APIToken = token
-	if err := node.WriteConfig(home, cfg); err != nil {
+	if err := config.Write(home, cfg); err != nil {
 		t.Fatal(err)
 	}
 	up := command(t, bin, "up", "--home", home, "--listen", "/ip4/127.0.0.1/tcp/0",
@@ -161,10 +161,10 @@ func TestBinaryAPIToken(t *testing.T) {
 	runOK(t, bin, "things", "ls", "--home", home)
 
 	wrong := command(t, bin, "things", "ls", "--home", home)
-	wrong.Env = append(wrong.Env, node.APITokenEnv+"="+strings.Repeat("w", 40))
+	wrong.Env = append(wrong.Env, config.APITokenEnv+"="+strings.Repeat("w", 40))
 	out, err := wrong.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || !strings.Contains(string(out), "401") {
-		t.Errorf("things ls with a wrong $%s: %v\n%s", node.APITokenEnv, err, out)
+		t.Errorf("things ls with a wrong $%s: %v\n%s", config.APITokenEnv, err, out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -17,8 +18,8 @@ import (
 // preferred publisher is listed first and marked trusted. The commands
 // find the node's API token in the home by themselves.
 func TestTrustCommands(t *testing.T) {
-	t.Setenv(node.APITokenEnv, "") // restored after the test
-	if err := os.Unsetenv(node.APITokenEnv); err != nil {
+	t.Setenv(config.APITokenEnv, "") // restored after the test
+	if err := os.Unsetenv(config.APITokenEnv); err != nil {
 		t.Fatal(err)
 	}
 	net := testnet.New(t, 3, testnet.Options{})

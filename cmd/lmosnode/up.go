@@ -15,6 +15,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
+	"github.com/lmosnode/lmosnode/node/homedir"
+	"github.com/lmosnode/lmosnode/node/version"
 )
 
 // startTimeout bounds how long binding the listeners may take.
@@ -60,7 +63,7 @@ built in.`,
 	}
 	f := cmd.Flags()
 	f.StringArray("listen", nil, "libp2p listen multiaddr; repeat for several (replaces config listen)")
-	f.String("api", "", "HTTP API host:port; port 0 picks a free port; a non-loopback address needs apiToken in config.json or $"+node.APITokenEnv)
+	f.String("api", "", "HTTP API host:port; port 0 picks a free port; a non-loopback address needs apiToken in config.json or $"+config.APITokenEnv)
 	f.Bool("mdns", true, "discover LMOS nodes on the local network by mDNS")
 	f.StringArray("api-cors-origin", nil, "origin (scheme://host[:port], or *) whose web pages may call the HTTP API from a browser (CORS); repeat for several (replaces config apiCORS.allowOrigins)")
 	f.StringArray("bootstrap", nil, "bootstrap peer multiaddr ending in /p2p/<peer ID>; repeat for several (replaces config bootstrap)")
@@ -79,11 +82,11 @@ func runUp(cmd *cobra.Command, _ []string) (err error) {
 	if err != nil {
 		return err
 	}
-	created, err := node.Init(home)
+	created, err := homedir.Init(home)
 	if err != nil {
 		return err
 	}
-	cfg, err := node.LoadConfig(home)
+	cfg, err := config.Load(home)
 	if err != nil {
 		return err
 	}
@@ -121,7 +124,7 @@ func runUp(cmd *cobra.Command, _ []string) (err error) {
 	}
 
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "lmosnode %s is up\n", node.Version)
+	fmt.Fprintf(out, "lmosnode %s is up\n", version.Version)
 	info := n.Info()
 	printInfo(out, info)
 	fmt.Fprintf(out, "console: %s/ (open it in a browser)\n", info.APIURL)
@@ -134,7 +137,7 @@ func runUp(cmd *cobra.Command, _ []string) (err error) {
 }
 
 // applyUpFlags overrides cfg with the flags given on the command line.
-func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
+func applyUpFlags(cmd *cobra.Command, cfg *config.Config) error {
 	f := cmd.Flags()
 	var err error
 	if f.Changed("listen") {
@@ -193,7 +196,7 @@ func applyUpFlags(cmd *cobra.Command, cfg *node.Config) error {
 
 // printNextSteps ends up's banner with what to do next, as commands to
 // paste in another terminal.
-func printNextSteps(w io.Writer, home string, cfg node.Config) {
+func printNextSteps(w io.Writer, home string, cfg config.Config) {
 	h := " --home " + shellQuote(home)
 	fmt.Fprintf(w, "\nnext, in another terminal:\n")
 	fmt.Fprintf(w, "  lmosnode things publish examples/things/weather-agent.json%s   # publish a Thing (a TD file)\n", h)

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 )
 
 // TestUpNATFlags checks that the NAT flags of up replace the config's
@@ -18,7 +18,7 @@ func TestUpNATFlags(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := node.DefaultConfig()
+	cfg := config.Default()
 	cfg.NoAnnounce = []string{"/ip4/10.0.0.0/ipcidr/8"}
 	if err := applyUpFlags(cmd, &cfg); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/version"
 )
 
 // versionInfo is what 'lmosnode version --json' prints.
@@ -18,7 +18,7 @@ type versionInfo struct {
 }
 
 func currentVersion() versionInfo {
-	return versionInfo{Version: node.Version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	return versionInfo{Version: version.Version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 }
 
 // versionLine is the line 'lmosnode version' and 'lmosnode --version'

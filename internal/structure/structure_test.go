@@ -125,6 +125,7 @@ var nodeRank = map[string]int{
 	"node/logroute":   0,
 	"node/metrics":    0,
 	"node/trust":      0,
+	"node/version":    0,
 
 	// The trust list's HTTP API, beside the list.
 	"node/trust/trustapi": 1,
@@ -147,11 +148,16 @@ var nodeRank = map[string]int{
 	"node/federation": 4,
 	"node/groupsvc":   4,
 	"node/own":        4,
+	// The serialisable configuration: it validates what the
+	// directory, MQTT and API settings mean.
+	"node/config": 4,
 
 	// The groups HTTP API sits on the group service it serves; the
 	// directory API's test kit builds the own Things.
 	"node/groupsvc/groupapi": 5,
 	"node/tdd/tddtest":       5,
+	// The home directory: its files, written with the config.
+	"node/homedir": 5,
 	// The local API's mux, guards and node routes.
 	"node/api": 5,
 

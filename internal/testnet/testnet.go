@@ -24,6 +24,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -37,10 +38,10 @@ const LogEnv = "LMOS_TEST_LOG"
 // a free port, the API on 127.0.0.1 with a free port, no bootstrap peers,
 // and mDNS, AutoNAT, hole punching and the relay client off. The DHT is a
 // server: with AutoNAT off a node could never tell that it is reachable.
-func Config(t testing.TB) node.Config {
+func Config(t testing.TB) config.Config {
 	t.Helper()
-	cfg := node.LoopbackConfig(t.TempDir())
-	cfg.DHTMode = node.DHTModeServer
+	cfg := config.Loopback(t.TempDir())
+	cfg.DHTMode = config.DHTModeServer
 	return cfg
 }
 
@@ -60,7 +61,7 @@ func Logger(t testing.TB) *slog.Logger {
 // nodes (Config, Logger).
 type Options struct {
 	// Configure, if set, adjusts the config of node i before it is built.
-	Configure func(i int, cfg *node.Config)
+	Configure func(i int, cfg *config.Config)
 	// NodeOptions, if set, returns further options for node i.
 	NodeOptions func(i int) []node.Option
 }

@@ -27,4 +27,3 @@ type NodeInfo struct {
 	// Started is when the node started (its uptime is since then).
 	Started time.Time `json:"started,omitzero"`
 }
-

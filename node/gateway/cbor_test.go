@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fxamacker/cbor/v2"
+
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 

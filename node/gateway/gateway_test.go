@@ -19,6 +19,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -163,7 +164,7 @@ func newAPI(t *testing.T, n *node.Node) *api {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &api{t: t, base: "http://" + n.APIAddr(), hc: &http.Client{Transport: tr}, token: n.APIToken(),
-		all: n.Config().APIAuth.RequireTokenFor == node.TokenForAll}
+		all: n.Config().APIAuth.RequireTokenFor == config.TokenForAll}
 }
 
 func (a *api) do(method, path, body string) (int, http.Header, []byte) {

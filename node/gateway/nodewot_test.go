@@ -14,6 +14,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -84,8 +85,8 @@ func TestNodeWoTInterop(t *testing.T) {
 func TestNodeWoTBearer(t *testing.T) {
 	run := nodeWoT(t)
 	id := testnet.UniqueID(t)
-	_, consumer, th, err := pairTDWith(t, deviceTD(t, id), testnet.Options{Configure: func(_ int, cfg *node.Config) {
-		cfg.APIAuth.RequireTokenFor = node.TokenForAll
+	_, consumer, th, err := pairTDWith(t, deviceTD(t, id), testnet.Options{Configure: func(_ int, cfg *config.Config) {
+		cfg.APIAuth.RequireTokenFor = config.TokenForAll
 	}})
 	if err != nil {
 		t.Fatal(err)

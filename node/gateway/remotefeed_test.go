@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 )
 
 // A consumer on another node that subscribes to an event whose owner's
@@ -22,7 +22,7 @@ func TestRemoteSubscribeGetsOwnersError(t *testing.T) {
 	}))
 	defer backend.Close()
 	// gossip on: the consumer subscribes through the events topic
-	net := testnet.New(t, 2, testnet.Options{Configure: func(_ int, cfg *node.Config) { cfg.Gossip = true }})
+	net := testnet.New(t, 2, testnet.Options{Configure: func(_ int, cfg *config.Config) { cfg.Gossip = true }})
 	owner, consumer := net.Nodes[0], net.Nodes[1]
 	id := testnet.UniqueID(t)
 	raw, err := json.Marshal(deviceTD(t, id))

@@ -1,4 +1,4 @@
-package node
+package config
 
 import (
 	"bytes"
@@ -22,6 +22,10 @@ import (
 // EnvPrefix starts the name of every environment variable that overrides a
 // setting.
 const EnvPrefix = "LMOS_"
+
+// HomeEnv names the home directory when no --home flag is given; it is
+// no setting (config.json lives in the home).
+const HomeEnv = "LMOS_HOME"
 
 // Setting is one leaf of Config.
 type Setting struct {

@@ -1,4 +1,4 @@
-package node
+package config
 
 import (
 	"bytes"
@@ -27,14 +27,14 @@ import (
 )
 
 // Config is the serialisable configuration of a node, kept as config.json in
-// the node's home directory. Start from DefaultConfig: a config file is
+// the node's home directory. Start from Default: a config file is
 // merged over it (fields absent from the file keep their defaults), and
 // command-line flags override both.
 //
 // The zero value is not usable; New fills only the fields whose zero value
 // has no meaning (DHTMode, ConnMgr, Datastore.CacheMB, ThingTTL) and
 // rejects the rest through Validate. Booleans keep their zero value: a
-// Config built by hand without DefaultConfig runs without gossip and
+// Config built by hand without Default runs without gossip and
 // without sync on connect.
 type Config struct {
 	// Home is the node's home directory: identity key, config file,
@@ -53,9 +53,9 @@ type Config struct {
 	// APIToken, if set, is the bearer token every request to the API must
 	// carry (Authorization: Bearer <token>); the TDs the API serves then
 	// declare the bearer security scheme. Required, and at least
-	// minAPITokenLen characters of the RFC 6750 token alphabet, when API is
+	// MinAPITokenLen characters of the RFC 6750 token alphabet, when API is
 	// not a loopback address; empty by default (loopback, no token).
-	// $LMOS_API_TOKEN, when set, overrides it (see LoadConfig), so the
+	// $LMOS_API_TOKEN, when set, overrides it (see Load), so the
 	// secret can stay out of config.json.
 	APIToken string `json:"apiToken,omitempty"`
 	// APIAuth says which requests must carry the API's token (Config.APIToken,
@@ -257,8 +257,8 @@ type LivenessConfig struct {
 // gone for an hour is taken out of every directory.
 const DefaultOfflineTTL = time.Hour
 
-// withDefaults fills q's zero fields.
-func (q QuotaConfig) withDefaults() QuotaConfig {
+// WithDefaults fills q's zero fields.
+func (q QuotaConfig) WithDefaults() QuotaConfig {
 	if q.MaxThings == 0 {
 		q.MaxThings = DefaultMaxThingsPerPublisher
 	}
@@ -281,8 +281,8 @@ func (q QuotaConfig) validate() error {
 	return nil
 }
 
-// withDefaults fills l's zero fields.
-func (l LivenessConfig) withDefaults() LivenessConfig {
+// WithDefaults fills l's zero fields.
+func (l LivenessConfig) WithDefaults() LivenessConfig {
 	if l.OfflineAfter == 0 {
 		l.OfflineAfter = Duration(directory.DefaultOfflineAfter)
 	}
@@ -303,7 +303,7 @@ func (l LivenessConfig) validate() error {
 	if l.OfflineTTL < 0 {
 		return fmt.Errorf("offlineTTL: %s: must not be negative (0 means the default, %s)", l.OfflineTTL, DefaultOfflineTTL)
 	}
-	d := l.withDefaults()
+	d := l.WithDefaults()
 	if d.OfflineAfter < Duration(minOfflineAfter) {
 		return fmt.Errorf("offlineAfter: %s: must be at least %s", d.OfflineAfter, minOfflineAfter)
 	}
@@ -372,9 +372,9 @@ const (
 // sync).
 const minThingTTL = time.Minute
 
-// DefaultConfig returns the configuration a node runs with when config.json
+// Default returns the configuration a node runs with when config.json
 // says nothing else. Home is left empty: the caller sets it.
-func DefaultConfig() Config {
+func Default() Config {
 	return Config{
 		// Users expect a node to be reachable from their LAN out of the
 		// box, over every transport we speak: TCP and QUIC share the
@@ -389,7 +389,7 @@ func DefaultConfig() Config {
 		// elsewhere requires APIToken.
 		API: "127.0.0.1:5080",
 		// See APILimits' fields.
-		APILimits: defaultAPILimits(),
+		APILimits: DefaultAPILimits(),
 		// No public bootstrap peers are built in: an organisation chooses
 		// which federation it joins; a LAN needs none (mDNS).
 		Bootstrap: []string{},
@@ -445,17 +445,17 @@ func DefaultConfig() Config {
 		// Operators scrape /metrics; a node not watched pays little.
 		Libp2pMetrics: true,
 		// See QuotaConfig and LivenessConfig.
-		Quota:    QuotaConfig{}.withDefaults(),
-		Liveness: LivenessConfig{}.withDefaults(),
+		Quota:    QuotaConfig{}.WithDefaults(),
+		Liveness: LivenessConfig{}.WithDefaults(),
 	}
 }
 
-// LoopbackConfig is DefaultConfig for a node that must send nothing off
+// Loopback is Default for a node that must send nothing off
 // this machine (tests, examples, `lmosnode demo`): home as given, TCP and
 // the API on 127.0.0.1 with free ports, and everything that reaches out
 // off: no bootstrap peers, no mDNS, no AutoNAT, hole punching or relay.
-func LoopbackConfig(home string) Config {
-	cfg := DefaultConfig()
+func Loopback(home string) Config {
+	cfg := Default()
 	cfg.Home = home
 	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.API = "127.0.0.1:0"
@@ -465,10 +465,10 @@ func LoopbackConfig(home string) Config {
 	return cfg
 }
 
-// withFallbacks fills the fields whose zero value is not meaningful from
-// DefaultConfig.
-func (c Config) withFallbacks() Config {
-	def := DefaultConfig()
+// WithFallbacks fills the fields whose zero value is not meaningful from
+// Default.
+func (c Config) WithFallbacks() Config {
+	def := Default()
 	if c.DHTMode == "" {
 		c.DHTMode = def.DHTMode
 	}
@@ -510,7 +510,7 @@ func (c Config) validate() error {
 			return fmt.Errorf("listen[%d]: %q: %w", i, s, err)
 		}
 	}
-	loopback, err := apiAddrIsLoopback(c.API)
+	loopback, err := APIAddrIsLoopback(c.API)
 	if err != nil && strings.Contains(c.API, "://") {
 		// $LMOS_API names the API for commands as a URL; the node takes host:port
 		return fmt.Errorf("api: %q: %w (the node listens on host:port, e.g. 127.0.0.1:5080; $%s, if that is where it came from, may be written so for commands too)", c.API, err, EnvName("api"))
@@ -518,7 +518,7 @@ func (c Config) validate() error {
 	if err != nil {
 		return fmt.Errorf("api: %q: %w", c.API, err)
 	}
-	if err := validateAPIToken(c.APIToken, loopback); err != nil {
+	if err := ValidateAPIToken(c.APIToken, loopback); err != nil {
 		return fmt.Errorf("apiToken: %w", err)
 	}
 	if err := c.APIAuth.validate(loopback); err != nil {
@@ -602,7 +602,7 @@ func (c Config) validate() error {
 		}
 	}
 	for i, s := range c.NoAnnounce {
-		if _, err := parseAddrFilter(s); err != nil {
+		if _, err := ParseAddrFilter(s); err != nil {
 			return fmt.Errorf("noAnnounce[%d]: %q: %w", i, s, err)
 		}
 	}
@@ -656,9 +656,9 @@ func validateListenAddr(s string) error {
 	return errors.New("unsupported transport: want /tcp/<port>, /tcp/<port>/ws or /udp/<port>/quic-v1")
 }
 
-// apiAddrIsLoopback checks that s is host:port with an IP address or
+// APIAddrIsLoopback checks that s is host:port with an IP address or
 // localhost as host, and reports whether that host is loopback.
-func apiAddrIsLoopback(s string) (bool, error) {
+func APIAddrIsLoopback(s string) (bool, error) {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
 		return false, fmt.Errorf("must be host:port: %w", err)
@@ -676,23 +676,23 @@ func apiAddrIsLoopback(s string) (bool, error) {
 	return ip.IsLoopback(), nil
 }
 
-// minAPITokenLen is the shortest Config.APIToken: 32 characters of the
+// MinAPITokenLen is the shortest Config.APIToken: 32 characters of the
 // token alphabet carry well over 128 bits when generated at random
 // (openssl rand -hex 32 gives 64).
-const minAPITokenLen = 32
+const MinAPITokenLen = 32
 
-// validateAPIToken requires a token when the API is reachable from other
+// ValidateAPIToken requires a token when the API is reachable from other
 // machines, and a token that is long enough and fits in an Authorization
 // header whenever one is set.
-func validateAPIToken(token string, loopback bool) error {
+func ValidateAPIToken(token string, loopback bool) error {
 	if token == "" {
 		if !loopback {
-			return fmt.Errorf("required when api is not a loopback address: set apiToken (or $%s) to a random string of at least %d characters, e.g. the output of 'openssl rand -hex 32'", APITokenEnv, minAPITokenLen)
+			return fmt.Errorf("required when api is not a loopback address: set apiToken (or $%s) to a random string of at least %d characters, e.g. the output of 'openssl rand -hex 32'", APITokenEnv, MinAPITokenLen)
 		}
 		return nil
 	}
-	if len(token) < minAPITokenLen {
-		return fmt.Errorf("%d characters: must be at least %d (e.g. the output of 'openssl rand -hex 32')", len(token), minAPITokenLen)
+	if len(token) < MinAPITokenLen {
+		return fmt.Errorf("%d characters: must be at least %d (e.g. the output of 'openssl rand -hex 32')", len(token), MinAPITokenLen)
 	}
 	if !isBearerToken(token) {
 		return errors.New("must use only letters, digits and -._~+/ (with trailing =), as a bearer token (RFC 6750)")
@@ -718,21 +718,21 @@ func isBearerToken(s string) bool {
 	return true
 }
 
-// ConfigFile is the name of the config file in a node's home directory.
-const ConfigFile = "config.json"
+// File is the name of the config file in a node's home directory.
+const File = "config.json"
 
 // APITokenEnv is the environment variable that, when set, overrides
-// Config.APIToken, for the daemon (LoadConfig; it is EnvName("apiToken"))
+// Config.APIToken, for the daemon (Load; it is EnvName("apiToken"))
 // and for the CLI commands that call it (LoadAPIToken).
 const APITokenEnv = "LMOS_API_TOKEN"
 
-// LoadConfig reads home/config.json merged over DefaultConfig, applies the
+// Load reads home/config.json merged over Default, applies the
 // environment (ApplyEnv: $LMOS_API_TOKEN, $LMOS_DHT_MODE, …, one variable
 // per setting) and sets Home. Unknown fields are errors (a misspelt field
 // would otherwise silently keep its default). It does not validate; New
 // does.
-func LoadConfig(home string) (Config, error) {
-	cfg, err := LoadConfigFile(home)
+func Load(home string) (Config, error) {
+	cfg, err := LoadFile(home)
 	if err != nil {
 		return Config{}, err
 	}
@@ -742,15 +742,15 @@ func LoadConfig(home string) (Config, error) {
 	return cfg, nil
 }
 
-// LoadConfigFile is LoadConfig without the environment: what config.json
+// LoadFile is Load without the environment: what config.json
 // says, over the defaults ('lmosnode config set' edits this).
-func LoadConfigFile(home string) (Config, error) {
-	path := filepath.Join(home, ConfigFile)
+func LoadFile(home string) (Config, error) {
+	path := filepath.Join(home, File)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
-	cfg := DefaultConfig()
+	cfg := Default()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
@@ -763,13 +763,13 @@ func LoadConfigFile(home string) (Config, error) {
 	return cfg, nil
 }
 
-// WriteConfig writes cfg to home/config.json (mode 0600, atomically).
-func WriteConfig(home string, cfg Config) error {
+// Write writes cfg to home/config.json (mode 0600, atomically).
+func Write(home string, cfg Config) error {
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	path := filepath.Join(home, ConfigFile)
+	path := filepath.Join(home, File)
 	if err := atomicfile.Write(path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
@@ -802,20 +802,21 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// configExists reports whether home holds a config file.
-func configExists(home string) (bool, error) {
-	_, err := os.Stat(filepath.Join(home, ConfigFile))
+// Exists reports whether home holds a config file.
+func Exists(home string) (bool, error) {
+	_, err := os.Stat(filepath.Join(home, File))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-// directoryConfig is the directory's part of cfg: the lifetime of learned
+// Directory is the directory's part of c: the lifetime of learned
 // Things, the quota per publisher and liveness. The purge loop runs often
 // enough to drop offline Things within a quarter of OfflineTTL.
-func directoryConfig(cfg Config) directory.Config {
-	q, l := cfg.Quota.withDefaults(), cfg.Liveness.withDefaults()
+func (c Config) Directory() directory.Config {
+	cfg := c
+	q, l := cfg.Quota.WithDefaults(), cfg.Liveness.WithDefaults()
 	return directory.Config{
 		TTL:                   time.Duration(cfg.ThingTTL),
 		PurgeInterval:         min(directory.DefaultPurgeInterval, time.Duration(l.OfflineTTL)/4),

@@ -1,11 +1,13 @@
-package node
+// Package version holds the lmosnode version, one value for the API, the
+// CLI, libp2p identify and the MCP and tracing self-descriptions.
+package version
 
 import "runtime/debug"
 
 // Version is the lmosnode version, reported by the API, the CLI and libp2p
 // identify (user agent "lmosnode/<Version>"). Release builds set it with
 //
-//	go build -ldflags "-X github.com/lmosnode/lmosnode/node.Version=v1.2.3"
+//	go build -ldflags "-X github.com/lmosnode/lmosnode/node/version.Version=v1.2.3"
 //
 // Otherwise it comes from the Go build info: the module version when built
 // with `go install …@version`, else "devel" plus the VCS revision.

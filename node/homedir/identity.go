@@ -1,4 +1,4 @@
-package node
+package homedir
 
 import (
 	"crypto/ed25519"
@@ -52,9 +52,9 @@ func LoadIdentity(home string) (crypto.PrivKey, error) {
 	return key, nil
 }
 
-// loadOrCreateIdentity loads home/identity.key, creating a new Ed25519 key
+// LoadOrCreateIdentity loads home/identity.key, creating a new Ed25519 key
 // (mode 0600) if the file does not exist.
-func loadOrCreateIdentity(home string) (key crypto.PrivKey, created bool, err error) {
+func LoadOrCreateIdentity(home string) (key crypto.PrivKey, created bool, err error) {
 	key, err = LoadIdentity(home)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return key, false, err

@@ -1,4 +1,4 @@
-package node
+package config
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 // setting has a row naming its environment variable and its default, and
 // no row names a setting that does not exist.
 func TestConfigReference(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "docs", "config.md"))
+	f, err := os.Open(filepath.Join("..", "..", "docs", "config.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestConfigReference(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	def := DefaultConfig()
+	def := Default()
 	var missing, extra []string
 	known := map[string]bool{}
 	for _, s := range Settings() {
@@ -64,7 +64,7 @@ func TestConfigReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		if r.def != string(v) {
-			t.Errorf("docs/config.md: %s: default %s, want %s (DefaultConfig)", s.Path, r.def, v)
+			t.Errorf("docs/config.md: %s: default %s, want %s (Default)", s.Path, r.def, v)
 		}
 	}
 	for path := range doc {
@@ -74,10 +74,10 @@ func TestConfigReference(t *testing.T) {
 	}
 	slices.Sort(extra)
 	if len(missing) > 0 {
-		t.Errorf("docs/config.md lacks a row for these settings of node.Config (add | `path` | `LMOS_…` | `default` | meaning |): %s", strings.Join(missing, ", "))
+		t.Errorf("docs/config.md lacks a row for these settings of config.Config (add | `path` | `LMOS_…` | `default` | meaning |): %s", strings.Join(missing, ", "))
 	}
 	if len(extra) > 0 {
-		t.Errorf("docs/config.md documents settings node.Config does not have (remove or rename them): %s", strings.Join(extra, ", "))
+		t.Errorf("docs/config.md documents settings config.Config does not have (remove or rename them): %s", strings.Join(extra, ", "))
 	}
 }
 
@@ -121,11 +121,11 @@ func TestApplyEnv(t *testing.T) {
 		"LMOS_LISTEN":                    "[]",
 		"LMOS_MQTT":                      "", // empty: unset
 	}
-	cfg := DefaultConfig()
+	cfg := Default()
 	if err := ApplyEnv(&cfg, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
 		t.Fatal(err)
 	}
-	want := DefaultConfig()
+	want := Default()
 	want.DHTMode, want.MDNS, want.ConnMgr.High = DHTModeServer, false, 300
 	want.APILimits.BodyTimeout, want.APILimits.MaxBodyBytes = Duration(time.Minute), 1024
 	want.Bootstrap = []string{
@@ -143,7 +143,7 @@ func TestApplyEnv(t *testing.T) {
 		"LMOS_THING_TTL":     "forever",
 		"LMOS_LISTEN":        "[1,2]",
 	} {
-		cfg := DefaultConfig()
+		cfg := Default()
 		err := ApplyEnv(&cfg, func(key string) (string, bool) { return v, key == k })
 		if err == nil || !strings.Contains(err.Error(), "$"+k) {
 			t.Errorf("%s=%s: %v, want an error naming the variable", k, v, err)
@@ -151,38 +151,38 @@ func TestApplyEnv(t *testing.T) {
 	}
 }
 
-// TestLoadConfigEnv: the environment overrides config.json in LoadConfig,
-// not in LoadConfigFile.
+// TestLoadConfigEnv: the environment overrides config.json in Load,
+// not in LoadFile.
 func TestLoadConfigEnv(t *testing.T) {
 	home := t.TempDir()
-	if _, err := Init(home); err != nil {
+	if err := Write(home, Default()); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfigFile(home)
+	cfg, err := LoadFile(home)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.DHTMode = DHTModeClient
-	if err := WriteConfig(home, cfg); err != nil {
+	if err := Write(home, cfg); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("LMOS_DHT_MODE", "server")
-	if cfg, err := LoadConfig(home); err != nil || cfg.DHTMode != DHTModeServer {
-		t.Errorf("LoadConfig with $LMOS_DHT_MODE: %v %q", err, cfg.DHTMode)
+	if cfg, err := Load(home); err != nil || cfg.DHTMode != DHTModeServer {
+		t.Errorf("Load with $LMOS_DHT_MODE: %v %q", err, cfg.DHTMode)
 	}
-	if cfg, err := LoadConfigFile(home); err != nil || cfg.DHTMode != DHTModeClient {
-		t.Errorf("LoadConfigFile: %v %q", err, cfg.DHTMode)
+	if cfg, err := LoadFile(home); err != nil || cfg.DHTMode != DHTModeClient {
+		t.Errorf("LoadFile: %v %q", err, cfg.DHTMode)
 	}
 	t.Setenv("LMOS_CONN_MGR_LOW", "x")
-	if _, err := LoadConfig(home); err == nil || !strings.Contains(err.Error(), "$LMOS_CONN_MGR_LOW") {
-		t.Errorf("LoadConfig with a bad variable: %v", err)
+	if _, err := Load(home); err == nil || !strings.Contains(err.Error(), "$LMOS_CONN_MGR_LOW") {
+		t.Errorf("Load with a bad variable: %v", err)
 	}
 }
 
 // TestAPIURLHint: an api written as a URL (as commands take $LMOS_API)
 // says how the node wants it.
 func TestAPIURLHint(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Default()
 	cfg.Home = t.TempDir()
 	cfg.API = "http://127.0.0.1:5080"
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "host:port, e.g. 127.0.0.1:5080") || !strings.Contains(err.Error(), "$LMOS_API") {

@@ -1,4 +1,4 @@
-package node
+package config
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 )
 
 func TestDefaultConfigValidates(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Default()
 	cfg.Home = t.TempDir()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{"offline ttl below offline after", func(c *Config) { c.Liveness.OfflineTTL = Duration(time.Minute) }, "liveness.offlineTTL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := Default()
 			cfg.Home = "/tmp/x"
 			tc.mutate(&cfg)
 			err := cfg.Validate()
@@ -97,7 +97,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 }
 
 func TestConfigValidateAccepts(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Default()
 	cfg.Home = "/tmp/x"
 	cfg.Listen = []string{"/ip6/::1/tcp/0", "/ip6/::1/udp/0/quic-v1", "/ip4/127.0.0.1/tcp/0/ws"}
 	cfg.API = "[::1]:0"
@@ -124,20 +124,20 @@ func TestConfigValidateAccepts(t *testing.T) {
 func TestLoadConfigMergesOverDefaults(t *testing.T) {
 	home := t.TempDir()
 	file := `{"mdns": false, "connMgr": {"high": 300}, "listen": ["/ip4/127.0.0.1/tcp/0"]}`
-	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(file), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, File), []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadConfig(home)
+	got, err := Load(home)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := DefaultConfig()
+	want := Default()
 	want.Home = home
 	want.MDNS = false
 	want.ConnMgr.High = 300
 	want.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("LoadConfig =\n%+v\nwant\n%+v", got, want)
+		t.Errorf("Load =\n%+v\nwant\n%+v", got, want)
 	}
 }
 
@@ -153,39 +153,39 @@ func TestLoadConfigErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
-			if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(tc.file), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(home, File), []byte(tc.file), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadConfig(home)
+			_, err := Load(home)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := LoadConfig(t.TempDir()); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := Load(t.TempDir()); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: err = %v, want fs.ErrNotExist", err)
 	}
 }
 
 func TestConfigRoundTrip(t *testing.T) {
 	home := t.TempDir()
-	cfg := DefaultConfig()
+	cfg := Default()
 	cfg.ConnMgr.Grace = Duration(90 * time.Second)
-	if err := WriteConfig(home, cfg); err != nil {
+	if err := Write(home, cfg); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(filepath.Join(home, ConfigFile))
+	fi, err := os.Stat(filepath.Join(home, File))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("config mode %#o, want 0600", fi.Mode().Perm())
 	}
-	raw, _ := os.ReadFile(filepath.Join(home, ConfigFile))
+	raw, _ := os.ReadFile(filepath.Join(home, File))
 	if !strings.Contains(string(raw), `"grace": "1m30s"`) {
 		t.Errorf("grace not written as a duration string:\n%s", raw)
 	}
-	got, err := LoadConfig(home)
+	got, err := Load(home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,25 +195,23 @@ func TestConfigRoundTrip(t *testing.T) {
 	}
 }
 
-func TestNewFillsFallbacks(t *testing.T) {
-	cfg := testConfig(t)
+func TestWithFallbacks(t *testing.T) {
+	cfg := Loopback(t.TempDir())
 	cfg.DHTMode = ""
 	cfg.ConnMgr = ConnMgrConfig{}
 	cfg.Datastore = DatastoreConfig{}
-	n, err := New(cfg)
-	if err != nil {
+	def := Default()
+	got := cfg.WithFallbacks()
+	if err := got.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	defer n.Close()
-	def := DefaultConfig()
-	got := n.Config()
 	if got.DHTMode != def.DHTMode || got.ConnMgr != def.ConnMgr || got.Datastore != def.Datastore {
 		t.Errorf("fallbacks not filled: %+v", got)
 	}
 }
 
 func TestDefaultConfigJSONKeys(t *testing.T) {
-	raw, err := json.Marshal(DefaultConfig())
+	raw, err := json.Marshal(Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package node
+package homedir
 
 import (
 	"errors"
@@ -6,16 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/lmosnode/lmosnode/node/config"
 )
 
 // Files and directories in a node's home directory.
 const (
-	// HomeEnv is the environment variable that names the home directory
-	// when no --home flag is given.
-	HomeEnv = "LMOS_HOME"
-	// DefaultHomeName is the home directory's name under the user's home
+	// DefaultName is the home directory's name under the user's home
 	// directory when neither --home nor LMOS_HOME is given.
-	DefaultHomeName = ".lmosnode"
+	DefaultName = ".lmosnode"
 	// IdentityFile holds the node's Ed25519 libp2p private key (mode 0600).
 	IdentityFile = "identity.key"
 	// DatastoreDir holds the pebble datastore.
@@ -28,19 +27,19 @@ const (
 	APITokenFile = "api-token"
 )
 
-// ResolveHome returns the absolute home directory: flagValue if set, else
+// Resolve returns the absolute home directory: flagValue if set, else
 // $LMOS_HOME if set, else ~/.lmosnode.
-func ResolveHome(flagValue string) (string, error) {
+func Resolve(flagValue string) (string, error) {
 	home := flagValue
 	if home == "" {
-		home = os.Getenv(HomeEnv)
+		home = os.Getenv(config.HomeEnv)
 	}
 	if home == "" {
 		userHome, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("home: no --home, no $%s and no user home directory: %w", HomeEnv, err)
+			return "", fmt.Errorf("home: no --home, no $%s and no user home directory: %w", config.HomeEnv, err)
 		}
-		home = filepath.Join(userHome, DefaultHomeName)
+		home = filepath.Join(userHome, DefaultName)
 	}
 	abs, err := filepath.Abs(home)
 	if err != nil {
@@ -73,17 +72,17 @@ func Init(home string) (created []string, err error) {
 	if err := mkdir(home); err != nil {
 		return created, fmt.Errorf("init %s: %w", home, err)
 	}
-	ok, err := configExists(home)
+	ok, err := config.Exists(home)
 	if err != nil {
 		return created, fmt.Errorf("init %s: %w", home, err)
 	}
 	if !ok {
-		if err := WriteConfig(home, DefaultConfig()); err != nil {
+		if err := config.Write(home, config.Default()); err != nil {
 			return created, fmt.Errorf("init: %w", err)
 		}
-		created = append(created, filepath.Join(home, ConfigFile))
+		created = append(created, filepath.Join(home, config.File))
 	}
-	_, made, err := loadOrCreateIdentity(home)
+	_, made, err := LoadOrCreateIdentity(home)
 	if err != nil {
 		return created, fmt.Errorf("init: %w", err)
 	}
@@ -93,7 +92,7 @@ func Init(home string) (created []string, err error) {
 	if err := mkdir(filepath.Join(home, DatastoreDir)); err != nil {
 		return created, fmt.Errorf("init: datastore: %w", err)
 	}
-	_, made, err = loadOrCreateAPIToken(home)
+	_, made, err = LoadOrCreateAPIToken(home)
 	if err != nil {
 		return created, fmt.Errorf("init: %w", err)
 	}
