@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/interact"
 )
 
 // buildA2A builds the A2A bridge: every lmos:Agent the node may see is an
@@ -20,8 +21,7 @@ func (n *Node) buildA2A(key ed25519.PrivateKey, log *slog.Logger) error {
 		Resolver:  n.own,
 		TDs:       n.own,
 		Self:      n.peerID,
-		Local:     n.own.Engine(),
-		Remote:    n.remote(),
+		Invokers:  interact.NewRouter(n.peerID, n.own.Engine(), n.remote(), n.own),
 		Key:       key,
 		Publisher: n.own,
 		Client:    n.a2aClient,

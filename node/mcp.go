@@ -3,6 +3,7 @@ package node
 import (
 	"path/filepath"
 
+	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 	"github.com/lmosnode/lmosnode/node/version"
 )
@@ -20,8 +21,7 @@ func (n *Node) buildMCP() error {
 		Directory: n.dir,
 		Self:      n.peerID,
 		Resolver:  n.own,
-		Local:     n.own.Engine(),
-		Remote:    n.remote(),
+		Invokers:  interact.NewRouter(n.peerID, n.own.Engine(), n.remote(), n.own),
 		Visible:   n.own.Visible,
 	}, mcpbridge.Config{}, mcpbridge.WithLogger(n.log.With("component", "mcp")))
 	return err

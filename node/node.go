@@ -345,12 +345,10 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	}
 	gwDeps := gateway.Deps{
 		Resolver: n.own,
-		Self:     n.peerID,
 		// The HTTP binding's consumers; a call of an own Thing is also
 		// the owner side's.
-		Local:  interact.Instrument(n.ownerLocal(), interact.SideConsumer, "http", n.instrumentation()),
-		Remote: interact.InstrumentRemote(n.remote(), interact.SideConsumer, "http", n.instrumentation()),
-		Trust:  n.trust,
+		Invokers: interact.InstrumentRouter(n.router, interact.SideConsumer, "http", n.instrumentation()),
+		Trust:    n.trust,
 	}
 	if n.mqtt != nil {
 		gwDeps.Broker = brokerForms{n.mqtt, n.own}

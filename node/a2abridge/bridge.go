@@ -101,10 +101,12 @@ type TDs interface {
 	TDOf(publisher peer.ID, id string) (*lmosproto.TD, bool)
 }
 
-// Remote opens interactions with Things owned by another node;
-// *interact.Client implements it.
-type Remote interface {
-	Invoker(owner peer.ID) interact.Invoker
+// Invokers calls the agent a request resolved to: For(publisher) is the
+// engine for the node's own Things and the owner node over libp2p
+// otherwise. *interact.Router implements it, the node's one rule of how to
+// call a Thing.
+type Invokers interface {
+	For(publisher peer.ID) interact.Invoker
 }
 
 // Publisher publishes an own Thing (tdd.Publisher; own.Things implements
@@ -124,12 +126,10 @@ type Deps struct {
 	Resolver Resolver
 	// TDs parses the TDs of directory entries.
 	TDs TDs
-	// Self is this node's peer ID: its Things go to Local.
+	// Self is this node's peer ID, named in the node's card.
 	Self peer.ID
-	// Local serves the node's own Things (the engine).
-	Local interact.Invoker
-	// Remote reaches the Things of other nodes.
-	Remote Remote
+	// Invokers calls the resolved agent's publisher.
+	Invokers Invokers
 	// Key is the node's signing key: cards are signed with it.
 	Key ed25519.PrivateKey
 	// Publisher publishes imported agents.
@@ -209,10 +209,8 @@ func New(deps Deps, cfg Config, opts ...Option) (*Bridge, error) {
 		return nil, errors.New("a2abridge: Deps.TDs is nil")
 	case deps.Self == "":
 		return nil, errors.New("a2abridge: Deps.Self is empty")
-	case deps.Local == nil:
-		return nil, errors.New("a2abridge: Deps.Local is nil")
-	case deps.Remote == nil:
-		return nil, errors.New("a2abridge: Deps.Remote is nil")
+	case deps.Invokers == nil:
+		return nil, errors.New("a2abridge: Deps.Invokers is nil")
 	case len(deps.Key) != ed25519.PrivateKeySize:
 		return nil, errors.New("a2abridge: Deps.Key is not an Ed25519 private key")
 	case deps.Publisher == nil:
@@ -233,13 +231,4 @@ func (b *Bridge) Close() error {
 	b.cancel()
 	b.wg.Wait()
 	return nil
-}
-
-// invoker returns the Invoker of the Thing e: the engine for the node's
-// own Things, the owner node over libp2p otherwise.
-func (b *Bridge) invoker(e directory.Entry) interact.Invoker {
-	if e.Publisher == b.deps.Self {
-		return b.deps.Local
-	}
-	return b.deps.Remote.Invoker(e.Publisher)
 }

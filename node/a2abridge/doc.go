@@ -19,8 +19,9 @@
 // node's Ed25519 key (JWS EdDSA over the JCS form, kid the node's did:key).
 // A message invokes one action of the agent (metadata "lmos:action", else
 // its only action) through the node's normal invocation path: the engine
-// for its own Things, the owner node over libp2p for the others, after
-// the node's one rule of which publisher serves a Thing (a group-scoped
+// for its own Things, the owner node over libp2p for the others
+// (Deps.Invokers, interact.Router.For), after the node's one rule of
+// which publisher serves a Thing (a group-scoped
 // agent of a group this node is not in is refused, its card not served).
 // The invocation is an A2A task: actionStatus running with output are
 // artifact chunks (artifact "stream"), the final output the artifact

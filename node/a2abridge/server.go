@@ -463,7 +463,7 @@ func (b *Bridge) start(c *call) (started, *RPCError) {
 		return started{}, rpcErr(CodeInternal, "%v", err)
 	}
 	actx, cancel := context.WithCancel(b.ctx)
-	sess, err := b.invoker(e).Invoke(actx, req)
+	sess, err := b.deps.Invokers.For(e.Publisher).Invoke(actx, req)
 	if err != nil {
 		cancel()
 		t.fail(fmt.Sprintf("invoking action %q of agent %q: %v", action, td.ID, err))

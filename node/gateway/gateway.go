@@ -110,10 +110,12 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Remote opens interactions with Things owned by another node;
-// *interact.Client implements it.
-type Remote interface {
-	Invoker(owner peer.ID) interact.Invoker
+// Invokers calls the Thing a request resolved to: For(publisher) is the
+// engine for the node's own Things and the owner node over libp2p
+// otherwise. *interact.Router implements it, the node's one rule of how to
+// call a Thing.
+type Invokers interface {
+	For(publisher peer.ID) interact.Invoker
 }
 
 // Resolver finds the Thing a consumer of this node addresses: the id, a
@@ -139,12 +141,8 @@ type Broker interface {
 type Deps struct {
 	// Resolver finds the Thing a request addresses. Required.
 	Resolver Resolver
-	// Self is this node's peer ID: its Things go to Local. Required.
-	Self peer.ID
-	// Local serves the node's own Things (the engine). Required.
-	Local interact.Invoker
-	// Remote reaches the Things of other nodes. Required.
-	Remote Remote
+	// Invokers calls the resolved Thing's publisher. Required.
+	Invokers Invokers
 	// Broker, if set, adds MQTT forms to the consumer views of the Things
 	// the node's MQTT gateway exposes.
 	Broker Broker
@@ -184,12 +182,8 @@ func New(deps Deps, cfg Config, opts ...Option) (*Handler, error) {
 	switch {
 	case deps.Resolver == nil:
 		return nil, errors.New("gateway: Deps.Resolver is nil")
-	case deps.Self == "":
-		return nil, errors.New("gateway: Deps.Self is empty")
-	case deps.Local == nil:
-		return nil, errors.New("gateway: Deps.Local is nil")
-	case deps.Remote == nil:
-		return nil, errors.New("gateway: Deps.Remote is nil")
+	case deps.Invokers == nil:
+		return nil, errors.New("gateway: Deps.Invokers is nil")
 	}
 	log := slog.New(slog.DiscardHandler)
 	for _, opt := range opts {

@@ -88,7 +88,7 @@ func (l *deadlineListener) foreign() []time.Time {
 // viaRouter reaches every Thing through the node's router.
 type viaRouter struct{ inv interact.Invoker }
 
-func (v viaRouter) Invoker(peer.ID) interact.Invoker { return v.inv }
+func (v viaRouter) For(peer.ID) interact.Invoker { return v.inv }
 
 // A streaming invocation whose body has ended leaves its kept-alive
 // connection usable. Once a request body has ended, net/http reads the
@@ -106,7 +106,7 @@ func TestStreamingKeepsConnectionUsable(t *testing.T) {
 	if _, err := n.Register(deviceTD(t, id), device()); err != nil {
 		t.Fatal(err)
 	}
-	h, err := gateway.New(gateway.Deps{Resolver: n.Things(), Self: n.PeerID(), Local: n.Invoker(), Remote: viaRouter{n.Invoker()}}, gateway.Config{})
+	h, err := gateway.New(gateway.Deps{Resolver: n.Things(), Invokers: viaRouter{n.Invoker()}}, gateway.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,13 +47,9 @@ func (h *Handler) resolve(r *http.Request, call bool) (target, *lmosproto.Proble
 	return target{entry: e, pinned: pub != ""}, nil
 }
 
-// invoker returns the Invoker of the Thing t: the engine for the node's
-// own Things, the owner node over libp2p otherwise.
+// invoker returns the Invoker of the Thing t (Deps.Invokers).
 func (h *Handler) invoker(t target) interact.Invoker {
-	if t.entry.Publisher == h.deps.Self {
-		return h.deps.Local
-	}
-	return h.deps.Remote.Invoker(t.entry.Publisher)
+	return h.deps.Invokers.For(t.entry.Publisher)
 }
 
 // query is the query string that keeps addressing t in URLs the gateway

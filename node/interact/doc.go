@@ -17,6 +17,12 @@
 // gateway (HTTP, WebSocket, MQTT) adapts a Session to its protocol and
 // nothing more.
 //
+// The Router is the one rule of which of them to call: For(publisher) is
+// the Engine when this node publishes the Thing and the Client's Invoker
+// of the publisher otherwise; Router.Invoke first asks Owners which node
+// that is. Gateways and bridges that resolve the publisher themselves
+// call For, the others Invoke; none decides local or remote on its own.
+//
 // Each part is built the same way: NewEngine(EngineDeps, EngineConfig,
 // ...Option), NewServer(ServerDeps, TransportConfig, ...Option),
 // NewClient(ClientDeps, TransportConfig, ...Option) and

@@ -150,19 +150,9 @@ func (e *Engine) Invoke(ctx context.Context, req *proto.Message) (Session, error
 		e.unsubscribe(req, caller)
 		return newClosedSession(req, nil), nil
 	}
-	td, ok := e.things.TD(req.ThingID)
-	if !ok {
-		return e.reject(req, problem(http.StatusNotFound, TitleThingNotFound, "this node has no Thing %q", req.ThingID)), nil
-	}
-	if err := e.authorize(ctx, td, req); err != nil {
-		e.log.Debug("request refused", "request", req, "caller", caller, "err", err)
+	td, b, err := e.admit(ctx, req, caller)
+	if err != nil {
 		return e.reject(req, err), nil
-	}
-	e.mu.Lock()
-	b := e.backends[req.ThingID]
-	e.mu.Unlock()
-	if b == nil {
-		return e.reject(req, problem(http.StatusServiceUnavailable, TitleUnavailable, "no backend serves Thing %q", req.ThingID)), nil
 	}
 	if req.OneWay {
 		switch req.Type {
@@ -175,31 +165,55 @@ func (e *Engine) Invoke(ctx context.Context, req *proto.Message) (Session, error
 	if err := CheckAffordance(td, req); err != nil {
 		return e.reject(req, err), nil
 	}
+	return e.open(ctx, req, caller, td, b), nil
+}
+
+// admit finds the Thing req addresses, lets the Authorize hook decide
+// whether caller may open req on it, and finds the Thing's backend.
+func (e *Engine) admit(ctx context.Context, req *proto.Message, caller string) (*proto.TD, Backend, error) {
+	td, ok := e.things.TD(req.ThingID)
+	if !ok {
+		return nil, nil, problem(http.StatusNotFound, TitleThingNotFound, "this node has no Thing %q", req.ThingID)
+	}
+	if err := e.authorize(ctx, td, req); err != nil {
+		e.log.Debug("request refused", "request", req, "caller", caller, "err", err)
+		return nil, nil, err
+	}
+	e.mu.Lock()
+	b := e.backends[req.ThingID]
+	e.mu.Unlock()
+	if b == nil {
+		return nil, nil, problem(http.StatusServiceUnavailable, TitleUnavailable, "no backend serves Thing %q", req.ThingID)
+	}
+	return td, b, nil
+}
+
+// open checks req against the data schemas of its affordance on td and
+// opens it with backend b: a call (start) or a subscription (subscribe).
+func (e *Engine) open(ctx context.Context, req *proto.Message, caller string, td *proto.TD, b Backend) Session {
 	switch req.Type {
 	case proto.MsgReadProperty, proto.MsgWriteProperty, proto.MsgObserveProperty:
-		p, err := e.checkProperty(td, req)
-		if err != nil {
-			return e.reject(req, err), nil
+		if _, err := e.checkProperty(td, req); err != nil {
+			return e.reject(req, err)
 		}
 		if req.Type == proto.MsgObserveProperty {
-			return e.subscribe(ctx, req, caller, b, []feedKey{{thingID: req.ThingID, name: req.Name}}), nil
+			return e.subscribe(ctx, req, caller, b, []feedKey{{thingID: req.ThingID, name: req.Name}})
 		}
-		_ = p
-		return e.start(ctx, req, caller, b, nil), nil
+		return e.start(ctx, req, caller, b, nil)
 	case proto.MsgWriteMultipleProperties:
 		names, values, err := e.checkMultiWrite(td, req)
 		if err != nil {
-			return e.reject(req, err), nil
+			return e.reject(req, err)
 		}
-		return e.start(ctx, req, caller, multiWrite(e.log, b, req, names, values), nil), nil
+		return e.start(ctx, req, caller, multiWrite(e.log, b, req, names, values), nil)
 	case proto.MsgInvokeAction:
 		a := td.Actions[req.Name]
 		if err := e.schemas.validateValue(a.Input, req.Input, "input"); err != nil {
-			return e.reject(req, err), nil
+			return e.reject(req, err)
 		}
-		return e.start(ctx, req, caller, b, a.Input), nil
+		return e.start(ctx, req, caller, b, a.Input)
 	case proto.MsgSubscribeEvent:
-		return e.subscribe(ctx, req, caller, b, []feedKey{{thingID: req.ThingID, event: true, name: req.Name}}), nil
+		return e.subscribe(ctx, req, caller, b, []feedKey{{thingID: req.ThingID, event: true, name: req.Name}})
 	case proto.MsgSubscribeAllEvents:
 		names := make([]string, 0, len(td.Events))
 		for name := range td.Events {
@@ -210,10 +224,10 @@ func (e *Engine) Invoke(ctx context.Context, req *proto.Message) (Session, error
 		for i, name := range names {
 			keys[i] = feedKey{thingID: req.ThingID, event: true, name: name}
 		}
-		return e.subscribe(ctx, req, caller, b, keys), nil
+		return e.subscribe(ctx, req, caller, b, keys)
 	}
 	// impossible: checkRequest lets only the types above through
-	return e.reject(req, problem(http.StatusBadRequest, TitleBadRequest, "%s is not a request", req.Type)), nil
+	return e.reject(req, problem(http.StatusBadRequest, TitleBadRequest, "%s is not a request", req.Type))
 }
 
 // checkRequest checks that req is a valid consumer → Thing message. Ids

@@ -518,38 +518,7 @@ func (b *HTTPBackend) session(ctx context.Context, x *Exchange) error {
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		w := bufio.NewWriter(pw)
-		line := func(v proto.Value) error {
-			if _, err := w.Write(v.JSON()); err != nil {
-				return err
-			}
-			if err := w.WriteByte('\n'); err != nil {
-				return err
-			}
-			return w.Flush()
-		}
-		if req.Input.Present() {
-			if err := line(req.Input); err != nil {
-				return
-			}
-		}
-		// chunks come only after Accept, that is after the backend's
-		// response headers
-		for {
-			select {
-			case v, ok := <-x.Inputs():
-				if !ok {
-					_ = pw.Close()
-					return
-				}
-				if err := line(v); err != nil {
-					return
-				}
-			case <-ctx.Done():
-				_ = pw.CloseWithError(ctx.Err())
-				return
-			}
-		}
+		writeSessionInput(ctx, pw, x)
 	}()
 	defer func() { cancel(); _ = pr.Close(); <-writerDone }()
 
@@ -574,29 +543,9 @@ func (b *HTTPBackend) session(ctx context.Context, x *Exchange) error {
 	}
 	done := false
 	err = eachEvent(resp.Body, func(ev httpapi.Event) error {
-		switch ev.Type {
-		case "", "message", "output":
-			v, err := proto.ParseValue([]byte(ev.Data))
-			if err != nil {
-				return problem(http.StatusBadGateway, TitleBadGateway, "the backend's output chunk is not JSON: %v", err)
-			}
-			return x.Status(proto.ActionRunning, v)
-		case proto.ActionCompleted:
-			v, err := bodyValue([]byte(ev.Data))
-			if err != nil {
-				return err
-			}
-			done = true
-			return x.Status(proto.ActionCompleted, v)
-		case proto.ActionFailed:
-			p := &proto.Problem{}
-			if json.Unmarshal([]byte(ev.Data), p) != nil || p.Status < 400 || p.Status > 599 {
-				p = problem(http.StatusInternalServerError, TitleInternal, "%s", ev.Data)
-			}
-			done = true
-			return p
-		}
-		return nil // unknown event types are ignored, as SSE wants
+		ended, err := sessionEvent(x, ev)
+		done = done || ended
+		return err
 	})
 	switch {
 	case ctx.Err() != nil:
@@ -611,4 +560,70 @@ func (b *HTTPBackend) session(ctx context.Context, x *Exchange) error {
 		return x.Status(proto.ActionCompleted, proto.Value{})
 	}
 	return nil
+}
+
+// writeSessionInput writes the body of x's streaming session to pw, one
+// JSON value a line: the invocation's input, then every input chunk; the
+// end of the chunks closes pw, the end of ctx closes it with ctx's error.
+func writeSessionInput(ctx context.Context, pw *io.PipeWriter, x *Exchange) {
+	w := bufio.NewWriter(pw)
+	line := func(v proto.Value) error {
+		if _, err := w.Write(v.JSON()); err != nil {
+			return err
+		}
+		if err := w.WriteByte('\n'); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	if in := x.Request().Input; in.Present() {
+		if err := line(in); err != nil {
+			return
+		}
+	}
+	// chunks come only after Accept, that is after the backend's
+	// response headers
+	for {
+		select {
+		case v, ok := <-x.Inputs():
+			if !ok {
+				_ = pw.Close()
+				return
+			}
+			if err := line(v); err != nil {
+				return
+			}
+		case <-ctx.Done():
+			_ = pw.CloseWithError(ctx.Err())
+			return
+		}
+	}
+}
+
+// sessionEvent hands the event ev of a backend's session stream to x: an
+// output chunk (running status), completed or failed; done reports an
+// event that ends the session. Unknown event types are ignored, as SSE
+// wants.
+func sessionEvent(x *Exchange, ev httpapi.Event) (done bool, err error) {
+	switch ev.Type {
+	case "", "message", "output":
+		v, err := proto.ParseValue([]byte(ev.Data))
+		if err != nil {
+			return false, problem(http.StatusBadGateway, TitleBadGateway, "the backend's output chunk is not JSON: %v", err)
+		}
+		return false, x.Status(proto.ActionRunning, v)
+	case proto.ActionCompleted:
+		v, err := bodyValue([]byte(ev.Data))
+		if err != nil {
+			return false, err
+		}
+		return true, x.Status(proto.ActionCompleted, v)
+	case proto.ActionFailed:
+		p := &proto.Problem{}
+		if json.Unmarshal([]byte(ev.Data), p) != nil || p.Status < 400 || p.Status > 599 {
+			p = problem(http.StatusInternalServerError, TitleInternal, "%s", ev.Data)
+		}
+		return true, p
+	}
+	return false, nil
 }

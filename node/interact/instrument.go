@@ -240,3 +240,17 @@ type instrumentedRemote struct {
 func (r instrumentedRemote) Invoker(owner peer.ID) Invoker {
 	return Instrument(r.r.Invoker(owner), r.side, r.transport, r.ins)
 }
+
+// InstrumentRouter returns a Router that routes as r does and whose
+// Invokers (For, and Invoke through them) are instrumented as Instrument
+// does: a gateway that resolves the publisher itself and calls For is
+// reported under its own transport. Invoke's refusals (an unknown Thing)
+// open no interaction and are not reported.
+func InstrumentRouter(r *Router, side, transport string, ins Instrumentation) *Router {
+	return &Router{
+		self:   r.self,
+		local:  Instrument(r.local, side, transport, ins),
+		remote: InstrumentRemote(r.remote, side, transport, ins),
+		owners: r.owners,
+	}
+}

@@ -25,10 +25,13 @@ type Owners interface {
 // ErrUnknownThing is what Owners returns for a Thing no node publishes.
 var ErrUnknownThing = errors.New("interact: unknown Thing")
 
-// Router is the Invoker a consumer talking to its own node uses: it sends
-// a request to the local Engine when the node owns the Thing and to the
-// owner node over libp2p otherwise. Gateways serve a Router. It is safe
-// for concurrent use.
+// Router is the node's one rule of how to call a Thing: For(publisher) is
+// the local Engine when the node publishes the Thing and the owner node
+// over libp2p otherwise. It is also the Invoker a consumer talking to its
+// own node uses: Invoke finds the publisher with Owners and calls For's
+// Invoker. The gateways and bridges that resolve the publisher themselves
+// (the HTTP binding, MCP, A2A) call For; the others (WebSocket, MQTT, the
+// SDK) call Invoke. It is safe for concurrent use.
 type Router struct {
 	self   peer.ID
 	local  Invoker
@@ -49,7 +52,18 @@ func NewRouter(self peer.ID, local Invoker, remote Remote, owners Owners) *Route
 	return &Router{self: self, local: local, remote: remote, owners: owners}
 }
 
-// Invoke implements Invoker.
+// For returns the Invoker of the Things publisher publishes: the local
+// Invoker when publisher is this node, remote's Invoker of publisher
+// otherwise.
+func (r *Router) For(publisher peer.ID) Invoker {
+	if publisher == r.self {
+		return r.local
+	}
+	return r.remote.Invoker(publisher)
+}
+
+// Invoke implements Invoker: the Invoker For the owner of the Thing
+// req.ThingID (Owners) opens the interaction.
 func (r *Router) Invoke(ctx context.Context, req *proto.Message) (Session, error) {
 	owner, err := r.owners.Owner(ctx, req.ThingID)
 	var p *proto.Problem
@@ -60,10 +74,8 @@ func (r *Router) Invoke(ctx context.Context, req *proto.Message) (Session, error
 		return reject(req, problem(http.StatusNotFound, TitleThingNotFound, "no node publishes Thing %q", req.ThingID)), nil
 	case err != nil:
 		return reject(req, problem(http.StatusBadGateway, TitleBadGateway, "finding the node of Thing %q: %v", req.ThingID, err)), nil
-	case owner == r.self:
-		return r.local.Invoke(ctx, req)
 	}
-	return r.remote.Invoker(owner).Invoke(ctx, req)
+	return r.For(owner).Invoke(ctx, req)
 }
 
 // reject is Engine.reject without an engine.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/lmosnode/lmosnode/proto"
@@ -223,10 +224,9 @@ var endFrame = []byte{0}
 // stream itself (closed or reset) and returns false.
 func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc proto.FrameCodec, payload []byte, session bool) bool {
 	remote := str.Conn().RemotePeer()
-	log := s.log
 	var req proto.Message
 	if err := fc.Codec.Unmarshal(payload, &req); err != nil {
-		log.Debug("undecodable request", "peer", remote, "err", err)
+		s.log.Debug("undecodable request", "peer", remote, "err", err)
 		s.writeFinal(str, fc, undecodable(err))
 		return false
 	}
@@ -234,25 +234,17 @@ func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc p
 	// The consumer's further messages. On a session stream an empty frame
 	// ends them (ended); EOF: it sends nothing more (which ends nothing);
 	// any other error: the stream is gone, and so is the consumer.
-	var ended bool
+	endedWithRequest := session && readEndFrame(br)
+	ended := endedWithRequest // the reader's from here on
 	readerDone := make(chan struct{})
-	if session && br.Buffered() > 0 {
-		// a request that takes no further messages comes with its end
-		if b, _ := br.Peek(1); b[0] == 0 {
-			_, _ = br.ReadByte()
-			ended = true
-			close(readerDone)
-		}
-	}
-
-	endedWithRequest := ended // ended is the reader's from here on
 	var ctx context.Context
 	cancel := func() {}
-	if ended {
+	if endedWithRequest {
 		// Nothing more to read, so nothing cancels the interaction but
 		// the Server's end: the stream's context serves, and the Engine
 		// may answer on this goroutine.
 		ctx = sc.inline()
+		close(readerDone)
 	} else {
 		ctx, cancel = context.WithCancel(sc.base)
 		defer cancel()
@@ -265,57 +257,24 @@ func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc p
 		sess = newClosedSession(&req, newErrorMessage(&req, http.StatusServiceUnavailable, TitleUnavailable, "%v", err))
 	}
 	defer func() { _ = sess.Close() }()
-
-	if !ended {
+	if !endedWithRequest {
 		go func() {
 			defer close(readerDone)
-			for {
-				p, err := proto.ReadFrame(br, fc.Max)
-				if err == nil && session && len(p) == 0 {
-					ended = true
-					return
-				}
-				var m proto.Message
-				if err == nil {
-					err = fc.Codec.Unmarshal(p, &m)
-				}
-				if err == io.EOF {
-					return
-				}
-				if err != nil {
-					if ctx.Err() == nil {
-						log.Debug("stream read failed", "peer", remote, "err", err)
-					}
-					cancel()
-					return
-				}
-				if err := sess.Send(ctx, &m); err != nil {
-					log.Debug("consumer message refused", "peer", remote, "message", &m, "err", err)
-				}
-			}
+			ended = s.readFollowUps(ctx, cancel, br, fc, session, sess, remote)
 		}()
 	}
 
 	drop := func(err error) bool {
-		log.Debug("stream write failed; dropping the consumer", "peer", remote, "err", err)
+		s.log.Debug("stream write failed; dropping the consumer", "peer", remote, "err", err)
 		cancel()
 		_ = sess.Close()
 		_ = str.Reset()
 		<-readerDone
 		return false
 	}
-	wroteEnd := false
-	for m := range sess.Replies() {
-		terminal := session && m.Ends(&req)
-		_ = str.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-		if err := writeMessage(str, fc, m, terminal); err != nil {
-			return drop(err)
-		}
-		if terminal {
-			// nothing follows the terminal message (Session.Replies)
-			wroteEnd = true
-			break
-		}
+	wroteEnd, err := s.writeReplies(str, fc, &req, sess, session)
+	if err != nil {
+		return drop(err)
 	}
 	if !session {
 		// All sent: half-close, give the consumer CloseGrace to close its
@@ -346,6 +305,66 @@ func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc p
 	}
 	_ = str.SetWriteDeadline(time.Time{})
 	return true
+}
+
+// readEndFrame reads the empty frame a consumer sends right behind a
+// request that takes no further messages, if it came with the request;
+// it reports whether it did.
+func readEndFrame(br *bufio.Reader) bool {
+	if br.Buffered() == 0 {
+		return false
+	}
+	if b, _ := br.Peek(1); b[0] != 0 {
+		return false
+	}
+	_, _ = br.ReadByte()
+	return true
+}
+
+// readFollowUps hands the consumer's further messages of an interaction
+// to sess until the consumer's end frame on a session stream (it then
+// reports true), EOF, or a broken stream (which cancels the interaction).
+func (s *Server) readFollowUps(ctx context.Context, cancel context.CancelFunc, br *bufio.Reader, fc proto.FrameCodec, session bool, sess Session, remote peer.ID) bool {
+	for {
+		p, err := proto.ReadFrame(br, fc.Max)
+		if err == nil && session && len(p) == 0 {
+			return true
+		}
+		var m proto.Message
+		if err == nil {
+			err = fc.Codec.Unmarshal(p, &m)
+		}
+		if err == io.EOF {
+			return false
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Debug("stream read failed", "peer", remote, "err", err)
+			}
+			cancel()
+			return false
+		}
+		if err := sess.Send(ctx, &m); err != nil {
+			s.log.Debug("consumer message refused", "peer", remote, "message", &m, "err", err)
+		}
+	}
+}
+
+// writeReplies writes the replies of sess to str until its end; on a
+// session stream the terminal message carries the end frame (wroteEnd).
+func (s *Server) writeReplies(str network.Stream, fc proto.FrameCodec, req *proto.Message, sess Session, session bool) (wroteEnd bool, err error) {
+	for m := range sess.Replies() {
+		terminal := session && m.Ends(req)
+		_ = str.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		if err := writeMessage(str, fc, m, terminal); err != nil {
+			return false, err
+		}
+		if terminal {
+			// nothing follows the terminal message (Session.Replies)
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // frames pools the buffers messages are encoded into before one Write.

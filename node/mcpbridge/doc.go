@@ -16,8 +16,8 @@
 //
 // A call goes the node's invocation path: Deps.Resolver (the rule of
 // own.Things: a Thing scoped to groups this node is not in is refused
-// with 403, a tool error), then the engine for the node's own Things or
-// the owner node over libp2p. Pending and running actionStatus messages
+// with 403, a tool error), then Deps.Invokers (interact.Router.For): the
+// engine for the node's own Things or the owner node over libp2p. Pending and running actionStatus messages
 // (LMOS "one request, many responses") become notifications/progress
 // when the request carries a progress token; notifications/cancelled
 // becomes cancelAction. The server follows the directory's events and

@@ -30,10 +30,12 @@ type Resolver interface {
 	Resolve(ctx context.Context, id string, publisher peer.ID, call bool) (directory.Entry, error)
 }
 
-// Remote opens interactions with the Things of another node;
-// *interact.Client implements it.
-type Remote interface {
-	Invoker(owner peer.ID) interact.Invoker
+// Invokers calls the Thing a call resolved to: For(publisher) is the
+// engine for the node's own Things and the owner node over libp2p
+// otherwise. *interact.Router implements it, the node's one rule of how to
+// call a Thing.
+type Invokers interface {
+	For(publisher peer.ID) interact.Invoker
 }
 
 // Deps are what a Server works with.
@@ -41,14 +43,12 @@ type Deps struct {
 	// Directory lists the Things the tools are made of and tells their
 	// changes. Required.
 	Directory *directory.Directory
-	// Self is this node's peer ID: its Things go to Local. Required.
+	// Self is this node's peer ID, in the server's title. Required.
 	Self peer.ID
 	// Resolver resolves a called Thing. Required.
 	Resolver Resolver
-	// Local serves the node's own Things (the engine). Required.
-	Local interact.Invoker
-	// Remote reaches the Things of other nodes. Required.
-	Remote Remote
+	// Invokers calls the resolved Thing's publisher. Required.
+	Invokers Invokers
 	// Visible says which Things this node may see (group-scoped Things
 	// of groups it is not a member of are not). Required.
 	Visible func(directory.Entry) bool
@@ -174,10 +174,8 @@ func New(deps Deps, cfg Config, opts ...Option) (*Server, error) {
 		return nil, errors.New("mcpbridge: Deps.Self is empty")
 	case deps.Resolver == nil:
 		return nil, errors.New("mcpbridge: Deps.Resolver is nil")
-	case deps.Local == nil:
-		return nil, errors.New("mcpbridge: Deps.Local is nil")
-	case deps.Remote == nil:
-		return nil, errors.New("mcpbridge: Deps.Remote is nil")
+	case deps.Invokers == nil:
+		return nil, errors.New("mcpbridge: Deps.Invokers is nil")
 	case deps.Visible == nil:
 		return nil, errors.New("mcpbridge: Deps.Visible is nil")
 	}
@@ -421,13 +419,4 @@ func (s *Server) ToolNames(publisher peer.ID, id string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.things[thingKey{publisher, id}].tools)
-}
-
-// invoker returns the Invoker of e: the engine for the node's own
-// Things, the owner node over libp2p otherwise.
-func (s *Server) invoker(e directory.Entry) interact.Invoker {
-	if e.Publisher == s.deps.Self {
-		return s.deps.Local
-	}
-	return s.deps.Remote.Invoker(e.Publisher)
 }

@@ -212,7 +212,7 @@ func (s *Server) exchange(ctx context.Context, e directory.Entry, m *lmosproto.M
 	// becomes an LMOS cancelAction, not a torn stream.
 	ictx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	sess, err := s.invoker(e).Invoke(ictx, m)
+	sess, err := s.deps.Invokers.For(e.Publisher).Invoke(ictx, m)
 	if err != nil {
 		return nil, &lmosproto.Problem{Status: http.StatusServiceUnavailable, Title: "Service Unavailable",
 			Detail: fmt.Sprintf("invoking %s %q of Thing %q: %v", m.Type, m.Name, m.ThingID, err)}
