@@ -49,6 +49,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/federation"
+	"github.com/lmosnode/lmosnode/node/p2p"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -176,7 +177,7 @@ func bnNewRawHost(tb testing.TB, o bnRawOpts) *bnRawHost {
 		return r
 	}
 	r.ps, err = pubsub.NewGossipSub(ctx, h,
-		pubsub.WithMessageIdFn(node.MessageID),
+		pubsub.WithMessageIdFn(p2p.MessageID),
 		pubsub.WithFloodPublish(true),
 		pubsub.WithMaxMessageSize(lmosproto.MaxRecordSize+64<<10))
 	if err != nil {

@@ -6,9 +6,8 @@ import (
 
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/interact"
-	"github.com/lmosnode/lmosnode/node/own"
-
 	"github.com/lmosnode/lmosnode/node/mqttgw"
+	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/wsgateway"
 )
 

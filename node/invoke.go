@@ -10,6 +10,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/fanout"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/own"
+	"github.com/lmosnode/lmosnode/node/p2p"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -69,7 +70,7 @@ func (n *Node) buildInteract() error {
 			Self:       n.peerID,
 			Local:      n.own.Engine(),
 			TD:         n.own.TDOf,
-			TopicScore: topicScore(),
+			TopicScore: p2p.TopicScore(),
 		}, fanout.Config{}, fanout.WithLogger(n.log.With("component", "fanout")))
 		if err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/p2p"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -69,10 +70,10 @@ func TestCallThroughRelay(t *testing.T) {
 	relay := tn.Add()
 	testnet.WaitFor(t, "relay public", 10*time.Second, func() (bool, string) {
 		r := relay.Info().Reachability
-		return r == node.ReachabilityPublic, r
+		return r == p2p.ReachabilityPublic, r
 	})
 	private := tn.Add()
-	if got := private.Info().Reachability; got != node.ReachabilityPrivate {
+	if got := private.Info().Reachability; got != p2p.ReachabilityPrivate {
 		t.Errorf("private node reports reachability %q", got)
 	}
 	if addrs := private.Host().Addrs(); len(addrs) != 0 {

@@ -45,6 +45,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/metrics"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/own"
+	"github.com/lmosnode/lmosnode/node/p2p"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/trust"
 	"github.com/lmosnode/lmosnode/node/trust/trustapi"
@@ -84,7 +85,7 @@ type Node struct {
 
 	store    *datastore.Store
 	host     host.Host
-	nat      natState // reachability, from the host's events (nat.go)
+	nat      p2p.NAT // reachability, from the host's events
 	dir      *directory.Directory
 	dht      *kaddht.IpfsDHT
 	ps       *pubsub.PubSub // nil without Config.Gossip
@@ -210,11 +211,11 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.host, err = newHost(cfg, key, n.metrics.Registry(), o.gater, o.reachability)
+	n.host, err = p2p.NewHost(cfg, key, p2p.HostOptions{Registerer: n.metrics.Registry(), Gater: o.gater, Reachability: o.reachability})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	if err := followNAT(n.ctx, n.host, &n.nat, &n.wg); err != nil {
+	if err := p2p.FollowNAT(n.ctx, n.host, &n.nat, &n.wg); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.dir, err = directory.Open(directory.Deps{Datastore: n.store, Self: n.peerID},
@@ -230,7 +231,7 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	// Likewise one cache of verified group operations for the DHT's
 	// validator of group logs and the group service.
 	ops := groups.NewOpCache(0)
-	if n.dht, err = newDHT(n.ctx, cfg, n.host, n.store, things, ops); err != nil {
+	if n.dht, err = p2p.NewDHT(n.ctx, cfg, n.host, n.store, things, ops); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	signing, err := homedir.SigningKey(key)
@@ -256,7 +257,7 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	dht := countingDHT{IpfsDHT: n.dht, m: n.metrics}
+	dht := p2p.CountingDHT{IpfsDHT: n.dht, Count: n.metrics.DHTQuery}
 	gdeps := groupsvc.Deps{
 		Host:      n.host,
 		Key:       signing,
@@ -269,7 +270,7 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 		Things:       n.acceptScoped(intake),
 	}
 	if cfg.Gossip {
-		gdeps.TopicScore = topicScore()
+		gdeps.TopicScore = p2p.TopicScore()
 	}
 	if n.groups, err = groupsvc.New(gdeps, groupsvc.Config{}, groupsvc.WithLogger(o.logger.With("component", "groups"))); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -287,7 +288,7 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 		psCtx, psCancel := context.WithCancel(context.Background())
 		n.psCancel = psCancel
 		o.tracers = append(o.tracers, n.metrics.GossipTracer(topicKind))
-		if n.ps, err = newPubSub(psCtx, n.host, o, n.groups); err != nil {
+		if n.ps, err = p2p.NewPubSub(psCtx, n.host, p2p.PubSubOptions{Heartbeat: o.heartbeat, Tracers: o.tracers, Groups: n.groups}); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
@@ -324,7 +325,7 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	bootstrap, err := bootstrapPeers(cfg)
+	bootstrap, err := p2p.BootstrapPeers(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -413,7 +414,7 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("node: start: %w", err)
 	}
 
-	if err := listenHost(n.host, n.cfg); err != nil {
+	if err := p2p.Listen(n.host, n.cfg); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
 	if err := n.fed.Start(ctx); err != nil {
@@ -673,8 +674,8 @@ func (n *Node) Info() api.NodeInfo {
 	for i, a := range addrs {
 		info.Addrs[i] = a.String()
 	}
-	info.Reachability = n.nat.reachability()
-	info.RelayAddrs, info.Relays = relayInfo(addrs)
+	info.Reachability = n.nat.Reachability()
+	info.RelayAddrs, info.Relays = p2p.RelayInfo(addrs)
 	n.mu.Lock()
 	info.APIURL = n.apiURL()
 	info.Started = n.startedAt

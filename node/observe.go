@@ -9,12 +9,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ipfs/go-cid"
 	ds "github.com/ipfs/go-datastore"
-	kaddht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/routing"
 	ma "github.com/multiformats/go-multiaddr"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
@@ -27,6 +24,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/metrics"
+	"github.com/lmosnode/lmosnode/node/p2p"
 	"github.com/lmosnode/lmosnode/node/version"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -130,74 +128,6 @@ func topicKind(topic string) string {
 		return "events"
 	}
 	return "other"
-}
-
-// countingDHT is the node's DHT as the federation and the group service
-// use it, counting each query's outcome in lmos_dht_queries_total.
-type countingDHT struct {
-	*kaddht.IpfsDHT
-	m *metrics.Metrics
-}
-
-func (d countingDHT) count(op string, err error) {
-	outcome := "ok"
-	switch {
-	case errors.Is(err, routing.ErrNotFound):
-		outcome = "not_found"
-	case err != nil:
-		outcome = "error"
-	}
-	d.m.DHTQuery(op, outcome)
-}
-
-func (d countingDHT) GetValue(ctx context.Context, key string, opts ...routing.Option) ([]byte, error) {
-	v, err := d.IpfsDHT.GetValue(ctx, key, opts...)
-	d.count("get", err)
-	return v, err
-}
-
-func (d countingDHT) PutValue(ctx context.Context, key string, value []byte, opts ...routing.Option) error {
-	err := d.IpfsDHT.PutValue(ctx, key, value, opts...)
-	d.count("put", err)
-	return err
-}
-
-func (d countingDHT) FindPeer(ctx context.Context, id peer.ID) (peer.AddrInfo, error) {
-	ai, err := d.IpfsDHT.FindPeer(ctx, id)
-	d.count("find_peer", err)
-	return ai, err
-}
-
-func (d countingDHT) Provide(ctx context.Context, key cid.Cid, broadcast bool) error {
-	err := d.IpfsDHT.Provide(ctx, key, broadcast)
-	d.count("provide", err)
-	return err
-}
-
-// FindProvidersAsync counts the query when its results end: ok when it
-// found a provider, not_found otherwise. The forwarding goroutine ends
-// with the DHT's channel, which kad-dht closes at the end of the query or
-// of ctx.
-func (d countingDHT) FindProvidersAsync(ctx context.Context, key cid.Cid, count int) <-chan peer.AddrInfo {
-	in := d.IpfsDHT.FindProvidersAsync(ctx, key, count)
-	out := make(chan peer.AddrInfo)
-	go func() {
-		defer close(out)
-		found := false
-		for ai := range in {
-			found = true
-			select {
-			case out <- ai:
-			case <-ctx.Done():
-			}
-		}
-		if found {
-			d.count("find_providers", nil)
-		} else {
-			d.count("find_providers", routing.ErrNotFound)
-		}
-	}()
-	return out
 }
 
 // tracingFromEnv returns an OpenTelemetry tracer provider exporting spans
@@ -305,7 +235,7 @@ func (n *Node) bootstrapCheck() string {
 	if len(n.cfg.Bootstrap) == 0 || n.bootstrapped.Load() {
 		return "ok"
 	}
-	peers, err := bootstrapPeers(n.cfg)
+	peers, err := p2p.BootstrapPeers(n.cfg)
 	if err != nil { // impossible: validated
 		return err.Error()
 	}

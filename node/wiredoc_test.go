@@ -22,6 +22,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/p2p"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -36,7 +37,7 @@ var wireLimits = map[string]any{
 	"proto.MaxTDDepth":                    lmosproto.MaxTDDepth,
 	"proto.MaxIDLength":                   lmosproto.MaxIDLength,
 	"proto.MaxRecordSize":                 lmosproto.MaxRecordSize,
-	"node.pubsubMaxMessageSize":           pubsubMaxMessageSize,
+	"p2p.MaxMessageSize":                  p2p.MaxMessageSize,
 	"proto.MaxMessageSize":                lmosproto.MaxMessageSize,
 	"proto.MaxDepth":                      lmosproto.MaxDepth,
 	"dht.MaxRecordAge":                    lmosdht.MaxRecordAge,
@@ -146,9 +147,9 @@ func TestWireDoc(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		announce := MessageID(&pubsubpb.Message{Topic: ptr(lmosproto.TopicAnnounce), Data: raw})
+		announce := p2p.MessageID(&pubsubpb.Message{Topic: ptr(lmosproto.TopicAnnounce), Data: raw})
 		groupTopic := groups.Topic("bafkreiexample")
-		post := MessageID(&pubsubpb.Message{Topic: &groupTopic, Data: []byte(`{"post":{"body":"hi","sent":"2026-11-21T10:00:00Z"}}`)})
+		post := p2p.MessageID(&pubsubpb.Message{Topic: &groupTopic, Data: []byte(`{"post":{"body":"hi","sent":"2026-11-21T10:00:00Z"}}`)})
 		capCID := lmosdht.CapabilityCID("weather-forecast")
 		want := []string{
 			hex.EncodeToString([]byte(announce)),

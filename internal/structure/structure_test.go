@@ -158,6 +158,9 @@ var nodeRank = map[string]int{
 	"node/tdd/tddtest":       5,
 	// The home directory: its files, written with the config.
 	"node/homedir": 5,
+	// The one translation of Config into libp2p, kad-dht and pubsub
+	// options; NAT and ports.
+	"node/p2p": 5,
 	// The local API's mux, guards and node routes.
 	"node/api": 5,
 

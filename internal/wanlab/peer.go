@@ -36,8 +36,8 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
-	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/federation"
+	"github.com/lmosnode/lmosnode/node/p2p"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -129,7 +129,7 @@ func (p *wanPeer) startRaw(ctx context.Context) error {
 		return err
 	}
 	ps, err := pubsub.NewGossipSub(ctx, h,
-		pubsub.WithMessageIdFn(node.MessageID),
+		pubsub.WithMessageIdFn(p2p.MessageID),
 		pubsub.WithFloodPublish(true),
 		pubsub.WithMaxMessageSize(lmosproto.MaxRecordSize+64<<10))
 	if err != nil {

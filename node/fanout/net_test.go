@@ -59,7 +59,7 @@ func (*rejectCounter) DropRPC(*pubsub.RPC, peer.ID)             {}
 func (*rejectCounter) UndeliverableMessage(*pubsub.Message)     {}
 
 // testNode is a raw libp2p host with gossipsub configured as the node
-// configures it (node/libp2p.go): content-derived message IDs, StrictSign,
+// configures it (node/p2p/libp2p.go): content-derived message IDs, StrictSign,
 // flood publishing; a short heartbeat so that meshes form quickly.
 type testNode struct {
 	h       host.Host

@@ -1,4 +1,4 @@
-package node
+package p2p
 
 import (
 	"slices"
@@ -49,9 +49,9 @@ func TestRelayInfo(t *testing.T) {
 		ma.StringCast("/ip4/203.0.113.1/tcp/4001/p2p/" + relay + "/p2p-circuit"),
 		ma.StringCast("/ip4/203.0.113.1/udp/4001/quic-v1/p2p/" + relay + "/p2p-circuit"),
 	}
-	relayed, relays := relayInfo(addrs)
+	relayed, relays := RelayInfo(addrs)
 	if len(relayed) != 2 || !slices.Equal(relays, []string{relay}) {
-		t.Errorf("relayInfo = %v, %v; want the two circuit addresses and relay %s", relayed, relays, relay)
+		t.Errorf("RelayInfo = %v, %v; want the two circuit addresses and relay %s", relayed, relays, relay)
 	}
 	if _, err := relayPeer(ma.StringCast("/ip4/203.0.113.9/tcp/4001/p2p-circuit")); err == nil {
 		t.Error("relayPeer accepted a circuit address without a relay peer")

@@ -1,4 +1,4 @@
-package node
+package p2p
 
 import (
 	"context"
@@ -36,22 +36,19 @@ import (
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node/config"
-	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/version"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
-// This file is the only place where Config becomes libp2p options.
-
-// newHost builds the libp2p host described by cfg, with identity key. The
-// host does not listen yet: listenHost does that in Start, so New binds no
+// NewHost builds the libp2p host described by cfg, with identity key. The
+// host does not listen yet: Listen does that in Start, so New binds no
 // socket.
 //
 // With Config.Libp2pMetrics, go-libp2p's metrics (swarm, identify,
 // resource manager, event bus, AutoNAT, relay, …) register with reg, the
-// node's registry; without, none are collected. forced, unless unknown,
-// replaces AutoNAT's verdict (options.reachability).
-func newHost(cfg config.Config, key crypto.PrivKey, reg prometheus.Registerer, gater coreconnmgr.ConnectionGater, forced network.Reachability) (_ host.Host, err error) {
+// node's registry (o.Registerer); without, none are collected.
+func NewHost(cfg config.Config, key crypto.PrivKey, o HostOptions) (_ host.Host, err error) {
+	reg, gater, forced := o.Registerer, o.Gater, o.Reachability
 	factory, err := addrsFactory(cfg)
 	if err != nil {
 		return nil, err
@@ -208,7 +205,7 @@ func newResourceManager(cfg config.ResourcesConfig, withMetrics bool) (network.R
 	}
 	// The stats reporter traces every scope change (it cost about 5 % of
 	// the CPU of a request-reply across nodes when last measured); its
-	// collectors register with the node's registry in newHost.
+	// collectors register with the node's registry in NewHost.
 	str, err := rcmgr.NewStatsTraceReporter()
 	if err != nil {
 		return nil, err
@@ -229,9 +226,9 @@ func listenAddrs(cfg config.Config) ([]ma.Multiaddr, error) {
 	return addrs, nil
 }
 
-// listenHost makes h listen on every address of cfg.Listen and fails,
+// Listen makes h listen on every address of cfg.Listen and fails,
 // naming the address, if any one cannot be bound.
-func listenHost(h host.Host, cfg config.Config) error {
+func Listen(h host.Host, cfg config.Config) error {
 	addrs, err := listenAddrs(cfg)
 	if err != nil {
 		return err
@@ -247,9 +244,9 @@ func listenHost(h host.Host, cfg config.Config) error {
 	return nil
 }
 
-// bootstrapPeers parses cfg.Bootstrap (already validated), merging the
+// BootstrapPeers parses cfg.Bootstrap (already validated), merging the
 // addresses of entries that name the same peer.
-func bootstrapPeers(cfg config.Config) ([]peer.AddrInfo, error) {
+func BootstrapPeers(cfg config.Config) ([]peer.AddrInfo, error) {
 	addrs := make([]ma.Multiaddr, 0, len(cfg.Bootstrap))
 	for i, s := range cfg.Bootstrap {
 		m, err := ma.NewMultiaddr(s)
@@ -265,15 +262,15 @@ func bootstrapPeers(cfg config.Config) ([]peer.AddrInfo, error) {
 	return infos, nil
 }
 
-// newDHT builds the node's kad-dht on h: the private LMOS DHT of
+// NewDHT builds the node's kad-dht on h: the private LMOS DHT of
 // dht.Options, in cfg.DHTMode, keeping what it stores for others in store,
 // falling back to cfg.Bootstrap when its routing table runs empty.
-func newDHT(ctx context.Context, cfg config.Config, h host.Host, store ds.Batching, things lmosdht.ThingValidator, ops *groups.OpCache) (*kaddht.IpfsDHT, error) {
+func NewDHT(ctx context.Context, cfg config.Config, h host.Host, store ds.Batching, things lmosdht.ThingValidator, ops *groups.OpCache) (*kaddht.IpfsDHT, error) {
 	mode, err := lmosdht.ParseMode(cfg.DHTMode)
 	if err != nil {
 		return nil, fmt.Errorf("dhtMode: %w", err)
 	}
-	peers, err := bootstrapPeers(cfg)
+	peers, err := BootstrapPeers(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -300,11 +297,11 @@ func newDHT(ctx context.Context, cfg config.Config, h host.Host, store ds.Batchi
 
 // Gossipsub settings of the announce topic.
 const (
-	// pubsubMaxMessageSize admits the largest record (proto.MaxRecordSize)
+	// MaxMessageSize admits the largest record (proto.MaxRecordSize)
 	// with room for the pubsub envelope (author, sequence number, topic,
 	// signature, public key) and the RPC around it. Gossipsub's default
 	// (1 MiB) is below the largest record.
-	pubsubMaxMessageSize = lmosproto.MaxRecordSize + 64<<10
+	MaxMessageSize = lmosproto.MaxRecordSize + 64<<10
 )
 
 // MessageID is the gossipsub message ID of an LMOS message: the SHA-256
@@ -327,16 +324,17 @@ func MessageID(m *pubsubpb.Message) string {
 	return string(h.Sum(nil))
 }
 
-// newPubSub builds the node's gossipsub router on h. It runs until ctx is
+// NewPubSub builds the node's gossipsub router on h. It runs until ctx is
 // cancelled (go-libp2p-pubsub has no Close); the node cancels it after the
 // federation has left its topics. The group service filters the peers of
 // group topics.
-func newPubSub(ctx context.Context, h host.Host, o options, groups *groupsvc.Service) (*pubsub.PubSub, error) {
+func NewPubSub(ctx context.Context, h host.Host, o PubSubOptions) (*pubsub.PubSub, error) {
+	groups := o.Groups
 	params, thresholds := peerScore()
 	gs := pubsub.DefaultGossipSubParams()
-	if o.heartbeat > 0 {
-		gs.HeartbeatInterval = o.heartbeat
-		gs.HeartbeatInitialDelay = min(gs.HeartbeatInitialDelay, o.heartbeat)
+	if o.Heartbeat > 0 {
+		gs.HeartbeatInterval = o.Heartbeat
+		gs.HeartbeatInitialDelay = min(gs.HeartbeatInitialDelay, o.Heartbeat)
 	}
 	opts := []pubsub.Option{
 		pubsub.WithGossipSubParams(gs),
@@ -354,14 +352,14 @@ func newPubSub(ctx context.Context, h host.Host, o options, groups *groupsvc.Ser
 		// grafted into the mesh, which takes a heartbeat) must not miss
 		// one. go-libp2p-pubsub v0.16 has flood publishing off by default.
 		pubsub.WithFloodPublish(true),
-		pubsub.WithMaxMessageSize(pubsubMaxMessageSize),
+		pubsub.WithMaxMessageSize(MaxMessageSize),
 		// docs/groups.md: on a group topic, only current members are
 		// meshed with, gossiped to and (their subscriptions kept) sent
 		// to, by the group service's view of each group.
 		pubsub.WithPeerFilter(groups.PeerFilter),
 		pubsub.WithSubscriptionFilter(groups.SubscriptionFilter()),
 	}
-	for _, t := range o.tracers {
+	for _, t := range o.Tracers {
 		opts = append(opts, pubsub.WithRawTracer(t))
 	}
 	ps, err := pubsub.NewGossipSub(ctx, h, opts...)
@@ -388,7 +386,7 @@ func newPubSub(ctx context.Context, h host.Host, o options, groups *groupsvc.Ser
 // ten, except on loopback, where every peer of a multi-node test lives.
 func peerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
 	params := &pubsub.PeerScoreParams{
-		Topics:        map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: topicScore(), lmosproto.TopicPresence: topicScore()},
+		Topics:        map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: TopicScore(), lmosproto.TopicPresence: TopicScore()},
 		TopicScoreCap: 50,
 
 		AppSpecificScore:  func(peer.ID) float64 { return 0 },
@@ -419,10 +417,10 @@ func peerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
 	return params, thresholds
 }
 
-// topicScore is the score of one topic: the announce topic and every
+// TopicScore is the score of one topic: the announce topic and every
 // Thing's events topic (package fanout) share it, so a message any of
 // their validators rejects costs its sender (P4).
-func topicScore() *pubsub.TopicScoreParams {
+func TopicScore() *pubsub.TopicScoreParams {
 	return &pubsub.TopicScoreParams{
 		TopicWeight: 1,
 
@@ -437,4 +435,35 @@ func topicScore() *pubsub.TopicScoreParams {
 		InvalidMessageDeliveriesWeight: -10,
 		InvalidMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(10 * time.Minute),
 	}
+}
+
+// HostOptions are what NewHost takes besides the Config: what a
+// serialisable Config cannot hold.
+type HostOptions struct {
+	// Registerer takes go-libp2p's metrics with Config.Libp2pMetrics.
+	Registerer prometheus.Registerer
+	// Gater, if set, decides which connections the host makes and takes.
+	Gater coreconnmgr.ConnectionGater
+	// Reachability, unless unknown, is forced on AutoNAT (tests on
+	// loopback, where AutoNAT never finds a public address).
+	Reachability network.Reachability
+}
+
+// GroupFilter keeps group topics to their members: the peers gossipsub
+// meshes with, gossips to and sends to on a group topic, and the
+// subscriptions it keeps. *groupsvc.Service implements it.
+type GroupFilter interface {
+	PeerFilter(pid peer.ID, topic string) bool
+	SubscriptionFilter() pubsub.SubscriptionFilter
+}
+
+// PubSubOptions are what NewPubSub takes.
+type PubSubOptions struct {
+	// Heartbeat overrides gossipsub's heartbeat interval when positive.
+	Heartbeat time.Duration
+	// Tracers observe the router.
+	Tracers []pubsub.RawTracer
+	// Groups filters the peers and subscriptions of group topics.
+	// Required.
+	Groups GroupFilter
 }

@@ -1,4 +1,4 @@
-package node
+package p2p
 
 import (
 	"context"
@@ -135,19 +135,19 @@ func (s *relaySource) peers(ctx context.Context, num int) <-chan peer.AddrInfo {
 	return out
 }
 
-// natState is what the host's event bus says of the node's reachability:
+// NAT is what the host's event bus says of the node's reachability:
 // AutoNAT's verdict and the addresses AutoNAT v2 confirmed reachable or
 // unreachable.
-type natState struct {
+type NAT struct {
 	mu          sync.Mutex
 	verdict     network.Reachability
 	reachable   int
 	unreachable int
 }
 
-// followNAT keeps st up to date from h's event bus until ctx ends. Both
+// FollowNAT keeps st up to date from h's event bus until ctx ends. Both
 // events are stateful: a late subscriber gets the last one first.
-func followNAT(ctx context.Context, h host.Host, st *natState, wg *sync.WaitGroup) error {
+func FollowNAT(ctx context.Context, h host.Host, st *NAT, wg *sync.WaitGroup) error {
 	sub, err := h.EventBus().Subscribe([]any{
 		new(event.EvtLocalReachabilityChanged),
 		new(event.EvtHostReachableAddrsChanged),
@@ -179,10 +179,10 @@ func followNAT(ctx context.Context, h host.Host, st *natState, wg *sync.WaitGrou
 	return nil
 }
 
-// reachability sums up st: public when AutoNAT (v1) says so or AutoNAT v2
+// Reachability sums up st: public when AutoNAT (v1) says so or AutoNAT v2
 // confirmed an address reachable; private when AutoNAT says so or v2
 // found addresses unreachable and none reachable; unknown otherwise.
-func (st *natState) reachability() string {
+func (st *NAT) Reachability() string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	switch {
@@ -194,9 +194,9 @@ func (st *natState) reachability() string {
 	return ReachabilityUnknown
 }
 
-// relayInfo splits the node's announced addresses into its relayed ones
+// RelayInfo splits the node's announced addresses into its relayed ones
 // and the relays they go through (the peers it holds a reservation with).
-func relayInfo(addrs []ma.Multiaddr) (relayed []string, relays []string) {
+func RelayInfo(addrs []ma.Multiaddr) (relayed []string, relays []string) {
 	for _, a := range addrs {
 		if !isRelayed(a) {
 			continue
