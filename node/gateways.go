@@ -11,16 +11,6 @@ import (
 	"github.com/lmosnode/lmosnode/node/wsgateway"
 )
 
-// Routes of the WebSocket gateways on the node's HTTP API.
-const (
-	// wsPath is where consumers speak lmosprotocol to any Thing the node
-	// knows.
-	wsPath = "/ws"
-	// wsAgentPath is where agent processes connect to register Things and
-	// answer their interactions.
-	wsAgentPath = "/ws/agent"
-)
-
 // buildGateways builds the WebSocket gateways and, with Config.MQTT set,
 // the MQTT gateway; teardown closes them.
 func (n *Node) buildGateways() error {

@@ -8,10 +8,6 @@ import (
 	"github.com/lmosnode/lmosnode/node/version"
 )
 
-// mcpPath is where the node serves MCP's Streamable HTTP transport on its
-// API (docs/bridges.md).
-const mcpPath = "/mcp"
-
 // buildMCP builds the node's MCP server over the directory and the same
 // invocation path as the HTTP binding.
 func (n *Node) buildMCP() error {

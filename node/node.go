@@ -354,7 +354,7 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	if n.mqtt != nil {
 		gwDeps.Broker = brokerForms{n.mqtt, n.own}
 	}
-	n.gateway, err = gateway.New(gwDeps, gateway.Config{BearerAuth: n.tokenForAll, WebSocketPath: wsPath},
+	n.gateway, err = gateway.New(gwDeps, gateway.Config{BearerAuth: n.tokenForAll, WebSocketPath: api.PathWS},
 		gateway.WithLogger(o.logger.With("component", "gateway")))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -460,8 +460,8 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("node: start: api: %s: %w", n.cfg.API, err)
 	}
 	n.apiAddr = ln.Addr().String()
-	n.api = newAPIServer(n)
-	n.apiLn = apiListener(n, ln)
+	n.api = api.NewServer(n.apiHandler(), n.cfg.APILimits, n.log)
+	n.apiLn = api.Listener(ln, n.cfg.APILimits)
 	srv, limited := n.api, n.apiLn
 	n.wg.Go(func() {
 		if err := srv.Serve(limited); err != nil && !errors.Is(err, http.ErrServerClosed) {

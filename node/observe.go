@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"strings"
 
@@ -13,15 +11,12 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	noopmetric "go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/lmosnode/lmosnode/node/httpapi"
+	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/metrics"
 	"github.com/lmosnode/lmosnode/node/p2p"
@@ -35,14 +30,6 @@ import (
 // the metrics package: interact.Instrument for interactions,
 // httpapi.Observe for API requests, a gossipsub tracer, a counting
 // wrapper of the DHT, and Sources read at scrape time.
-
-// Routes of the probes and of metrics and pprof on the API.
-const (
-	healthzPath = "/healthz"
-	readyzPath  = "/readyz"
-	metricsPath = "/metrics"
-	pprofPath   = "/debug/pprof/"
-)
 
 // instrumentation is what interact.Instrument reports to: the node's
 // metrics and, with tracing on, its tracer.
@@ -157,47 +144,13 @@ func tracingFromEnv(ctx context.Context) (*sdktrace.TracerProvider, error) {
 	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
 }
 
-// traceAPI wraps the API's handler in OpenTelemetry's HTTP server
-// instrumentation when tracing is on: a span per request, continuing the
-// caller's traceparent. Probes and scrapes get none.
-func (n *Node) traceAPI(h http.Handler) http.Handler {
-	if n.tracing == nil {
-		return h
-	}
-	return otelhttp.NewHandler(h, "lmos api",
-		otelhttp.WithTracerProvider(n.tracing),
-		otelhttp.WithMeterProvider(noopmetric.NewMeterProvider()),
-		otelhttp.WithPropagators(propagation.TraceContext{}),
-		otelhttp.WithFilter(func(r *http.Request) bool {
-			switch r.URL.Path {
-			case healthzPath, readyzPath, metricsPath:
-				return false
-			}
-			return true
-		}))
-}
-
-// handleHealthz answers the liveness probe: the process serves HTTP.
-func (n *Node) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// Readiness is the body of GET /readyz.
-type Readiness struct {
-	// Ready is true when every check passed.
-	Ready bool `json:"ready"`
-	// Checks maps each check (datastore, host, bootstrap, api) to "ok" or
-	// to what is missing.
-	Checks map[string]string `json:"checks"`
-}
-
 // Ready reports whether the node is ready to serve: started and not
 // closing, its datastore answering, its host listening, connected once to
 // a bootstrap peer (when Config.Bootstrap names any) and its API serving.
-func (n *Node) Ready() Readiness {
+func (n *Node) Ready() api.Readiness {
 	checks := map[string]string{}
 	n.mu.Lock()
-	started, closed, api := n.started, n.closed, n.apiServing
+	started, closed, serving := n.started, n.closed, n.apiServing
 	n.mu.Unlock()
 	switch {
 	case closed:
@@ -219,14 +172,14 @@ func (n *Node) Ready() Readiness {
 	}
 	checks["bootstrap"] = n.bootstrapCheck()
 	checks["api"] = "ok"
-	if !api || closed {
+	if !serving || closed {
 		checks["api"] = "not serving"
 	}
 	ready := true
 	for _, v := range checks {
 		ready = ready && v == "ok"
 	}
-	return Readiness{Ready: ready, Checks: checks}
+	return api.Readiness{Ready: ready, Checks: checks}
 }
 
 // bootstrapCheck is "ok" once the node has been connected to one of its
@@ -246,39 +199,4 @@ func (n *Node) bootstrapCheck() string {
 		}
 	}
 	return fmt.Sprintf("not yet connected to any of %d bootstrap peers", len(peers))
-}
-
-// handleReadyz answers the readiness probe: 200 when Ready, else 503,
-// with the checks either way.
-func (n *Node) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	rd := n.Ready()
-	status := http.StatusOK
-	if !rd.Ready {
-		status = http.StatusServiceUnavailable
-	}
-	writeJSON(w, status, rd)
-}
-
-// observeRoutes adds /metrics and, with Config.Pprof, pprof to the
-// guarded API mux.
-func (n *Node) observeRoutes(mux *http.ServeMux) {
-	mux.Handle("GET "+metricsPath, n.metrics.Handler())
-	if !n.cfg.Pprof {
-		return
-	}
-	mux.HandleFunc(pprofPath, pprof.Index)
-	mux.HandleFunc(pprofPath+"cmdline", pprof.Cmdline)
-	mux.HandleFunc(pprofPath+"profile", pprof.Profile)
-	mux.HandleFunc(pprofPath+"symbol", pprof.Symbol)
-	mux.HandleFunc(pprofPath+"trace", pprof.Trace)
-}
-
-// probes serves /healthz and /readyz to anyone (no token, any Host: a
-// Kubernetes probe sends neither) and everything else through guarded.
-func (n *Node) probes(guarded http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+healthzPath, n.handleHealthz)
-	mux.HandleFunc("GET "+readyzPath, n.handleReadyz)
-	mux.Handle("/", guarded)
-	return httpapi.Routed(mux)
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/config"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -403,7 +404,7 @@ func TestProbes(t *testing.T) {
 		t.Errorf("/healthz without token: %d %s", status, body)
 	}
 	status, body := obsDo(t, http.MethodGet, base+"/readyz", "", "", nil)
-	var rd node.Readiness
+	var rd api.Readiness
 	if err := json.Unmarshal([]byte(body), &rd); err != nil {
 		t.Fatalf("/readyz: %d %q: %v", status, body, err)
 	}

@@ -161,10 +161,12 @@ var nodeRank = map[string]int{
 	// The one translation of Config into libp2p, kad-dht and pubsub
 	// options; NAT and ports.
 	"node/p2p": 5,
-	// The local API's mux, guards and node routes.
-	"node/api": 5,
 
-	"node": 6,
+	// The local API: every surface's routes on one mux, the access
+	// guards, the limits, the node's own routes.
+	"node/api": 6,
+
+	"node": 7,
 }
 
 // rankOf returns the rank of a package below node/ by its longest listed
