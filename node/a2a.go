@@ -5,7 +5,6 @@ import (
 	"log/slog"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
-	"github.com/lmosnode/lmosnode/node/interact"
 )
 
 // buildA2A builds the A2A bridge: every lmos:Agent the node may see is an
@@ -21,7 +20,7 @@ func (n *Node) buildA2A(key ed25519.PrivateKey, log *slog.Logger) error {
 		Resolver:  n.own,
 		TDs:       n.own,
 		Self:      n.peerID,
-		Invokers:  interact.NewRouter(n.peerID, n.own.Engine(), n.remote(), n.own),
+		Invokers:  n.bridgeRouter,
 		Key:       key,
 		Publisher: n.own,
 		Client:    n.a2aClient,

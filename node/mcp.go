@@ -3,7 +3,6 @@ package node
 import (
 	"path/filepath"
 
-	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 	"github.com/lmosnode/lmosnode/node/version"
 )
@@ -17,7 +16,7 @@ func (n *Node) buildMCP() error {
 		Directory: n.dir,
 		Self:      n.peerID,
 		Resolver:  n.own,
-		Invokers:  interact.NewRouter(n.peerID, n.own.Engine(), n.remote(), n.own),
+		Invokers:  n.bridgeRouter,
 		Visible:   n.own.Visible,
 	}, mcpbridge.Config{}, mcpbridge.WithLogger(n.log.With("component", "mcp")))
 	return err

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	ds "github.com/ipfs/go-datastore"
 	kaddht "github.com/libp2p/go-libp2p-kad-dht"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -111,6 +110,7 @@ type Node struct {
 	interactServer *interact.Server
 	interactClient *interact.Client
 	router         *interact.Router
+	bridgeRouter   *interact.Router // the MCP and A2A bridges' (invoke.go)
 	gateway        *gateway.Handler
 	mcp            *mcpbridge.Server  // the MCP server (mcp.go)
 	mcpImports     *mcpbridge.Imports // MCP servers imported as Things (mcp.go); built by Start
@@ -606,13 +606,6 @@ func (n *Node) teardown() error {
 // learned. It is closed by Close.
 func (n *Node) Directory() *directory.Directory { return n.dir }
 
-// Federation returns the component that publishes the node's Things and
-// learns those of other nodes (Publish, Remove, FindCapability, …).
-func (n *Node) Federation() *federation.Federation { return n.fed }
-
-// DHT returns the node's Kademlia DHT (the private LMOS DHT, /lmos/kad/1.0.0).
-func (n *Node) DHT() *kaddht.IpfsDHT { return n.dht }
-
 // PubSub returns the node's gossipsub router; nil when Config.Gossip is
 // off.
 func (n *Node) PubSub() *pubsub.PubSub { return n.ps }
@@ -629,12 +622,6 @@ func (n *Node) DIDKey() string { return n.didKey }
 
 // Host returns the node's libp2p host.
 func (n *Node) Host() host.Host { return n.host }
-
-// Datastore returns the node's persistent datastore. Writes are durable
-// (fsynced) when they return, except under /dht and the directory's
-// learned Things, which the network gives back if a crash loses them. It
-// is closed by Close.
-func (n *Node) Datastore() ds.Batching { return n.store }
 
 // Addrs returns the host's addresses as full multiaddrs ending in
 // /p2p/<peer ID>; empty before Start.

@@ -16,9 +16,6 @@ import (
 // config.json. A publisher put on the deny list loses the records it had
 // here at once.
 
-// Trust returns the node's trust list.
-func (n *Node) Trust() *trust.List { return n.trust }
-
 // FetchTrust asks the API at apiURL for its trust list.
 func FetchTrust(ctx context.Context, client *http.Client, apiURL string) (trustapi.List, error) {
 	var l trustapi.List
