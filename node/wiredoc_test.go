@@ -96,7 +96,7 @@ var (
 	// limitRow is a row of the limits table: | what | value | code |.
 	limitRow = regexp.MustCompile(`^\| ([^|]+) \| ([^|]+) \| (.+) \|$`)
 	// constCell is a Code cell that names one constant: `pkg.Name`.
-	constCell = regexp.MustCompile("^`([a-z]+\\.[A-Za-z]+)`$")
+	constCell = regexp.MustCompile("^`([a-z0-9]+\\.[A-Za-z]+)`$")
 )
 
 // TestWireDoc keeps docs/wire.md in step with the code: every limit its
