@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -172,12 +173,45 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 		}
 	}()
 
+	var b built
+	for _, stage := range []func() error{
+		func() error { return n.observeAndIdentify(&o) },
+		func() error { return n.buildNet(&o, &b) },
+		func() error { return n.buildServices(&o, &b) },
+		func() error { return n.buildSurfaces(&o, &b) },
+	} {
+		if err := stage(); err != nil {
+			return nil, err
+		}
+	}
+	n.log.Debug("node built", "peer", n.peerID, "home", cfg.Home, "gossip", cfg.Gossip, "dhtMode", cfg.DHTMode)
+	return n, nil
+}
+
+// built carries what New's stages share but the Node does not keep.
+type built struct {
+	// things and ops are the caches of verified records and group
+	// operations the DHT's validators share with the federation and the
+	// group service.
+	things lmosdht.ThingValidator
+	ops    *groups.OpCache
+	// signing is the identity as an Ed25519 key.
+	signing ed25519.PrivateKey
+	// access is the group service, or what a test put in its place.
+	access groupAccess
+}
+
+// observeAndIdentify routes the libraries' logs, makes the metrics and
+// tracing, prepares the home and loads the identity and the API token.
+func (n *Node) observeAndIdentify(o *options) error {
+	cfg := n.cfg
+	var err error
 	n.unrouteLogs = logroute.Register(o.logger.Handler(), o.libp2pLevel)
 	n.metrics = metrics.New()
 	n.tracing = o.tracing
 	if n.tracing == nil {
-		if n.ownTracing, err = tracingFromEnv(ctx); err != nil {
-			return nil, fmt.Errorf("node: %w", err)
+		if n.ownTracing, err = tracingFromEnv(n.ctx); err != nil {
+			return fmt.Errorf("node: %w", err)
 		}
 		if n.ownTracing != nil {
 			n.tracing = n.ownTracing
@@ -185,58 +219,76 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	}
 
 	if _, err := homedir.Init(cfg.Home); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	key, _, err := homedir.LoadOrCreateIdentity(cfg.Home)
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	n.key = key
 	if n.peerID, err = peer.IDFromPrivateKey(key); err != nil {
-		return nil, fmt.Errorf("node: identity: %w", err)
+		return fmt.Errorf("node: identity: %w", err)
 	}
 	if n.didKey, err = homedir.DIDKeyOf(key.GetPublic()); err != nil {
-		return nil, fmt.Errorf("node: identity: %w", err)
+		return fmt.Errorf("node: identity: %w", err)
 	}
 	n.apiToken, n.tokenForAll = cfg.APIToken, cfg.TokenForAllRequests()
 	if n.apiToken == "" {
 		if n.apiToken, _, err = homedir.LoadOrCreateAPIToken(cfg.Home); err != nil {
-			return nil, fmt.Errorf("node: %w", err)
+			return fmt.Errorf("node: %w", err)
 		}
 	}
 
+	return nil
+}
+
+// buildNet opens the datastore, builds the host (following its NAT
+// state), the directory and the DHT.
+func (n *Node) buildNet(o *options, b *built) error {
+	cfg := n.cfg
+	var err error
 	n.store, err = datastore.Open(datastore.Deps{Self: n.peerID},
 		datastore.Config{Dir: filepath.Join(cfg.Home, homedir.DatastoreDir), CacheMB: cfg.Datastore.CacheMB},
 		datastore.WithLogger(o.logger.With("component", "datastore")))
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
-	n.host, err = p2p.NewHost(cfg, key, p2p.HostOptions{Registerer: n.metrics.Registry(), Gater: o.gater, Reachability: o.reachability})
+	n.host, err = p2p.NewHost(cfg, n.key, p2p.HostOptions{Registerer: n.metrics.Registry(), Gater: o.gater, Reachability: o.reachability})
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	if err := p2p.FollowNAT(n.ctx, n.host, &n.nat, &n.wg); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	n.dir, err = directory.Open(directory.Deps{Datastore: n.store, Self: n.peerID},
 		cfg.Directory(),
 		directory.WithLogger(o.logger.With("component", "directory")))
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	// One cache of verified records for the DHT and the federation: a
 	// record that arrives by gossip and again by a DHT put (or a sync) is
 	// verified once.
-	things := lmosdht.ThingValidator{Cache: lmosdht.NewRecordCache(0)}
+	b.things = lmosdht.ThingValidator{Cache: lmosdht.NewRecordCache(0)}
 	// Likewise one cache of verified group operations for the DHT's
 	// validator of group logs and the group service.
-	ops := groups.NewOpCache(0)
-	if n.dht, err = p2p.NewDHT(n.ctx, cfg, n.host, n.store, things, ops); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+	b.ops = groups.NewOpCache(0)
+	if n.dht, err = p2p.NewDHT(n.ctx, cfg, n.host, n.store, b.things, b.ops); err != nil {
+		return fmt.Errorf("node: %w", err)
 	}
-	signing, err := homedir.SigningKey(key)
+	return nil
+}
+
+// buildServices builds the services in the order that breaks the loop
+// between gossipsub, the group service and the federation: the trust list
+// and the intake, the group service, gossipsub, the federation; then the
+// A2A client and the own Things.
+func (n *Node) buildServices(o *options, b *built) error {
+	cfg := n.cfg
+	var err error
+	b.signing, err = homedir.SigningKey(n.key)
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	// The construction order breaks the loop between gossipsub, the group
 	// service and the federation (groups.go): the intake, through which
@@ -246,24 +298,24 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	// membership predicate and scoped publisher; and the own Things.
 	fedLog := o.logger.With("component", "federation")
 	if n.trust, err = trust.New(n.peerID, cfg.Trust); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	if n.trustAPI, err = trustapi.New(trustapi.Deps{List: n.trust, Self: n.peerID, Directory: n.dir,
 		Save: func(c trust.Config) error { return config.WriteTrust(cfg.Home, c) }}, trustapi.WithLogger(o.logger)); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
-	intake, err := federation.NewIntake(federation.IntakeDeps{Directory: n.dir, Self: n.peerID, Validator: things, Admit: n.trust.Admits},
+	intake, err := federation.NewIntake(federation.IntakeDeps{Directory: n.dir, Self: n.peerID, Validator: b.things, Admit: n.trust.Admits},
 		federation.WithLogger(fedLog))
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	dht := p2p.CountingDHT{IpfsDHT: n.dht, Count: n.metrics.DHTQuery}
 	gdeps := groupsvc.Deps{
 		Host:      n.host,
-		Key:       signing,
+		Key:       b.signing,
 		DHT:       dht,
 		Datastore: n.store,
-		Ops:       ops,
+		Ops:       b.ops,
 		// Both hooks run only once the node is started.
 		OnChange:     n.groupChanged,
 		OnMemberSync: func(_ string, p peer.ID) { n.fed.SyncMember(p) },
@@ -273,15 +325,16 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 		gdeps.TopicScore = p2p.TopicScore()
 	}
 	if n.groups, err = groupsvc.New(gdeps, groupsvc.Config{}, groupsvc.WithLogger(o.logger.With("component", "groups"))); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	if n.groupAPI, err = groupapi.New(groupapi.Deps{Groups: n.groups}); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
-	access := o.access
-	if access == nil {
-		access = n.groups
+	b.access = o.access
+	if b.access == nil {
+		b.access = n.groups
 	}
+	access := b.access
 	if cfg.Gossip {
 		// Gossipsub lives until its context ends; teardown ends it once
 		// the federation has left its topic.
@@ -289,12 +342,12 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 		n.psCancel = psCancel
 		o.tracers = append(o.tracers, n.metrics.GossipTracer(topicKind))
 		if n.ps, err = p2p.NewPubSub(psCtx, n.host, p2p.PubSubOptions{Heartbeat: o.heartbeat, Tracers: o.tracers, Groups: n.groups}); err != nil {
-			return nil, fmt.Errorf("node: %w", err)
+			return fmt.Errorf("node: %w", err)
 		}
 	}
 	n.fed, err = federation.New(federation.Deps{
 		Host:      n.host,
-		Key:       signing,
+		Key:       b.signing,
 		Directory: n.dir,
 		Intake:    intake,
 		DHT:       dht,
@@ -308,10 +361,10 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.WithDefaults().OfflineAfter) / 5},
 		federation.WithLogger(fedLog))
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	if n.a2aClient, err = a2abridge.NewClient(a2abridge.ClientConfig{}, a2abridge.WithLogger(o.logger.With("component", "a2a"))); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	n.own, err = own.New(own.Deps{
 		Directory: n.dir,
@@ -323,11 +376,20 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 		Kinds:     map[string]func(string) (interact.Backend, error){a2abridge.KindA2A: n.a2aClient.Backend},
 	}, own.Config{}, own.WithLogger(o.logger.With("component", "interact")))
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
+	return nil
+}
+
+// buildSurfaces builds discovery, the interactions and every surface of
+// the API over the services: gateways, the HTTP binding, MCP, A2A, the
+// directory API and the console.
+func (n *Node) buildSurfaces(o *options, b *built) error {
+	cfg := n.cfg
+	var err error
 	bootstrap, err := p2p.BootstrapPeers(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	dcfg := discovery.DefaultConfig()
 	dcfg.MDNS = cfg.MDNS
@@ -336,13 +398,13 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	n.disc, err = discovery.New(discovery.Deps{Host: n.host, Routing: n.dht}, dcfg,
 		discovery.WithLogger(o.logger.With("component", "discovery")))
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	if err := n.buildInteract(); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	if err := n.buildGateways(); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	gwDeps := gateway.Deps{
 		Resolver: n.own,
@@ -357,13 +419,13 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 	n.gateway, err = gateway.New(gwDeps, gateway.Config{BearerAuth: n.tokenForAll, WebSocketPath: api.PathWS},
 		gateway.WithLogger(o.logger.With("component", "gateway")))
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	if err := n.buildMCP(); err != nil {
-		return nil, err
+		return err
 	}
-	if err := n.buildA2A(signing, o.logger); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+	if err := n.buildA2A(b.signing, o.logger); err != nil {
+		return fmt.Errorf("node: %w", err)
 	}
 	n.tdd, err = tdd.New(tdd.Deps{
 		Directory: n.dir,
@@ -380,14 +442,13 @@ func New(cfg config.Config, opts ...Option) (_ *Node, err error) {
 		Trust:        n.trust,
 	}, tdd.Config{BearerAuth: n.tokenForAll, BearerWrites: !n.tokenForAll}, tdd.WithLogger(o.logger.With("component", "tdd")))
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	n.observeSources()
 	if n.console, err = console.New(console.Deps{}, console.Config{}, console.WithLogger(o.logger.With("component", "console"))); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
-	n.log.Debug("node built", "peer", n.peerID, "home", cfg.Home, "gossip", cfg.Gossip, "dhtMode", cfg.DHTMode)
-	return n, nil
+	return nil
 }
 
 // Start makes the host listen on Config.Listen, starts the federation
