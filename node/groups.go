@@ -2,14 +2,10 @@ package node
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 )
 
@@ -23,10 +19,6 @@ import (
 // on group topics go to the federation's Intake, built before it. Its
 // membership changes reauthorize running interactions and start syncs
 // with members.
-
-// scopedAcceptTimeout bounds the storing of one group-scoped record that
-// arrived on a group topic.
-const scopedAcceptTimeout = 10 * time.Second
 
 // groupAccess is what the node's components ask of the group service:
 // who may see and call a group-scoped Thing, whether this node is a member
@@ -42,20 +34,6 @@ type groupAccess interface {
 // Groups returns the node's group service: create, invite, join, remove,
 // post… (docs/groups.md).
 func (n *Node) Groups() *groupsvc.Service { return n.groups }
-
-// acceptScoped is the service's groupsvc.ThingHandler: the federation's
-// intake checks and stores the record.
-func (n *Node) acceptScoped(intake *federation.Intake) groupsvc.ThingHandler {
-	return func(group string, from peer.ID, raw []byte) error {
-		ctx, cancel := context.WithTimeout(n.ctx, scopedAcceptTimeout)
-		defer cancel()
-		err := intake.AcceptScoped(ctx, from, group, raw)
-		if errors.Is(err, federation.ErrNotNewer) || errors.Is(err, federation.ErrNotAdmitted) {
-			return fmt.Errorf("%w: %w", groupsvc.ErrStaleThing, err)
-		}
-		return err
-	}
-}
 
 // groupChanged is the service's OnChange, called only once the node is
 // started: running interactions of peers no longer allowed end, and when

@@ -319,7 +319,7 @@ func (n *Node) buildServices(o *options, b *built) error {
 		// Both hooks run only once the node is started.
 		OnChange:     n.groupChanged,
 		OnMemberSync: func(_ string, p peer.ID) { n.fed.SyncMember(p) },
-		Things:       n.acceptScoped(intake),
+		Things:       intake,
 	}
 	if cfg.Gossip {
 		gdeps.TopicScore = p2p.TopicScore()
@@ -353,11 +353,8 @@ func (n *Node) buildServices(o *options, b *built) error {
 		DHT:       dht,
 		PubSub:    n.ps,
 		MemberOf:  access.MemberOf,
-		Scoped: func(ctx context.Context, groups []string, record []byte) error {
-			_, err := access.PublishThing(ctx, groups, record)
-			return err
-		},
-		Allowed: access.Allowed,
+		Scoped:    access,
+		Allowed:   access.Allowed,
 	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.WithDefaults().OfflineAfter) / 5},
 		federation.WithLogger(fedLog))
 	if err != nil {

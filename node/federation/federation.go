@@ -31,6 +31,12 @@ type DHT interface {
 	FindProvidersAsync(ctx context.Context, key cid.Cid, count int) <-chan peer.AddrInfo
 }
 
+// ScopedPublisher spreads group-scoped records on group topics (Deps.Scoped).
+// *groupsvc.Service implements it.
+type ScopedPublisher interface {
+	PublishThing(ctx context.Context, groups []string, record []byte) (int, error)
+}
+
 // Deps are the parts a Federation works with. Host, Key and Directory
 // are required; the caller keeps ownership of all of them and closes them
 // after the Federation.
@@ -66,7 +72,7 @@ type Deps struct {
 	// republication call it, with the federation's publication lock held,
 	// instead of the announce topic and the DHT; its errors are logged.
 	// Nil: group-scoped records leave this node by sync only.
-	Scoped func(ctx context.Context, groups []string, record []byte) error
+	Scoped ScopedPublisher
 	// Allowed reports whether peer p may see the Thing thingID, which is
 	// restricted to groups (docs/groups.md, "Enforcement"). The sync
 	// protocol serves a group-scoped own record only to a peer it allows,

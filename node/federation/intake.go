@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
@@ -179,8 +180,23 @@ func (in *Intake) StoreMany(recs []*lmosproto.Record) (int, error) {
 	return n, nil
 }
 
+// ValidateScoped is AcceptScoped as a group topic's validator decides
+// (groupsvc.Things): a record stored is accepted; a duplicate, a tombstone
+// of a Thing not held and a record of a publisher the trust list refuses
+// are ignored; any other is rejected (it costs the peer that sent it).
+func (in *Intake) ValidateScoped(ctx context.Context, from peer.ID, group string, record []byte) (pubsub.ValidationResult, error) {
+	err := in.AcceptScoped(ctx, from, group, record)
+	switch {
+	case err == nil:
+		return pubsub.ValidationAccept, nil
+	case errors.Is(err, ErrNotNewer), errors.Is(err, ErrNotAdmitted):
+		return pubsub.ValidationIgnore, err
+	}
+	return pubsub.ValidationReject, err
+}
+
 // AcceptScoped checks a group-scoped record that peer from sent on the
-// topic of group and stores it (groupsvc.ThingHandler): the record must
+// topic of group and stores it: the record must
 // check like an announcement (size, proof, freshness, signed by from: the
 // publisher must be the sender), its TD must name group in lmos:groups —
 // for a tombstone, the TD it removes, as held here — and it must be newer

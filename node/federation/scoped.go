@@ -59,7 +59,7 @@ func (f *Federation) spreadScoped(ctx context.Context, groups []string, rec *lmo
 	if f.p.Scoped == nil || len(groups) == 0 {
 		return
 	}
-	if err := f.p.Scoped(ctx, slices.Clone(groups), rec.Raw); err != nil {
+	if _, err := f.p.Scoped.PublishThing(ctx, slices.Clone(groups), rec.Raw); err != nil {
 		f.log.Warn("spread group-scoped thing", "thing", rec.ThingID, "seq", rec.Seq, "groups", groups, "err", err)
 		return
 	}

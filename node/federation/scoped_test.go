@@ -16,7 +16,7 @@ import (
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
-// scopedLog records what a Federation hands to Params.Scoped.
+// scopedLog records what a Federation hands to Deps.Scoped.
 type scopedLog struct {
 	mu   sync.Mutex
 	sent []scopedSend
@@ -27,11 +27,11 @@ type scopedSend struct {
 	record []byte
 }
 
-func (l *scopedLog) hook(_ context.Context, groups []string, record []byte) error {
+func (l *scopedLog) PublishThing(_ context.Context, groups []string, record []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sent = append(l.sent, scopedSend{groups: groups, record: record})
-	return nil
+	return len(groups), nil
 }
 
 func (l *scopedLog) last(t *testing.T) scopedSend {
@@ -65,7 +65,7 @@ func TestPublishScoped(t *testing.T) {
 	var log scopedLog
 	alice := newMember(t, func(p *Deps, _ *Config) {
 		p.MemberOf = memberOf("g-alpha")
-		p.Scoped = log.hook
+		p.Scoped = &log
 	})
 
 	// A group this node is not a member of: refused, naming the field.
@@ -111,7 +111,7 @@ func TestAcceptScoped(t *testing.T) {
 	var log scopedLog
 	alice := newMember(t, func(p *Deps, _ *Config) {
 		p.MemberOf = memberOf("g-alpha")
-		p.Scoped = log.hook
+		p.Scoped = &log
 	})
 	bob := newMember(t, nil)
 	carol := newMember(t, nil)

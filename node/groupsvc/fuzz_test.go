@@ -2,6 +2,7 @@ package groupsvc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -49,7 +50,7 @@ func FuzzTopicMessage(f *testing.F) {
 		st := g.state()
 		pending := g.log.Pending()
 		msg := fx.message(data, from, local)
-		res, err := fx.svc.check(g, msg)
+		res, err := fx.svc.check(context.Background(), g, msg)
 		switch res {
 		case pubsub.ValidationAccept:
 			if err != nil {

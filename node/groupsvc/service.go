@@ -48,9 +48,6 @@ var (
 	// ErrNoGossip: the node runs without gossipsub, so it cannot post or
 	// receive posts (503).
 	ErrNoGossip = errors.New("the node runs without gossip")
-	// ErrStaleThing: what a ThingHandler wraps for a record that is not
-	// newer than the one held.
-	ErrStaleThing = errors.New("thing record not newer than the one held")
 	// ErrClosed: the Service is closed.
 	ErrClosed = errors.New("groupsvc: closed")
 )
@@ -62,11 +59,19 @@ type DHT interface {
 	FindPeer(ctx context.Context, id peer.ID) (peer.AddrInfo, error)
 }
 
-// ThingHandler takes a group-scoped Thing record that the member from
-// published on the topic of group. An error wrapping ErrStaleThing (a
-// duplicate) ignores the message; any other error rejects it (the record
-// does not check, is not the author's, or does not name the group).
-type ThingHandler func(group string, from peer.ID, raw []byte) error
+// Things takes the group-scoped Thing records that members publish on
+// group topics: it checks and stores the record the member from published
+// on the topic of group, and says what the topic's validator does with the
+// message (accept, ignore a duplicate, reject a record that does not
+// check, is not the author's, or does not name the group).
+// *federation.Intake implements it.
+type Things interface {
+	ValidateScoped(ctx context.Context, from peer.ID, group string, record []byte) (pubsub.ValidationResult, error)
+}
+
+// scopedTimeout bounds the storing of one group-scoped record that arrived
+// on a group topic.
+const scopedTimeout = 10 * time.Second
 
 // Deps are the parts a Service works with. Host, Key and Datastore are
 // required; the caller keeps ownership of all of them and closes them
@@ -106,7 +111,7 @@ type Deps struct {
 	OnMemberSync func(group string, p peer.ID)
 	// Things, if set, takes the group-scoped Things published on group
 	// topics; without it such messages are ignored.
-	Things ThingHandler
+	Things Things
 }
 
 // Config configures a Service. The zero value of every field selects its

@@ -340,8 +340,8 @@ func (g *group) endSubs() {
 // validate returns the topic validator of g; see the package
 // documentation.
 func (s *Service) validate(g *group) pubsub.ValidatorEx {
-	return func(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
-		res, err := s.check(g, msg)
+	return func(ctx context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+		res, err := s.check(ctx, g, msg)
 		if err != nil {
 			s.log.Debug("group message refused", "group", g.id, "from", msg.ReceivedFrom, "author", msg.GetFrom(), "result", topicval.ResultName(res), "err", err)
 		}
@@ -349,7 +349,7 @@ func (s *Service) validate(g *group) pubsub.ValidatorEx {
 	}
 }
 
-func (s *Service) check(g *group, msg *pubsub.Message) (pubsub.ValidationResult, error) {
+func (s *Service) check(ctx context.Context, g *group, msg *pubsub.Message) (pubsub.ValidationResult, error) {
 	m, err := groups.ParseMessage(msg.GetData())
 	if err != nil {
 		return pubsub.ValidationReject, err
@@ -375,11 +375,10 @@ func (s *Service) check(g *group, msg *pubsub.Message) (pubsub.ValidationResult,
 		if local || s.p.Things == nil {
 			return pubsub.ValidationAccept, nil
 		}
-		if err := s.p.Things(g.id, author, m.Thing); err != nil {
-			if errors.Is(err, ErrStaleThing) {
-				return pubsub.ValidationIgnore, err
-			}
-			return pubsub.ValidationReject, fmt.Errorf("thing by %s: %w", author, err)
+		ctx, cancel := context.WithTimeout(ctx, scopedTimeout)
+		defer cancel()
+		if res, err := s.p.Things.ValidateScoped(ctx, author, g.id, m.Thing); res != pubsub.ValidationAccept {
+			return res, fmt.Errorf("thing by %s: %w", author, err)
 		}
 		return pubsub.ValidationAccept, nil
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -137,7 +136,7 @@ func newTopicFixture(t testing.TB) *topicFixture {
 	f.hook = &recordHook{self: bob.id, now: func() time.Time { return topicT0.Add(time.Hour) }}
 	f.svc, err = New(Deps{
 		Host: h, Key: bob.key, Datastore: dssync.MutexWrap(ds.NewMapDatastore()),
-		Things: f.hook.take,
+		Things: f.hook,
 	}, Config{}, WithClock(func() time.Time { return topicT0.Add(time.Hour) }))
 	if err != nil {
 		t.Fatal(err)
@@ -203,22 +202,19 @@ func (h *recordHook) reset(t testing.TB, held *lmosproto.Record) {
 	h.intake, h.took = intake, nil
 }
 
-func (h *recordHook) take(group string, from peer.ID, raw []byte) error {
+func (h *recordHook) ValidateScoped(ctx context.Context, from peer.ID, group string, raw []byte) (pubsub.ValidationResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	err := h.intake.AcceptScoped(context.Background(), from, group, raw)
-	if errors.Is(err, federation.ErrNotNewer) {
-		return fmt.Errorf("%w: %w", ErrStaleThing, err)
-	}
-	if err != nil {
-		return err
+	res, err := h.intake.ValidateScoped(ctx, from, group, raw)
+	if res != pubsub.ValidationAccept {
+		return res, err
 	}
 	rec, err := lmosproto.ParseRecord(raw)
 	if err != nil {
-		return err
+		return pubsub.ValidationReject, err
 	}
 	h.took = append(h.took, fmt.Sprintf("%s from %s, lmos:seq %d, tombstone %v", rec.ThingID, from, rec.Seq, rec.Tombstone()))
-	return nil
+	return pubsub.ValidationAccept, nil
 }
 
 func (h *recordHook) taken() []string {
@@ -401,7 +397,7 @@ func (f *topicFixture) check(t testing.TB, data []byte, from peer.ID, local bool
 	before := f.summary(g.state())
 	pending := g.log.Pending()
 	msg := f.message(data, from, local)
-	res, err := f.svc.check(g, msg)
+	res, err := f.svc.check(context.Background(), g, msg)
 	v := topicVerdict{Verdict: topicval.ResultName(res)}
 	if err != nil {
 		v.Error = err.Error()
