@@ -28,9 +28,10 @@ func exampleNode(home string) *node.Node {
 	return n
 }
 
-// Two nodes: one publishes an agent, the other sees it after they connect
-// (by sync on connect, and later versions by gossip).
-func ExampleNode_Federation() {
+// Two nodes: one publishes an agent, the other finds it by its capability
+// once they are connected (by sync on connect, and later versions by
+// gossip).
+func ExampleNode_Find() {
 	homeA, _ := os.MkdirTemp("", "lmosnode-example")
 	homeB, _ := os.MkdirTemp("", "lmosnode-example")
 	defer os.RemoveAll(homeA)
@@ -52,7 +53,7 @@ func ExampleNode_Federation() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	e, change, err := a.Federation().Publish(ctx, td, &directory.Local{Backend: "http://127.0.0.1:8080"})
+	e, change, err := a.Things().Publish(ctx, td, &directory.Local{Backend: "http://127.0.0.1:8080"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func ExampleNode_Federation() {
 		log.Fatal(err)
 	}
 	for range 500 {
-		if found, _ := b.Federation().FindCapability(ctx, "weather-forecast"); len(found) == 1 {
+		if found, _ := b.Find(ctx, "weather-forecast"); len(found) == 1 {
 			fmt.Println(found[0].Title, found[0].Publisher == a.PeerID())
 			break
 		}

@@ -2,7 +2,8 @@ package node
 
 import (
 	"context"
-	"sync"
+	"maps"
+	"slices"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -36,43 +37,15 @@ type groupAccess interface {
 func (n *Node) Groups() *groupsvc.Service { return n.groups }
 
 // groupChanged is the service's OnChange, called only once the node is
-// started: running interactions of peers no longer allowed end, and when
-// this node became a member of the group it asks the group's members for
-// their Things (group-scoped ones included, now that it may see them).
+// started: each part that follows membership hears of it — running
+// interactions of peers no longer allowed end (own), the MCP tool list is
+// refreshed, the metric counts it, and the federation syncs with the
+// members of a group this node became a member of.
 func (n *Node) groupChanged(group string) {
 	n.own.Reauthorize()
 	n.mcp.Refresh()
 	member := n.groups.MemberOf(group)
 	n.metrics.GroupChange(member)
-	if !n.joinedGroups.update(group, member) || !member {
-		return
-	}
 	st, _ := n.groups.State(group)
-	var peers []peer.ID
-	for p := range st.Members {
-		if p != n.peerID {
-			peers = append(peers, p)
-		}
-	}
-	n.fed.SyncMembers(peers)
-}
-
-// groupSet is the set of groups this node was a member of at the last
-// change.
-type groupSet struct {
-	mu  sync.Mutex
-	ids map[string]bool
-}
-
-// update records whether the node is a member of group and reports
-// whether that changed.
-func (s *groupSet) update(group string, member bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ids == nil {
-		s.ids = map[string]bool{}
-	}
-	was := s.ids[group]
-	s.ids[group] = member
-	return was != member
+	n.fed.GroupChanged(group, member, slices.Collect(maps.Keys(st.Members)))
 }

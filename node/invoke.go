@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/directory"
@@ -32,6 +33,18 @@ func (n *Node) Register(td *lmosproto.TD, thing *interact.Thing) (directory.Entr
 	}
 	e, _ := n.dir.Get(n.peerID, td.ID)
 	return e, nil
+}
+
+// Find returns the Things of the federation that offer the capability id
+// (lmos:id, exactly as written): from the directory, or, when it holds
+// none, from the providers the DHT names (package federation,
+// FindCapability). Only the Things this node may see are returned.
+func (n *Node) Find(ctx context.Context, id string) ([]directory.Entry, error) {
+	found, err := n.fed.FindCapability(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(found, func(e directory.Entry) bool { return !n.own.Visible(e) }), nil
 }
 
 // Things returns the node's own Things: publish, register and remove

@@ -98,11 +98,9 @@ type Node struct {
 	mqtt     *mqttgw.Gateway // nil without Config.MQTT
 	fanout   *fanout.Fanout  // nil without Config.Gossip
 
-	// Groups (groups.go): the group service and the groups this node was
-	// last a member of.
-	groups       *groupsvc.Service
-	groupAPI     *groupapi.Handler
-	joinedGroups groupSet
+	// Groups (groups.go): the group service and its API.
+	groups   *groupsvc.Service
+	groupAPI *groupapi.Handler
 
 	// Interactions (invoke.go): the node's own Things with the engine that
 	// serves them, the libp2p server and client of proto.ProtocolInteract,

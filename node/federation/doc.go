@@ -157,7 +157,8 @@
 // (the validator rejects them there) nor put into the DHT: Publish, Remove
 // and republication hand them to Deps.Scoped, which spreads them on the
 // groups' topics as {"thing": record}; what arrives there the group service
-// passes to Intake.AcceptScoped, which checks it like an announcement and also
+// passes to Intake.ValidateScoped (AcceptScoped, with the topic verdict),
+// which checks it like an announcement and also
 // that the sender is the publisher and the Thing names the group. Sync
 // serves them only to the peers Deps.Allowed allows, and the lookups
 // answer with learned ones only if Deps.Allowed allows this node. The

@@ -195,6 +195,7 @@ type Federation struct {
 	syncSem    chan struct{}
 
 	memberSyncs peerTimes // SyncMember's last sync per peer
+	joined      groupSet  // the groups this node was a member of (GroupChanged)
 
 	mu      sync.Mutex
 	started bool

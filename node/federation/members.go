@@ -22,6 +22,43 @@ const (
 	memberSyncEvery = 2 * time.Second
 )
 
+// GroupChanged is told of a change of group: whether this node is a member
+// now, and the members. When the node became a member, it syncs with the
+// other members (SyncMembers): Things restricted to the group are open to
+// it now.
+func (f *Federation) GroupChanged(group string, member bool, members []peer.ID) {
+	if !f.joined.update(group, member) || !member {
+		return
+	}
+	others := make([]peer.ID, 0, len(members))
+	for _, p := range members {
+		if p != f.self {
+			others = append(others, p)
+		}
+	}
+	f.SyncMembers(others)
+}
+
+// groupSet is the set of groups this node was a member of at the last
+// change.
+type groupSet struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// update records whether the node is a member of group and reports
+// whether that changed.
+func (s *groupSet) update(group string, member bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ids == nil {
+		s.ids = map[string]bool{}
+	}
+	was := s.ids[group]
+	s.ids[group] = member
+	return was != member
+}
+
 // SyncMembers syncs in the background with each of peers in turn (at most
 // 64): the members of a group this node became a member of. Members it is
 // not connected to are found through the DHT.
