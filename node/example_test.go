@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net/http"
 	"os"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 )
 
 // A node on loopback only, started, asked for its info over its own API,
@@ -34,7 +34,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	info, err := node.FetchNodeInfo(context.Background(), http.DefaultClient, apiURL)
+	info, err := apiclient.New(apiURL, nil).Node(context.Background())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -5,8 +5,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-
-	"github.com/lmosnode/lmosnode/node/a2abridge"
 )
 
 func newA2ACmd() *cobra.Command {
@@ -44,7 +42,7 @@ again updates it; 'lmosnode things rm ID' removes it.`,
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			res, err := a2abridge.NewAPIClient(d.apiURL, d.http).Import(ctx, args[0])
+			res, err := d.api.ImportA2A(ctx, args[0])
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], d.explain(err))
 			}
@@ -71,7 +69,7 @@ func newA2ALsCmd() *cobra.Command {
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			agents, err := a2abridge.NewAPIClient(d.apiURL, d.http).Agents(ctx)
+			agents, err := d.api.A2AAgents(ctx)
 			if err != nil {
 				return d.explain(err)
 			}

@@ -17,9 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/node"
-	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/httpapi"
-	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -37,10 +36,9 @@ type daemon struct {
 	home   string
 	apiURL string
 	// http sends the API token (--token, $LMOS_API_TOKEN or the home's),
-	// if any, with every request; client and groups use it.
-	http   *http.Client
-	client *tdd.Client
-	groups *groupapi.Client
+	// if any, with every request; api uses it.
+	http *http.Client
+	api  *apiclient.Client
 }
 
 // connectDaemon finds the node a command talks to: the one --api or
@@ -63,7 +61,7 @@ func connectDaemon(cmd *cobra.Command) (*daemon, error) {
 		token = os.Getenv(node.APITokenEnv)
 	}
 	hc := httpapi.BearerClient(token)
-	return &daemon{home: home, apiURL: apiURL, http: hc, client: tdd.NewClient(apiURL, hc), groups: groupapi.NewClient(apiURL, hc)}, nil
+	return &daemon{home: home, apiURL: apiURL, http: hc, api: apiclient.New(apiURL, hc)}, nil
 }
 
 // apiTarget resolves the node's API URL: --api, $LMOS_API, then the api

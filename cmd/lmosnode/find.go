@@ -11,8 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
-	"github.com/lmosnode/lmosnode/node/tdd"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/trust"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -67,7 +66,7 @@ listing.`,
 
 func runFind(cmd *cobra.Command, args []string) error {
 	f := cmd.Flags()
-	var q tdd.FindQuery
+	var q apiclient.FindQuery
 	q.Type, _ = f.GetString("type")
 	q.Capability, _ = f.GetString("capability")
 	q.Vendor, _ = f.GetString("vendor")
@@ -89,7 +88,7 @@ func runFind(cmd *cobra.Command, args []string) error {
 	}
 	ctx, cancel := d.ctx(cmd)
 	defer cancel()
-	res, err := d.client.Find(ctx, q)
+	res, err := d.api.Find(ctx, q)
 	if err != nil {
 		return d.explain(err)
 	}
@@ -113,7 +112,7 @@ func runFind(cmd *cobra.Command, args []string) error {
 	// Mark the node's own Things; without node info every publisher is
 	// shown by its peer ID.
 	var self peer.ID
-	if info, err := node.FetchNodeInfo(ctx, d.http, d.apiURL); err == nil {
+	if info, err := d.api.Node(ctx); err == nil {
 		self, _ = peer.Decode(info.PeerID)
 	}
 	names := groupNames(ctx, d)
@@ -134,7 +133,7 @@ func runFind(cmd *cobra.Command, args []string) error {
 }
 
 // publisherName is the short name of a result's verified signer.
-func publisherName(t tdd.Found, self peer.ID) string {
+func publisherName(t apiclient.Found, self peer.ID) string {
 	switch t.Publisher {
 	case "":
 		return "UNVERIFIED"
@@ -147,7 +146,7 @@ func publisherName(t tdd.Found, self peer.ID) string {
 // trustMarks returns the marks of the node's trust list by peer ID; nil
 // if the node does not answer (every publisher then shows unknown).
 func trustMarks(ctx context.Context, d *daemon) map[string]trust.Mark {
-	l, err := node.FetchTrust(ctx, d.http, d.apiURL)
+	l, err := d.api.Trust(ctx)
 	if err != nil {
 		return nil
 	}
@@ -155,7 +154,7 @@ func trustMarks(ctx context.Context, d *daemon) map[string]trust.Mark {
 }
 
 // trustMark is the TRUST cell of a result.
-func trustMark(t tdd.Found, self peer.ID, marks map[string]trust.Mark) string {
+func trustMark(t apiclient.Found, self peer.ID, marks map[string]trust.Mark) string {
 	switch t.Publisher {
 	case "":
 		return "-"
@@ -171,7 +170,7 @@ func trustMark(t tdd.Found, self peer.ID, marks map[string]trust.Mark) string {
 // groupNames maps the IDs of the groups the node knows to their names;
 // empty if the node has no group API.
 func groupNames(ctx context.Context, d *daemon) map[string]string {
-	gs, err := d.groups.List(ctx)
+	gs, err := d.api.Groups(ctx)
 	if err != nil {
 		return nil
 	}
@@ -210,7 +209,7 @@ func resolvePublisher(ctx context.Context, d *daemon, s string) (string, error) 
 	if _, err := lmosproto.ParsePublisher(s); err == nil {
 		return s, nil
 	}
-	res, err := d.client.Find(ctx, tdd.FindQuery{Publisher: s, Limit: 1})
+	res, err := d.api.Find(ctx, apiclient.FindQuery{Publisher: s, Limit: 1})
 	if err != nil {
 		return "", d.explain(err)
 	}

@@ -16,13 +16,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // The group commands are thin clients of the node's group API
-// (docs/groups.md, "HTTP API"), through groupapi.Client.
+// (docs/groups.md, "HTTP API"), through apiclient.Client.
 
 func newGroupCmd() *cobra.Command {
 	group := &cobra.Command{
@@ -66,7 +67,7 @@ func resolveGroup(ctx context.Context, d *daemon, arg string) (string, error) {
 	if arg == "" {
 		return "", errors.New("GROUP: empty")
 	}
-	gs, err := d.groups.List(ctx)
+	gs, err := d.api.Groups(ctx)
 	if err != nil {
 		return "", d.explain(err)
 	}
@@ -168,12 +169,12 @@ func dissolvedNote(g groupapi.GroupInfo) string {
 // changeCmd builds the commands that make one change and answer with the
 // group: remove, rename, leave, dissolve.
 func changeCmd(use, short, long, example string, args cobra.PositionalArgs,
-	do func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error), verb string) *cobra.Command {
+	do func(ctx context.Context, c *apiclient.Client, id string, args []string) (groupapi.GroupInfo, error), verb string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: use, Short: short, Long: long, Example: example, Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				g, err := do(ctx, d.groups, id, args)
+				g, err := do(ctx, d.api, id, args)
 				if err != nil {
 					return err
 				}
@@ -214,7 +215,7 @@ its founder and first admin. The group ID is derived from the genesis.`,
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			g, err := d.groups.Create(ctx, args[0], policy)
+			g, err := d.api.CreateGroup(ctx, args[0], policy)
 			if err != nil {
 				return d.explain(err)
 			}
@@ -272,7 +273,7 @@ outstanding invitations, 'lmosnode group revoke-invite' revokes one.`,
 			o.Role, _ = f.GetString("role")
 			o.Things, _ = f.GetStringArray("thing")
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				inv, err := d.groups.Invite(ctx, id, o)
+				inv, err := d.api.Invite(ctx, id, o)
 				if err != nil {
 					return err
 				}
@@ -329,7 +330,7 @@ retries (across restarts) until an admin answers or the token expires.
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			res, err := d.groups.Join(ctx, token)
+			res, err := d.api.Join(ctx, token)
 			if err != nil {
 				return d.explain(err)
 			}
@@ -381,7 +382,7 @@ func waitJoined(cmd *cobra.Command, d *daemon, group string, expires time.Time) 
 	defer t.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		g, err := d.groups.Show(rctx, group)
+		g, err := d.api.Group(rctx, group)
 		cancel()
 		if err == nil && g.Self.Member {
 			return printGroupResult(cmd, "joined", g)
@@ -412,7 +413,7 @@ none).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			all, _ := cmd.Flags().GetBool("all")
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				ins, err := d.groups.Invitations(ctx, id, all)
+				ins, err := d.api.Invitations(ctx, id, all)
 				if err != nil {
 					return err
 				}
@@ -456,7 +457,7 @@ must be an admin. Every node enforces it: no join with the invitation that
 the revocation does not follow has effect. Members who joined with it
 before stay (remove them with 'lmosnode group remove').`,
 		`  lmosnode group revoke-invite diagnostics bafkrei…`, cobra.ExactArgs(2),
-		func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error) {
+		func(ctx context.Context, c *apiclient.Client, id string, args []string) (groupapi.GroupInfo, error) {
 			return c.RevokeInvitation(ctx, id, args[1])
 		}, "revoked an invitation to")
 }
@@ -474,7 +475,7 @@ func newGroupLsCmd() *cobra.Command {
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			gs, err := d.groups.List(ctx)
+			gs, err := d.api.Groups(ctx)
 			if err != nil {
 				return d.explain(err)
 			}
@@ -547,7 +548,7 @@ a removed admin's concurrent act, …) stays in the log and is shown as such.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				g, err := d.groups.Show(ctx, id)
+				g, err := d.api.Group(ctx, id)
 				if err != nil {
 					return err
 				}
@@ -627,12 +628,12 @@ func newGroupRemoveCmd() *cobra.Command {
 The removal takes effect on every node as soon as it arrives: the removed
 member's next post is rejected, its next call of the group's Things refused.`,
 		`  lmosnode group remove diagnostics 12D3KooW…`, cobra.ExactArgs(2),
-		func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error) {
+		func(ctx context.Context, c *apiclient.Client, id string, args []string) (groupapi.GroupInfo, error) {
 			p, err := parsePeerArg(args[1])
 			if err != nil {
 				return groupapi.GroupInfo{}, err
 			}
-			return c.Remove(ctx, id, p)
+			return c.RemoveMember(ctx, id, p)
 		}, "removed member from")
 }
 
@@ -660,7 +661,7 @@ dissolve the group instead.`,
 				verb = "revoked admin in"
 			}
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				g, err := d.groups.SetAdmin(ctx, id, p, grant)
+				g, err := d.api.SetAdmin(ctx, id, p, grant)
 				if err != nil {
 					return err
 				}
@@ -678,11 +679,11 @@ dissolve the group instead.`,
 func newGroupRenameCmd() *cobra.Command {
 	return changeCmd("rename GROUP NAME", "Rename a group (admins only)", "rename signs a new name for GROUP; this node must be an admin.",
 		`  lmosnode group rename diagnostics diag-2027`, cobra.ExactArgs(2),
-		func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error) {
+		func(ctx context.Context, c *apiclient.Client, id string, args []string) (groupapi.GroupInfo, error) {
 			if strings.TrimSpace(args[1]) == "" {
 				return groupapi.GroupInfo{}, errors.New("NAME: empty")
 			}
-			return c.Rename(ctx, id, args[1])
+			return c.RenameGroup(ctx, id, args[1])
 		}, "renamed")
 }
 
@@ -691,8 +692,8 @@ func newGroupLeaveCmd() *cobra.Command {
 		`leave signs this node's departure from GROUP. The last admin cannot leave:
 dissolve the group instead.`,
 		`  lmosnode group leave diagnostics`, cobra.ExactArgs(1),
-		func(ctx context.Context, c *groupapi.Client, id string, _ []string) (groupapi.GroupInfo, error) {
-			return c.Leave(ctx, id)
+		func(ctx context.Context, c *apiclient.Client, id string, _ []string) (groupapi.GroupInfo, error) {
+			return c.LeaveGroup(ctx, id)
 		}, "left")
 }
 
@@ -702,8 +703,8 @@ func newGroupDissolveCmd() *cobra.Command {
 operation is void, every node leaves the group's topic, and nobody can
 reach a Thing through the group any more.`,
 		`  lmosnode group dissolve diagnostics`, cobra.ExactArgs(1),
-		func(ctx context.Context, c *groupapi.Client, id string, _ []string) (groupapi.GroupInfo, error) {
-			return c.Dissolve(ctx, id)
+		func(ctx context.Context, c *apiclient.Client, id string, _ []string) (groupapi.GroupInfo, error) {
+			return c.DissolveGroup(ctx, id)
 		}, "dissolved")
 }
 
@@ -732,7 +733,7 @@ with --value a JSON value.`,
 				body = b
 			}
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				return d.groups.Post(ctx, id, body)
+				return d.api.Post(ctx, id, body)
 			})
 		},
 	}
@@ -765,7 +766,7 @@ interrupted (Ctrl-C) or the node ends the stream.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			sub, err := d.groups.Subscribe(ctx, id)
+			sub, err := d.api.Subscribe(ctx, id)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil

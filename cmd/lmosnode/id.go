@@ -90,7 +90,7 @@ func daemonInfo(cmd *cobra.Command) (api.NodeInfo, error) {
 	}
 	ctx, cancel := context.WithTimeout(parent, 3*time.Second)
 	defer cancel()
-	info, err := node.FetchNodeInfo(ctx, d.http, d.apiURL)
+	info, err := d.api.Node(ctx)
 	if err != nil {
 		return api.NodeInfo{}, d.explain(err)
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/httpapi"
-	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -138,9 +138,9 @@ func affordanceURL(ctx context.Context, cmd *cobra.Command, d *daemon, thing, ki
 // else those whose title starts with arg (case-insensitive); exactly one
 // publisher's Thing must match.
 func resolveThing(ctx context.Context, d *daemon, arg, publisher string) (id, pub string, err error) {
-	var exact, prefix []tdd.Found
+	var exact, prefix []apiclient.Found
 	for offset := 0; ; offset += listPage {
-		res, err := d.client.Find(ctx, tdd.FindQuery{Publisher: publisher, Offset: offset, Limit: listPage})
+		res, err := d.api.Find(ctx, apiclient.FindQuery{Publisher: publisher, Offset: offset, Limit: listPage})
 		if err != nil {
 			return "", "", d.explain(err)
 		}

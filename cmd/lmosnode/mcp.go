@@ -78,7 +78,7 @@ owner (the API token, or loopback) may import.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
-			info, err := mcpbridge.NewImportsClient(d.apiURL, d.http).Add(ctx, src)
+			info, err := d.api.ImportMCP(ctx, src)
 			if err != nil {
 				return d.explain(err)
 			}
@@ -105,7 +105,7 @@ func newMCPImportsCmd() *cobra.Command {
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			infos, err := mcpbridge.NewImportsClient(d.apiURL, d.http).List(ctx)
+			infos, err := d.api.MCPImports(ctx)
 			if err != nil {
 				return d.explain(err)
 			}
@@ -134,7 +134,7 @@ func newMCPRemoveCmd() *cobra.Command {
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			if err := mcpbridge.NewImportsClient(d.apiURL, d.http).Remove(ctx, args[0]); err != nil {
+			if err := d.api.RemoveMCPImport(ctx, args[0]); err != nil {
 				return d.explain(err)
 			}
 			return nil

@@ -28,7 +28,7 @@ its distinct addresses. --json prints the API's objects.`,
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			peers, err := d.client.Peers(ctx)
+			peers, err := d.api.Peers(ctx)
 			if err != nil {
 				return d.explain(err)
 			}
@@ -83,7 +83,7 @@ func newConnectCmd() *cobra.Command {
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			p, err := d.client.Connect(ctx, args[0])
+			p, err := d.api.Connect(ctx, args[0])
 			if err != nil {
 				return d.explain(err)
 			}

@@ -125,7 +125,7 @@ func publishFile(cmd *cobra.Command, d *daemon, file string, backend *string) (t
 	}
 	ctx, cancel := d.ctx(cmd)
 	defer cancel()
-	res, err := d.client.Publish(ctx, doc, backend)
+	res, err := d.api.Publish(ctx, doc, backend)
 	if err != nil {
 		return tdd.PublishResult{}, fmt.Errorf("%s: %w", file, tdProblem(d.explain(err)))
 	}
@@ -172,7 +172,7 @@ TD, registration times and backend.`,
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			own, err := d.client.Own(ctx)
+			own, err := d.api.Own(ctx)
 			if err != nil {
 				return d.explain(err)
 			}
@@ -218,7 +218,7 @@ removed. --json prints the removed ids as a JSON array.`,
 			}
 			ctx, cancel := d.ctx(cmd)
 			defer cancel()
-			own, err := d.client.Own(ctx)
+			own, err := d.api.Own(ctx)
 			if err != nil {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
@@ -238,7 +238,7 @@ removed. --json prints the removed ids as a JSON array.`,
 			removed := []string{}
 			for _, id := range ids {
 				ctx, cancel := d.ctx(cmd)
-				err := d.client.Remove(ctx, id)
+				err := d.api.RemoveThing(ctx, id)
 				cancel()
 				if err != nil {
 					errs = append(errs, fmt.Errorf("remove %s: %w", id, d.explain(err)))

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/trust"
 	"github.com/lmosnode/lmosnode/node/trust/trustapi"
 )
@@ -47,7 +46,7 @@ func newTrustLsCmd() *cobra.Command {
 		Short: "List the trust list",
 		Args:  cobra.NoArgs,
 	}, func(ctx context.Context, d *daemon, _ []string) (trustapi.List, error) {
-		return node.FetchTrust(ctx, d.http, d.apiURL)
+		return d.api.Trust(ctx)
 	})
 }
 
@@ -62,7 +61,7 @@ func newTrustAddCmd() *cobra.Command {
 		if err != nil {
 			return trustapi.List{}, err
 		}
-		return node.SetTrust(ctx, d.http, d.apiURL, args[1], level)
+		return d.api.SetTrust(ctx, args[1], level)
 	})
 }
 
@@ -72,7 +71,7 @@ func newTrustRmCmd() *cobra.Command {
 		Short: "Take a publisher off the trust list",
 		Args:  cobra.ExactArgs(1),
 	}, func(ctx context.Context, d *daemon, args []string) (trustapi.List, error) {
-		return node.RemoveTrust(ctx, d.http, d.apiURL, args[0])
+		return d.api.RemoveTrust(ctx, args[0])
 	})
 }
 

@@ -113,7 +113,9 @@ func TestDependencyDirection(t *testing.T) {
 //     own Things;
 //   - 5, what sits on a service: its HTTP API (groupsvc/groupapi), a
 //     test kit that builds one (tdd/tddtest);
-//   - 6, the root package node, the composition root: nothing below
+//   - 6, the one client of the whole local API (apiclient), which
+//     imports the wire types of every surface;
+//   - 7, the root package node, the composition root: nothing below
 //     node/ imports it.
 var nodeRank = map[string]int{
 	"node/peerlimit":  0,
@@ -155,7 +157,10 @@ var nodeRank = map[string]int{
 	// The local API's mux, guards and node routes.
 	"node/api": 5,
 
-	"node": 6,
+	// The one client of the local API: the wire types of every surface.
+	"node/apiclient": 6,
+
+	"node": 7,
 }
 
 // rankOf returns the rank of a package below node/ by its longest listed
