@@ -82,33 +82,31 @@ func runFind(cmd *cobra.Command, args []string) error {
 	if q.Offset < 0 {
 		return usageErrorf("--offset: %d is negative", q.Offset)
 	}
-	d, err := connectDaemon(cmd)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := d.ctx(cmd)
-	defer cancel()
-	res, err := d.api.Find(ctx, q)
-	if err != nil {
-		return d.explain(err)
-	}
-	out := cmd.OutOrStdout()
-	if asJSON, _ := f.GetBool("json"); asJSON {
+	return callDaemon(cmd, requestTimeout, func(ctx context.Context, d *daemon) error {
+		res, err := d.api.Find(ctx, q)
+		if err != nil {
+			return err
+		}
+		// --json prints the signed TDs as served ([] for none).
 		raws := make([]json.RawMessage, len(res.Things))
 		for i, t := range res.Things {
 			raws[i] = t.Raw
 		}
-		if err := printJSON(out, raws); err != nil {
-			return err
-		}
-		if len(raws) == 0 {
+		err = output(cmd, raws, func([]json.RawMessage) error {
+			if len(res.Things) == 0 {
+				return nil
+			}
+			return printFound(ctx, cmd, d, res, q.Offset)
+		})
+		if err == nil && len(res.Things) == 0 {
 			return notFound(errors.New("no matching Things"))
 		}
-		return nil
-	}
-	if len(res.Things) == 0 {
-		return notFound(errors.New("no matching Things"))
-	}
+		return err
+	})
+}
+
+// printFound prints the page res of find (at offset) as a table.
+func printFound(ctx context.Context, cmd *cobra.Command, d *daemon, res apiclient.FindResult, offset int) error {
 	// Mark the node's own Things; without node info every publisher is
 	// shown by its peer ID.
 	var self peer.ID
@@ -117,7 +115,7 @@ func runFind(cmd *cobra.Command, args []string) error {
 	}
 	names := groupNames(ctx, d)
 	marks := trustMarks(ctx, d)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tGROUPS\tPUBLISHER\tTRUST\tONLINE\tID")
 	for _, t := range res.Things {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
@@ -127,7 +125,7 @@ func runFind(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if res.More {
-		fmt.Fprintf(cmd.ErrOrStderr(), "more results: --offset %d\n", q.Offset+len(res.Things))
+		fmt.Fprintf(cmd.ErrOrStderr(), "more results: --offset %d\n", offset+len(res.Things))
 	}
 	return nil
 }
@@ -211,7 +209,7 @@ func resolvePublisher(ctx context.Context, d *daemon, s string) (string, error) 
 	}
 	res, err := d.api.Find(ctx, apiclient.FindQuery{Publisher: s, Limit: 1})
 	if err != nil {
-		return "", d.explain(err)
+		return "", err
 	}
 	if len(res.Things) == 0 {
 		return "", notFound(fmt.Errorf("--publisher %s: this node holds no Thing of that publisher", s))

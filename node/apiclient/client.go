@@ -98,11 +98,12 @@ func (c *Client) do(ctx context.Context, r request) (answer, error) {
 	if r.out == nil || len(bytes.TrimSpace(data)) == 0 {
 		return a, nil
 	}
-	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); !isJSON(ct) {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if !isJSON(ct) {
 		return a, fmt.Errorf("%s: content type %q, want %s", c.where(r), ct, lmosproto.ContentTypeJSON)
 	}
 	if err := json.Unmarshal(data, r.out); err != nil {
-		return a, fmt.Errorf("%s: decode answer: %w", c.where(r), err)
+		return a, fmt.Errorf("%s: decode %s body: %w", c.where(r), ct, err)
 	}
 	return a, nil
 }

@@ -199,7 +199,7 @@ func TestAnswerChecks(t *testing.T) {
 		t.Errorf("Find of an empty JSON-LD listing: %+v, %v", res, err)
 	}
 	big := newFake(t, answerJSON(http.StatusOK, `["`+strings.Repeat("x", 9<<20)+`"]`))
-	if _, err := apiclient.New(big.url, nil).Groups(ctx); err == nil || !strings.Contains(err.Error(), "GET /api/v1/groups: decode answer") {
+	if _, err := apiclient.New(big.url, nil).Groups(ctx); err == nil || !strings.Contains(err.Error(), "GET /api/v1/groups: decode application/json body") {
 		t.Errorf("Groups over the bound: %v", err)
 	}
 }
