@@ -16,6 +16,7 @@ import (
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/httpapi"
@@ -530,7 +531,7 @@ func TestA2AImportPersists(t *testing.T) {
 		return string(b)
 	}
 	b := start()
-	imp, err := a2abridge.NewAPIClient("http://"+b.APIAddr(), httpapi.BearerClient(b.APIToken())).Import(ctx, card)
+	imp, err := apiclient.New("http://"+b.APIAddr(), httpapi.BearerClient(b.APIToken())).ImportA2A(ctx, card)
 	if err != nil {
 		t.Fatal(err)
 	}

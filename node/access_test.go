@@ -17,6 +17,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/httpapi"
@@ -111,14 +112,14 @@ func TestAPITokenRequired(t *testing.T) {
 			}
 		}
 	}
-	// The client side: NewAPIClient sends the token.
-	info, err := node.FetchNodeInfo(context.Background(), httpapi.BearerClient(testToken), base)
+	// The client side: a client with httpapi.BearerClient sends the token.
+	info, err := apiclient.New(base, httpapi.BearerClient(testToken)).Node(context.Background())
 	if err != nil || info.PeerID != n.PeerID().String() {
-		t.Errorf("FetchNodeInfo with the token: %+v, %v", info, err)
+		t.Errorf("Node with the token: %+v, %v", info, err)
 	}
 	var p *lmosproto.Problem
-	if _, err := node.FetchNodeInfo(context.Background(), http.DefaultClient, base); !errors.As(err, &p) || p.Status != http.StatusUnauthorized {
-		t.Errorf("FetchNodeInfo without the token: %v, want a 401 problem", err)
+	if _, err := apiclient.New(base, nil).Node(context.Background()); !errors.As(err, &p) || p.Status != http.StatusUnauthorized {
+		t.Errorf("Node without the token: %v, want a 401 problem", err)
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
@@ -575,10 +576,10 @@ func (s *advSuite) lookAlike(t *testing.T) advCount {
 // denies the impostor (its records are dropped and it is not relayed).
 func (s *advSuite) lookAlikeTrusted(t *testing.T) advCount {
 	owner, preferring, denying := s.nodes[0], s.nodes[1], s.nodes[2]
-	if _, err := node.SetTrust(t.Context(), httpapi.BearerClient(preferring.APIToken()), "http://"+preferring.APIAddr(), lmosproto.ShortPublisher(owner.PeerID()), "prefer"); err != nil {
+	if _, err := apiclient.New("http://"+preferring.APIAddr(), httpapi.BearerClient(preferring.APIToken())).SetTrust(t.Context(), lmosproto.ShortPublisher(owner.PeerID()), "prefer"); err != nil {
 		t.Fatal(err)
 	}
-	list, err := node.SetTrust(t.Context(), httpapi.BearerClient(denying.APIToken()), "http://"+denying.APIAddr(), s.impostor.id.String(), "deny")
+	list, err := apiclient.New("http://"+denying.APIAddr(), httpapi.BearerClient(denying.APIToken())).SetTrust(t.Context(), s.impostor.id.String(), "deny")
 	if err != nil || list.Dropped != 1 {
 		t.Fatalf("deny: %+v, %v; want 1 record dropped", list, err)
 	}

@@ -72,7 +72,7 @@
 // GET /api/v1/node returns NodeInfo; /healthz and /readyz answer without
 // credentials. Errors are RFC 9457 problem details
 // (application/problem+json, type proto.Problem, written by package
-// httpapi); FetchNodeInfo returns them as errors. Without Config.APIToken the
+// httpapi); node/apiclient returns them as errors. Without Config.APIToken the
 // API listens on a loopback address only and takes no credentials; with
 // it, every request must carry "Authorization: Bearer <token>" and the API
 // may listen on any address (httpapi.RequireBearer,

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net/http"
 	"os"
 
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/homedir"
 )
@@ -36,7 +36,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	info, err := node.FetchNodeInfo(context.Background(), http.DefaultClient, apiURL)
+	info, err := apiclient.New(apiURL, nil).Node(context.Background())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/httpapi"
@@ -122,7 +123,7 @@ func TestGroupInvitationAttacks(t *testing.T) {
 	}
 	// Others may still use the token: it is not revoked. The outsider,
 	// handed the token now, could join; the admin revokes it first.
-	adminAPI := groupapi.NewClient("http://"+admin.APIAddr(), httpapi.BearerClient(admin.APIToken()))
+	adminAPI := apiclient.New("http://"+admin.APIAddr(), httpapi.BearerClient(admin.APIToken()))
 	ins, err := adminAPI.Invitations(ctx, gid, false)
 	if err != nil || !slices.ContainsFunc(ins, func(in groupapi.InvitationInfo) bool {
 		return in.ID == leakyInv.ID && in.Used == 1 && in.Status == groupsvc.InvitationOutstanding && in.Mine

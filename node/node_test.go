@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/version"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -206,7 +207,7 @@ func TestAPINode(t *testing.T) {
 		}
 	}
 
-	info, err := FetchNodeInfo(context.Background(), http.DefaultClient, base)
+	info, err := apiclient.New(base, nil).Node(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,10 +281,10 @@ func TestAPIProblems(t *testing.T) {
 		}
 	})
 
-	_, err := FetchNodeInfo(context.Background(), http.DefaultClient, base+"/nope")
+	_, err := apiclient.New(base+"/nope", nil).Node(context.Background())
 	var p *lmosproto.Problem
 	if !errors.As(err, &p) || p.Status != http.StatusNotFound {
-		t.Errorf("FetchNodeInfo on a bad base: err = %v, want a 404 *proto.Problem", err)
+		t.Errorf("Node on a bad base: err = %v, want a 404 *proto.Problem", err)
 	}
 }
 

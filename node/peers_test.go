@@ -10,6 +10,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/version"
 )
@@ -25,7 +26,7 @@ func TestPeersRoute(t *testing.T) {
 	peerOf := func(n, other *node.Node) (tdd.Peer, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		peers, err := tdd.NewClient("http://"+n.APIAddr(), http.DefaultClient).Peers(ctx)
+		peers, err := apiclient.New("http://"+n.APIAddr(), http.DefaultClient).Peers(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/httpapi"
-	"github.com/lmosnode/lmosnode/node/tdd"
 )
 
 // TestPublishLoggedOnce: a publication through the API is one line at
@@ -31,7 +31,7 @@ func TestPublishLoggedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tdd.NewClient("http://"+n.APIAddr(), httpapi.BearerClient(n.APIToken())).Publish(ctx, doc, nil); err != nil {
+	if _, err := apiclient.New("http://"+n.APIAddr(), httpapi.BearerClient(n.APIToken())).Publish(ctx, doc, nil); err != nil {
 		t.Fatal(err)
 	}
 	var lines []string
@@ -43,7 +43,7 @@ func TestPublishLoggedOnce(t *testing.T) {
 	if len(lines) != 1 {
 		t.Errorf("%d log lines about the publication, want 1:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
-	if err := tdd.NewClient("http://"+n.APIAddr(), httpapi.BearerClient(n.APIToken())).Remove(ctx, "urn:uuid:6f1d3a7a-1f97-4e6b-b45f-f3c2e1c84c77"); err != nil {
+	if err := apiclient.New("http://"+n.APIAddr(), httpapi.BearerClient(n.APIToken())).RemoveThing(ctx, "urn:uuid:6f1d3a7a-1f97-4e6b-b45f-f3c2e1c84c77"); err != nil {
 		t.Fatal(err)
 	}
 	removals := 0

@@ -18,10 +18,10 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
-	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -89,7 +89,7 @@ func TestTrustLookAlike(t *testing.T) {
 	if status, _ := send(t, http.MethodPut, trustURL, "", `{"level":"prefer"}`); status != http.StatusUnauthorized {
 		t.Fatalf("PUT trust without the token: %d, want 401", status)
 	}
-	list, err := node.SetTrust(t.Context(), httpapi.BearerClient(consumer.APIToken()), base, short, "prefer")
+	list, err := apiclient.New(base, httpapi.BearerClient(consumer.APIToken())).SetTrust(t.Context(), short, "prefer")
 	if err != nil || len(list.Entries) != 1 || list.Entries[0].Publisher != real.PeerID().String() || list.Entries[0].Short != short {
 		t.Fatalf("prefer %s: %+v, %v", short, list, err)
 	}
@@ -117,16 +117,16 @@ func TestTrustLookAlike(t *testing.T) {
 
 	// find lists the preferred publisher first and takes the short form
 	// back as a filter.
-	c := tdd.NewClient(base, nil)
-	res, err := c.Find(t.Context(), tdd.FindQuery{Capability: "weather-forecast"})
+	c := apiclient.New(base, nil)
+	res, err := c.Find(t.Context(), apiclient.FindQuery{Capability: "weather-forecast"})
 	if err != nil || len(res.Things) != 2 || res.Things[0].Publisher != real.PeerID() {
 		t.Fatalf("find weather-forecast: %+v, %v; want the preferred publisher first", res.Things, err)
 	}
-	res, err = c.Find(t.Context(), tdd.FindQuery{Publisher: lmosproto.ShortPublisher(fake.PeerID())})
+	res, err = c.Find(t.Context(), apiclient.FindQuery{Publisher: lmosproto.ShortPublisher(fake.PeerID())})
 	if err != nil || len(res.Things) != 1 || res.Things[0].Publisher != fake.PeerID() {
 		t.Errorf("find --publisher %s: %+v, %v", lmosproto.ShortPublisher(fake.PeerID()), res.Things, err)
 	}
-	if _, err := c.Find(t.Context(), tdd.FindQuery{Publisher: "…zzzzzzzz"}); err == nil {
+	if _, err := c.Find(t.Context(), apiclient.FindQuery{Publisher: "…zzzzzzzz"}); err == nil {
 		t.Error("find with a short form no publisher has: no error")
 	}
 
@@ -136,7 +136,7 @@ func TestTrustLookAlike(t *testing.T) {
 		t.Errorf("config.json trust: %+v, %v", cfg.Trust, err)
 	}
 	// Removed, the id is ambiguous again.
-	if _, err := node.RemoveTrust(t.Context(), httpapi.BearerClient(consumer.APIToken()), base, short); err != nil {
+	if _, err := apiclient.New(base, httpapi.BearerClient(consumer.APIToken())).RemoveTrust(t.Context(), short); err != nil {
 		t.Fatal(err)
 	}
 	if status, _ := send(t, http.MethodGet, td, "", ""); status != http.StatusMultipleChoices {
@@ -188,7 +188,7 @@ func TestTrustDenyNotRelayed(t *testing.T) {
 	})
 
 	base := "http://" + middle.APIAddr()
-	list, err := node.SetTrust(t.Context(), httpapi.BearerClient(middle.APIToken()), base, denied.PeerID().String(), "deny")
+	list, err := apiclient.New(base, httpapi.BearerClient(middle.APIToken())).SetTrust(t.Context(), denied.PeerID().String(), "deny")
 	if err != nil || list.Dropped != 1 {
 		t.Fatalf("deny: %+v, %v; want 1 record dropped", list, err)
 	}

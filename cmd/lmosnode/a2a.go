@@ -1,12 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 )
 
 func newA2ACmd() *cobra.Command {
@@ -38,21 +39,16 @@ The import is kept with the Thing across restarts; importing the same URL
 again updates it; 'lmosnode things rm ID' removes it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			res, err := a2abridge.NewAPIClient(d.apiURL, d.http).Import(ctx, args[0])
-			if err != nil {
-				return fmt.Errorf("%s: %w", args[0], d.explain(err))
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "imported %s (seq %d), calls go to %s\n", res.ThingID, res.Seq, res.Endpoint)
-			return err
+			return callDaemon(cmd, requestTimeout, func(ctx context.Context, d *daemon) error {
+				res, err := d.api.ImportA2A(ctx, args[0])
+				if err != nil {
+					return fmt.Errorf("%s: %w", args[0], d.explain(err))
+				}
+				return output(cmd, res, func(res a2abridge.ImportResult) error {
+					_, err := fmt.Fprintf(cmd.OutOrStdout(), "imported %s (seq %d), calls go to %s\n", res.ThingID, res.Seq, res.Endpoint)
+					return err
+				})
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print the API's answer as JSON")
@@ -65,25 +61,13 @@ func newA2ALsCmd() *cobra.Command {
 		Short: "List the A2A endpoints of the agents this node may see",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			agents, err := a2abridge.NewAPIClient(d.apiURL, d.http).Agents(ctx)
-			if err != nil {
-				return d.explain(err)
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd.OutOrStdout(), agents)
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			_, _ = fmt.Fprintln(w, "NAME\tTHING ID\tPUBLISHER\tA2A URL")
-			for _, a := range agents {
-				_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", a.Name, a.ThingID, a.Publisher, a.URL)
-			}
-			return w.Flush()
+			return query(cmd, func(ctx context.Context, api *apiclient.Client) ([]a2abridge.AgentRef, error) {
+				return api.A2AAgents(ctx)
+			}, func(agents []a2abridge.AgentRef) error {
+				return table(cmd, "NAME\tTHING ID\tPUBLISHER\tA2A URL", agents, "", func(a a2abridge.AgentRef) []string {
+					return []string{a.Name, a.ThingID, a.Publisher, a.URL}
+				})
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print the agents as JSON")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +15,7 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/internal/benchtab"
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/homedir"
 )
@@ -100,7 +99,7 @@ func bnStartUp(b *testing.B, bin, home string, running func(pid int)) time.Durat
 	var d time.Duration
 	for d == 0 {
 		if u, err := homedir.ReadAPIFile(home); err == nil {
-			if _, err := node.FetchNodeInfo(ctx, http.DefaultClient, u); err == nil {
+			if _, err := apiclient.New(u, nil).Node(ctx); err == nil {
 				d = time.Since(start)
 				break
 			}

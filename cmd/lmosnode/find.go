@@ -11,8 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
-	"github.com/lmosnode/lmosnode/node/tdd"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/trust"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -67,7 +66,7 @@ listing.`,
 
 func runFind(cmd *cobra.Command, args []string) error {
 	f := cmd.Flags()
-	var q tdd.FindQuery
+	var q apiclient.FindQuery
 	q.Type, _ = f.GetString("type")
 	q.Capability, _ = f.GetString("capability")
 	q.Vendor, _ = f.GetString("vendor")
@@ -83,42 +82,40 @@ func runFind(cmd *cobra.Command, args []string) error {
 	if q.Offset < 0 {
 		return usageErrorf("--offset: %d is negative", q.Offset)
 	}
-	d, err := connectDaemon(cmd)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := d.ctx(cmd)
-	defer cancel()
-	res, err := d.client.Find(ctx, q)
-	if err != nil {
-		return d.explain(err)
-	}
-	out := cmd.OutOrStdout()
-	if asJSON, _ := f.GetBool("json"); asJSON {
+	return callDaemon(cmd, requestTimeout, func(ctx context.Context, d *daemon) error {
+		res, err := d.api.Find(ctx, q)
+		if err != nil {
+			return err
+		}
+		// --json prints the signed TDs as served ([] for none).
 		raws := make([]json.RawMessage, len(res.Things))
 		for i, t := range res.Things {
 			raws[i] = t.Raw
 		}
-		if err := printJSON(out, raws); err != nil {
-			return err
-		}
-		if len(raws) == 0 {
+		err = output(cmd, raws, func([]json.RawMessage) error {
+			if len(res.Things) == 0 {
+				return nil
+			}
+			return printFound(ctx, cmd, d, res, q.Offset)
+		})
+		if err == nil && len(res.Things) == 0 {
 			return notFound(errors.New("no matching Things"))
 		}
-		return nil
-	}
-	if len(res.Things) == 0 {
-		return notFound(errors.New("no matching Things"))
-	}
+		return err
+	})
+}
+
+// printFound prints the page res of find (at offset) as a table.
+func printFound(ctx context.Context, cmd *cobra.Command, d *daemon, res apiclient.FindResult, offset int) error {
 	// Mark the node's own Things; without node info every publisher is
 	// shown by its peer ID.
 	var self peer.ID
-	if info, err := node.FetchNodeInfo(ctx, d.http, d.apiURL); err == nil {
+	if info, err := d.api.Node(ctx); err == nil {
 		self, _ = peer.Decode(info.PeerID)
 	}
 	names := groupNames(ctx, d)
 	marks := trustMarks(ctx, d)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tGROUPS\tPUBLISHER\tTRUST\tONLINE\tID")
 	for _, t := range res.Things {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
@@ -128,13 +125,13 @@ func runFind(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if res.More {
-		fmt.Fprintf(cmd.ErrOrStderr(), "more results: --offset %d\n", q.Offset+len(res.Things))
+		fmt.Fprintf(cmd.ErrOrStderr(), "more results: --offset %d\n", offset+len(res.Things))
 	}
 	return nil
 }
 
 // publisherName is the short name of a result's verified signer.
-func publisherName(t tdd.Found, self peer.ID) string {
+func publisherName(t apiclient.Found, self peer.ID) string {
 	switch t.Publisher {
 	case "":
 		return "UNVERIFIED"
@@ -147,7 +144,7 @@ func publisherName(t tdd.Found, self peer.ID) string {
 // trustMarks returns the marks of the node's trust list by peer ID; nil
 // if the node does not answer (every publisher then shows unknown).
 func trustMarks(ctx context.Context, d *daemon) map[string]trust.Mark {
-	l, err := node.FetchTrust(ctx, d.http, d.apiURL)
+	l, err := d.api.Trust(ctx)
 	if err != nil {
 		return nil
 	}
@@ -155,7 +152,7 @@ func trustMarks(ctx context.Context, d *daemon) map[string]trust.Mark {
 }
 
 // trustMark is the TRUST cell of a result.
-func trustMark(t tdd.Found, self peer.ID, marks map[string]trust.Mark) string {
+func trustMark(t apiclient.Found, self peer.ID, marks map[string]trust.Mark) string {
 	switch t.Publisher {
 	case "":
 		return "-"
@@ -171,7 +168,7 @@ func trustMark(t tdd.Found, self peer.ID, marks map[string]trust.Mark) string {
 // groupNames maps the IDs of the groups the node knows to their names;
 // empty if the node has no group API.
 func groupNames(ctx context.Context, d *daemon) map[string]string {
-	gs, err := d.groups.List(ctx)
+	gs, err := d.api.Groups(ctx)
 	if err != nil {
 		return nil
 	}
@@ -210,9 +207,9 @@ func resolvePublisher(ctx context.Context, d *daemon, s string) (string, error) 
 	if _, err := lmosproto.ParsePublisher(s); err == nil {
 		return s, nil
 	}
-	res, err := d.client.Find(ctx, tdd.FindQuery{Publisher: s, Limit: 1})
+	res, err := d.api.Find(ctx, apiclient.FindQuery{Publisher: s, Limit: 1})
 	if err != nil {
-		return "", d.explain(err)
+		return "", err
 	}
 	if len(res.Things) == 0 {
 		return "", notFound(fmt.Errorf("--publisher %s: this node holds no Thing of that publisher", s))

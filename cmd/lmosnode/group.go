@@ -16,13 +16,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // The group commands are thin clients of the node's group API
-// (docs/groups.md, "HTTP API"), through groupapi.Client.
+// (docs/groups.md, "HTTP API"), through apiclient.Client.
 
 func newGroupCmd() *cobra.Command {
 	group := &cobra.Command{
@@ -66,9 +67,9 @@ func resolveGroup(ctx context.Context, d *daemon, arg string) (string, error) {
 	if arg == "" {
 		return "", errors.New("GROUP: empty")
 	}
-	gs, err := d.groups.List(ctx)
+	gs, err := d.api.Groups(ctx)
 	if err != nil {
-		return "", d.explain(err)
+		return "", err
 	}
 	var named, mine []groupapi.GroupInfo
 	for _, g := range gs {
@@ -132,30 +133,30 @@ func parsePeerArg(s string) (peer.ID, error) {
 	return id, nil
 }
 
-// groupCommand runs fn with the daemon, a request context and the
-// resolved ID of args[0].
+// groupCommand runs fn, one request to the daemon, with the resolved ID
+// of the GROUP argument arg.
 func groupCommand(cmd *cobra.Command, arg string, fn func(ctx context.Context, d *daemon, id string) error) error {
-	d, err := connectDaemon(cmd)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := d.ctx(cmd)
-	defer cancel()
-	id, err := resolveGroup(ctx, d, arg)
-	if err != nil {
-		return err
-	}
-	return d.explain(fn(ctx, d, id))
+	return callDaemon(cmd, requestTimeout, func(ctx context.Context, d *daemon) error {
+		id, err := resolveGroup(ctx, d, arg)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, d, id)
+	})
 }
 
 // printGroupResult prints the GroupInfo a change answers with: --json as
-// is, else one line.
+// is, else its groupLine.
 func printGroupResult(cmd *cobra.Command, verb string, g groupapi.GroupInfo) error {
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		return printJSON(cmd.OutOrStdout(), g)
+	return output(cmd, g, groupLine(cmd, verb))
+}
+
+// groupLine prints a GroupInfo a change answers with as one line.
+func groupLine(cmd *cobra.Command, verb string) func(groupapi.GroupInfo) error {
+	return func(g groupapi.GroupInfo) error {
+		_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s group %s (%s): %d member(s)%s\n", verb, cell(g.Name), g.ID, len(g.Members), dissolvedNote(g))
+		return err
 	}
-	_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s group %s (%s): %d member(s)%s\n", verb, cell(g.Name), g.ID, len(g.Members), dissolvedNote(g))
-	return err
 }
 
 func dissolvedNote(g groupapi.GroupInfo) string {
@@ -168,12 +169,12 @@ func dissolvedNote(g groupapi.GroupInfo) string {
 // changeCmd builds the commands that make one change and answer with the
 // group: remove, rename, leave, dissolve.
 func changeCmd(use, short, long, example string, args cobra.PositionalArgs,
-	do func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error), verb string) *cobra.Command {
+	do func(ctx context.Context, c *apiclient.Client, id string, args []string) (groupapi.GroupInfo, error), verb string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: use, Short: short, Long: long, Example: example, Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				g, err := do(ctx, d.groups, id, args)
+				g, err := do(ctx, d.api, id, args)
 				if err != nil {
 					return err
 				}
@@ -208,17 +209,9 @@ its founder and first admin. The group ID is derived from the genesis.`,
 			if pol != (groups.Policy{}) {
 				policy = &pol
 			}
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			g, err := d.groups.Create(ctx, args[0], policy)
-			if err != nil {
-				return d.explain(err)
-			}
-			return printGroupResult(cmd, "created", g)
+			return query(cmd, func(ctx context.Context, api *apiclient.Client) (groupapi.GroupInfo, error) {
+				return api.CreateGroup(ctx, args[0], policy)
+			}, groupLine(cmd, "created"))
 		},
 	}
 	cmd.Flags().String("post-role", "", "who may post on the group topic: member (default) or admin")
@@ -272,21 +265,20 @@ outstanding invitations, 'lmosnode group revoke-invite' revokes one.`,
 			o.Role, _ = f.GetString("role")
 			o.Things, _ = f.GetStringArray("thing")
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				inv, err := d.groups.Invite(ctx, id, o)
+				inv, err := d.api.Invite(ctx, id, o)
 				if err != nil {
 					return err
 				}
-				if asJSON, _ := f.GetBool("json"); asJSON {
-					return printJSON(cmd.OutOrStdout(), inv)
-				}
-				if !strings.HasPrefix(inv.Token, groups.InvitePrefix) {
-					return fmt.Errorf("the node answered a token without the %s prefix: %q", groups.InvitePrefix, inv.Token)
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), inv.Token)
-				if !inv.Expires.IsZero() {
-					fmt.Fprintf(cmd.ErrOrStderr(), "invitation %s, expires %s\n", inv.ID, timeText(inv.Expires))
-				}
-				return nil
+				return output(cmd, inv, func(inv groupapi.Invitation) error {
+					if !strings.HasPrefix(inv.Token, groups.InvitePrefix) {
+						return fmt.Errorf("the node answered a token without the %s prefix: %q", groups.InvitePrefix, inv.Token)
+					}
+					fmt.Fprintln(cmd.OutOrStdout(), inv.Token)
+					if !inv.Expires.IsZero() {
+						fmt.Fprintf(cmd.ErrOrStderr(), "invitation %s, expires %s\n", inv.ID, timeText(inv.Expires))
+					}
+					return nil
+				})
 			})
 		},
 	}
@@ -323,33 +315,28 @@ retries (across restarts) until an admin answers or the token expires.
 			if err != nil {
 				return fmt.Errorf("TOKEN: %w", err)
 			}
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			res, err := d.groups.Join(ctx, token)
-			if err != nil {
-				return d.explain(err)
-			}
-			if !res.Pending {
-				return printGroupResult(cmd, "joined", *res.Info)
-			}
-			group := inv.Group
-			if res.Group != "" {
-				group = res.Group
-			}
-			if wait, _ := cmd.Flags().GetBool("wait"); !wait {
-				if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-					return printJSON(cmd.OutOrStdout(), res)
+			return callDaemon(cmd, requestTimeout, func(ctx context.Context, d *daemon) error {
+				res, err := d.api.Join(ctx, token)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "join of group %s (%s) pending: no admin answered yet; the node keeps trying until %s\n",
-					cell(inv.Name), group, expiresText(inv.Expires))
-				return nil
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "join of group %s (%s) pending; waiting for an admin (until %s)\n", cell(inv.Name), group, expiresText(inv.Expires))
-			return waitJoined(cmd, d, group, inv.Expires)
+				if !res.Pending {
+					return printGroupResult(cmd, "joined", *res.Info)
+				}
+				group := inv.Group
+				if res.Group != "" {
+					group = res.Group
+				}
+				if wait, _ := cmd.Flags().GetBool("wait"); !wait {
+					return output(cmd, res, func(groupapi.JoinResult) error {
+						fmt.Fprintf(cmd.OutOrStdout(), "join of group %s (%s) pending: no admin answered yet; the node keeps trying until %s\n",
+							cell(inv.Name), group, expiresText(inv.Expires))
+						return nil
+					})
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "join of group %s (%s) pending; waiting for an admin (until %s)\n", cell(inv.Name), group, expiresText(inv.Expires))
+				return waitJoined(cmd, d, group, inv.Expires)
+			})
 		},
 	}
 	cmd.Flags().Bool("wait", false, "wait until the join went through")
@@ -381,7 +368,7 @@ func waitJoined(cmd *cobra.Command, d *daemon, group string, expires time.Time) 
 	defer t.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		g, err := d.groups.Show(rctx, group)
+		g, err := d.api.Group(rctx, group)
 		cancel()
 		if err == nil && g.Self.Member {
 			return printGroupResult(cmd, "joined", g)
@@ -412,40 +399,34 @@ none).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			all, _ := cmd.Flags().GetBool("all")
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				ins, err := d.groups.Invitations(ctx, id, all)
+				ins, err := d.api.Invitations(ctx, id, all)
 				if err != nil {
 					return err
 				}
-				out := cmd.OutOrStdout()
-				if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-					if ins == nil {
-						ins = []groupapi.InvitationInfo{}
-					}
-					return printJSON(out, ins)
-				}
-				if len(ins) == 0 {
-					fmt.Fprintln(cmd.ErrOrStderr(), "no outstanding invitations: see 'lmosnode group invite'")
-					return nil
-				}
-				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tSTATUS\tUSED\tUSES\tFOR\tROLE\tEXPIRES\tISSUER")
-				for _, in := range ins {
-					uses, forPeer := "-", "anyone"
-					if in.Uses > 0 {
-						uses = fmt.Sprint(in.Uses)
-					}
-					if in.For != "" {
-						forPeer = in.For.String()
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", in.ID, in.Status, in.Used, uses, forPeer, cell(in.Role), timeText(in.Expires), in.Issuer)
-				}
-				return tw.Flush()
+				return output(cmd, nonNil(ins), func(ins []groupapi.InvitationInfo) error {
+					return printInvitations(cmd, ins)
+				})
 			})
 		},
 	}
 	cmd.Flags().Bool("all", false, "also list spent, revoked and expired invitations")
 	cmd.Flags().Bool("json", false, "print the invitations as the API returns them")
 	return cmd
+}
+
+// printInvitations prints group invites' table.
+func printInvitations(cmd *cobra.Command, ins []groupapi.InvitationInfo) error {
+	return table(cmd, "ID\tSTATUS\tUSED\tUSES\tFOR\tROLE\tEXPIRES\tISSUER", ins, "no outstanding invitations: see 'lmosnode group invite'",
+		func(in groupapi.InvitationInfo) []string {
+			uses, forPeer := "-", "anyone"
+			if in.Uses > 0 {
+				uses = fmt.Sprint(in.Uses)
+			}
+			if in.For != "" {
+				forPeer = in.For.String()
+			}
+			return []string{in.ID, in.Status, fmt.Sprint(in.Used), uses, forPeer, cell(in.Role), timeText(in.Expires), in.Issuer.String()}
+		})
 }
 
 func newGroupRevokeInviteCmd() *cobra.Command {
@@ -456,7 +437,7 @@ must be an admin. Every node enforces it: no join with the invitation that
 the revocation does not follow has effect. Members who joined with it
 before stay (remove them with 'lmosnode group remove').`,
 		`  lmosnode group revoke-invite diagnostics bafkrei…`, cobra.ExactArgs(2),
-		func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error) {
+		func(ctx context.Context, c *apiclient.Client, id string, args []string) (groupapi.GroupInfo, error) {
 			return c.RevokeInvitation(ctx, id, args[1])
 		}, "revoked an invitation to")
 }
@@ -468,33 +449,15 @@ func newGroupLsCmd() *cobra.Command {
 		Short:   "List the groups this node belongs to or knows",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			gs, err := d.groups.List(ctx)
-			if err != nil {
-				return d.explain(err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				if gs == nil {
-					gs = []groupapi.GroupInfo{}
-				}
-				return printJSON(out, gs)
-			}
-			if len(gs) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no groups yet: see 'lmosnode group create' and 'lmosnode group join'")
-				return nil
-			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tMEMBERS\tSELF\tSTATE\tID")
-			for _, g := range gs {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", cell(g.Name), len(g.Members), selfRole(g), groupState(g), g.ID)
-			}
-			return tw.Flush()
+			return query(cmd, func(ctx context.Context, api *apiclient.Client) ([]groupapi.GroupInfo, error) {
+				gs, err := api.Groups(ctx)
+				return nonNil(gs), err
+			}, func(gs []groupapi.GroupInfo) error {
+				return table(cmd, "NAME\tMEMBERS\tSELF\tSTATE\tID", gs, "no groups yet: see 'lmosnode group create' and 'lmosnode group join'",
+					func(g groupapi.GroupInfo) []string {
+						return []string{cell(g.Name), fmt.Sprint(len(g.Members)), selfRole(g), groupState(g), g.ID}
+					})
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print the groups as the API returns them")
@@ -547,14 +510,11 @@ a removed admin's concurrent act, …) stays in the log and is shown as such.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				g, err := d.groups.Show(ctx, id)
+				g, err := d.api.Group(ctx, id)
 				if err != nil {
 					return err
 				}
-				if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-					return printJSON(cmd.OutOrStdout(), g)
-				}
-				return printGroup(cmd.OutOrStdout(), g)
+				return output(cmd, g, func(g groupapi.GroupInfo) error { return printGroup(cmd.OutOrStdout(), g) })
 			})
 		},
 	}
@@ -627,12 +587,12 @@ func newGroupRemoveCmd() *cobra.Command {
 The removal takes effect on every node as soon as it arrives: the removed
 member's next post is rejected, its next call of the group's Things refused.`,
 		`  lmosnode group remove diagnostics 12D3KooW…`, cobra.ExactArgs(2),
-		func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error) {
+		func(ctx context.Context, c *apiclient.Client, id string, args []string) (groupapi.GroupInfo, error) {
 			p, err := parsePeerArg(args[1])
 			if err != nil {
 				return groupapi.GroupInfo{}, err
 			}
-			return c.Remove(ctx, id, p)
+			return c.RemoveMember(ctx, id, p)
 		}, "removed member from")
 }
 
@@ -660,7 +620,7 @@ dissolve the group instead.`,
 				verb = "revoked admin in"
 			}
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				g, err := d.groups.SetAdmin(ctx, id, p, grant)
+				g, err := d.api.SetAdmin(ctx, id, p, grant)
 				if err != nil {
 					return err
 				}
@@ -678,11 +638,11 @@ dissolve the group instead.`,
 func newGroupRenameCmd() *cobra.Command {
 	return changeCmd("rename GROUP NAME", "Rename a group (admins only)", "rename signs a new name for GROUP; this node must be an admin.",
 		`  lmosnode group rename diagnostics diag-2027`, cobra.ExactArgs(2),
-		func(ctx context.Context, c *groupapi.Client, id string, args []string) (groupapi.GroupInfo, error) {
+		func(ctx context.Context, c *apiclient.Client, id string, args []string) (groupapi.GroupInfo, error) {
 			if strings.TrimSpace(args[1]) == "" {
 				return groupapi.GroupInfo{}, errors.New("NAME: empty")
 			}
-			return c.Rename(ctx, id, args[1])
+			return c.RenameGroup(ctx, id, args[1])
 		}, "renamed")
 }
 
@@ -691,8 +651,8 @@ func newGroupLeaveCmd() *cobra.Command {
 		`leave signs this node's departure from GROUP. The last admin cannot leave:
 dissolve the group instead.`,
 		`  lmosnode group leave diagnostics`, cobra.ExactArgs(1),
-		func(ctx context.Context, c *groupapi.Client, id string, _ []string) (groupapi.GroupInfo, error) {
-			return c.Leave(ctx, id)
+		func(ctx context.Context, c *apiclient.Client, id string, _ []string) (groupapi.GroupInfo, error) {
+			return c.LeaveGroup(ctx, id)
 		}, "left")
 }
 
@@ -702,8 +662,8 @@ func newGroupDissolveCmd() *cobra.Command {
 operation is void, every node leaves the group's topic, and nobody can
 reach a Thing through the group any more.`,
 		`  lmosnode group dissolve diagnostics`, cobra.ExactArgs(1),
-		func(ctx context.Context, c *groupapi.Client, id string, _ []string) (groupapi.GroupInfo, error) {
-			return c.Dissolve(ctx, id)
+		func(ctx context.Context, c *apiclient.Client, id string, _ []string) (groupapi.GroupInfo, error) {
+			return c.DissolveGroup(ctx, id)
 		}, "dissolved")
 }
 
@@ -732,7 +692,7 @@ with --value a JSON value.`,
 				body = b
 			}
 			return groupCommand(cmd, args[0], func(ctx context.Context, d *daemon, id string) error {
-				return d.groups.Post(ctx, id, body)
+				return d.api.Post(ctx, id, body)
 			})
 		},
 	}
@@ -751,53 +711,51 @@ interrupted (Ctrl-C) or the node ends the stream.`,
 		Example: `  lmosnode group subscribe diagnostics`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			rctx, cancel := d.ctx(cmd)
-			id, err := resolveGroup(rctx, d, args[0])
-			cancel()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			sub, err := d.groups.Subscribe(ctx, id)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return d.explain(err)
-			}
-			defer func() { _ = sub.Close() }()
-			asJSON, _ := cmd.Flags().GetBool("json")
-			out := cmd.OutOrStdout()
-			for {
-				p, err := sub.Next()
-				switch {
-				case ctx.Err() != nil:
-					return nil // interrupted: the normal end
-				case errors.Is(err, io.EOF):
-					return fmt.Errorf("subscription to group %s ended by the node", id)
-				case err != nil:
-					return fmt.Errorf("subscription to group %s ended: %w", id, err)
-				case asJSON:
-					b, err := json.Marshal(p)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintln(out, string(b))
-				default:
-					fmt.Fprintln(out, postLine(p))
-				}
-			}
+			return groupCommand(cmd, args[0], func(_ context.Context, d *daemon, id string) error {
+				return followGroup(cmd, d, id)
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print each post as JSON, one per line")
 	return cmd
+}
+
+// followGroup prints the posts to group id until the command is
+// interrupted or the node ends the stream.
+func followGroup(cmd *cobra.Command, d *daemon, id string) error {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	sub, err := d.api.Subscribe(ctx, id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer func() { _ = sub.Close() }()
+	asJSON, _ := cmd.Flags().GetBool("json")
+	out := cmd.OutOrStdout()
+	for {
+		p, err := sub.Next()
+		switch {
+		case ctx.Err() != nil:
+			return nil // interrupted: the normal end
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("subscription to group %s ended by the node", id)
+		case err != nil:
+			return fmt.Errorf("subscription to group %s ended: %w", id, err)
+		case asJSON:
+			b, err := json.Marshal(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(out, string(b))
+		default:
+			fmt.Fprintln(out, postLine(p))
+		}
+	}
 }
 
 // postLine is the text form of a post: "TIME SENDER: BODY", a text body

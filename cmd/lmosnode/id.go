@@ -13,7 +13,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/homedir"
 )
@@ -32,15 +31,13 @@ GET /api/v1/node (only peerID and didKey from the key file).`,
   lmosnode id --api http://node.example.org:5080 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, _ := cmd.Flags().GetBool("json")
 			out := cmd.OutOrStdout()
 			info, err := daemonInfo(cmd)
 			if err == nil {
-				if asJSON {
-					return printJSON(out, info)
-				}
-				printInfo(out, info)
-				return nil
+				return output(cmd, info, func(info api.NodeInfo) error {
+					printInfo(out, info)
+					return nil
+				})
 			}
 			if remoteTarget(cmd) {
 				return err // a node named by --api must answer
@@ -61,11 +58,10 @@ GET /api/v1/node (only peerID and didKey from the key file).`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(out, api.NodeInfo{PeerID: id.String(), DIDKey: did})
-			}
-			fmt.Fprintf(out, "peer ID: %s\ndid:key: %s\n", id, did)
-			return nil
+			return output(cmd, api.NodeInfo{PeerID: id.String(), DIDKey: did}, func(api.NodeInfo) error {
+				fmt.Fprintf(out, "peer ID: %s\ndid:key: %s\n", id, did)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print JSON")
@@ -78,24 +74,15 @@ func remoteTarget(cmd *cobra.Command) bool {
 	return (f != nil && f.Changed && f.Value.String() != "") || os.Getenv(APIEnv) != ""
 }
 
-// daemonInfo asks the node the command talks to for its node info; the
-// error is unavailable (exit 5) when no node runs or answers.
-func daemonInfo(cmd *cobra.Command) (api.NodeInfo, error) {
-	d, err := connectDaemon(cmd)
-	if err != nil {
-		return api.NodeInfo{}, err
-	}
-	parent := cmd.Context()
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(parent, 3*time.Second)
-	defer cancel()
-	info, err := node.FetchNodeInfo(ctx, d.http, d.apiURL)
-	if err != nil {
-		return api.NodeInfo{}, d.explain(err)
-	}
-	return info, nil
+// daemonInfo asks the node the command talks to for its node info, within
+// a few seconds (id falls back to the key file); the error is unavailable
+// (exit 5) when no node runs or answers.
+func daemonInfo(cmd *cobra.Command) (info api.NodeInfo, err error) {
+	err = callDaemon(cmd, 3*time.Second, func(ctx context.Context, d *daemon) error {
+		info, err = d.api.Node(ctx)
+		return err
+	})
+	return info, err
 }
 
 // identityNames are the peer ID and did:key of a node's public key.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/httpapi"
-	"github.com/lmosnode/lmosnode/node/tdd"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -138,11 +138,11 @@ func affordanceURL(ctx context.Context, cmd *cobra.Command, d *daemon, thing, ki
 // else those whose title starts with arg (case-insensitive); exactly one
 // publisher's Thing must match.
 func resolveThing(ctx context.Context, d *daemon, arg, publisher string) (id, pub string, err error) {
-	var exact, prefix []tdd.Found
+	var exact, prefix []apiclient.Found
 	for offset := 0; ; offset += listPage {
-		res, err := d.client.Find(ctx, tdd.FindQuery{Publisher: publisher, Offset: offset, Limit: listPage})
+		res, err := d.api.Find(ctx, apiclient.FindQuery{Publisher: publisher, Offset: offset, Limit: listPage})
 		if err != nil {
-			return "", "", d.explain(err)
+			return "", "", err
 		}
 		for _, f := range res.Things {
 			switch {
@@ -177,22 +177,18 @@ func resolveThing(ctx context.Context, d *daemon, arg, publisher string) (id, pu
 // callBinding makes one request-reply call of the HTTP binding and prints
 // the answer's body.
 func callBinding(cmd *cobra.Command, thing, method, kind, name, body string) error {
-	d, err := connectDaemon(cmd)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := d.ctx(cmd)
-	defer cancel()
-	u, err := affordanceURL(ctx, cmd, d, thing, kind, name)
-	if err != nil {
-		return err
-	}
-	resp, err := d.doJSON(ctx, method, u, body)
-	if err != nil {
-		return d.explain(err)
-	}
-	defer resp.Body.Close()
-	return printAnswer(cmd.OutOrStdout(), resp)
+	return callDaemon(cmd, requestTimeout, func(ctx context.Context, d *daemon) error {
+		u, err := affordanceURL(ctx, cmd, d, thing, kind, name)
+		if err != nil {
+			return err
+		}
+		resp, err := d.doJSON(ctx, method, u, body)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		return printAnswer(cmd.OutOrStdout(), resp)
+	})
 }
 
 func (d *daemon) doJSON(ctx context.Context, method, u, body string) (*http.Response, error) {
@@ -226,16 +222,24 @@ func printAnswer(w io.Writer, resp *http.Response) error {
 	return err
 }
 
-// problemError turns an RFC 7807 body into an error.
+// problemError turns an RFC 7807 body, what a Thing answered, into an
+// error (a thingAnswer).
 func problemError(status int, body []byte) error {
 	var p lmosproto.Problem
 	if json.Unmarshal(body, &p) == nil && (p.Title != "" || p.Detail != "") {
 		if p.Status == 0 {
 			p.Status = status
 		}
-		return &p
+		return thingAnswer(&p)
 	}
 	return fmt.Errorf("%d %s: %s", status, http.StatusText(status), strings.TrimSpace(string(body)))
+}
+
+// thingAnswer classifies a Thing's failure now, by its status: it is the
+// Thing's (a backend's 401 is not about the node's token), so explain
+// leaves it as it is.
+func thingAnswer(p *lmosproto.Problem) error {
+	return &exitError{code: exitCode(p), err: p}
 }
 
 // actionState is the status body of a long-running action.
@@ -258,37 +262,33 @@ func runInvoke(cmd *cobra.Command, args []string) error {
 	if stdin && !stream {
 		return errors.New("--stdin needs --stream")
 	}
-	d, err := connectDaemon(cmd)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := d.ctx(cmd)
-	defer cancel()
-	u, err := affordanceURL(ctx, cmd, d, args[0], "actions", args[1])
-	if err != nil {
-		return err
-	}
-	if stream {
-		return streamSession(cmd, d, u, args[1], input, stdin)
-	}
-	resp, err := d.doJSON(ctx, http.MethodPost, u, input)
-	if err != nil {
-		return d.explain(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		return printAnswer(cmd.OutOrStdout(), resp)
-	}
-	// Long-running: follow the status URL until the action ends.
-	loc, err := resp.Location()
-	if err != nil {
-		return fmt.Errorf("action %q: 201 without a status URL: %w", args[1], err)
-	}
-	var st actionState
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return fmt.Errorf("action %q: status: %w", args[1], err)
-	}
-	return followAction(cmd, d, loc.String(), args[1], st)
+	return callDaemon(cmd, requestTimeout, func(ctx context.Context, d *daemon) error {
+		u, err := affordanceURL(ctx, cmd, d, args[0], "actions", args[1])
+		if err != nil {
+			return err
+		}
+		if stream {
+			return streamSession(cmd, d, u, args[1], input, stdin)
+		}
+		resp, err := d.doJSON(ctx, http.MethodPost, u, input)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return printAnswer(cmd.OutOrStdout(), resp)
+		}
+		// Long-running: follow the status URL until the action ends.
+		loc, err := resp.Location()
+		if err != nil {
+			return fmt.Errorf("action %q: 201 without a status URL: %w", args[1], err)
+		}
+		var st actionState
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			return fmt.Errorf("action %q: status: %w", args[1], err)
+		}
+		return followAction(cmd, d, loc.String(), args[1], st)
+	})
 }
 
 // streamSession runs a streaming session: the input, then (with stdin)
@@ -337,7 +337,7 @@ func streamSession(cmd *cobra.Command, d *daemon, u, name, input string, stdin b
 		if ctx.Err() != nil {
 			return fmt.Errorf("action %q: %w", name, ctx.Err())
 		}
-		return d.explain(err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -383,7 +383,7 @@ func followAction(cmd *cobra.Command, d *daemon, loc, name string, st actionStat
 			return nil
 		case "failed":
 			if st.Error != nil {
-				return st.Error
+				return thingAnswer(st.Error)
 			}
 			return fmt.Errorf("action %q failed: %s", name, st.Output)
 		case "cancelled":
@@ -419,36 +419,34 @@ func followAction(cmd *cobra.Command, d *daemon, loc, name string, st actionStat
 }
 
 func runSubscribe(cmd *cobra.Command, args []string) error {
-	d, err := connectDaemon(cmd)
-	if err != nil {
-		return err
-	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	rctx, cancel := d.ctx(cmd)
-	defer cancel()
 	kind := "events"
 	if prop, _ := cmd.Flags().GetBool("property"); prop {
 		kind = "properties"
 	}
-	u, err := affordanceURL(rctx, cmd, d, args[0], kind, args[1])
-	if err != nil {
-		return err
-	}
-	if kind == "properties" {
-		u = strings.Replace(u, "/properties/"+url.PathEscape(args[1]), "/properties/"+url.PathEscape(args[1])+"/observe", 1)
-	}
-	out := cmd.OutOrStdout()
-	return d.follow(ctx, u, fmt.Sprintf("%q", args[1]), func(resp *http.Response) error {
-		return printAnswer(out, resp)
-	}, func(event, data string) (bool, error) {
-		if event == "error" {
-			return true, problemError(http.StatusBadGateway, []byte(data))
+	return callDaemon(cmd, requestTimeout, func(rctx context.Context, d *daemon) error {
+		u, err := affordanceURL(rctx, cmd, d, args[0], kind, args[1])
+		if err != nil {
+			return err
 		}
-		fmt.Fprintln(out, data)
-		return false, nil
+		if kind == "properties" {
+			u = strings.Replace(u, "/properties/"+url.PathEscape(args[1]), "/properties/"+url.PathEscape(args[1])+"/observe", 1)
+		}
+		// The subscription runs until interrupted: on the command's
+		// context, not the request's.
+		ctx := cmd.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		out := cmd.OutOrStdout()
+		return d.follow(ctx, u, fmt.Sprintf("%q", args[1]), func(resp *http.Response) error {
+			return printAnswer(out, resp)
+		}, func(event, data string) (bool, error) {
+			if event == "error" {
+				return true, problemError(http.StatusBadGateway, []byte(data))
+			}
+			fmt.Fprintln(out, data)
+			return false, nil
+		})
 	})
 }
 
@@ -467,7 +465,7 @@ func (d *daemon) follow(ctx context.Context, u, what string, refused func(*http.
 		if ctx.Err() != nil {
 			return nil
 		}
-		return d.explain(err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

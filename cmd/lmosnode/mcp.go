@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node/homedir"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 )
 
@@ -30,16 +30,14 @@ logs go to stderr. See docs/bridges.md.`,
   lmosnode mcp --home /srv/lmos`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			// Read again when the node restarts: it may listen elsewhere.
-			endpoint := func() (string, error) {
-				u, err := homedir.ReadAPIFile(d.home)
-				return u + "/mcp", err
-			}
-			return mcpbridge.Bridge(cmd.Context(), endpoint, d.http, cmd.InOrStdin(), cmd.OutOrStdout())
+			return withDaemon(cmd, func(d *daemon) error {
+				// Read again when the node restarts: it may listen elsewhere.
+				endpoint := func() (string, error) {
+					u, err := d.currentURL()
+					return u + "/mcp", err
+				}
+				return mcpbridge.Bridge(cmd.Context(), endpoint, d.http, cmd.InOrStdin(), cmd.OutOrStdout())
+			})
 		},
 	}
 	cmd.AddCommand(newMCPImportCmd(), newMCPImportsCmd(), newMCPRemoveCmd())
@@ -72,21 +70,17 @@ owner (the API token, or loopback) may import.`,
 			default:
 				return usageErrorf("want one URL, or -- and a command with its arguments")
 			}
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
-			defer cancel()
-			info, err := mcpbridge.NewImportsClient(d.apiURL, d.http).Add(ctx, src)
-			if err != nil {
-				return d.explain(err)
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd.OutOrStdout(), info)
-			}
-			printImport(cmd.OutOrStdout(), info)
-			return nil
+			// The node answers after its first connection attempt.
+			return callDaemon(cmd, time.Minute, func(ctx context.Context, d *daemon) error {
+				info, err := d.api.ImportMCP(ctx, src)
+				if err != nil {
+					return err
+				}
+				return output(cmd, info, func(info mcpbridge.ImportInfo) error {
+					printImport(cmd.OutOrStdout(), info)
+					return nil
+				})
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print the import as JSON")
@@ -99,23 +93,14 @@ func newMCPImportsCmd() *cobra.Command {
 		Short: "List the MCP servers imported into the running node",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			infos, err := mcpbridge.NewImportsClient(d.apiURL, d.http).List(ctx)
-			if err != nil {
-				return d.explain(err)
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd.OutOrStdout(), infos)
-			}
-			for _, info := range infos {
-				printImport(cmd.OutOrStdout(), info)
-			}
-			return nil
+			return query(cmd, func(ctx context.Context, api *apiclient.Client) ([]mcpbridge.ImportInfo, error) {
+				return api.MCPImports(ctx)
+			}, func(infos []mcpbridge.ImportInfo) error {
+				for _, info := range infos {
+					printImport(cmd.OutOrStdout(), info)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print the imports as JSON")
@@ -128,16 +113,9 @@ func newMCPRemoveCmd() *cobra.Command {
 		Short: "Stop an MCP server import and withdraw its Things",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			if err := mcpbridge.NewImportsClient(d.apiURL, d.http).Remove(ctx, args[0]); err != nil {
-				return d.explain(err)
-			}
-			return nil
+			return callDaemon(cmd, requestTimeout, func(ctx context.Context, d *daemon) error {
+				return d.api.RemoveMCPImport(ctx, args[0])
+			})
 		},
 	}
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lmosnode/lmosnode/node/apiclient"
+	"github.com/lmosnode/lmosnode/node/tdd"
 )
 
 func newPeersCmd() *cobra.Command {
@@ -22,46 +25,31 @@ its distinct addresses. --json prints the API's objects.`,
   lmosnode peers --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			peers, err := d.client.Peers(ctx)
-			if err != nil {
-				return d.explain(err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(out, peers)
-			}
-			if len(peers) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no peers yet: see 'lmosnode connect'")
-				return nil
-			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER ID\tSTATE\tDIR\tLINK\tLATENCY\tAGENT\tSOURCE\tADDRESSES")
-			for _, p := range peers {
-				addrs := strings.Join(p.Addrs, ",")
-				if addrs == "" {
-					addrs = "-"
-				}
-				link, latency := "direct", "-"
-				if p.Relayed {
-					link = "relayed"
-				}
-				if p.LatencyMS > 0 {
-					latency = fmt.Sprintf("%.1fms", p.LatencyMS)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.PeerID, cell(p.State), cell(strings.TrimSuffix(p.Direction, "bound")),
-					link, latency, cell(p.AgentVersion), cell(p.Source), addrs)
-			}
-			return tw.Flush()
+			return query(cmd, func(ctx context.Context, api *apiclient.Client) ([]tdd.Peer, error) {
+				return api.Peers(ctx)
+			}, func(peers []tdd.Peer) error { return printPeers(cmd, peers) })
 		},
 	}
 	cmd.Flags().Bool("json", false, "print JSON")
 	return cmd
+}
+
+// printPeers prints the table of peers.
+func printPeers(cmd *cobra.Command, peers []tdd.Peer) error {
+	return table(cmd, "PEER ID\tSTATE\tDIR\tLINK\tLATENCY\tAGENT\tSOURCE\tADDRESSES", peers, "no peers yet: see 'lmosnode connect'", func(p tdd.Peer) []string {
+		addrs := strings.Join(p.Addrs, ",")
+		if addrs == "" {
+			addrs = "-"
+		}
+		link, latency := "direct", "-"
+		if p.Relayed {
+			link = "relayed"
+		}
+		if p.LatencyMS > 0 {
+			latency = fmt.Sprintf("%.1fms", p.LatencyMS)
+		}
+		return []string{p.PeerID, cell(p.State), cell(strings.TrimSuffix(p.Direction, "bound")), link, latency, cell(p.AgentVersion), cell(p.Source), addrs}
+	})
 }
 
 func newConnectCmd() *cobra.Command {
@@ -77,21 +65,12 @@ func newConnectCmd() *cobra.Command {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			p, err := d.client.Connect(ctx, args[0])
-			if err != nil {
-				return d.explain(err)
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd.OutOrStdout(), p)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "connected to %s\n", p.PeerID)
-			return nil
+			return query(cmd, func(ctx context.Context, api *apiclient.Client) (tdd.Peer, error) {
+				return api.Connect(ctx, args[0])
+			}, func(p tdd.Peer) error {
+				fmt.Fprintf(cmd.OutOrStdout(), "connected to %s\n", p.PeerID)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print JSON")

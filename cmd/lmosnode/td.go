@@ -143,21 +143,19 @@ array. A TD needs an "id": a Thing is named by its publisher and its id.`,
 				}
 				signed = append(signed, rec)
 			}
-			out := cmd.OutOrStdout()
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(out, signed)
-			}
-			for _, rec := range signed {
-				var pretty bytes.Buffer
-				if err := json.Indent(&pretty, rec, "", "  "); err != nil {
-					return err
+			return output(cmd, signed, func(signed []json.RawMessage) error {
+				for _, rec := range signed {
+					var pretty bytes.Buffer
+					if err := json.Indent(&pretty, rec, "", "  "); err != nil {
+						return err
+					}
+					pretty.WriteByte('\n')
+					if _, err := cmd.OutOrStdout().Write(pretty.Bytes()); err != nil {
+						return err
+					}
 				}
-				pretty.WriteByte('\n')
-				if _, err := out.Write(pretty.Bytes()); err != nil {
-					return err
-				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print the signed TDs as one JSON array")

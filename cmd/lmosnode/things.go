@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,41 +72,41 @@ func runThingsPublish(cmd *cobra.Command, files []string) error {
 		backend = &b
 	}
 	asJSON, _ := cmd.Flags().GetBool("json")
-	d, err := connectDaemon(cmd)
-	if err != nil {
-		return err
-	}
-	out := cmd.OutOrStdout()
-	var errs []error
-	results := []tdd.PublishResult{}
-	for _, file := range files {
-		res, err := publishFile(cmd, d, file, backend)
-		if err != nil {
-			if exitCode(err) == exitUnavailable {
-				return err // the node is gone: the other files fail alike
+	return withDaemon(cmd, func(d *daemon) error {
+		// Each file is a request of its own. With --json the answers are
+		// printed together at the end, else each as it comes.
+		out := cmd.OutOrStdout()
+		var errs []error
+		results := []tdd.PublishResult{}
+		for _, file := range files {
+			res, err := publishFile(cmd, d, file, backend)
+			if err != nil {
+				if exitCode(err) == exitUnavailable {
+					return err // the node is gone: the other files fail alike
+				}
+				errs = append(errs, err)
+				continue
 			}
-			errs = append(errs, err)
-			continue
+			if asJSON {
+				results = append(results, res)
+				continue
+			}
+			title := ""
+			if td, err := lmosproto.ParseTD(res.TD); err == nil {
+				title = td.Title
+			}
+			fmt.Fprintf(out, "%s %s %q (seq %d)\n", res.Change, res.ID, title, res.Seq)
+			if res.Backend != "" {
+				fmt.Fprintf(out, "backend: %s\n", res.Backend)
+			}
 		}
 		if asJSON {
-			results = append(results, res)
-			continue
+			if err := printJSON(out, results); err != nil {
+				return err
+			}
 		}
-		title := ""
-		if td, err := lmosproto.ParseTD(res.TD); err == nil {
-			title = td.Title
-		}
-		fmt.Fprintf(out, "%s %s %q (seq %d)\n", res.Change, res.ID, title, res.Seq)
-		if res.Backend != "" {
-			fmt.Fprintf(out, "backend: %s\n", res.Backend)
-		}
-	}
-	if asJSON {
-		if err := printJSON(out, results); err != nil {
-			return err
-		}
-	}
-	return errors.Join(errs...)
+		return errors.Join(errs...)
+	})
 }
 
 // publishFile publishes the TD in file ("-": stdin).
@@ -123,11 +124,13 @@ func publishFile(cmd *cobra.Command, d *daemon, file string, backend *string) (t
 	if !json.Valid(doc) {
 		return tdd.PublishResult{}, fmt.Errorf("%s: not JSON", file)
 	}
-	ctx, cancel := d.ctx(cmd)
-	defer cancel()
-	res, err := d.client.Publish(ctx, doc, backend)
+	var res tdd.PublishResult
+	err = d.call(cmd, requestTimeout, func(ctx context.Context) (err error) {
+		res, err = d.api.Publish(ctx, doc, backend)
+		return err
+	})
 	if err != nil {
-		return tdd.PublishResult{}, fmt.Errorf("%s: %w", file, tdProblem(d.explain(err)))
+		return tdd.PublishResult{}, fmt.Errorf("%s: %w", file, tdProblem(err))
 	}
 	return res, nil
 }
@@ -166,35 +169,13 @@ TD, registration times and backend.`,
   lmosnode things ls --json | jq '.[].id'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			own, err := d.client.Own(ctx)
-			if err != nil {
-				return d.explain(err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(out, own)
-			}
-			if len(own) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "this node publishes no Things yet: see 'lmosnode things publish'")
-				return nil
-			}
-			names := groupNames(ctx, d)
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tGROUPS\tSEQ\tBACKEND\tID")
-			for _, t := range own {
-				td, err := lmosproto.ParseTD(t.TD)
+			return callDaemon(cmd, requestTimeout, func(ctx context.Context, d *daemon) error {
+				own, err := d.api.Own(ctx)
 				if err != nil {
-					return fmt.Errorf("thing %q: %w", t.ID, err)
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cell(td.Title), typeName(td), capabilities(td), groupList(td.Groups, names), t.Seq, cell(t.Backend), t.ID)
-			}
-			return tw.Flush()
+				return output(cmd, own, func(own []tdd.ThingInfo) error { return printOwn(ctx, cmd, d, own) })
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print JSON")
@@ -212,61 +193,67 @@ removed. --json prints the removed ids as a JSON array.`,
 		Example: `  lmosnode things rm urn:uuid:6f1d3a7a-1f97-4e6b-b45f-f3c2e1c84c77`,
 		Args:    cobra.MinimumNArgs(1),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			ctx, cancel := d.ctx(cmd)
-			defer cancel()
-			own, err := d.client.Own(ctx)
-			if err != nil {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
 			var ids []string
-			for _, t := range own {
-				ids = append(ids, t.ID)
-			}
+			_ = callDaemon(cmd, requestTimeout, func(ctx context.Context, d *daemon) error {
+				own, err := d.api.Own(ctx)
+				if err != nil {
+					return err
+				}
+				for _, t := range own {
+					ids = append(ids, t.ID)
+				}
+				return nil
+			})
 			return ids, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			d, err := connectDaemon(cmd)
-			if err != nil {
-				return err
-			}
-			asJSON, _ := cmd.Flags().GetBool("json")
-			var errs []error
-			removed := []string{}
-			for _, id := range ids {
-				ctx, cancel := d.ctx(cmd)
-				err := d.client.Remove(ctx, id)
-				cancel()
-				if err != nil {
-					errs = append(errs, fmt.Errorf("remove %s: %w", id, d.explain(err)))
-					continue
+			return withDaemon(cmd, func(d *daemon) error {
+				// Each id is a request of its own. With --json the ids
+				// removed are printed together at the end.
+				asJSON, _ := cmd.Flags().GetBool("json")
+				var errs []error
+				removed := []string{}
+				for _, id := range ids {
+					err := d.call(cmd, requestTimeout, func(ctx context.Context) error { return d.api.RemoveThing(ctx, id) })
+					if err != nil {
+						errs = append(errs, fmt.Errorf("remove %s: %w", id, err))
+						continue
+					}
+					removed = append(removed, id)
+					if !asJSON {
+						fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", id)
+					}
 				}
-				removed = append(removed, id)
-				if !asJSON {
-					fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", id)
+				if asJSON {
+					if err := printJSON(cmd.OutOrStdout(), removed); err != nil {
+						return err
+					}
 				}
-			}
-			if asJSON {
-				if err := printJSON(cmd.OutOrStdout(), removed); err != nil {
-					return err
-				}
-			}
-			return errors.Join(errs...)
+				return errors.Join(errs...)
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print the removed ids as a JSON array")
 	return cmd
 }
 
-// printJSON writes v as indented JSON.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+// printOwn prints the table of the node's own Things.
+func printOwn(ctx context.Context, cmd *cobra.Command, d *daemon, own []tdd.ThingInfo) error {
+	if len(own) == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "this node publishes no Things yet: see 'lmosnode things publish'")
+		return nil
+	}
+	names := groupNames(ctx, d)
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tGROUPS\tSEQ\tBACKEND\tID")
+	for _, t := range own {
+		td, err := lmosproto.ParseTD(t.TD)
+		if err != nil {
+			return fmt.Errorf("thing %q: %w", t.ID, err)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cell(td.Title), typeName(td), capabilities(td), groupList(td.Groups, names), t.Seq, cell(t.Backend), t.ID)
+	}
+	return tw.Flush()
 }
 
 // typeName is the LMOS type of a TD for tables: agent, tool, or its @type.

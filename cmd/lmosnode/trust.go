@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/trust"
 	"github.com/lmosnode/lmosnode/node/trust/trustapi"
 )
@@ -46,8 +45,8 @@ func newTrustLsCmd() *cobra.Command {
 		Use:   "ls",
 		Short: "List the trust list",
 		Args:  cobra.NoArgs,
-	}, func(ctx context.Context, d *daemon, _ []string) (trustapi.List, error) {
-		return node.FetchTrust(ctx, d.http, d.apiURL)
+	}, func(ctx context.Context, api *apiclient.Client, _ []string) (trustapi.List, error) {
+		return api.Trust(ctx)
 	})
 }
 
@@ -57,12 +56,12 @@ func newTrustAddCmd() *cobra.Command {
 		Short:     "Put a publisher on the trust list (or move it to another level)",
 		Args:      cobra.ExactArgs(2),
 		ValidArgs: []string{string(trust.Allow), string(trust.Prefer), string(trust.Deny)},
-	}, func(ctx context.Context, d *daemon, args []string) (trustapi.List, error) {
+	}, func(ctx context.Context, api *apiclient.Client, args []string) (trustapi.List, error) {
 		level, err := trust.ParseLevel(args[0])
 		if err != nil {
 			return trustapi.List{}, err
 		}
-		return node.SetTrust(ctx, d.http, d.apiURL, args[1], level)
+		return api.SetTrust(ctx, args[1], level)
 	})
 }
 
@@ -71,51 +70,34 @@ func newTrustRmCmd() *cobra.Command {
 		Use:   "rm PUBLISHER",
 		Short: "Take a publisher off the trust list",
 		Args:  cobra.ExactArgs(1),
-	}, func(ctx context.Context, d *daemon, args []string) (trustapi.List, error) {
-		return node.RemoveTrust(ctx, d.http, d.apiURL, args[0])
+	}, func(ctx context.Context, api *apiclient.Client, args []string) (trustapi.List, error) {
+		return api.RemoveTrust(ctx, args[0])
 	})
 }
 
 // trustCmd completes cmd: it runs call against the running node and
 // prints the trust list it returns.
-func trustCmd(cmd *cobra.Command, call func(context.Context, *daemon, []string) (trustapi.List, error)) *cobra.Command {
+func trustCmd(cmd *cobra.Command, call func(context.Context, *apiclient.Client, []string) (trustapi.List, error)) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		d, err := connectDaemon(cmd)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := d.ctx(cmd)
-		defer cancel()
-		l, err := call(ctx, d, args)
-		if err != nil {
-			return d.explain(err)
-		}
-		if l.Dropped > 0 {
-			fmt.Fprintf(cmd.ErrOrStderr(), "dropped %d records of the denied publisher\n", l.Dropped)
-		}
-		return printTrust(cmd, l)
+		return query(cmd, func(ctx context.Context, api *apiclient.Client) (trustapi.List, error) {
+			l, err := call(ctx, api, args)
+			if err == nil && l.Dropped > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "dropped %d records of the denied publisher\n", l.Dropped)
+			}
+			return l, err
+		}, func(l trustapi.List) error { return printTrust(cmd, l) })
 	}
 	cmd.Flags().Bool("json", false, "print JSON")
 	return cmd
 }
 
-// printTrust prints the trust list l as a table (or JSON with --json).
+// printTrust prints the trust list l as a table.
 func printTrust(cmd *cobra.Command, l trustapi.List) error {
-	out := cmd.OutOrStdout()
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		return printJSON(out, l)
+	err := table(cmd, "LEVEL\tSHORT\tPUBLISHER", l.Entries, "the trust list is empty: every publisher is unknown", func(e trustapi.Entry) []string {
+		return []string{e.Level, e.Short, e.Publisher}
+	})
+	if err == nil && len(l.Entries) > 0 && l.OnlyTrusted {
+		fmt.Fprintln(cmd.OutOrStdout(), "(onlyTrusted: records of unlisted publishers are not taken)")
 	}
-	if len(l.Entries) == 0 {
-		fmt.Fprintln(cmd.ErrOrStderr(), "the trust list is empty: every publisher is unknown")
-		return nil
-	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEVEL\tSHORT\tPUBLISHER")
-	for _, e := range l.Entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Level, e.Short, e.Publisher)
-	}
-	if l.OnlyTrusted {
-		fmt.Fprintln(tw, "(onlyTrusted: records of unlisted publishers are not taken)")
-	}
-	return tw.Flush()
+	return err
 }

@@ -34,11 +34,10 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the lmosnode version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd.OutOrStdout(), currentVersion())
-			}
-			fmt.Fprint(cmd.OutOrStdout(), versionLine())
-			return nil
+			return output(cmd, currentVersion(), func(versionInfo) error {
+				fmt.Fprint(cmd.OutOrStdout(), versionLine())
+				return nil
+			})
 		},
 	}
 	cmd.Flags().Bool("json", false, "print JSON")

@@ -2,7 +2,10 @@ package structure
 
 import (
 	"encoding/json"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -110,11 +113,15 @@ func TestDependencyDirection(t *testing.T) {
 //     model, the interaction engine and the directory, and declare what
 //     else they need as interfaces;
 //   - 4, the services: the federation, groups, discovery and the node's
-//     own Things;
-//   - 5, what sits on a service: its HTTP API (groupsvc/groupapi), a
-//     test kit that builds one (tdd/tddtest);
-//   - 6, the root package node, the composition root: nothing below
-//     node/ imports it.
+//     own Things; and the serialisable configuration;
+//   - 5, what sits on a service or on the configuration: its HTTP API
+//     (groupsvc/groupapi), a test kit that builds one (tdd/tddtest), the
+//     home directory, the translation of the configuration into libp2p;
+//   - 6, the local HTTP API, which mounts every surface;
+//   - 7, its one client;
+//   - 8, the root package node, the composition root: nothing below
+//     node/ imports it, and of the CLI only the commands that run a node
+//     (TestCLIRunsNodeOnlyWhereItRunsOne).
 var nodeRank = map[string]int{
 	"node/peerlimit":  0,
 	"node/httpapi":    0,
@@ -165,8 +172,10 @@ var nodeRank = map[string]int{
 	// The local API: every surface's routes on one mux, the access
 	// guards, the limits, the node's own routes.
 	"node/api": 6,
+	// The one client of the local API: the wire types of every surface.
+	"node/apiclient": 7,
 
-	"node": 7,
+	"node": 8,
 }
 
 // rankOf returns the rank of a package below node/ by its longest listed
@@ -207,6 +216,34 @@ func TestNodeLayers(t *testing.T) {
 			}
 			if ri, _ := rankOf(irel); ri >= rf {
 				t.Errorf("%s (rank %d) imports %s (rank %d): below node/, a package imports only lower ranks (see nodeRank)", p.ImportPath, rf, imp, ri)
+			}
+		}
+	}
+}
+
+// TestCLIRunsNodeOnlyWhereItRunsOne: of the CLI's files, only the commands
+// that run a node (up, demo) import the root package node; every other
+// command talks to a node through node/apiclient, and reads the home and
+// config through node/homedir and node/config.
+func TestCLIRunsNodeOnlyWhereItRunsOne(t *testing.T) {
+	allowed := map[string]bool{"up.go": true, "demo.go": true}
+	files, err := filepath.Glob(filepath.Join("..", "..", "cmd", "lmosnode", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("cmd/lmosnode: %v %v", files, err)
+	}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		name := filepath.Base(path)
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if imp.Path.Value == `"`+module+`/node"` && !allowed[name] {
+				t.Errorf("cmd/lmosnode/%s imports %s/node: only up.go and demo.go run a node; use node/apiclient, node/config or node/homedir", name, module)
 			}
 		}
 	}

@@ -27,8 +27,8 @@ const (
 	// PathPrefix is the root of the A2A routes; POST on it is the
 	// node-wide JSON-RPC endpoint.
 	PathPrefix = "/a2a"
-	// pathAgents lists the agents with their card URLs.
-	pathAgents = PathPrefix + "/agents"
+	// PathAgents lists the agents with their card URLs.
+	PathAgents = PathPrefix + "/agents"
 	// pathJWKS is the node's JSON Web Key Set.
 	pathJWKS = PathPrefix + "/jwks.json"
 	// PathImports is where `lmosnode a2a import` posts a card URL.
@@ -38,7 +38,7 @@ const (
 // Patterns returns the ServeMux patterns the bridge serves.
 func Patterns() []string {
 	return []string{WellKnownCard, PathPrefix, PathPrefix + "/{publisher}/{id}", PathPrefix + "/{publisher}/{id}/{$}",
-		PathPrefix + "/{publisher}/{id}/.well-known/agent-card.json", pathAgents, pathJWKS, PathImports}
+		PathPrefix + "/{publisher}/{id}/.well-known/agent-card.json", PathAgents, pathJWKS, PathImports}
 }
 
 func (b *Bridge) routes() {
@@ -53,7 +53,7 @@ func (b *Bridge) routes() {
 		b.mux.HandleFunc("POST "+p, b.serveAgentRPC)
 	}
 	b.mux.HandleFunc("GET "+PathPrefix+"/{publisher}/{id}/.well-known/agent-card.json", b.serveAgentCard)
-	b.mux.HandleFunc("GET "+pathAgents, b.serveAgents)
+	b.mux.HandleFunc("GET "+PathAgents, b.serveAgents)
 	b.mux.HandleFunc("GET "+pathJWKS, func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, b.signer.jwks())
 	})
@@ -110,8 +110,8 @@ type AgentRef struct {
 	Card string `json:"card"`
 }
 
-// index is the body of GET /a2a/agents.
-type index struct {
+// AgentIndex is the body of GET /a2a/agents.
+type AgentIndex struct {
 	Agents []AgentRef `json:"agents"`
 }
 
@@ -141,7 +141,7 @@ func (b *Bridge) index(r *http.Request) ([]AgentRef, []AgentSkill) {
 
 func (b *Bridge) serveAgents(w http.ResponseWriter, r *http.Request) {
 	refs, _ := b.index(r)
-	httpapi.WriteJSON(w, http.StatusOK, index{Agents: refs})
+	httpapi.WriteJSON(w, http.StatusOK, AgentIndex{Agents: refs})
 }
 
 // maxCardSkills bounds the agents the node's card lists; GET /a2a/agents
@@ -162,7 +162,7 @@ func (b *Bridge) serveNodeCard(w http.ResponseWriter, r *http.Request) {
 	c := AgentCard{
 		Name: "lmosnode " + b.deps.Self.String(),
 		Description: "An LMOS node. Each skill is an agent of the federation this node can reach; address one with message metadata " +
-			`"lmos:agent" (its thing id) or use its own card (LMOS extension params.agents[].card, or GET ` + pathAgents + ").",
+			`"lmos:agent" (its thing id) or use its own card (LMOS extension params.agents[].card, or GET ` + PathAgents + ").",
 		SupportedInterfaces: []AgentInterface{{URL: base + PathPrefix, ProtocolBinding: BindingJSONRPC, ProtocolVersion: ProtocolVersion}},
 		Version:             b.deps.Directory.Revision(),
 		Capabilities:        AgentCapabilities{Streaming: &yes, PushNotifications: &no},
@@ -786,8 +786,8 @@ func sortTasks(ts []Task) {
 	slices.SortFunc(ts, less)
 }
 
-// importRequest is the body of POST /api/v1/a2a/imports.
-type importRequest struct {
+// ImportRequest is the body of POST /api/v1/a2a/imports.
+type ImportRequest struct {
 	// Card is the URL of the A2A agent's card.
 	Card string `json:"card"`
 }
@@ -805,7 +805,7 @@ type ImportResult struct {
 }
 
 func (b *Bridge) serveImport(w http.ResponseWriter, r *http.Request) {
-	var req importRequest
+	var req ImportRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
 		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "body: %v", err))
 		return

@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/tdd/tddtest"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -20,7 +21,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestAdminThings(t *testing.T) {
 	env := tddtest.NewEnv(t)
-	c := tdd.NewClient(env.URL, nil)
+	c := apiclient.New(env.URL, nil)
 	ctx := context.Background()
 
 	res, err := c.Publish(ctx, thing{id: "urn:a", title: "A"}.json(t), ptr("http://127.0.0.1:9000/a"))
@@ -62,14 +63,14 @@ func TestAdminThings(t *testing.T) {
 		t.Errorf("own: %v", got)
 	}
 
-	if err := c.Remove(ctx, "urn:a"); err != nil {
+	if err := c.RemoveThing(ctx, "urn:a"); err != nil {
 		t.Fatal(err)
 	}
 	var p *lmosproto.Problem
-	if err := c.Remove(ctx, "urn:a"); !errors.As(err, &p) || p.Status != http.StatusNotFound {
+	if err := c.RemoveThing(ctx, "urn:a"); !errors.As(err, &p) || p.Status != http.StatusNotFound {
 		t.Errorf("second remove: %v", err)
 	}
-	if err := c.Remove(ctx, "urn:l"); !errors.As(err, &p) || p.Status != http.StatusForbidden {
+	if err := c.RemoveThing(ctx, "urn:l"); !errors.As(err, &p) || p.Status != http.StatusForbidden {
 		t.Errorf("remove of a learned Thing: %v", err)
 	}
 	if own, _ := c.Own(ctx); len(own) != 1 {
@@ -113,7 +114,7 @@ func TestAdminPublishInvalid(t *testing.T) {
 	big := `{"td":"` + strings.Repeat("x", lmosproto.MaxTDSize) + `"}`
 	problem(t, do(t, http.MethodPost, env.URL+"/api/v1/things", []byte(big), "Content-Type", "application/json"), http.StatusRequestEntityTooLarge)
 	// The client returns the problem with its fields.
-	_, err := tdd.NewClient(env.URL, nil).Publish(context.Background(), []byte(`{"title":5}`), nil)
+	_, err := apiclient.New(env.URL, nil).Publish(context.Background(), []byte(`{"title":5}`), nil)
 	var p *lmosproto.Problem
 	if !errors.As(err, &p) || p.Status != http.StatusBadRequest || !strings.Contains(err.Error(), "/td/title") {
 		t.Errorf("client error %v", err)
@@ -122,7 +123,7 @@ func TestAdminPublishInvalid(t *testing.T) {
 
 func TestAdminPeers(t *testing.T) {
 	env := tddtest.NewEnv(t)
-	c := tdd.NewClient(env.URL, nil)
+	c := apiclient.New(env.URL, nil)
 	ctx := context.Background()
 	a := tddtest.NewIdentity(2)
 	env.Peers.List = []tdd.PeerInfo{{ID: a.ID, Addrs: []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/4001")}, Source: "mdns"}}
@@ -172,7 +173,7 @@ func TestAdminPeers(t *testing.T) {
 
 func TestAdminPeersNotImplemented(t *testing.T) {
 	env := tddtest.NewEnv(t, func(d *tdd.Deps, _ *tdd.Config) { d.Peers = nil })
-	c := tdd.NewClient(env.URL, nil)
+	c := apiclient.New(env.URL, nil)
 	var p *lmosproto.Problem
 	if _, err := c.Peers(context.Background()); !errors.As(err, &p) || p.Status != http.StatusNotImplemented {
 		t.Errorf("peers: %v", err)
@@ -182,11 +183,11 @@ func TestAdminPeersNotImplemented(t *testing.T) {
 	}
 }
 
-func TestClientFind(t *testing.T) {
+func TestAdminFind(t *testing.T) {
 	env := tddtest.NewEnv(t, func(_ *tdd.Deps, c *tdd.Config) { c.DefaultLimit = 2 })
 	other := fleet(t, env)
-	c := tdd.NewClient(env.URL, nil)
-	res, err := c.Find(context.Background(), tdd.FindQuery{Capability: "weather-forecast"})
+	c := apiclient.New(env.URL, nil)
+	res, err := c.Find(context.Background(), apiclient.FindQuery{Capability: "weather-forecast"})
 	if err != nil || len(res.Things) != 2 || res.More {
 		t.Fatalf("find: %+v %v", res, err)
 	}
@@ -197,11 +198,11 @@ func TestClientFind(t *testing.T) {
 	if pubs["urn:a1"] != env.Self.ID || pubs["urn:b1"] != other.ID {
 		t.Errorf("publishers %v", pubs)
 	}
-	if res, err := c.Find(context.Background(), tdd.FindQuery{}); err != nil || !res.More || len(res.Things) != 2 {
+	if res, err := c.Find(context.Background(), apiclient.FindQuery{}); err != nil || !res.More || len(res.Things) != 2 {
 		t.Errorf("first page: %d things, more %v, %v", len(res.Things), res.More, err)
 	}
 	var p *lmosproto.Problem
-	if _, err := c.Find(context.Background(), tdd.FindQuery{Type: "agent", Limit: -1, Capability: "x@bad range"}); !errors.As(err, &p) || p.Status != 400 {
+	if _, err := c.Find(context.Background(), apiclient.FindQuery{Type: "agent", Limit: -1, Capability: "x@bad range"}); !errors.As(err, &p) || p.Status != 400 {
 		t.Errorf("bad find: %v", err)
 	}
 }

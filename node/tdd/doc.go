@@ -1,7 +1,7 @@
 // Package tdd serves a node's directory over HTTP: the W3C WoT Discovery
 // Thing Description Directory (TDD) API, with the LMOS filters, and the
-// node-admin endpoints the lmosnode CLI uses. It also holds the client of
-// those endpoints (Client).
+// node-admin endpoints the lmosnode CLI uses (through node/apiclient, the
+// one client of the node's API).
 //
 // # Endpoints
 //
@@ -44,7 +44,7 @@
 // Errors are RFC 9457 (RFC 7807) problem details (application/problem+json,
 // UTF-8, Content-Language: en),
 // the node's one problem type proto.Problem written by package httpapi;
-// Client returns it as the error. An invalid TD gives 400 with
+// node/apiclient returns it as the error. An invalid TD gives 400 with
 // "validationErrors": [{"field": JSON pointer, "description": …}], as the
 // WoT Discovery spec asks. Request bodies are
 // bounded (proto.MaxTDSize: 413 beyond) and must carry a JSON media type

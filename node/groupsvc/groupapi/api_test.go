@@ -140,7 +140,7 @@ func TestGroupAPIMessages(t *testing.T) {
 	s := newServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	info, err := s.client.Create(ctx, "lab", nil)
+	info, err := s.client.CreateGroup(ctx, "lab", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,8 @@
 // Package groupapi is the HTTP API of a node's signed agent groups
 // (docs/groups.md, "HTTP API"): the Handler that serves it with the
-// node's group service (package groupsvc), the JSON shapes it speaks
-// (wire.go, declared once for both ends), and the typed Client that the
-// CLI and other programs call it with.
+// node's group service (package groupsvc) and the JSON shapes it speaks
+// (wire.go, declared once for both ends). The CLI and other programs call
+// it through node/apiclient, the one client of the node's API.
 //
 // It is a package of its own, not part of groupsvc, so that the group
 // service stays the network side of groups (libp2p protocols, topics,
@@ -46,6 +46,7 @@
 //
 // The node builds one Handler with New after its group service, routes
 // each of Patterns to it on its API mux, and closes it before shutting
-// its HTTP server down. A Client needs only the API's base URL (and an
-// *http.Client that carries the API token, if the node has one).
+// its HTTP server down. A client (node/apiclient) needs only the API's
+// base URL (and an *http.Client that carries the API token, if the node
+// has one).
 package groupapi

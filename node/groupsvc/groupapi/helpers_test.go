@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"go.uber.org/goleak"
 
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 )
@@ -32,7 +33,7 @@ type server struct {
 	self    peer.ID
 	handler *groupapi.Handler
 	url     string
-	client  *groupapi.Client
+	client  *apiclient.Client
 }
 
 // startServer starts a server; its parts are closed when the test (or
@@ -78,7 +79,7 @@ func startServer(cleanup func(func())) (*server, error) {
 	srv := httptest.NewServer(mux)
 	cleanup(srv.Close)
 	cleanup(func() { _ = handler.Close() })
-	return &server{self: h.ID(), handler: handler, url: srv.URL, client: groupapi.NewClient(srv.URL, nil)}, nil
+	return &server{self: h.ID(), handler: handler, url: srv.URL, client: apiclient.New(srv.URL, nil)}, nil
 }
 
 // newServer is startServer for a test.

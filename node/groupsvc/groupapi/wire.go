@@ -11,8 +11,8 @@ import (
 )
 
 // The JSON shapes of the API (docs/groups.md, "HTTP API"), declared once
-// for the Handler and the Client, and their conversion from the group
-// service's types.
+// for the Handler and its client (node/apiclient), and their conversion
+// from the group service's types.
 
 // GroupInfo is a group as the node sees it: the answer of most routes.
 type GroupInfo struct {
@@ -162,8 +162,8 @@ type JoinRequest struct {
 
 // JoinResult is what a join did. The API answers 200 with the GroupInfo
 // when the node joined, and 202 with {"group", "pending": true} when no
-// admin's node answered yet (the node keeps trying); Client.Join fills
-// Info in the first case.
+// admin's node answered yet (the node keeps trying); apiclient's Join
+// fills Info in the first case.
 type JoinResult struct {
 	Group   string     `json:"group"`
 	Pending bool       `json:"pending,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -27,15 +28,15 @@ func wantStatus(t *testing.T, what string, err error, status int) {
 	}
 }
 
-// TestClient runs every operation of the Client against two nodes' APIs:
-// an admin and a member who joins by invitation.
+// TestClient runs every group operation of apiclient.Client against two
+// nodes' APIs: an admin and a member who joins by invitation.
 func TestClient(t *testing.T) {
 	a, b := newServer(t), newServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ac, bc := a.client, b.client
 
-	g, err := ac.Create(ctx, "lab", &groups.Policy{MaxMembers: 5})
+	g, err := ac.CreateGroup(ctx, "lab", &groups.Policy{MaxMembers: 5})
 	if err != nil || g.Name != "lab" || !g.Self.Admin || g.Policy.MaxMembers != 5 || len(g.Members) != 1 || g.Members[0].Peer != a.self {
 		t.Fatalf("Create: %+v, %v", g, err)
 	}
@@ -50,11 +51,11 @@ func TestClient(t *testing.T) {
 	// The scope: the log holds its digest; the issuing node shows the
 	// Thing ID, the joiner's node (which never saw it) the digest.
 	digest := groups.ScopeDigest(g.ID, "urn:lab:scope")
-	if shown, err := ac.Show(ctx, g.ID); err != nil || memberThings(shown, b.self.String()) != "urn:lab:scope" ||
+	if shown, err := ac.Group(ctx, g.ID); err != nil || memberThings(shown, b.self.String()) != "urn:lab:scope" ||
 		strings.Contains(string(shown.Log[len(shown.Log)-1].Op), "urn:lab:scope") {
 		t.Errorf("the admin's view of the scope: %+v, %v", shown.Members, err)
 	}
-	if shown, err := bc.Show(ctx, g.ID); err != nil || memberThings(shown, b.self.String()) != digest {
+	if shown, err := bc.Group(ctx, g.ID); err != nil || memberThings(shown, b.self.String()) != digest {
 		t.Errorf("the joiner's view of the scope: %+v, %v", shown.Members, err)
 	}
 	_, err = bc.Join(ctx, "lmosgroup:AAAA")
@@ -88,7 +89,7 @@ func TestClient(t *testing.T) {
 	}
 	_, err = ac.Invite(ctx, "lab", groupsvc.InviteOptions{Uses: -5})
 	wantStatus(t, "Invite with negative uses", err, http.StatusBadRequest)
-	_, err = bc.Rename(ctx, g.ID, "mine")
+	_, err = bc.RenameGroup(ctx, g.ID, "mine")
 	wantStatus(t, "Rename by a plain member", err, http.StatusForbidden)
 
 	if g, err = ac.SetAdmin(ctx, g.ID, b.self, true); err != nil || !adminOf(g, b.self.String()) {
@@ -97,18 +98,18 @@ func TestClient(t *testing.T) {
 	if g, err = ac.SetAdmin(ctx, g.ID, b.self, false); err != nil || adminOf(g, b.self.String()) {
 		t.Fatalf("SetAdmin revoke: %+v, %v", g, err)
 	}
-	if g, err = ac.Rename(ctx, "lab", "lab-2"); err != nil || g.Name != "lab-2" {
+	if g, err = ac.RenameGroup(ctx, "lab", "lab-2"); err != nil || g.Name != "lab-2" {
 		t.Fatalf("Rename: %+v, %v", g, err)
 	}
-	if g, err = ac.SetPolicy(ctx, "lab-2", groups.Policy{PostRole: groups.RoleAdmin}); err != nil || g.Policy.PostRole != groups.RoleAdmin {
+	if g, err = ac.SetGroupPolicy(ctx, "lab-2", groups.Policy{PostRole: groups.RoleAdmin}); err != nil || g.Policy.PostRole != groups.RoleAdmin {
 		t.Fatalf("SetPolicy: %+v, %v", g, err)
 	}
-	list, err := ac.List(ctx)
+	list, err := ac.Groups(ctx)
 	if err != nil || len(list) != 1 || list[0].ID != g.ID || list[0].Log != nil {
 		t.Fatalf("List: %+v, %v", list, err)
 	}
 
-	shown, err := ac.Show(ctx, g.ID)
+	shown, err := ac.Group(ctx, g.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestClient(t *testing.T) {
 	if strings.Join(log, "\n") != strings.Join(want, "\n") {
 		t.Errorf("log:\n%s\nwant\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
 	}
-	_, err = ac.Show(ctx, "nope")
+	_, err = ac.Group(ctx, "nope")
 	wantStatus(t, "Show of an unknown group", err, http.StatusNotFound)
 
 	// Posts: the stream carries the node's own post.
@@ -142,12 +143,12 @@ func TestClient(t *testing.T) {
 	_, err = ac.Subscribe(ctx, "nope")
 	wantStatus(t, "Subscribe to an unknown group", err, http.StatusNotFound)
 
-	_, err = ac.Leave(ctx, g.ID)
+	_, err = ac.LeaveGroup(ctx, g.ID)
 	wantStatus(t, "Leave by the last admin", err, http.StatusConflict)
-	if g, err = ac.Remove(ctx, g.ID, b.self); err != nil || len(g.Members) != 1 {
+	if g, err = ac.RemoveMember(ctx, g.ID, b.self); err != nil || len(g.Members) != 1 {
 		t.Fatalf("Remove: %+v, %v", g, err)
 	}
-	if g, err = ac.Dissolve(ctx, g.ID); err != nil || !g.Dissolved {
+	if g, err = ac.DissolveGroup(ctx, g.ID); err != nil || !g.Dissolved {
 		t.Fatalf("Dissolve: %+v, %v", g, err)
 	}
 	// The node leaves the topic of a dissolved group: the stream ends.
@@ -169,17 +170,17 @@ func adminOf(g groupapi.GroupInfo, p string) bool {
 // another version) gets the status and the body as its problem.
 func TestClientPlainError(t *testing.T) {
 	s := newServer(t)
-	c := groupapi.NewClient(s.url+"/elsewhere", nil)
-	_, err := c.List(context.Background())
+	c := apiclient.New(s.url+"/elsewhere", nil)
+	_, err := c.Groups(context.Background())
 	var p *lmosproto.Problem
 	if !errors.As(err, &p) || p.Status != http.StatusNotFound || p.Detail != "404 page not found" {
 		t.Fatalf("List elsewhere: %#v", err)
 	}
 }
 
-// ExampleClient founds a group on a node, invites, renames it and reads
-// its log, through the node's group API.
-func ExampleClient() {
+// Example founds a group on a node, invites, renames it and reads its
+// log, through the node's group API and apiclient.
+func Example() {
 	var cleanups []func()
 	defer func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
@@ -192,9 +193,9 @@ func ExampleClient() {
 		return
 	}
 	ctx := context.Background()
-	c := groupapi.NewClient(s.url, nil) // the URL of the node's api file
+	c := apiclient.New(s.url, nil) // the URL of the node's api file
 
-	g, err := c.Create(ctx, "diagnostics", nil)
+	g, err := c.CreateGroup(ctx, "diagnostics", nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -206,11 +207,11 @@ func ExampleClient() {
 		return
 	}
 	fmt.Println("token:", strings.HasPrefix(inv.Token, "lmosgroup:"))
-	if _, err := c.Rename(ctx, g.ID, "diag"); err != nil {
+	if _, err := c.RenameGroup(ctx, g.ID, "diag"); err != nil {
 		fmt.Println(err)
 		return
 	}
-	shown, err := c.Show(ctx, "diag")
+	shown, err := c.Group(ctx, "diag")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -219,7 +220,7 @@ func ExampleClient() {
 		fmt.Println(e.Kind, e.Target(), e.Effective)
 	}
 	// The last admin cannot leave: the API's problem is the error.
-	_, err = c.Leave(ctx, "diag")
+	_, err = c.LeaveGroup(ctx, "diag")
 	var p *lmosproto.Problem
 	fmt.Println(errors.As(err, &p), p.Status)
 	// Output:

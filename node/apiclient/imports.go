@@ -1,0 +1,46 @@
+package apiclient
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/mcpbridge"
+)
+
+// maxAgentIndex bounds the agent index of the A2A bridge, as its client
+// bounds an agent card.
+const maxAgentIndex = 1 << 20
+
+// ImportMCP imports the MCP server src: the node connects to it and
+// publishes its tools (the answer comes after the first connection
+// attempt).
+func (c *Client) ImportMCP(ctx context.Context, src mcpbridge.Source) (mcpbridge.ImportInfo, error) {
+	return call[mcpbridge.ImportInfo](ctx, c, request{method: http.MethodPost, path: mcpbridge.ImportsPath, body: src})
+}
+
+// MCPImports lists the node's MCP server imports.
+func (c *Client) MCPImports(ctx context.Context) ([]mcpbridge.ImportInfo, error) {
+	return call[[]mcpbridge.ImportInfo](ctx, c, request{method: http.MethodGet, path: mcpbridge.ImportsPath})
+}
+
+// RemoveMCPImport removes the MCP server import id; its Things are
+// withdrawn.
+func (c *Client) RemoveMCPImport(ctx context.Context, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: mcpbridge.ImportsPath + "/" + url.PathEscape(id)})
+	return err
+}
+
+// ImportA2A asks the node to import the A2A agent whose card is at
+// cardURL: it publishes an lmos:Agent whose calls go to the agent.
+func (c *Client) ImportA2A(ctx context.Context, cardURL string) (a2abridge.ImportResult, error) {
+	return call[a2abridge.ImportResult](ctx, c, request{method: http.MethodPost, path: a2abridge.PathImports,
+		body: a2abridge.ImportRequest{Card: cardURL}, max: maxAgentIndex})
+}
+
+// A2AAgents lists the agents the node serves over A2A (GET /a2a/agents).
+func (c *Client) A2AAgents(ctx context.Context) ([]a2abridge.AgentRef, error) {
+	idx, err := call[a2abridge.AgentIndex](ctx, c, request{method: http.MethodGet, path: a2abridge.PathAgents, max: maxAgentIndex})
+	return idx.Agents, err
+}
