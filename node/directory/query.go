@@ -291,15 +291,17 @@ func (d *Directory) Search(q Query) (Result, error) {
 	// consider adds slot s if it is in the lists of pf.cursors[from:] and
 	// passes the checks that postings cannot do.
 	consider := func(s uint32, score float64, from int) {
-		if !pf.has(s, from) {
-			return
+		for i := from; i < len(pf.cursors); i++ {
+			if !pf.cursors[i].has(s) {
+				return
+			}
 		}
 		m := &x.meta[s]
 		if m.expires != 0 && m.expires <= now {
 			return
 		}
 		t := x.slots[s]
-		if t == nil || !pf.versionMatches(t) {
+		if t == nil || (pf.capCursor >= 0 && !pf.versionMatches(t)) {
 			return
 		}
 		online, _ := d.liveness(t, now)
@@ -409,24 +411,10 @@ func (x *index) postingFilter(f *filters, buf []cursor) (postingFilter, bool) {
 	return pf, true
 }
 
-// has reports whether slot s is in the lists of cursors[from:]; s must not
-// decrease between calls.
-func (pf *postingFilter) has(s uint32, from int) bool {
-	for i := from; i < len(pf.cursors); i++ {
-		if !pf.cursors[i].has(s) {
-			return false
-		}
-	}
-	return true
-}
-
-// versionMatches reports whether t, the Thing of the slot has last found,
-// has the capability at a version the constraint admits (true without a
-// constraint).
+// versionMatches reports whether t, the Thing of the slot the cursors
+// last found, has the capability at a version the constraint admits; only
+// with a constraint (capCursor >= 0).
 func (pf *postingFilter) versionMatches(t *thing) bool {
-	if pf.capCursor < 0 {
-		return true
-	}
 	switch v := pf.versions[pf.cursors[pf.capCursor].pos]; v {
 	case nil:
 		return false
