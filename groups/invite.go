@@ -221,23 +221,13 @@ func parseToken(token string) (*Invitation, error) {
 	return inv, nil
 }
 
+// parseInvitationJSON is ParseSignedInvitation: the signature and size
+// (verifyInvitation), the members (checkInviteWire), then the expiry, which
+// must not come before the proof's created time.
 func parseInvitationJSON(raw []byte) (*Invitation, error) {
-	if len(raw) > MaxInvitationSize {
-		return nil, fmt.Errorf("%w: invitation of %d bytes, the limit is %d", ErrTooLarge, len(raw), MaxInvitationSize)
-	}
-	signer, err := proto.VerifyDocument(raw)
+	signer, canon, err := verifyInvitation(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadInvitation, err)
-	}
-	if signer.Created.IsZero() {
-		return nil, fmt.Errorf("%w: proof has no created time", ErrBadInvitation)
-	}
-	canon, err := proto.Canonicalize(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadInvitation, err)
-	}
-	if len(canon) > MaxInvitationSize {
-		return nil, fmt.Errorf("%w: invitation of %d bytes in JCS form, the limit is %d", ErrTooLarge, len(canon), MaxInvitationSize)
+		return nil, err
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(canon, &members); err != nil {
@@ -250,61 +240,97 @@ func parseInvitationJSON(raw []byte) (*Invitation, error) {
 	if err := json.Unmarshal(canon, &w); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadInvitation, err)
 	}
-	bad := func(format string, args ...any) (*Invitation, error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrBadInvitation}, args...)...)
-	}
-	if w.Type != typeInvitation {
-		return bad("/type %q, want %q", w.Type, typeInvitation)
-	}
-	if !isOpID(w.Group) {
-		return bad("/group %q is not a group ID", w.Group)
-	}
-	if w.Issuer != signer.PeerID.String() {
-		return bad("/issuer %q is not the signer %s", w.Issuer, signer.PeerID)
+	forID, err := checkInviteWire(&w, members, signer.PeerID)
+	if err != nil {
+		return nil, err
 	}
 	inv := &Invitation{
-		ID: opID(canon), Group: w.Group, Issuer: signer.PeerID,
+		ID: opID(canon), Group: w.Group, Issuer: signer.PeerID, For: forID,
 		Role: w.Role, Things: w.Things, Uses: w.Uses, Issued: signer.Created.UTC(), Raw: canon,
 		secretHash: w.SecretHash,
 	}
+	inv.Expires, err = time.Parse(time.RFC3339, w.Expires)
+	if err != nil {
+		return nil, badInvitation("/expires: %v", err)
+	}
+	inv.Expires = inv.Expires.UTC()
+	if inv.Expires.Before(inv.Issued) {
+		return nil, badInvitation("/expires %s is before it was issued (%s)", w.Expires, inv.Issued.Format(time.RFC3339))
+	}
+	return inv, nil
+}
+
+// verifyInvitation checks the size and the proof of a signed invitation
+// and returns its signer and its JCS form.
+func verifyInvitation(raw []byte) (proto.Signer, []byte, error) {
+	if len(raw) > MaxInvitationSize {
+		return proto.Signer{}, nil, fmt.Errorf("%w: invitation of %d bytes, the limit is %d", ErrTooLarge, len(raw), MaxInvitationSize)
+	}
+	signer, err := proto.VerifyDocument(raw)
+	if err != nil {
+		return proto.Signer{}, nil, fmt.Errorf("%w: %w", ErrBadInvitation, err)
+	}
+	if signer.Created.IsZero() {
+		return proto.Signer{}, nil, fmt.Errorf("%w: proof has no created time", ErrBadInvitation)
+	}
+	canon, err := proto.Canonicalize(raw)
+	if err != nil {
+		return proto.Signer{}, nil, fmt.Errorf("%w: %w", ErrBadInvitation, err)
+	}
+	if len(canon) > MaxInvitationSize {
+		return proto.Signer{}, nil, fmt.Errorf("%w: invitation of %d bytes in JCS form, the limit is %d", ErrTooLarge, len(canon), MaxInvitationSize)
+	}
+	return signer, canon, nil
+}
+
+// checkInviteWire checks the members of an invitation signed by issuer,
+// but its expiry (members: which of them are present), and returns the
+// peer it is for, if any.
+func checkInviteWire(w *inviteWire, members map[string]json.RawMessage, issuer peer.ID) (forID peer.ID, err error) {
+	if w.Type != typeInvitation {
+		return "", badInvitation("/type %q, want %q", w.Type, typeInvitation)
+	}
+	if !isOpID(w.Group) {
+		return "", badInvitation("/group %q is not a group ID", w.Group)
+	}
+	if w.Issuer != issuer.String() {
+		return "", badInvitation("/issuer %q is not the signer %s", w.Issuer, issuer)
+	}
 	if _, ok := members["for"]; ok {
-		id, err := peer.Decode(w.For)
-		if err != nil || id.String() != w.For {
-			return bad("/for %q is not a peer ID", w.For)
+		forID, err = peer.Decode(w.For)
+		if err != nil || forID.String() != w.For {
+			return "", badInvitation("/for %q is not a peer ID", w.For)
 		}
-		inv.For = id
 	}
 	if _, ok := members["role"]; ok && (w.Role == "" || utf8.RuneCountInString(w.Role) > MaxRoleLen) {
-		return bad("/role: 1 to %d characters", MaxRoleLen)
+		return "", badInvitation("/role: 1 to %d characters", MaxRoleLen)
 	}
 	if _, ok := members["things"]; ok {
 		if len(w.Things) == 0 {
-			return bad("/things: empty (omit it for every Thing)")
+			return "", badInvitation("/things: empty (omit it for every Thing)")
 		}
 		for i, t := range w.Things {
 			if !IsScopeDigest(t) {
-				return bad("/things/%d: %q is not a scope digest (sha256:…)", i, t)
+				return "", badInvitation("/things/%d: %q is not a scope digest (sha256:…)", i, t)
 			}
 		}
 	}
 	if _, ok := members["uses"]; ok && (w.Uses < 1 || w.Uses > MaxLogOps) {
-		return bad("/uses: 1 to %d (omit it for no limit)", MaxLogOps)
+		return "", badInvitation("/uses: 1 to %d (omit it for no limit)", MaxLogOps)
 	}
 	if w.Nonce == "" || len(w.Nonce) > 64 {
-		return bad("/nonce: 1 to 64 bytes")
+		return "", badInvitation("/nonce: 1 to 64 bytes")
 	}
 	if h, err := base64.RawURLEncoding.DecodeString(w.SecretHash); err != nil || len(h) != sha256.Size {
-		return bad("/secretHash: want %d bytes in base64url", sha256.Size)
+		return "", badInvitation("/secretHash: want %d bytes in base64url", sha256.Size)
 	}
-	inv.Expires, err = time.Parse(time.RFC3339, w.Expires)
-	if err != nil {
-		return bad("/expires: %v", err)
-	}
-	inv.Expires = inv.Expires.UTC()
-	if inv.Expires.Before(inv.Issued) {
-		return bad("/expires %s is before it was issued (%s)", w.Expires, inv.Issued.Format(time.RFC3339))
-	}
-	return inv, nil
+	return forID, nil
+}
+
+// badInvitation is the error of an invitation whose content is wrong: it
+// wraps ErrBadInvitation.
+func badInvitation(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadInvitation}, args...)...)
 }
 
 // Token returns the invitation's token form; "" for an invitation without

@@ -346,93 +346,34 @@ func SignDocument(doc []byte, key ed25519.PrivateKey, created time.Time) ([]byte
 // ErrSignature, for a signature that does not match) otherwise; its text
 // names the member at fault.
 func VerifyDocument(doc []byte) (Signer, error) {
-	secured, err := parseDocument(doc)
+	unsecured, proofObj, err := splitProof(doc)
 	if err != nil {
-		return Signer{}, fmt.Errorf("verify: %w", err)
-	}
-	rawProof, ok := secured.get(docKeyProof)
-	if !ok {
-		return Signer{}, fmt.Errorf("verify: %w", ErrNoProof)
-	}
-	switch k := jsonKindOf(rawProof); k {
-	case "object":
-	case "array":
-		return Signer{}, fmt.Errorf("verify: %w: proof is an array (a proof set); want exactly one proof object", ErrBadProof)
-	default:
-		return Signer{}, fmt.Errorf("verify: %w: proof is %s, want an object", ErrBadProof, k)
-	}
-	// 1. unsecuredDocument: the document without its proof.
-	unsecured := secured.without(docKeyProof)
-	// 2. proofOptions: the proof without its proofValue, every other member
-	// as it was written.
-	proofObj, err := parseOrderedObject(rawProof)
-	if err != nil {
-		return Signer{}, fmt.Errorf("verify: %w: proof: %w", ErrBadProof, err)
+		return Signer{}, err
 	}
 	proof, err := proofFromObject(proofObj)
 	if err != nil {
 		return Signer{}, fmt.Errorf("verify: %w: %w", ErrBadProof, err)
 	}
-	bad := func(format string, args ...any) (Signer, error) {
-		return Signer{}, fmt.Errorf("verify: %w: "+format, append([]any{ErrBadProof}, args...)...)
-	}
-	if proof.Type != ProofTypeDataIntegrity {
-		return bad("proof.type %q is not supported, want %q", proof.Type, ProofTypeDataIntegrity)
-	}
-	if proof.Cryptosuite != CryptosuiteEdDSAJCS2022 {
-		return bad("proof.cryptosuite %q is not supported, want %q", proof.Cryptosuite, CryptosuiteEdDSAJCS2022)
-	}
-	if proof.ProofPurpose != ProofPurposeAssertionMethod {
-		return bad("proof.proofPurpose %q is not accepted, want %q", proof.ProofPurpose, ProofPurposeAssertionMethod)
-	}
-	if !strings.Contains(proof.VerificationMethod, "#") {
-		return bad("proof.verificationMethod %q is not a verification method URL (did:key:z6Mk…#z6Mk…)", proof.VerificationMethod)
-	}
-	pub, err := ParseDIDKey(proof.VerificationMethod)
+	pub, err := acceptedKey(proof)
 	if err != nil {
-		return bad("proof.verificationMethod: %w", err)
+		return Signer{}, err
 	}
-	var created time.Time
-	if _, ok := proofObj.get(proofKeyCreated); ok {
-		if created, err = parseXSDDateTimeStamp(proof.Created); err != nil {
-			return bad("proof.created: %w", err)
-		}
-	}
-	// 3. proofBytes: the multibase base58btc proofValue.
-	if _, ok := proofObj.get(proofKeyProofValue); !ok {
-		return bad("proof.proofValue is missing")
-	}
-	sig, err := decodeProofValue(proof.ProofValue)
+	created, sig, err := proofTimeAndValue(proof, proofObj)
 	if err != nil {
-		return bad("proof.proofValue: %w", err)
+		return Signer{}, err
 	}
-	// 4. @context (see the file comment): a proof @context must equal the
-	// document's.
-	docCtx, docHasCtx := unsecured.get(docKeyContext)
-	if proofCtx, ok := proofObj.get(docKeyContext); ok {
-		if !docHasCtx {
-			return bad("proof.@context is set but the document has no @context")
-		}
-		same, err := sameCanonicalJSON(proofCtx, docCtx)
-		if err != nil {
-			return bad("proof.@context: %w", err)
-		}
-		if !same {
-			return bad("proof.@context differs from the document's @context")
-		}
+	config, err := proofConfig(proofObj, unsecured)
+	if err != nil {
+		return Signer{}, err
 	}
 	// 5.–7. transformedData, proofConfig, hashData.
-	config := proofObj.without(proofKeyProofValue)
-	if docHasCtx {
-		config = config.with(docKeyContext, docCtx)
-	}
 	canonicalDoc, err := Canonicalize(unsecured.marshal())
 	if err != nil {
 		return Signer{}, fmt.Errorf("verify: %w: %w", ErrBadDocument, err)
 	}
 	canonicalConfig, err := Canonicalize(config.marshal())
 	if err != nil {
-		return bad("proof configuration: %w", err)
+		return Signer{}, badProof("proof configuration: %w", err)
 	}
 	hash := proofHashData(canonicalConfig, canonicalDoc)
 	// 8. Proof Verification: Ed25519 over hashData.
@@ -441,7 +382,7 @@ func VerifyDocument(doc []byte) (Signer, error) {
 	}
 	id, err := PeerIDFromEd25519(pub)
 	if err != nil {
-		return bad("proof.verificationMethod: %w", err)
+		return Signer{}, badProof("proof.verificationMethod: %w", err)
 	}
 	did, _, _ := strings.Cut(proof.VerificationMethod, "#")
 	return Signer{
@@ -452,6 +393,102 @@ func VerifyDocument(doc []byte) (Signer, error) {
 		Created:            created,
 		Proof:              proof,
 	}, nil
+}
+
+// badProof is VerifyDocument's error for a proof that is malformed or not
+// accepted: it wraps ErrBadProof.
+func badProof(format string, args ...any) error {
+	return fmt.Errorf("verify: %w: "+format, append([]any{ErrBadProof}, args...)...)
+}
+
+// splitProof parses a secured document into (1.) the unsecuredDocument,
+// the document without its proof, and (2.) the proofOptions, the one proof
+// object with every member as it was written.
+func splitProof(doc []byte) (unsecured, proofObj orderedObject, err error) {
+	secured, err := parseDocument(doc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verify: %w", err)
+	}
+	rawProof, ok := secured.get(docKeyProof)
+	if !ok {
+		return nil, nil, fmt.Errorf("verify: %w", ErrNoProof)
+	}
+	switch k := jsonKindOf(rawProof); k {
+	case "object":
+	case "array":
+		return nil, nil, fmt.Errorf("verify: %w: proof is an array (a proof set); want exactly one proof object", ErrBadProof)
+	default:
+		return nil, nil, fmt.Errorf("verify: %w: proof is %s, want an object", ErrBadProof, k)
+	}
+	proofObj, err = parseOrderedObject(rawProof)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verify: %w: proof: %w", ErrBadProof, err)
+	}
+	return secured.without(docKeyProof), proofObj, nil
+}
+
+// acceptedKey checks that proof is of the kind lmosnode accepts (a
+// DataIntegrityProof with eddsa-jcs-2022 for assertionMethod, by a did:key
+// verification method URL) and returns the verification method's key.
+func acceptedKey(proof Proof) (ed25519.PublicKey, error) {
+	if proof.Type != ProofTypeDataIntegrity {
+		return nil, badProof("proof.type %q is not supported, want %q", proof.Type, ProofTypeDataIntegrity)
+	}
+	if proof.Cryptosuite != CryptosuiteEdDSAJCS2022 {
+		return nil, badProof("proof.cryptosuite %q is not supported, want %q", proof.Cryptosuite, CryptosuiteEdDSAJCS2022)
+	}
+	if proof.ProofPurpose != ProofPurposeAssertionMethod {
+		return nil, badProof("proof.proofPurpose %q is not accepted, want %q", proof.ProofPurpose, ProofPurposeAssertionMethod)
+	}
+	if !strings.Contains(proof.VerificationMethod, "#") {
+		return nil, badProof("proof.verificationMethod %q is not a verification method URL (did:key:z6Mk…#z6Mk…)", proof.VerificationMethod)
+	}
+	pub, err := ParseDIDKey(proof.VerificationMethod)
+	if err != nil {
+		return nil, badProof("proof.verificationMethod: %w", err)
+	}
+	return pub, nil
+}
+
+// proofTimeAndValue decodes the proof's created time (zero if proofObj has
+// none) and (3.) its proofBytes, the multibase base58btc proofValue.
+func proofTimeAndValue(proof Proof, proofObj orderedObject) (created time.Time, sig []byte, err error) {
+	if _, ok := proofObj.get(proofKeyCreated); ok {
+		if created, err = parseXSDDateTimeStamp(proof.Created); err != nil {
+			return time.Time{}, nil, badProof("proof.created: %w", err)
+		}
+	}
+	if _, ok := proofObj.get(proofKeyProofValue); !ok {
+		return time.Time{}, nil, badProof("proof.proofValue is missing")
+	}
+	if sig, err = decodeProofValue(proof.ProofValue); err != nil {
+		return time.Time{}, nil, badProof("proof.proofValue: %w", err)
+	}
+	return created, sig, nil
+}
+
+// proofConfig is the proof configuration to hash: the proof options
+// without proofValue, with the document's @context. (4.) A proof @context
+// must equal the document's (see the file comment).
+func proofConfig(proofObj, unsecured orderedObject) (orderedObject, error) {
+	docCtx, docHasCtx := unsecured.get(docKeyContext)
+	if proofCtx, ok := proofObj.get(docKeyContext); ok {
+		if !docHasCtx {
+			return nil, badProof("proof.@context is set but the document has no @context")
+		}
+		same, err := sameCanonicalJSON(proofCtx, docCtx)
+		if err != nil {
+			return nil, badProof("proof.@context: %w", err)
+		}
+		if !same {
+			return nil, badProof("proof.@context differs from the document's @context")
+		}
+	}
+	config := proofObj.without(proofKeyProofValue)
+	if docHasCtx {
+		config = config.with(docKeyContext, docCtx)
+	}
+	return config, nil
 }
 
 // proofHashData is the "Hashing (eddsa-jcs-2022)" step: SHA-256 of the canonical

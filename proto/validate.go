@@ -146,129 +146,159 @@ func ValidateTD(data []byte) error {
 // members the last), built from the same tokens, so that data is decoded
 // once.
 func scanTD(data []byte) (errs ValidationErrors, doc map[string]any, ok bool) {
-	type frame struct {
-		object  bool
-		keys    map[string]bool
-		wantKey bool
-		key     string
-		index   int
-		obj     map[string]any
-		arr     []any
-	}
-	var stack []*frame
-	// pointer is the JSON pointer of the current value in frames.
-	pointer := func(frames []*frame) string {
-		var b strings.Builder
-		for _, f := range frames {
-			b.WriteByte('/')
-			if f.object {
-				b.WriteString(escapePointer(f.key))
-			} else {
-				fmt.Fprint(&b, f.index)
-			}
-		}
-		return b.String()
-	}
-	// valueDone puts v, a value just read, in the container on top.
-	valueDone := func(v any) {
-		if len(stack) == 0 {
-			return
-		}
-		if top := stack[len(stack)-1]; top.object {
-			top.obj[top.key] = v
-			top.wantKey = true
-		} else {
-			top.arr = append(top.arr, v)
-			top.index++
-		}
-	}
-	syntaxError := func(err error) (ValidationErrors, map[string]any, bool) {
-		msg := "invalid JSON: " + err.Error()
-		if se, isSyntax := errors.AsType[*json.SyntaxError](err); isSyntax {
-			msg = fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, se)
-		} else if err == io.ErrUnexpectedEOF || err == io.EOF {
-			msg = "invalid JSON: unexpected end of input"
-		}
-		return ValidationErrors{{Message: msg}}, nil, false
-	}
-
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
-		return syntaxError(err)
-	}
-	// checkString checks the raw bytes of the token that ends at the
-	// decoder's offset and started after offset start; ptr names it, and
-	// is called only for an error (building pointers for every token
-	// would cost more than the scan).
-	checkString := func(ptr func() string, start int64) {
-		if msg := checkRawString(data[start:dec.InputOffset()]); msg != "" {
-			errs = append(errs, ValidationError{Pointer: ptr(), Message: msg})
-		}
+		return syntaxErrors(err), nil, false
 	}
 	if tok != json.Delim('{') {
 		return ValidationErrors{{Message: "a TD must be a JSON object, got " + tokenKind(tok)}}, nil, false
 	}
+	// Most TDs nest less than 8 deep: one allocation for the stack.
+	s := tdScanner{stack: make([]*scanFrame, 0, 8)}
 	doc = map[string]any{}
-	stack = append(stack, &frame{object: true, keys: map[string]bool{}, wantKey: true, obj: doc})
-	for len(stack) > 0 {
+	s.stack = append(s.stack, &scanFrame{object: true, keys: map[string]bool{}, wantKey: true, obj: doc})
+	for len(s.stack) > 0 {
 		start := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
-			return syntaxError(err)
+			return syntaxErrors(err), nil, false
 		}
-		top := stack[len(stack)-1]
-		if top.object && top.wantKey {
-			if tok == json.Delim('}') {
-				stack = stack[:len(stack)-1]
-				valueDone(top.obj)
-				continue
+		top := s.stack[len(s.stack)-1]
+		switch {
+		case top.object && top.wantKey && tok == json.Delim('}'):
+			s.stack = s.stack[:len(s.stack)-1]
+			s.valueDone(top.obj)
+		case top.object && top.wantKey:
+			// The decoder only returns string keys here.
+			s.key(top, tok.(string), data[start:dec.InputOffset()])
+		case tok == json.Delim('{') || tok == json.Delim('['):
+			if len(s.stack) >= MaxTDDepth {
+				return append(s.errs, ValidationError{Pointer: s.pointer(), Message: fmt.Sprintf("nested more than %d levels deep", MaxTDDepth)}), nil, false
 			}
-			key := tok.(string) // the decoder only returns string keys here
-			ptr := func() string { return pointer(stack[:len(stack)-1]) + "/" + escapePointer(key) }
-			checkString(ptr, start)
-			if top.keys[key] {
-				errs = append(errs, ValidationError{Pointer: ptr(), Message: fmt.Sprintf("duplicate member %q", key)})
-			}
-			top.keys[key] = true
-			top.key, top.wantKey = key, false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			if len(stack) >= MaxTDDepth {
-				return append(errs, ValidationError{Pointer: pointer(stack), Message: fmt.Sprintf("nested more than %d levels deep", MaxTDDepth)}), nil, false
-			}
-			f := &frame{object: tok == json.Delim('{'), wantKey: true}
-			if f.object {
-				f.keys, f.obj = map[string]bool{}, map[string]any{}
-			} else {
-				f.arr = []any{}
-			}
-			stack = append(stack, f)
-		case json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			valueDone(top.arr)
+			s.open(tok == json.Delim('{'))
+		case tok == json.Delim(']'):
+			s.stack = s.stack[:len(s.stack)-1]
+			s.valueDone(top.arr)
 		default:
-			switch v := tok.(type) {
-			case string:
-				checkString(func() string { return pointer(stack) }, start)
-				if len(stack) == 1 && top.key == memberID && len(v) > MaxIDLength {
-					errs = append(errs, ValidationError{Pointer: "/" + memberID, Message: idTooLong(len(v))})
-				}
-			case json.Number:
-				if _, err := strconv.ParseFloat(v.String(), 64); err != nil {
-					errs = append(errs, ValidationError{Pointer: pointer(stack), Message: fmt.Sprintf("number %s is out of range of a 64-bit float", v)})
-				}
-			}
-			valueDone(tok)
+			s.scalar(top, tok, data[start:dec.InputOffset()])
 		}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return append(errs, ValidationError{Message: "invalid JSON: data after the TD object"}), nil, false
+		return append(s.errs, ValidationError{Message: "invalid JSON: data after the TD object"}), nil, false
 	}
-	return errs, doc, true
+	return s.errs, doc, true
+}
+
+// tdScanner is scanTD's state: the containers open around the current
+// token (innermost last) and the problems found so far.
+type tdScanner struct {
+	stack []*scanFrame
+	errs  ValidationErrors
+}
+
+// scanFrame is an object or array open in scanTD, with what has been
+// decoded of it so far.
+type scanFrame struct {
+	object  bool
+	keys    map[string]bool // member names seen (objects)
+	wantKey bool            // the next token is a member name or '}'
+	key     string          // the current member name (objects)
+	index   int             // the current element's index (arrays)
+	obj     map[string]any
+	arr     []any
+}
+
+// pointer is the JSON pointer of the current value. It is built only for
+// an error: building pointers for every token would cost more than the
+// scan.
+func (s *tdScanner) pointer() string {
+	var b strings.Builder
+	for _, f := range s.stack {
+		b.WriteByte('/')
+		if f.object {
+			b.WriteString(escapePointer(f.key))
+		} else {
+			fmt.Fprint(&b, f.index)
+		}
+	}
+	return b.String()
+}
+
+// checkString checks raw, the raw text of a string token (checkRawString),
+// and reports what is wrong at the current pointer.
+func (s *tdScanner) checkString(raw []byte) {
+	if msg := checkRawString(raw); msg != "" {
+		s.errs = append(s.errs, ValidationError{Pointer: s.pointer(), Message: msg})
+	}
+}
+
+// key reads the member name key of the object top, raw its text: it
+// becomes the current member, and a name the object already has is
+// reported.
+func (s *tdScanner) key(top *scanFrame, key string, raw []byte) {
+	top.key, top.wantKey = key, false
+	s.checkString(raw)
+	if top.keys[key] {
+		s.errs = append(s.errs, ValidationError{Pointer: s.pointer(), Message: fmt.Sprintf("duplicate member %q", key)})
+	}
+	top.keys[key] = true
+}
+
+// open pushes a new, empty object or array.
+func (s *tdScanner) open(object bool) {
+	f := &scanFrame{object: object, wantKey: true}
+	if object {
+		f.keys, f.obj = map[string]bool{}, map[string]any{}
+	} else {
+		f.arr = []any{}
+	}
+	s.stack = append(s.stack, f)
+}
+
+// scalar reads a string, number, boolean or null token, raw its text,
+// into the container top: strings must be well-formed (the top-level id
+// also short enough), numbers must fit a 64-bit float.
+func (s *tdScanner) scalar(top *scanFrame, tok json.Token, raw []byte) {
+	switch v := tok.(type) {
+	case string:
+		s.checkString(raw)
+		if len(s.stack) == 1 && top.key == memberID && len(v) > MaxIDLength {
+			s.errs = append(s.errs, ValidationError{Pointer: "/" + memberID, Message: idTooLong(len(v))})
+		}
+	case json.Number:
+		if _, err := strconv.ParseFloat(v.String(), 64); err != nil {
+			s.errs = append(s.errs, ValidationError{Pointer: s.pointer(), Message: fmt.Sprintf("number %s is out of range of a 64-bit float", v)})
+		}
+	}
+	s.valueDone(tok)
+}
+
+// valueDone puts v, a value just read, in the container on top.
+func (s *tdScanner) valueDone(v any) {
+	if len(s.stack) == 0 {
+		return
+	}
+	if top := s.stack[len(s.stack)-1]; top.object {
+		top.obj[top.key] = v
+		top.wantKey = true
+	} else {
+		top.arr = append(top.arr, v)
+		top.index++
+	}
+}
+
+// syntaxErrors words a decoder error as the one problem of a document that
+// is not JSON.
+func syntaxErrors(err error) ValidationErrors {
+	msg := "invalid JSON: " + err.Error()
+	if se, isSyntax := errors.AsType[*json.SyntaxError](err); isSyntax {
+		msg = fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, se)
+	} else if err == io.ErrUnexpectedEOF || err == io.EOF {
+		msg = "invalid JSON: unexpected end of input"
+	}
+	return ValidationErrors{{Message: msg}}
 }
 
 // idTooLong says that an id of n bytes exceeds MaxIDLength.
@@ -685,93 +715,128 @@ const lmosTermPrefix = PrefixLMOS + ":"
 
 // checkLMOS checks the LMOS context binding and the LMOS members.
 func checkLMOS(doc map[string]any) []ValidationError {
-	var errs []ValidationError
-	fail := func(ptr, format string, args ...any) {
-		errs = append(errs, ValidationError{Pointer: ptr, Message: fmt.Sprintf(format, args...)})
-	}
-
-	if usePtr, term, used := firstLMOSTerm(doc); used {
-		bindPtr, iri, bound := lmosBinding(doc[memberContext])
-		switch {
-		case !bound:
-			fail(usePtr, `%q needs the LMOS context: bind %q to %q in @context`, term, PrefixLMOS, ContextLMOS)
-		case iri != ContextLMOS:
-			fail(bindPtr, `prefix %q is bound to %q, want %q`, PrefixLMOS, iri, ContextLMOS)
-		}
-	}
-
+	var c lmosCheck
+	c.context(doc)
 	if v, ok := doc[memberLMOSCapabilities]; ok {
-		ptr := "/" + memberLMOSCapabilities
-		caps, isList := v.([]any)
-		if !isList {
-			fail(ptr, "want an array of capability objects, got %s", kindOf(v))
-		}
-		for i, c := range caps {
-			p := fmt.Sprintf("%s/%d", ptr, i)
-			capability, isObj := c.(map[string]any)
-			if !isObj {
-				fail(p, "want a capability object, got %s", kindOf(c))
-				continue
-			}
-			id, present := capability[memberLMOSCapabilityID]
-			if s, isStr := id.(string); !present {
-				fail(p, "missing required member %q", memberLMOSCapabilityID)
-			} else if !isStr || s == "" {
-				fail(p+"/"+memberLMOSCapabilityID, "want a non-empty string, got %s", displayJSON(id))
-			}
-			if v, ok := capability[memberLMOSVersion]; ok {
-				s, isStr := v.(string)
-				if !isStr {
-					fail(p+"/"+memberLMOSVersion, "want a semantic version string, got %s", kindOf(v))
-				} else if _, err := semver.StrictNewVersion(s); err != nil {
-					fail(p+"/"+memberLMOSVersion, "%q is not a semantic version (like 1.2.0): %v", s, err)
-				}
-			}
-			if v, ok := capability[memberLMOSDescription]; ok {
-				if _, isStr := v.(string); !isStr {
-					fail(p+"/"+memberLMOSDescription, "want a string, got %s", kindOf(v))
-				}
-			}
-			if v, ok := capability[memberLMOSExamples]; ok {
-				errs = append(errs, checkStringArray(p+"/"+memberLMOSExamples, v, false)...)
-			}
-		}
+		c.capabilities(v)
 	}
-
 	if v, ok := doc[memberLMOSGroups]; ok {
-		errs = append(errs, checkStringArray("/"+memberLMOSGroups, v, true)...)
+		c.errs = append(c.errs, checkStringArray("/"+memberLMOSGroups, v, true)...)
 	}
-
 	if v, ok := doc[memberLMOSSeq]; ok {
-		if num, isNum := v.(json.Number); !isNum {
-			fail("/"+memberLMOSSeq, "want a non-negative integer, got %s", kindOf(v))
-		} else if _, err := parseUintNumber(num); err != nil {
-			fail("/"+memberLMOSSeq, "%v", err)
-		}
+		c.seq(v)
 	}
-
 	if v, ok := doc[memberLMOSMetadata]; ok {
-		ptr := "/" + memberLMOSMetadata
-		meta, isObj := v.(map[string]any)
-		if !isObj {
-			fail(ptr, "want an object, got %s", kindOf(v))
+		c.metadata(v)
+	}
+	return c.errs
+}
+
+// lmosCheck collects the problems checkLMOS finds.
+type lmosCheck struct {
+	errs []ValidationError
+}
+
+// fail reports a problem at ptr.
+func (c *lmosCheck) fail(ptr, format string, args ...any) {
+	c.errs = append(c.errs, ValidationError{Pointer: ptr, Message: fmt.Sprintf(format, args...)})
+}
+
+// context checks that a document using an lmos: term binds the prefix to
+// ContextLMOS.
+func (c *lmosCheck) context(doc map[string]any) {
+	usePtr, term, used := firstLMOSTerm(doc)
+	if !used {
+		return
+	}
+	bindPtr, iri, bound := lmosBinding(doc[memberContext])
+	switch {
+	case !bound:
+		c.fail(usePtr, `%q needs the LMOS context: bind %q to %q in @context`, term, PrefixLMOS, ContextLMOS)
+	case iri != ContextLMOS:
+		c.fail(bindPtr, `prefix %q is bound to %q, want %q`, PrefixLMOS, iri, ContextLMOS)
+	}
+}
+
+// capabilities checks lmos:capabilities, v: an array of capability
+// objects.
+func (c *lmosCheck) capabilities(v any) {
+	ptr := "/" + memberLMOSCapabilities
+	caps, isList := v.([]any)
+	if !isList {
+		c.fail(ptr, "want an array of capability objects, got %s", kindOf(v))
+	}
+	for i, capability := range caps {
+		c.capability(fmt.Sprintf("%s/%d", ptr, i), capability)
+	}
+}
+
+// capability checks one capability, v at p: an object with a non-empty
+// string lmos:id and optional lmos:version (a semantic version),
+// lmos:description (a string) and lmos:examples (an array of strings).
+func (c *lmosCheck) capability(p string, v any) {
+	capability, isObj := v.(map[string]any)
+	if !isObj {
+		c.fail(p, "want a capability object, got %s", kindOf(v))
+		return
+	}
+	id, present := capability[memberLMOSCapabilityID]
+	if s, isStr := id.(string); !present {
+		c.fail(p, "missing required member %q", memberLMOSCapabilityID)
+	} else if !isStr || s == "" {
+		c.fail(p+"/"+memberLMOSCapabilityID, "want a non-empty string, got %s", displayJSON(id))
+	}
+	if v, ok := capability[memberLMOSVersion]; ok {
+		s, isStr := v.(string)
+		if !isStr {
+			c.fail(p+"/"+memberLMOSVersion, "want a semantic version string, got %s", kindOf(v))
+		} else if _, err := semver.StrictNewVersion(s); err != nil {
+			c.fail(p+"/"+memberLMOSVersion, "%q is not a semantic version (like 1.2.0): %v", s, err)
 		}
-		if v, ok := meta[memberLMOSVendor]; ok {
-			ptr += "/" + memberLMOSVendor
-			vendor, isObj := v.(map[string]any)
-			if !isObj {
-				fail(ptr, "want an object, got %s", kindOf(v))
-			}
-			for _, m := range []string{memberLMOSName, memberLMOSURL} {
-				if v, ok := vendor[m]; ok {
-					if _, isStr := v.(string); !isStr {
-						fail(ptr+"/"+m, "want a string, got %s", kindOf(v))
-					}
-				}
+	}
+	if v, ok := capability[memberLMOSDescription]; ok {
+		if _, isStr := v.(string); !isStr {
+			c.fail(p+"/"+memberLMOSDescription, "want a string, got %s", kindOf(v))
+		}
+	}
+	if v, ok := capability[memberLMOSExamples]; ok {
+		c.errs = append(c.errs, checkStringArray(p+"/"+memberLMOSExamples, v, false)...)
+	}
+}
+
+// seq checks lmos:seq, v: a non-negative integer.
+func (c *lmosCheck) seq(v any) {
+	if num, isNum := v.(json.Number); !isNum {
+		c.fail("/"+memberLMOSSeq, "want a non-negative integer, got %s", kindOf(v))
+	} else if _, err := parseUintNumber(num); err != nil {
+		c.fail("/"+memberLMOSSeq, "%v", err)
+	}
+}
+
+// metadata checks lmos:metadata, v: an object whose lmos:vendor, if any,
+// is an object with string lmos:name and lmos:url.
+func (c *lmosCheck) metadata(v any) {
+	ptr := "/" + memberLMOSMetadata
+	meta, isObj := v.(map[string]any)
+	if !isObj {
+		c.fail(ptr, "want an object, got %s", kindOf(v))
+	}
+	v, ok := meta[memberLMOSVendor]
+	if !ok {
+		return
+	}
+	ptr += "/" + memberLMOSVendor
+	vendor, isObj := v.(map[string]any)
+	if !isObj {
+		c.fail(ptr, "want an object, got %s", kindOf(v))
+	}
+	for _, m := range []string{memberLMOSName, memberLMOSURL} {
+		if v, ok := vendor[m]; ok {
+			if _, isStr := v.(string); !isStr {
+				c.fail(ptr+"/"+m, "want a string, got %s", kindOf(v))
 			}
 		}
 	}
-	return errs
 }
 
 // checkStringArray reports a value that is not an array of strings

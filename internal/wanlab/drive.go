@@ -358,23 +358,52 @@ func (d *driver) calls(ctx context.Context, pairs, n int) error {
 // the same namespace and finding the providers.
 func (d *driver) coldDiscovery(ctx context.Context, providers, samples int) error {
 	capability := "wan-cold-" + uuid()[len("urn:uuid:"):][:8]
+	provs, err := d.provideCapability(ctx, capability, providers)
+	if err != nil {
+		return err
+	}
+	providers = len(provs) // fewer when n is small
+	cs := coldSamples{d: d, capability: capability, providers: providers}
+	for i := range samples {
+		entry := (i*3)%d.n + 1
+		first, second := cs.lmos, cs.raw
+		if i%2 == 1 {
+			first, second = cs.raw, cs.lmos
+		}
+		if err := errors.Join(first(ctx, i, entry), second(ctx, i, entry)); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("%d samples, %d incomplete lookups\n", samples, cs.incomplete)
+	for _, p := range percentiles {
+		benchtab.Print(benchtab.Row{Row: "2", Case: fmt.Sprintf("WAN cold discovery, %d of %d nodes provide", providers, d.n), Metric: p.metric, Unit: "ms",
+			LMOS: pct(cs.lm, p.pct), Base: pct(cs.rw, p.pct), Baseline: "raw kad-dht FindProviders", Target: p.target("p50", "≤ 3×")})
+	}
+	benchtab.Print(benchtab.Row{Row: "2", Case: "WAN raw lookup until it ends", Metric: "p50", Unit: "ms",
+		LMOS: pct(cs.lm, 50), Base: pct(cs.rwEnd, 50), Baseline: "raw kad-dht, whole lookup"})
+	return nil
+}
+
+// provideCapability has up to providers nodes, spread over the lab,
+// publish a Thing with capability and their raw hosts provide its key,
+// and waits until a raw lookup finds them all. It returns the nodes.
+func (d *driver) provideCapability(ctx context.Context, capability string, providers int) ([]int, error) {
 	var provs []int
 	for j := range providers {
 		if k := (2+j*d.n/providers)%d.n + 1; !slices.Contains(provs, k) {
 			provs = append(provs, k)
 		}
 	}
-	providers = len(provs) // fewer when n is small
 	for _, k := range provs {
 		if _, err := d.publishLMOS(ctx, k, uuid(), capability, false, false); err != nil {
-			return err
+			return nil, err
 		}
 		if err := d.ctl(ctx, k, http.MethodPost, "/raw/provide", url.Values{"capability": {capability}}, nil); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	fmt.Printf("capability %s provided by nodes and raw hosts %v\n", capability, provs)
-	want := strconv.Itoa(providers)
+	want := strconv.Itoa(len(provs))
 	err := poll(time.Minute, "all raw providers in the DHT", func() (bool, string) {
 		var r struct {
 			Found float64 `json:"found"`
@@ -382,63 +411,62 @@ func (d *driver) coldDiscovery(ctx context.Context, providers, samples int) erro
 		err := d.ctl(ctx, d.cold, http.MethodPost, "/raw/coldfind", url.Values{"capability": {capability}, "want": {want}, "entry": {"1"}}, &r)
 		return err == nil && r.Found >= 0, fmt.Sprint(err, r)
 	})
-	if err != nil {
+	return provs, err
+}
+
+// coldSamples are the samples of row 2: the lookup times of a fresh node
+// (lm) and of a fresh raw kad-dht client (rw: until it found every
+// provider; rwEnd: until its lookup ended), in ms.
+type coldSamples struct {
+	d          *driver
+	capability string
+	providers  int
+	lm, rw     []float64
+	rwEnd      []float64
+	// incomplete counts the lookups that did not find every provider.
+	incomplete int
+}
+
+// lmos takes sample i of a fresh node joining through node entry.
+func (cs *coldSamples) lmos(ctx context.Context, i, entry int) error {
+	d := cs.d
+	if err := d.ctl(ctx, d.cold, http.MethodPost, "/cold/start", url.Values{"bootstrap": {d.nodeAddr(entry)}}, nil); err != nil {
 		return err
 	}
-	var lm, rw, rwEnd []float64
-	incomplete := 0
-	for i := range samples {
-		entry := (i*3)%d.n + 1
-		lmos := func() error {
-			if err := d.ctl(ctx, d.cold, http.MethodPost, "/cold/start", url.Values{"bootstrap": {d.nodeAddr(entry)}}, nil); err != nil {
-				return err
-			}
-			defer func() { _ = d.ctl(ctx, d.cold, http.MethodPost, "/cold/stop", nil, nil) }()
-			var r struct {
-				MS    float64 `json:"ms"`
-				Count int     `json:"count"`
-			}
-			if err := d.ctl(ctx, d.cold, http.MethodPost, "/cold/find", url.Values{"capability": {capability}}, &r); err != nil {
-				return err
-			}
-			if r.Count < providers {
-				incomplete++
-			}
-			lm = append(lm, r.MS)
-			fmt.Printf("  sample %2d via node %2d: lmosnode %6.1f ms (%d Things)\n", i, entry, r.MS, r.Count)
-			return nil
-		}
-		rawLookup := func() error {
-			var r struct {
-				Found, Ended float64
-				Providers    int
-			}
-			if err := d.ctl(ctx, d.cold, http.MethodPost, "/raw/coldfind", url.Values{"capability": {capability}, "want": {want}, "entry": {strconv.Itoa(entry)}}, &r); err != nil {
-				return err
-			}
-			if r.Found < 0 {
-				incomplete++
-				r.Found = 60_000
-			}
-			rw, rwEnd = append(rw, r.Found), append(rwEnd, r.Ended)
-			fmt.Printf("  sample %2d via node %2d: raw      %6.1f ms (lookup ended %6.1f ms, %d providers)\n", i, entry, r.Found, r.Ended, r.Providers)
-			return nil
-		}
-		first, second := lmos, rawLookup
-		if i%2 == 1 {
-			first, second = rawLookup, lmos
-		}
-		if err := errors.Join(first(), second()); err != nil {
-			return err
-		}
+	defer func() { _ = d.ctl(ctx, d.cold, http.MethodPost, "/cold/stop", nil, nil) }()
+	var r struct {
+		MS    float64 `json:"ms"`
+		Count int     `json:"count"`
 	}
-	fmt.Printf("%d samples, %d incomplete lookups\n", samples, incomplete)
-	for _, p := range percentiles {
-		benchtab.Print(benchtab.Row{Row: "2", Case: fmt.Sprintf("WAN cold discovery, %d of %d nodes provide", providers, d.n), Metric: p.metric, Unit: "ms",
-			LMOS: pct(lm, p.pct), Base: pct(rw, p.pct), Baseline: "raw kad-dht FindProviders", Target: p.target("p50", "≤ 3×")})
+	if err := d.ctl(ctx, d.cold, http.MethodPost, "/cold/find", url.Values{"capability": {cs.capability}}, &r); err != nil {
+		return err
 	}
-	benchtab.Print(benchtab.Row{Row: "2", Case: "WAN raw lookup until it ends", Metric: "p50", Unit: "ms",
-		LMOS: pct(lm, 50), Base: pct(rwEnd, 50), Baseline: "raw kad-dht, whole lookup"})
+	if r.Count < cs.providers {
+		cs.incomplete++
+	}
+	cs.lm = append(cs.lm, r.MS)
+	fmt.Printf("  sample %2d via node %2d: lmosnode %6.1f ms (%d Things)\n", i, entry, r.MS, r.Count)
+	return nil
+}
+
+// raw takes sample i of a fresh raw kad-dht client joining through the raw
+// host of namespace entry.
+func (cs *coldSamples) raw(ctx context.Context, i, entry int) error {
+	d := cs.d
+	var r struct {
+		Found, Ended float64
+		Providers    int
+	}
+	q := url.Values{"capability": {cs.capability}, "want": {strconv.Itoa(cs.providers)}, "entry": {strconv.Itoa(entry)}}
+	if err := d.ctl(ctx, d.cold, http.MethodPost, "/raw/coldfind", q, &r); err != nil {
+		return err
+	}
+	if r.Found < 0 {
+		cs.incomplete++
+		r.Found = 60_000
+	}
+	cs.rw, cs.rwEnd = append(cs.rw, r.Found), append(cs.rwEnd, r.Ended)
+	fmt.Printf("  sample %2d via node %2d: raw      %6.1f ms (lookup ended %6.1f ms, %d providers)\n", i, entry, r.Found, r.Ended, r.Providers)
 	return nil
 }
 

@@ -326,125 +326,161 @@ func fail(w http.ResponseWriter, err error) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// routes is the control API the driver calls (drive.go): the raw host's
+// and the node's side of each measurement.
 func (p *wanPeer) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		st := map[string]any{}
-		var info struct {
-			PeerID string `json:"peerID"`
-		}
-		if p.h != nil {
-			st["rawPeers"] = len(p.h.Network().Peers())
-			st["topicPeers"] = len(p.topic.ListPeers())
-			if p.callNode(r.Context(), p.home, http.MethodGet, "/api/v1/node", nil, &info) == nil {
-				st["nodeID"] = info.PeerID
-			}
-			var peers []json.RawMessage
-			if p.callNode(r.Context(), p.home, http.MethodGet, "/api/v1/peers", nil, &peers) == nil {
-				st["nodePeers"] = len(peers)
-			}
-		}
-		p.mu.Lock()
-		st["sse"] = p.sse
-		p.mu.Unlock()
-		writeJSON(w, st)
-	})
-	mux.HandleFunc("GET /wait", func(w http.ResponseWriter, r *http.Request) {
-		key := r.URL.Query().Get("key")
-		timeout, err := time.ParseDuration(r.URL.Query().Get("timeout"))
-		if err != nil {
-			timeout = time.Minute
-		}
-		p.mu.Lock()
-		at, ok := p.arrivals[key]
-		var ch chan time.Time
-		if !ok {
-			ch = make(chan time.Time, 1)
-			p.waiters[key] = append(p.waiters[key], ch)
-		}
-		p.mu.Unlock()
-		if !ok {
-			select {
-			case at = <-ch:
-			case <-time.After(timeout):
-				http.Error(w, "not arrived", http.StatusGatewayTimeout)
-				return
-			case <-r.Context().Done():
-				return
-			}
-		}
-		writeJSON(w, map[string]int64{"at": at.UnixNano()})
-	})
-	mux.HandleFunc("POST /raw/connect", func(w http.ResponseWriter, r *http.Request) {
-		to, _ := strconv.Atoi(r.URL.Query().Get("to"))
-		ai, err := peer.AddrInfoFromString(rawAddr(to))
-		if err == nil {
-			err = p.h.Connect(r.Context(), *ai)
-		}
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		writeJSON(w, map[string]bool{"ok": true})
-	})
-	mux.HandleFunc("POST /raw/publish", func(w http.ResponseWriter, r *http.Request) {
-		size, _ := strconv.Atoi(r.URL.Query().Get("size"))
-		msg := make([]byte, max(size, 16))
-		_, _ = crand.Read(msg)
-		start := time.Now()
-		if err := p.topic.Publish(r.Context(), msg); err != nil {
-			fail(w, err)
-			return
-		}
-		writeJSON(w, map[string]any{"key": "raw:" + hex.EncodeToString(msg[:16]), "start": start.UnixNano()})
-	})
-	mux.HandleFunc("POST /raw/provide", func(w http.ResponseWriter, r *http.Request) {
-		if err := p.dht.Provide(r.Context(), lmosdht.CapabilityCID(r.URL.Query().Get("capability")), true); err != nil {
-			fail(w, err)
-			return
-		}
-		writeJSON(w, map[string]bool{"ok": true})
-	})
+	mux.HandleFunc("GET /status", p.status)
+	mux.HandleFunc("GET /wait", p.wait)
+	mux.HandleFunc("POST /raw/connect", p.rawConnect)
+	mux.HandleFunc("POST /raw/publish", p.rawPublish)
+	mux.HandleFunc("POST /raw/provide", p.rawProvide)
 	mux.HandleFunc("POST /raw/coldfind", p.rawColdFind)
-	mux.HandleFunc("POST /lmos/connect", func(w http.ResponseWriter, r *http.Request) {
-		if err := p.callNode(r.Context(), p.home, http.MethodPost, "/api/v1/connect", map[string]string{"addr": r.URL.Query().Get("addr")}, nil); err != nil {
-			fail(w, err)
-			return
-		}
-		writeJSON(w, map[string]bool{"ok": true})
-	})
-	mux.HandleFunc("POST /lmos/publish", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		body := map[string]any{"td": thingTD(q.Get("id"), "WAN lab "+strconv.Itoa(p.k), q.Get("capability"), q.Get("echo") == "1")}
-		if q.Get("echo") == "1" {
-			body["backend"] = fmt.Sprintf("http://%s:%d", ipOf(p.k), backendPort)
-		}
-		start := time.Now()
-		if err := p.callNode(r.Context(), p.home, http.MethodPost, "/api/v1/things", body, nil); err != nil {
-			fail(w, err)
-			return
-		}
-		out := map[string]any{"start": start.UnixNano()}
-		if q.Get("size") == "1" {
-			// The signed TD as it travels (a record carries it and a few
-			// bytes of envelope): the raw messages' size.
-			req, _ := p.nodeRequest(r.Context(), http.MethodGet, "/things/"+q.Get("id"), nil)
-			if resp, err := p.api.Do(req); err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				out["size"] = len(b)
-			}
-		}
-		writeJSON(w, out)
-	})
+	mux.HandleFunc("POST /lmos/connect", p.lmosConnect)
+	mux.HandleFunc("POST /lmos/publish", p.lmosPublish)
 	mux.HandleFunc("POST /rtt", p.rtt)
 	mux.HandleFunc("POST /cold/start", p.coldStart)
 	mux.HandleFunc("POST /cold/find", p.coldFind)
 	mux.HandleFunc("POST /cold/stop", func(w http.ResponseWriter, r *http.Request) {
 		p.stopCold()
-		writeJSON(w, map[string]bool{"ok": true})
+		writeOK(w)
 	})
 	return mux
+}
+
+// writeOK answers {"ok": true}.
+func writeOK(w http.ResponseWriter) { writeJSON(w, map[string]bool{"ok": true}) }
+
+// status serves GET /status: the raw host's peers and topic peers, the
+// node's ID and peers, whether the node's event stream is followed.
+func (p *wanPeer) status(w http.ResponseWriter, r *http.Request) {
+	st := map[string]any{}
+	var info struct {
+		PeerID string `json:"peerID"`
+	}
+	if p.h != nil {
+		st["rawPeers"] = len(p.h.Network().Peers())
+		st["topicPeers"] = len(p.topic.ListPeers())
+		if p.callNode(r.Context(), p.home, http.MethodGet, "/api/v1/node", nil, &info) == nil {
+			st["nodeID"] = info.PeerID
+		}
+		var peers []json.RawMessage
+		if p.callNode(r.Context(), p.home, http.MethodGet, "/api/v1/peers", nil, &peers) == nil {
+			st["nodePeers"] = len(peers)
+		}
+	}
+	p.mu.Lock()
+	st["sse"] = p.sse
+	p.mu.Unlock()
+	writeJSON(w, st)
+}
+
+// wait serves GET /wait?key=…&timeout=…: when the message or Thing key
+// arrived here (at most timeout, default a minute, from now).
+func (p *wanPeer) wait(w http.ResponseWriter, r *http.Request) {
+	key := r.URL.Query().Get("key")
+	timeout, err := time.ParseDuration(r.URL.Query().Get("timeout"))
+	if err != nil {
+		timeout = time.Minute
+	}
+	p.mu.Lock()
+	at, ok := p.arrivals[key]
+	var ch chan time.Time
+	if !ok {
+		ch = make(chan time.Time, 1)
+		p.waiters[key] = append(p.waiters[key], ch)
+	}
+	p.mu.Unlock()
+	if !ok {
+		select {
+		case at = <-ch:
+		case <-time.After(timeout):
+			http.Error(w, "not arrived", http.StatusGatewayTimeout)
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+	writeJSON(w, map[string]int64{"at": at.UnixNano()})
+}
+
+// rawConnect serves POST /raw/connect?to=K: the raw host connects to
+// namespace K's.
+func (p *wanPeer) rawConnect(w http.ResponseWriter, r *http.Request) {
+	to, _ := strconv.Atoi(r.URL.Query().Get("to"))
+	ai, err := peer.AddrInfoFromString(rawAddr(to))
+	if err == nil {
+		err = p.h.Connect(r.Context(), *ai)
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeOK(w)
+}
+
+// rawPublish serves POST /raw/publish?size=N: the raw host publishes N
+// random bytes on its topic; the answer has the message's key and the
+// time it was sent.
+func (p *wanPeer) rawPublish(w http.ResponseWriter, r *http.Request) {
+	size, _ := strconv.Atoi(r.URL.Query().Get("size"))
+	msg := make([]byte, max(size, 16))
+	_, _ = crand.Read(msg)
+	start := time.Now()
+	if err := p.topic.Publish(r.Context(), msg); err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, map[string]any{"key": "raw:" + hex.EncodeToString(msg[:16]), "start": start.UnixNano()})
+}
+
+// rawProvide serves POST /raw/provide?capability=…: the raw host provides
+// the capability's key in the DHT.
+func (p *wanPeer) rawProvide(w http.ResponseWriter, r *http.Request) {
+	if err := p.dht.Provide(r.Context(), lmosdht.CapabilityCID(r.URL.Query().Get("capability")), true); err != nil {
+		fail(w, err)
+		return
+	}
+	writeOK(w)
+}
+
+// lmosConnect serves POST /lmos/connect?addr=…: the node connects to the
+// peer at addr.
+func (p *wanPeer) lmosConnect(w http.ResponseWriter, r *http.Request) {
+	if err := p.callNode(r.Context(), p.home, http.MethodPost, "/api/v1/connect", map[string]string{"addr": r.URL.Query().Get("addr")}, nil); err != nil {
+		fail(w, err)
+		return
+	}
+	writeOK(w)
+}
+
+// lmosPublish serves POST /lmos/publish?id=…&capability=…[&echo=1][&size=1]:
+// the node publishes a Thing (with an echo action served by this
+// namespace's backend); the answer has the time it was sent and, with
+// size, the size of the signed TD.
+func (p *wanPeer) lmosPublish(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	body := map[string]any{"td": thingTD(q.Get("id"), "WAN lab "+strconv.Itoa(p.k), q.Get("capability"), q.Get("echo") == "1")}
+	if q.Get("echo") == "1" {
+		body["backend"] = fmt.Sprintf("http://%s:%d", ipOf(p.k), backendPort)
+	}
+	start := time.Now()
+	if err := p.callNode(r.Context(), p.home, http.MethodPost, "/api/v1/things", body, nil); err != nil {
+		fail(w, err)
+		return
+	}
+	out := map[string]any{"start": start.UnixNano()}
+	if q.Get("size") == "1" {
+		// The signed TD as it travels (a record carries it and a few
+		// bytes of envelope): the raw messages' size.
+		req, _ := p.nodeRequest(r.Context(), http.MethodGet, "/things/"+q.Get("id"), nil)
+		if resp, err := p.api.Do(req); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			out["size"] = len(b)
+		}
+	}
+	writeJSON(w, out)
 }
 
 // rtt measures request-reply from this namespace to namespace ?to: n
@@ -645,7 +681,7 @@ func (p *wanPeer) coldStart(w http.ResponseWriter, r *http.Request) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	writeJSON(w, map[string]bool{"ok": true})
+	writeOK(w)
 }
 
 // routingTable reads the size of the DHT routing table of the node at

@@ -279,51 +279,20 @@ func (d *Directory) Search(q Query) (Result, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	x := &d.idx
-
-	// The posting lists of the filters; any empty one means no match. A
-	// cursor per list tests membership as candidates come in slot order.
-	var cursors []cursor
-	capCursor := -1
-	for _, l := range []struct {
-		on   bool
-		list postings
-	}{
-		{f.typ != "", x.types[f.typ]},
-		{f.capability != "", x.capSlots(f.capability)},
-		{f.vendor != "", x.vendors[f.vendor]},
-		{f.group != "", x.groups[f.group]},
-		{f.publisher != "", x.publishers[f.publisher]},
-	} {
-		if !l.on {
-			continue
-		}
-		if len(l.list) == 0 {
-			return Result{}, nil
-		}
-		cursors = append(cursors, cursor{list: l.list})
+	var buf [maxFilterLists]cursor
+	pf, ok := x.postingFilter(&f, buf[:0])
+	if !ok {
+		return Result{}, nil
 	}
-	// The shortest list drives a query without text.
-	slices.SortFunc(cursors, func(a, b cursor) int { return len(a.list) - len(b.list) })
-	var versions []*semver.Version
-	if f.constraint != nil {
-		l := x.caps[f.capability]
-		versions = l.versions
-		for i := range cursors {
-			if &cursors[i].list[0] == &l.slots[0] {
-				capCursor = i
-			}
-		}
-	}
-
 	top := topK{keep: keep, better: better}
 	if q.ByID {
 		top.better = betterByID
 	}
-	// consider adds slot s if it is in the lists of cursors[from:] and
+	// consider adds slot s if it is in the lists of pf.cursors[from:] and
 	// passes the checks that postings cannot do.
 	consider := func(s uint32, score float64, from int) {
-		for i := from; i < len(cursors); i++ {
-			if !cursors[i].has(s) {
+		for i := from; i < len(pf.cursors); i++ {
+			if !pf.cursors[i].has(s) {
 				return
 			}
 		}
@@ -332,22 +301,8 @@ func (d *Directory) Search(q Query) (Result, error) {
 			return
 		}
 		t := x.slots[s]
-		if t == nil {
+		if t == nil || (pf.capCursor >= 0 && !pf.versionMatches(t)) {
 			return
-		}
-		if capCursor >= 0 {
-			switch v := versions[cursors[capCursor].pos]; v {
-			case nil:
-				return
-			case multiVersion:
-				if !t.hasVersion(f.capability, f.constraint) {
-					return
-				}
-			default:
-				if !f.constraint.check(v) {
-					return
-				}
-			}
 		}
 		online, _ := d.liveness(t, now)
 		if q.Online && !online {
@@ -370,8 +325,9 @@ func (d *Directory) Search(q Query) (Result, error) {
 	switch {
 	case f.text:
 		d.scoreText(f.terms, func(s uint32, score float64) { consider(s, score, 0) })
-	case len(cursors) > 0:
-		driver := &cursors[0]
+	case len(pf.cursors) > 0:
+		// The shortest list drives a query without text.
+		driver := &pf.cursors[0]
 		for i, s := range driver.list {
 			driver.pos = i
 			consider(s, 0, 1)
@@ -381,17 +337,92 @@ func (d *Directory) Search(q Query) (Result, error) {
 			consider(uint32(s), 0, 0)
 		}
 	}
+	return d.page(&top, q.Offset), nil
+}
 
+// page is the result of a search whose hits are top: the hits from
+// offset on, and the total.
+func (d *Directory) page(top *topK, offset int) Result {
 	hits := top.sorted()
 	res := Result{Total: top.total}
-	if q.Offset < len(hits) {
-		hits = hits[q.Offset:]
+	if offset < len(hits) {
+		hits = hits[offset:]
 		res.Entries = make([]Entry, len(hits))
 		for i, h := range hits {
 			res.Entries[i] = d.entry(h.t, h.score)
 		}
 	}
-	return res, nil
+	return res
+}
+
+// maxFilterLists is the most posting lists a query's filters select: type,
+// capability, vendor, group and publisher.
+const maxFilterLists = 5
+
+// postingFilter tests candidate slots, in increasing order, against the
+// posting lists of a query's filters, and the capability's version
+// against its constraint.
+type postingFilter struct {
+	// cursors walk the lists, shortest first.
+	cursors []cursor
+	// capCursor is the index in cursors of the capability's list when a
+	// version constraint applies, else -1; versions are that list's
+	// versions.
+	capCursor int
+	versions  []*semver.Version
+	// f is the query's (a pointer, so that the constraint, which the
+	// checks keep, does not take the cursors to the heap).
+	f *filters
+}
+
+// postingFilter opens a cursor, appended to buf, per posting list of f's
+// filters; false if one of them is empty, so nothing matches. Callers hold
+// mu.
+func (x *index) postingFilter(f *filters, buf []cursor) (postingFilter, bool) {
+	pf := postingFilter{cursors: buf, capCursor: -1, f: f}
+	for _, l := range []struct {
+		on   bool
+		list postings
+	}{
+		{f.typ != "", x.types[f.typ]},
+		{f.capability != "", x.capSlots(f.capability)},
+		{f.vendor != "", x.vendors[f.vendor]},
+		{f.group != "", x.groups[f.group]},
+		{f.publisher != "", x.publishers[f.publisher]},
+	} {
+		if !l.on {
+			continue
+		}
+		if len(l.list) == 0 {
+			return pf, false
+		}
+		pf.cursors = append(pf.cursors, cursor{list: l.list})
+	}
+	slices.SortFunc(pf.cursors, func(a, b cursor) int { return len(a.list) - len(b.list) })
+	if f.constraint != nil {
+		l := x.caps[f.capability]
+		pf.versions = l.versions
+		for i := range pf.cursors {
+			if &pf.cursors[i].list[0] == &l.slots[0] {
+				pf.capCursor = i
+			}
+		}
+	}
+	return pf, true
+}
+
+// versionMatches reports whether t, the Thing of the slot the cursors
+// last found, has the capability at a version the constraint admits; only
+// with a constraint (capCursor >= 0).
+func (pf *postingFilter) versionMatches(t *thing) bool {
+	switch v := pf.versions[pf.cursors[pf.capCursor].pos]; v {
+	case nil:
+		return false
+	case multiVersion:
+		return t.hasVersion(pf.f.capability, pf.f.constraint)
+	default:
+		return pf.f.constraint.check(v)
+	}
 }
 
 // hasVersion reports whether t has capability id at a version in c.

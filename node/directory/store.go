@@ -668,18 +668,36 @@ func (d *Directory) write(items []putItem, unsynced bool) (_ []Change, written b
 		ctx = lmosdatastore.DeferSync(ctx)
 	}
 	now := d.now()
-	changes := make([]Change, len(items))
-	ops := make([]putOp, 0, len(items))
+	batch, err := d.ds.Batch(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("directory: put: %w", err)
+	}
+	changes, ops, build, err := d.stage(ctx, batch, items, now)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(ops) == 0 {
+		return changes, false, nil
+	}
+	if err := d.commit(ctx, batch, ops, build, unsynced); err != nil {
+		return nil, true, fmt.Errorf("directory: put: %w", err)
+	}
+	d.apply(ops, now)
+	return changes, true, nil
+}
+
+// stage decides what each of items changes, as if they were put in order,
+// and adds the envelopes to store to batch. It returns the change of each
+// item, the ops that write, and whether one of them is a new live entry
+// whose in-memory form must be built (index).
+func (d *Directory) stage(ctx context.Context, batch datastore.Batch, items []putItem, now time.Time) (changes []Change, ops []putOp, build bool, _ error) {
+	changes = make([]Change, len(items))
+	ops = make([]putOp, 0, len(items))
 	var pending map[thingRef]staged
 	if len(items) > 1 {
 		pending = make(map[thingRef]staged)
 	}
 	quota := make(map[peer.ID]usage)
-	batch, err := d.ds.Batch(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("directory: put: %w", err)
-	}
-	build := false
 	for i, it := range items {
 		rec := it.rec
 		pub, id := rec.Publisher(), rec.ThingID
@@ -689,7 +707,7 @@ func (d *Directory) write(items []putItem, unsynced bool) (_ []Change, written b
 		}
 		op, err := d.prepare(rec, it.local, old, oldRaw, now)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		if op.t != nil && op.change != Unchanged && d.overQuota(op.t, old, quota) {
 			op = putOp{change: OverQuota}
@@ -708,16 +726,8 @@ func (d *Directory) write(items []putItem, unsynced bool) (_ []Change, written b
 			}
 			op.prev = oldRaw
 		}
-		env := op.env
-		if env == nil {
-			env = d.envelopeOf(rec, op.t)
-		}
-		val, err := env.marshal()
-		if err != nil {
-			return nil, false, fmt.Errorf("directory: put: %w", err)
-		}
-		if err := batch.Put(ctx, d.thingKey(pub, id), val); err != nil {
-			return nil, false, fmt.Errorf("directory: put: thing %q of %s: %w", id, pub, err)
+		if err := d.stageEnvelope(ctx, batch, &op); err != nil {
+			return nil, nil, false, err
 		}
 		build = build || (op.env != nil && !op.t.tombstone)
 		ops = append(ops, op)
@@ -725,34 +735,53 @@ func (d *Directory) write(items []putItem, unsynced bool) (_ []Change, written b
 			pending[thingRef{pub, id}] = staged{t: op.t, raw: rec.Raw}
 		}
 	}
-	if len(ops) == 0 {
-		return changes, false, nil
+	return changes, ops, build, nil
+}
+
+// stageEnvelope adds op's envelope to batch: its new one, or for a refresh
+// the record's with op's entry.
+func (d *Directory) stageEnvelope(ctx context.Context, batch datastore.Batch, op *putOp) error {
+	env := op.env
+	if env == nil {
+		env = d.envelopeOf(op.rec, op.t)
 	}
-	commit := func() error {
-		if err := batch.Commit(ctx); err != nil || unsynced {
-			return err
-		}
-		return d.ds.Sync(ctx, keyThings)
+	val, err := env.marshal()
+	if err != nil {
+		return fmt.Errorf("directory: put: %w", err)
 	}
+	pub, id := op.rec.Publisher(), op.rec.ThingID
+	if err := batch.Put(ctx, d.thingKey(pub, id), val); err != nil {
+		return fmt.Errorf("directory: put: thing %q of %s: %w", id, pub, err)
+	}
+	return nil
+}
+
+// commit makes batch durable (unless unsynced: lmosdatastore.DeferSync).
+// With build, the in-memory entries of ops are built (tokenising, term
+// frequencies) in another goroutine meanwhile: the build ends first, so
+// the write's wait is not lengthened by a hand-over.
+func (d *Directory) commit(ctx context.Context, batch datastore.Batch, ops []putOp, build, unsynced bool) error {
+	var built chan struct{}
 	if build {
-		// Build the in-memory entries (tokenising, term frequencies) in
-		// another goroutine while this one writes and fsyncs the batch: the
-		// build ends first, so the write's wait is not lengthened by a
-		// hand-over.
-		built := make(chan struct{})
+		built = make(chan struct{})
 		go func() {
 			defer close(built)
 			d.index(ops)
 		}()
-		err = commit()
+	}
+	err := batch.Commit(ctx)
+	if err == nil && !unsynced {
+		err = d.ds.Sync(ctx, keyThings)
+	}
+	if build {
 		<-built
-	} else {
-		err = commit()
 	}
-	if err != nil {
-		return nil, true, fmt.Errorf("directory: put: %w", err)
-	}
+	return err
+}
 
+// apply puts the written ops in memory, under mu, and then tells the
+// subscribers.
+func (d *Directory) apply(ops []putOp, now time.Time) {
 	d.mu.Lock()
 	for _, op := range ops {
 		if op.old == nil {
@@ -769,7 +798,6 @@ func (d *Directory) write(items []putItem, unsynced bool) (_ []Change, written b
 	for _, op := range ops {
 		d.notify(op)
 	}
-	return changes, true, nil
 }
 
 // index builds what the indexes need of each op's new entry, in order:

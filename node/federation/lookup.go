@@ -115,118 +115,162 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 	defer cancel()
 	lctx, stopLookup := context.WithCancel(ctx)
 	defer stopLookup()
-	start := time.Now()
-	var held chan heldAnswer // nil: no holder asked, or their answer is in
+	l := &providerAsks{f: f, key: key, flt: flt, start: time.Now(), answers: make(chan int)}
 	if flt.Capability != "" {
 		if peers := f.holders(); len(peers) > 0 {
 			ch := make(chan heldAnswer, 1)
-			held = ch
+			l.held, l.wait = ch, true
 			// Not waited for: a lookup that stops waiting returns and
 			// cancels ctx, which ends the exchanges.
 			go func() { ch <- f.askHolders(ctx, peers, flt.Capability) }()
 		}
 	}
-	provs := f.p.DHT.FindProvidersAsync(lctx, key, MaxProviders)
-	answers := make(chan int)
-	quiet := time.NewTimer(maxQuiet)
-	quiet.Stop()
-	defer quiet.Stop()
-	hold := time.NewTimer(maxQuiet)
-	hold.Stop()
-	defer hold.Stop()
-	var (
-		wg               sync.WaitGroup
-		queue, waiting   []peer.AddrInfo // providers to ask; waiting for the holders
-		covered          map[peer.ID]bool
-		running, pending int // asks running; providers queued and not answered
-		window           time.Duration
-		holding          bool          // the hold timer runs
-		wait             = held != nil // providers found wait for the holders
-		nSkipped         int
-	)
-	defer wg.Wait()
-	release := func() {
-		for _, ai := range waiting {
-			if covered[ai.ID] {
-				nSkipped++
-				continue
-			}
-			queue = append(queue, ai)
-			pending++
-			asked++
-		}
-		waiting = nil
-	}
+	l.provs = f.p.DHT.FindProvidersAsync(lctx, key, MaxProviders)
+	l.quiet = time.NewTimer(maxQuiet)
+	l.quiet.Stop()
+	defer l.quiet.Stop()
+	l.hold = time.NewTimer(maxQuiet)
+	l.hold.Stop()
+	defer l.hold.Stop()
+	defer l.wg.Wait()
 	for {
-		if !wait {
-			release()
+		if !l.wait {
+			l.release()
 		}
-		for len(queue) > 0 && running < maxConcurrentAsks {
-			ai := queue[0]
-			queue = queue[1:]
-			running++
-			wg.Go(func() {
-				n, err := f.askProvider(ctx, ai, flt)
-				if err != nil {
-					f.log.Debug("provider did not answer", "peer", ai.ID, "key", key, "err", err)
-					n = 0
-				}
-				answers <- n
-			})
-		}
-		if provs == nil && pending == 0 && !wait {
+		l.startAsks(ctx)
+		if l.provs == nil && l.pending == 0 && !l.wait {
 			break
 		}
-		if wait && !holding && (provs == nil || len(waiting) > 0) {
+		if l.wait && !l.holding && (l.provs == nil || len(l.waiting) > 0) {
 			// Wait for the holders at most a window after the first
 			// provider (or the end of the lookup).
-			holding = true
-			hold.Reset(holdWindow(time.Since(start)))
+			l.holding = true
+			l.hold.Reset(holdWindow(time.Since(l.start)))
 		}
 		select {
-		case ai, ok := <-provs:
-			switch {
-			case !ok:
-				provs = nil
-				quiet.Stop()
-				continue
-			case ai.ID == f.self || ai.ID == "":
-				continue
-			}
-			if window == 0 {
-				window = quietWindow(time.Since(start))
-			}
-			quiet.Reset(window)
-			waiting = append(waiting, ai)
-		case a := <-held:
-			held, wait = nil, false
-			hold.Stop()
-			covered = a.publishers
-			learned += a.learned
-			// An answer after the wait still spares the asks not started.
-			queue = slices.DeleteFunc(queue, func(ai peer.AddrInfo) bool {
-				if !covered[ai.ID] {
-					return false
-				}
-				nSkipped++
-				pending--
-				asked--
-				return true
-			})
-		case <-hold.C:
-			wait = false // ask the providers found; a later answer still counts
-		case n := <-answers:
-			running--
-			pending--
-			learned += n
-		case <-quiet.C:
+		case ai, ok := <-l.provs:
+			l.found(ai, ok)
+		case a := <-l.held:
+			l.heard(a)
+		case <-l.hold.C:
+			l.wait = false // ask the providers found; a later answer still counts
+		case n := <-l.answers:
+			l.running--
+			l.pending--
+			l.learned += n
+		case <-l.quiet.C:
 			stopLookup()
 		}
 	}
-	if nSkipped > 0 {
-		f.log.Debug("providers not asked: their records came from connected peers", "key", key, "providers", nSkipped)
+	if l.skipped > 0 {
+		f.log.Debug("providers not asked: their records came from connected peers", "key", key, "providers", l.skipped)
 	}
-	return asked, learned
+	return l.asked, l.learned
+}
+
+// providerAsks is the state of one askProviders: the providers found and
+// what became of them, the answers of the connected peers asked, the
+// lookup's timers. askProviders' goroutine alone changes it; the asks
+// read f, key and flt and send on answers.
+type providerAsks struct {
+	f     *Federation
+	key   cid.Cid
+	flt   Filter
+	start time.Time
+	// provs yields the providers the lookup finds; nil once it has ended.
+	provs <-chan peer.AddrInfo
+	// held yields the connected peers' answer; nil if none were asked, or
+	// their answer is in.
+	held chan heldAnswer
+	// answers yields the records each ask learned.
+	answers chan int
+	// quiet ends the lookup after a quiet window; hold ends the wait for
+	// the holders.
+	quiet, hold *time.Timer
+	wg          sync.WaitGroup
+
+	queue   []peer.AddrInfo // providers to ask
+	waiting []peer.AddrInfo // providers found while waiting for the holders
+	covered map[peer.ID]bool
+	running int // asks running
+	pending int // providers queued and not answered
+	window  time.Duration
+	holding bool // the hold timer runs
+	wait    bool // providers found wait for the holders
+
+	// asked and learned are askProviders' results; skipped counts the
+	// providers not asked as the holders covered them.
+	asked, learned, skipped int
+}
+
+// release queues the providers that waited for the holders, but those
+// whose records came from them.
+func (l *providerAsks) release() {
+	for _, ai := range l.waiting {
+		if l.covered[ai.ID] {
+			l.skipped++
+			continue
+		}
+		l.queue = append(l.queue, ai)
+		l.pending++
+		l.asked++
+	}
+	l.waiting = nil
+}
+
+// startAsks asks the queued providers, at most maxConcurrentAsks at once.
+func (l *providerAsks) startAsks(ctx context.Context) {
+	for len(l.queue) > 0 && l.running < maxConcurrentAsks {
+		ai := l.queue[0]
+		l.queue = l.queue[1:]
+		l.running++
+		l.wg.Go(func() {
+			n, err := l.f.askProvider(ctx, ai, l.flt)
+			if err != nil {
+				l.f.log.Debug("provider did not answer", "peer", ai.ID, "key", l.key, "err", err)
+				n = 0
+			}
+			l.answers <- n
+		})
+	}
+}
+
+// found takes a provider the lookup yielded (ok false: the lookup ended):
+// it waits to be asked, and the lookup stops after a quiet window with no
+// other.
+func (l *providerAsks) found(ai peer.AddrInfo, ok bool) {
+	switch {
+	case !ok:
+		l.provs = nil
+		l.quiet.Stop()
+		return
+	case ai.ID == l.f.self || ai.ID == "":
+		return
+	}
+	if l.window == 0 {
+		l.window = quietWindow(time.Since(l.start))
+	}
+	l.quiet.Reset(l.window)
+	l.waiting = append(l.waiting, ai)
+}
+
+// heard takes the connected peers' answer: the providers it covers are
+// not asked, even after the wait.
+func (l *providerAsks) heard(a heldAnswer) {
+	l.held, l.wait = nil, false
+	l.hold.Stop()
+	l.covered = a.publishers
+	l.learned += a.learned
+	// An answer after the wait still spares the asks not started.
+	l.queue = slices.DeleteFunc(l.queue, func(ai peer.AddrInfo) bool {
+		if !l.covered[ai.ID] {
+			return false
+		}
+		l.skipped++
+		l.pending--
+		l.asked--
+		return true
+	})
 }
 
 // holdWindow is how long the providers a lookup found after elapsed wait

@@ -154,7 +154,38 @@ func ConsumerView(td []byte, v View) ([]byte, error) {
 		return nil, fmt.Errorf("decoding TD: %w", err)
 	}
 	id, _ := doc["id"].(string)
-	prefix := v.Base + "/things/" + url.PathEscape(id)
+	setConsumerMembers(doc, v)
+	fm := formMaker{v: v, prefix: v.Base + "/things/" + url.PathEscape(id)}
+	properties := affordances(doc, "properties")
+	for name, a := range properties {
+		a["forms"] = fm.propertyForms(name, a)
+	}
+	for name, a := range affordances(doc, "actions") {
+		a["forms"] = fm.actionForms(name)
+	}
+	events := affordances(doc, "events")
+	for name, a := range events {
+		a["forms"] = fm.eventForms(name)
+	}
+	if v.WebSocket != "" {
+		var ops []string
+		if hasWritable(properties) {
+			ops = append(ops, "writemultipleproperties")
+		}
+		if len(events) > 0 {
+			ops = append(ops, "subscribeallevents", "unsubscribeallevents")
+		}
+		if len(ops) > 0 {
+			doc["forms"] = []any{fm.ws(ops...)}
+		}
+	}
+	return json.Marshal(doc)
+}
+
+// setConsumerMembers sets the Thing-level members of the consumer view
+// doc: "proof", "base" and "forms" dropped, the consumer @context,
+// lmos:publisher and lmos:trust as v names them, the security scheme.
+func setConsumerMembers(doc map[string]any, v View) {
 	delete(doc, "proof")
 	delete(doc, "base")
 	delete(doc, "forms")
@@ -172,100 +203,109 @@ func ConsumerView(td []byte, v View) ([]byte, error) {
 		doc["securityDefinitions"] = map[string]any{nosecName: map[string]any{"scheme": "nosec"}}
 		doc["security"] = nosecName
 	}
+}
 
-	form := func(href, method string, ops ...string) map[string]any {
-		f := map[string]any{"href": href + v.Query, "contentType": "application/json", "htv:methodName": method}
-		setOps(f, ops)
-		return f
+// formMaker makes the forms of a consumer view for the transports of v;
+// prefix is the URL of the Thing under v.Base.
+type formMaker struct {
+	v      View
+	prefix string
+}
+
+// http is a form of the HTTP binding: method on href, for ops.
+func (fm formMaker) http(href, method string, ops ...string) map[string]any {
+	f := map[string]any{"href": href + fm.v.Query, "contentType": "application/json", "htv:methodName": method}
+	setOps(f, ops)
+	return f
+}
+
+// ws is a form of the WebSocket binding for ops.
+func (fm formMaker) ws(ops ...string) map[string]any {
+	f := map[string]any{"href": fm.v.WebSocket, "subprotocol": lmosproto.WebSocketSubprotocol, "contentType": "application/json"}
+	setOps(f, ops)
+	return f
+}
+
+// mqtt is a form of the MQTT binding for ops: the control packet
+// (publish, subscribe) on topic.
+func (fm formMaker) mqtt(packet string, topic string, ops ...string) map[string]any {
+	f := map[string]any{"href": fm.v.MQTT.Broker, "contentType": "application/json", "mqv:controlPacket": packet}
+	if packet == "subscribe" {
+		f["mqv:filter"] = topic
+	} else {
+		f["mqv:topic"] = topic
 	}
-	ws := func(ops ...string) map[string]any {
-		f := map[string]any{"href": v.WebSocket, "subprotocol": lmosproto.WebSocketSubprotocol, "contentType": "application/json"}
-		setOps(f, ops)
-		return f
+	setOps(f, ops)
+	return f
+}
+
+// propertyForms are the forms of property name, a: read unless
+// writeOnly, write unless readOnly, observe if observable, on every
+// transport.
+func (fm formMaker) propertyForms(name string, a map[string]any) []any {
+	href := fm.prefix + "/properties/" + url.PathEscape(name)
+	readable := !isTrue(a["writeOnly"])
+	writable := !isTrue(a["readOnly"])
+	observable := isTrue(a["observable"])
+	var forms []any
+	var wsOps []string
+	if readable {
+		forms = append(forms, fm.http(href, http.MethodGet, "readproperty"))
+		wsOps = append(wsOps, "readproperty")
 	}
-	mqtt := func(packet string, topic string, ops ...string) map[string]any {
-		f := map[string]any{"href": v.MQTT.Broker, "contentType": "application/json", "mqv:controlPacket": packet}
-		if packet == "subscribe" {
-			f["mqv:filter"] = topic
-		} else {
-			f["mqv:topic"] = topic
-		}
-		setOps(f, ops)
-		return f
+	if writable {
+		forms = append(forms, fm.http(href, http.MethodPut, "writeproperty"))
+		wsOps = append(wsOps, "writeproperty")
 	}
-	for name, a := range affordances(doc, "properties") {
-		href := prefix + "/properties/" + url.PathEscape(name)
-		readable := !isTrue(a["writeOnly"])
-		writable := !isTrue(a["readOnly"])
-		observable := isTrue(a["observable"])
-		var forms []any
-		var wsOps []string
+	if observable {
+		f := fm.http(href+"/observe", http.MethodGet, "observeproperty", "unobserveproperty")
+		f["subprotocol"] = "sse"
+		forms = append(forms, f)
+		wsOps = append(wsOps, "observeproperty", "unobserveproperty")
+	}
+	if fm.v.WebSocket != "" && len(wsOps) > 0 {
+		forms = append(forms, fm.ws(wsOps...))
+	}
+	if fm.v.MQTT != nil {
+		topic := fm.v.MQTT.Topic
 		if readable {
-			forms = append(forms, form(href, http.MethodGet, "readproperty"))
-			wsOps = append(wsOps, "readproperty")
+			forms = append(forms, fm.mqtt("publish", topic("properties", name, "read"), "readproperty"))
 		}
 		if writable {
-			forms = append(forms, form(href, http.MethodPut, "writeproperty"))
-			wsOps = append(wsOps, "writeproperty")
+			forms = append(forms, fm.mqtt("publish", topic("properties", name, "write"), "writeproperty"))
 		}
 		if observable {
-			f := form(href+"/observe", http.MethodGet, "observeproperty", "unobserveproperty")
-			f["subprotocol"] = "sse"
-			forms = append(forms, f)
-			wsOps = append(wsOps, "observeproperty", "unobserveproperty")
-		}
-		if v.WebSocket != "" && len(wsOps) > 0 {
-			forms = append(forms, ws(wsOps...))
-		}
-		if v.MQTT != nil {
-			if readable {
-				forms = append(forms, mqtt("publish", v.MQTT.Topic("properties", name, "read"), "readproperty"))
-			}
-			if writable {
-				forms = append(forms, mqtt("publish", v.MQTT.Topic("properties", name, "write"), "writeproperty"))
-			}
-			if observable {
-				forms = append(forms, mqtt("subscribe", v.MQTT.Topic("properties", name), "observeproperty", "unobserveproperty"))
-			}
-		}
-		a["forms"] = forms
-	}
-	for name, a := range affordances(doc, "actions") {
-		forms := []any{form(prefix+"/actions/"+url.PathEscape(name), http.MethodPost, "invokeaction")}
-		if v.WebSocket != "" {
-			forms = append(forms, ws("invokeaction", "queryaction", "cancelaction"))
-		}
-		if v.MQTT != nil {
-			forms = append(forms, mqtt("publish", v.MQTT.Topic("actions", name), "invokeaction", "queryaction", "cancelaction"))
-		}
-		a["forms"] = forms
-	}
-	events := affordances(doc, "events")
-	for name, a := range events {
-		f := form(prefix+"/events/"+url.PathEscape(name), http.MethodGet, "subscribeevent", "unsubscribeevent")
-		f["subprotocol"] = "sse"
-		forms := []any{f}
-		if v.WebSocket != "" {
-			forms = append(forms, ws("subscribeevent", "unsubscribeevent"))
-		}
-		if v.MQTT != nil {
-			forms = append(forms, mqtt("subscribe", v.MQTT.Topic("events", name), "subscribeevent", "unsubscribeevent"))
-		}
-		a["forms"] = forms
-	}
-	if v.WebSocket != "" {
-		var ops []string
-		if hasWritable(affordances(doc, "properties")) {
-			ops = append(ops, "writemultipleproperties")
-		}
-		if len(events) > 0 {
-			ops = append(ops, "subscribeallevents", "unsubscribeallevents")
-		}
-		if len(ops) > 0 {
-			doc["forms"] = []any{ws(ops...)}
+			forms = append(forms, fm.mqtt("subscribe", topic("properties", name), "observeproperty", "unobserveproperty"))
 		}
 	}
-	return json.Marshal(doc)
+	return forms
+}
+
+// actionForms are the forms of action name on every transport.
+func (fm formMaker) actionForms(name string) []any {
+	forms := []any{fm.http(fm.prefix+"/actions/"+url.PathEscape(name), http.MethodPost, "invokeaction")}
+	if fm.v.WebSocket != "" {
+		forms = append(forms, fm.ws("invokeaction", "queryaction", "cancelaction"))
+	}
+	if fm.v.MQTT != nil {
+		forms = append(forms, fm.mqtt("publish", fm.v.MQTT.Topic("actions", name), "invokeaction", "queryaction", "cancelaction"))
+	}
+	return forms
+}
+
+// eventForms are the forms of event name on every transport (SSE over
+// HTTP).
+func (fm formMaker) eventForms(name string) []any {
+	f := fm.http(fm.prefix+"/events/"+url.PathEscape(name), http.MethodGet, "subscribeevent", "unsubscribeevent")
+	f["subprotocol"] = "sse"
+	forms := []any{f}
+	if fm.v.WebSocket != "" {
+		forms = append(forms, fm.ws("subscribeevent", "unsubscribeevent"))
+	}
+	if fm.v.MQTT != nil {
+		forms = append(forms, fm.mqtt("subscribe", fm.v.MQTT.Topic("events", name), "subscribeevent", "unsubscribeevent"))
+	}
+	return forms
 }
 
 // consumerContext is the @context of a consumer view: the TD 1.0 and TD

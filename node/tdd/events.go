@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"strconv"
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/directory"
@@ -24,40 +23,19 @@ var eventTypes = map[string]directory.EventType{
 
 // events serves GET /events and /events/{type} as server-sent events.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
-	var only directory.EventType
-	if s := r.PathValue("type"); s != "" {
-		t, ok := eventTypes[s]
-		if !ok {
-			httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusNotFound,
-				Detail: fmt.Sprintf("no event type %q: want thing_created, thing_updated or thing_deleted", s)})
-			return
-		}
-		only = t
-	}
-	diff := false
-	if s, ok := single(r.URL.Query(), "diff"); ok {
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "query parameter diff: %q: want true or false", s))
-			return
-		}
-		diff = b
+	only, diff, p := parseEventsRequest(r)
+	if p != nil {
+		httpapi.WriteProblem(w, r, p)
+		return
 	}
 	last := httpapi.LastEventID(r)
 	ch, cancel, err := h.deps.Directory.Subscribe(last)
-	switch {
-	case errors.Is(err, directory.ErrEventsLost):
-		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusGone,
-			Detail: fmt.Sprintf("header Last-Event-ID: the events after %q are no longer held: read the directory again, then subscribe without Last-Event-ID", last)})
-		return
-	case errors.Is(err, directory.ErrEventID):
-		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "header Last-Event-ID: %q is not an event id of this directory", last))
-		return
-	case errors.Is(err, directory.ErrClosed):
-		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusServiceUnavailable, Detail: "the directory is closed (the node is stopping)"})
-		return
-	case err != nil:
-		h.writeInternal(w, r, "subscribe", "", err)
+	if err != nil {
+		if p := subscribeProblem(err, last); p != nil {
+			httpapi.WriteProblem(w, r, p)
+		} else {
+			h.writeInternal(w, r, "subscribe", "", err)
+		}
 		return
 	}
 	defer cancel()
@@ -77,6 +55,45 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.Close()
+	h.streamEvents(r, s, ch, only, diff)
+}
+
+// parseEventsRequest checks an events request: the event type it is
+// narrowed to ("" for all) and whether the events carry the TD (diff).
+func parseEventsRequest(r *http.Request) (only directory.EventType, diff bool, p *lmosproto.Problem) {
+	if s := r.PathValue("type"); s != "" {
+		t, ok := eventTypes[s]
+		if !ok {
+			return "", false, &lmosproto.Problem{Status: http.StatusNotFound,
+				Detail: fmt.Sprintf("no event type %q: want thing_created, thing_updated or thing_deleted", s)}
+		}
+		only = t
+	}
+	if diff, p = boolParam(r.URL.Query(), "diff"); p != nil {
+		return "", false, p
+	}
+	return only, diff, nil
+}
+
+// subscribeProblem is the answer to a subscription after Last-Event-ID
+// last that failed with err; nil for an unexpected error.
+func subscribeProblem(err error, last string) *lmosproto.Problem {
+	switch {
+	case errors.Is(err, directory.ErrEventsLost):
+		return &lmosproto.Problem{Status: http.StatusGone,
+			Detail: fmt.Sprintf("header Last-Event-ID: the events after %q are no longer held: read the directory again, then subscribe without Last-Event-ID", last)}
+	case errors.Is(err, directory.ErrEventID):
+		return httpapi.Problemf(http.StatusBadRequest, "header Last-Event-ID: %q is not an event id of this directory", last)
+	case errors.Is(err, directory.ErrClosed):
+		return &lmosproto.Problem{Status: http.StatusServiceUnavailable, Detail: "the directory is closed (the node is stopping)"}
+	}
+	return nil
+}
+
+// streamEvents sends the events of ch that r's caller may see (of type
+// only, if set) on s, until the request ends, the handler closes, the
+// client stops reading or the subscription ends.
+func (h *Handler) streamEvents(r *http.Request, s *httpapi.Stream, ch <-chan directory.Event, only directory.EventType, diff bool) {
 	vis := h.visible(r)
 	for {
 		select {

@@ -28,26 +28,68 @@ const DiscoveryContext = "https://www.w3.org/2022/wot/discovery"
 // of them as a JSON array or a ThingCollection, with Link headers to the
 // next page and to the collection (canonical, with an etag of its state).
 func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
-	lq, p := h.parseListQuery(r)
+	lq, consumer, p := h.listRequest(r)
 	if p != nil {
 		httpapi.WriteProblem(w, r, p)
 		return
 	}
-	consumer, p := h.listView(r)
-	if p == nil && consumer && lq.enriched {
-		p = httpapi.Problemf(http.StatusBadRequest, "query parameters view=%s and enriched=true: a consumer view is not an Enriched TD; ask for one of them", ViewConsumer)
-	}
+	tag := h.deps.Directory.Revision() // before the search: a change after it changes the tag
+	page, total, p := h.listPage(r, lq)
 	if p != nil {
 		httpapi.WriteProblem(w, r, p)
 		return
+	}
+	lp, ok := h.listMembers(w, r, lq, consumer, page)
+	if !ok {
+		return
+	}
+
+	next := ""
+	if end := lq.offset + lp.consumed; end < total {
+		next = h.pageURL(r, end, lq.limit)
+	}
+	if next != "" {
+		w.Header().Add("Link", "<"+next+`>; rel="next"`)
+	}
+	w.Header().Add("Link", "<"+h.base(r)+`/things>; rel="canonical"; etag="`+tag+`"`)
+	w.Header().Set(HeaderOnline, strings.Join(lp.online, ", "))
+
+	var buf bytes.Buffer
+	if lq.collection {
+		writeCollection(&buf, h.pageURL(r, lq.offset, lq.limit), next, total, lp.members)
+	} else {
+		buf.WriteByte('[')
+		buf.Write(bytes.Join(lp.members, []byte{','}))
+		buf.WriteString("]\n")
+	}
+	writeBody(w, r, buf.Bytes(), ContentTypeLDJSON, ContentTypeJSON)
+}
+
+// listRequest checks a listing request: its query (parseListQuery), its
+// view (consumer views or signed TDs) and that they go together. The
+// query sees what r's caller may see, the trust list's publishers first.
+func (h *Handler) listRequest(r *http.Request) (lq listQuery, consumer bool, p *lmosproto.Problem) {
+	if lq, p = h.parseListQuery(r); p != nil {
+		return lq, false, p
+	}
+	if consumer, p = h.listView(r); p != nil {
+		return lq, false, p
+	}
+	if consumer && lq.enriched {
+		return lq, false, httpapi.Problemf(http.StatusBadRequest, "query parameters view=%s and enriched=true: a consumer view is not an Enriched TD; ask for one of them", ViewConsumer)
 	}
 	lq.q.Visible = h.visible(r)
 	if h.deps.Trust != nil {
 		lq.q.Rank = h.listRank
 	}
-	tag := h.deps.Directory.Revision() // before the search: a change after it changes the tag
-	// The directory pages in id order itself; any other order needs every
-	// match, ordered here, then cut.
+	return lq, consumer, nil
+}
+
+// listPage searches for the listing lq and returns its page of entries
+// and the number of matches. The directory pages in id order itself; any
+// other order needs every match, ordered here, then cut. A capability the
+// directory has no Thing of is asked of the Finder.
+func (h *Handler) listPage(r *http.Request, lq listQuery) (page []directory.Entry, total int, p *lmosproto.Problem) {
 	byID := (lq.sortBy == sortID || (lq.sortBy == "" && lq.q.Text == "")) && !lq.desc
 	q := lq.q
 	if byID {
@@ -55,10 +97,9 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := h.deps.Directory.Search(q)
 	if err != nil {
-		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "%v", err))
-		return
+		return nil, 0, httpapi.Problemf(http.StatusBadRequest, "%v", err)
 	}
-	page, total := res.Entries, res.Total
+	page, total = res.Entries, res.Total
 	if total == 0 && lq.q.Capability != "" && h.deps.Finder != nil {
 		page, total = h.findRemote(r.Context(), lq), 0
 		byID = false
@@ -69,13 +110,28 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 		page = page[min(lq.offset, total):]
 		page = page[:min(len(page), lq.limit)]
 	}
+	return page, total, nil
+}
 
-	now := time.Now()
-	var members [][]byte
-	var online []string
+// listedPage is what a listing page serves.
+type listedPage struct {
+	// members are the TDs (or consumer views, or Enriched TDs) as served.
+	members [][]byte
+	// online are their publishers' online flags (HeaderOnline).
+	online []string
 	// consumed counts the page's entries served or skipped: the next page
 	// starts after them, also when the page ends early at MaxPageBytes.
-	consumed, size := len(page), 0
+	consumed int
+}
+
+// listMembers is the listing's members for the entries of page, in lq's
+// form, at most MaxPageBytes of them (but at least one); entries removed
+// since the search are skipped. On failure it answers r itself and
+// returns false.
+func (h *Handler) listMembers(w http.ResponseWriter, r *http.Request, lq listQuery, consumer bool, page []directory.Entry) (lp listedPage, ok bool) {
+	now := time.Now()
+	lp.consumed = len(page)
+	size := 0
 	for i, e := range page {
 		rec, err := e.Record()
 		if err != nil || rec.Tombstone() {
@@ -88,37 +144,18 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 		if lq.enriched {
 			if doc, err = enrich(rec.Raw, registrationOf(e), now); err != nil {
 				h.writeInternal(w, r, "enrich", e.ThingID, err)
-				return
+				return lp, false
 			}
 		}
-		if len(members) > 0 && size+len(doc) > h.cfg.MaxPageBytes {
-			consumed = i
+		if len(lp.members) > 0 && size+len(doc) > h.cfg.MaxPageBytes {
+			lp.consumed = i
 			break
 		}
 		size += len(doc)
-		members = append(members, doc)
-		online = append(online, strconv.FormatBool(e.Online))
+		lp.members = append(lp.members, doc)
+		lp.online = append(lp.online, strconv.FormatBool(e.Online))
 	}
-
-	next := ""
-	if end := lq.offset + consumed; end < total {
-		next = h.pageURL(r, end, lq.limit)
-	}
-	if next != "" {
-		w.Header().Add("Link", "<"+next+`>; rel="next"`)
-	}
-	w.Header().Add("Link", "<"+h.base(r)+`/things>; rel="canonical"; etag="`+tag+`"`)
-	w.Header().Set(HeaderOnline, strings.Join(online, ", "))
-
-	var buf bytes.Buffer
-	if lq.collection {
-		writeCollection(&buf, h.pageURL(r, lq.offset, lq.limit), next, total, members)
-	} else {
-		buf.WriteByte('[')
-		buf.Write(bytes.Join(members, []byte{','}))
-		buf.WriteString("]\n")
-	}
-	writeBody(w, r, buf.Bytes(), ContentTypeLDJSON, ContentTypeJSON)
+	return lp, true
 }
 
 // pageURL is the URL of the page at offset of r's listing: every other

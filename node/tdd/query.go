@@ -55,12 +55,23 @@ var sortFields = map[string]sortField{
 // parseListQuery checks the query parameters of GET /things.
 func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem) {
 	v := r.URL.Query()
-	lq := listQuery{limit: h.cfg.DefaultLimit}
 	for _, p := range []string{"offset", "limit", "format", "sort_by", "sort_order", "enriched", "type", "capability", "vendor", "publisher", "group", "q", "online"} {
 		if len(v[p]) > 1 {
-			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter %s: given %d times, want at most once", p, len(v[p]))
+			return listQuery{}, httpapi.Problemf(http.StatusBadRequest, "query parameter %s: given %d times, want at most once", p, len(v[p]))
 		}
 	}
+	lq, p := h.parsePaging(v)
+	if p != nil {
+		return lq, p
+	}
+	lq.q, p = h.parseFilters(v)
+	return lq, p
+}
+
+// parsePaging checks the parameters that page, order and shape a
+// listing: offset, limit, format, sort_by, sort_order and enriched.
+func (h *Handler) parsePaging(v url.Values) (listQuery, *lmosproto.Problem) {
+	lq := listQuery{limit: h.cfg.DefaultLimit}
 	if s, ok := single(v, "offset"); ok {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
@@ -92,47 +103,57 @@ func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem
 		return lq, p
 	}
 	lq.desc = sortOrder == "desc"
-	if s, ok := single(v, "enriched"); ok {
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter enriched: %q: want true or false", s)
-		}
-		lq.enriched = b
+	lq.enriched, p = boolParam(v, "enriched")
+	return lq, p
+}
+
+// parseFilters checks the parameters that select Things: online, type,
+// capability (with a version range), vendor, publisher, group and q.
+func (h *Handler) parseFilters(v url.Values) (q directory.Query, p *lmosproto.Problem) {
+	if q.Online, p = boolParam(v, "online"); p != nil {
+		return q, p
 	}
-	if s, ok := single(v, "online"); ok {
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter online: %q: want true or false", s)
-		}
-		lq.q.Online = b
-	}
-	lq.q.Type = v.Get("type")
-	lq.q.Capability = v.Get("capability")
-	lq.q.Vendor = v.Get("vendor")
-	lq.q.Group = v.Get("group")
-	lq.q.Text = v.Get("q")
+	q.Type = v.Get("type")
+	q.Capability = v.Get("capability")
+	q.Vendor = v.Get("vendor")
+	q.Group = v.Get("group")
+	q.Text = v.Get("q")
 	if s := v.Get("publisher"); s != "" {
 		id, err := h.deps.Directory.ParsePublisher(s)
 		if errors.Is(err, directory.ErrUnknownPublisher) {
-			return lq, httpapi.Problemf(http.StatusNotFound, "query parameter publisher: %v", err)
+			return q, httpapi.Problemf(http.StatusNotFound, "query parameter publisher: %v", err)
 		}
 		if err != nil {
-			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err)
+			return q, httpapi.Problemf(http.StatusBadRequest, "query parameter publisher: %v", err)
 		}
-		lq.q.Publisher = id
+		q.Publisher = id
 	}
-	if c := lq.q.Capability; c != "" {
+	if c := q.Capability; c != "" {
 		id, rng, hasRange := splitCapability(c)
 		if id == "" {
-			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter capability: %q has no capability id before '@'", c)
+			return q, httpapi.Problemf(http.StatusBadRequest, "query parameter capability: %q has no capability id before '@'", c)
 		}
 		if hasRange {
 			if _, err := semver.NewConstraint(rng); err != nil {
-				return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter capability: %q: version range %q: %v", c, rng, err)
+				return q, httpapi.Problemf(http.StatusBadRequest, "query parameter capability: %q: version range %q: %v", c, rng, err)
 			}
 		}
 	}
-	return lq, nil
+	return q, nil
+}
+
+// boolParam returns the value of the boolean query parameter name, false
+// when absent.
+func boolParam(v url.Values, name string) (bool, *lmosproto.Problem) {
+	s, ok := single(v, name)
+	if !ok {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, httpapi.Problemf(http.StatusBadRequest, "query parameter %s: %q: want true or false", name, s)
+	}
+	return b, nil
 }
 
 // choice returns the value of query parameter name, one of allowed; absent

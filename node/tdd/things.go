@@ -128,26 +128,9 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, p)
 		return
 	}
-	if p := checkContentType(r, ContentTypeMergePatch); p != nil {
-		httpapi.WriteProblem(w, r, p)
-		return
-	}
-	body, p := readBody(w, r, lmosproto.MaxTDSize)
+	patch, p := readMergePatch(w, r)
 	if p != nil {
 		httpapi.WriteProblem(w, r, p)
-		return
-	}
-	if msg := lmosproto.CheckJSONText(body); msg != "" {
-		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "request body: %s", msg))
-		return
-	}
-	patch, err := decodeJSON(body)
-	if err != nil {
-		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "request body: not JSON: %v", err))
-		return
-	}
-	if _, ok := patch.(map[string]any); !ok {
-		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "request body: a merge patch of a TD must be a JSON object"))
 		return
 	}
 
@@ -168,34 +151,8 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 		h.writeInternal(w, r, "decode thing", id, err)
 		return
 	}
-	if obj, ok := current.(map[string]any); ok {
-		// The Publisher signs anew and picks the next lmos:seq; what the
-		// node added when it signed is not the client's to patch.
-		delete(obj, "proof")
-		delete(obj, "lmos:seq")
-	}
-	merged := mergePatch(current, patch)
-	if got, _ := merged.(map[string]any)["id"].(string); got != id {
-		httpapi.WriteProblem(w, r, &lmosproto.Problem{Status: http.StatusBadRequest,
-			Detail:           fmt.Sprintf("the patch changes the id of thing %q; the id names the Thing and cannot change", id),
-			ValidationErrors: []lmosproto.FieldError{{Field: "/id", Description: fmt.Sprintf("must stay %q", id)}}})
-		return
-	}
-	doc, err := encodeJSON(merged)
-	if err != nil {
-		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusBadRequest, "patched thing %q: %v", id, err))
-		return
-	}
-	if err := lmosproto.ValidateTD(doc); err != nil {
-		httpapi.WriteProblem(w, r, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err))
-		return
-	}
-	td, err := lmosproto.ParseTD(doc)
-	if err != nil {
-		httpapi.WriteProblem(w, r, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err))
-		return
-	}
-	if p := takeRegistration(td, ""); p != nil {
+	td, p := patchedTD(id, current, patch)
+	if p != nil {
 		httpapi.WriteProblem(w, r, p)
 		return
 	}
@@ -204,6 +161,62 @@ func (h *Handler) patchThing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// readMergePatch reads the request body of a PATCH: a JSON merge patch
+// (RFC 7396) of a TD, which is a JSON object.
+func readMergePatch(w http.ResponseWriter, r *http.Request) (any, *lmosproto.Problem) {
+	if p := checkContentType(r, ContentTypeMergePatch); p != nil {
+		return nil, p
+	}
+	body, p := readBody(w, r, lmosproto.MaxTDSize)
+	if p != nil {
+		return nil, p
+	}
+	if msg := lmosproto.CheckJSONText(body); msg != "" {
+		return nil, httpapi.Problemf(http.StatusBadRequest, "request body: %s", msg)
+	}
+	patch, err := decodeJSON(body)
+	if err != nil {
+		return nil, httpapi.Problemf(http.StatusBadRequest, "request body: not JSON: %v", err)
+	}
+	if _, ok := patch.(map[string]any); !ok {
+		return nil, httpapi.Problemf(http.StatusBadRequest, "request body: a merge patch of a TD must be a JSON object")
+	}
+	return patch, nil
+}
+
+// patchedTD applies the merge patch to current, the decoded signed TD of
+// thing id, and checks the result: the same id, a valid TD without
+// registration information.
+func patchedTD(id string, current, patch any) (*lmosproto.TD, *lmosproto.Problem) {
+	if obj, ok := current.(map[string]any); ok {
+		// The Publisher signs anew and picks the next lmos:seq; what the
+		// node added when it signed is not the client's to patch.
+		delete(obj, "proof")
+		delete(obj, "lmos:seq")
+	}
+	merged := mergePatch(current, patch)
+	if got, _ := merged.(map[string]any)["id"].(string); got != id {
+		return nil, &lmosproto.Problem{Status: http.StatusBadRequest,
+			Detail:           fmt.Sprintf("the patch changes the id of thing %q; the id names the Thing and cannot change", id),
+			ValidationErrors: []lmosproto.FieldError{{Field: "/id", Description: fmt.Sprintf("must stay %q", id)}}}
+	}
+	doc, err := encodeJSON(merged)
+	if err != nil {
+		return nil, httpapi.Problemf(http.StatusBadRequest, "patched thing %q: %v", id, err)
+	}
+	if err := lmosproto.ValidateTD(doc); err != nil {
+		return nil, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err)
+	}
+	td, err := lmosproto.ParseTD(doc)
+	if err != nil {
+		return nil, invalidTD(fmt.Sprintf("thing %q after the patch", id), "", err)
+	}
+	if p := takeRegistration(td, ""); p != nil {
+		return nil, p
+	}
+	return td, nil
 }
 
 // deleteThing serves DELETE /things/{id}.
