@@ -358,6 +358,13 @@ func (n *Node) buildServices(o *options, b *built) error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	return n.buildOwn(o, b)
+}
+
+// buildOwn builds the node's own Things over the federation, with the
+// A2A client whose backends serve the imported A2A agents among them.
+func (n *Node) buildOwn(o *options, b *built) error {
+	var err error
 	if n.a2aClient, err = a2abridge.NewClient(a2abridge.ClientConfig{}, a2abridge.WithLogger(o.logger.With("component", "a2a"))); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
@@ -365,7 +372,7 @@ func (n *Node) buildServices(o *options, b *built) error {
 		Directory: n.dir,
 		Self:      n.peerID,
 		Publisher: n.fed,
-		Access:    access,
+		Access:    b.access,
 		Fetcher:   n.fed,
 		Trust:     n.trust,
 		Kinds:     map[string]func(string) (interact.Backend, error){a2abridge.KindA2A: n.a2aClient.Backend},
@@ -558,10 +565,11 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
-// teardown closes, in reverse order of construction, whatever New and Start
-// built.
-func (n *Node) teardown() error {
-	n.cancel()
+// closeAPI ends what the API's requests hold (event streams, sessions,
+// followed invocations, WebSocket connections, which Shutdown does not
+// close), shuts the API down (waiting up to shutdownTimeout) and removes
+// the api file.
+func (n *Node) closeAPI() []error {
 	var errs []error
 	n.mu.Lock()
 	srv := n.api
@@ -602,6 +610,14 @@ func (n *Node) teardown() error {
 		cancel()
 		errs = append(errs, homedir.RemoveAPIFile(n.cfg.Home))
 	}
+	return errs
+}
+
+// teardown closes, in reverse order of construction, whatever New and Start
+// built.
+func (n *Node) teardown() error {
+	n.cancel()
+	errs := n.closeAPI()
 	if n.groups != nil {
 		// Before the wait: its membership changes start syncs.
 		errs = append(errs, n.groups.Close())

@@ -510,6 +510,17 @@ func (c Config) validate() error {
 			return fmt.Errorf("listen[%d]: %q: %w", i, s, err)
 		}
 	}
+	for _, check := range []func() error{c.validateAPI, c.validateNetwork, c.validateFederation} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateAPI checks the API's address, token, access rules, CORS, limits
+// and the trust list.
+func (c Config) validateAPI() error {
 	loopback, err := APIAddrIsLoopback(c.API)
 	if err != nil && strings.Contains(c.API, "://") {
 		// $LMOS_API names the API for commands as a URL; the node takes host:port
@@ -533,6 +544,12 @@ func (c Config) validate() error {
 	if err := c.APILimits.validate(); err != nil {
 		return fmt.Errorf("apiLimits.%w", err)
 	}
+	return nil
+}
+
+// validateNetwork checks the bootstrap peers, the DHT mode and what bounds
+// the libp2p host.
+func (c Config) validateNetwork() error {
 	for i, s := range c.Bootstrap {
 		if _, err := peer.AddrInfoFromString(s); err != nil {
 			return fmt.Errorf("bootstrap[%d]: %q: must be a multiaddr ending in /p2p/<peer ID>: %w", i, s, err)
@@ -570,6 +587,13 @@ func (c Config) validate() error {
 	if c.Resources.MaxConns > 0 && c.Resources.MaxConns < c.ConnMgr.High {
 		return fmt.Errorf("resources.maxConns: %d: must be at least connMgr.high (%d), or the resource manager refuses connections the connection manager still wants", c.Resources.MaxConns, c.ConnMgr.High)
 	}
+	return nil
+}
+
+// validateFederation checks the lifetime of learned Things, the quota and
+// liveness, the log format, and the NAT settings (relays, announced
+// addresses).
+func (c Config) validateFederation() error {
 	if c.ThingTTL < Duration(minThingTTL) {
 		return fmt.Errorf("thingTTL: %s: must be at least %s (0 means the default, %s)", c.ThingTTL, minThingTTL, directory.DefaultTTL)
 	}
