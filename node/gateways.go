@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
-	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/wsgateway"
 )
 
@@ -32,7 +30,7 @@ func (n *Node) buildGateways() error {
 	}
 	// The node's own public Things: Things scoped to groups stay off a
 	// broker that anyone may read.
-	n.mqtt, err = mqttgw.New(mqttgw.Deps{Invoker: interact.Instrument(n.router, interact.SideConsumer, "mqtt", n.instrumentation()), Things: mqttgw.ThingListerFunc(n.own.Exposed)},
+	n.mqtt, err = mqttgw.New(mqttgw.Deps{Invoker: interact.Instrument(n.router, interact.SideConsumer, "mqtt", n.instrumentation()), Things: mqttgw.ThingListerFunc(n.own.Exposed), Exposes: n.own.Exposes},
 		mqttgw.Config{BrokerURL: n.cfg.MQTT}, mqttgw.WithLogger(n.log.With("component", "mqtt")))
 	if err != nil {
 		return fmt.Errorf("mqtt %s: %w", n.cfg.MQTT, err)
@@ -54,20 +52,4 @@ func (n *Node) closeGateways() error {
 		errs = append(errs, n.mqtt.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// brokerForms is the MQTT gateway as the consumer view sees it
-// (gateway.Broker): the Things the gateway exposes (own.Things.Exposes,
-// the rule of its ThingLister) on its broker, named by its topic scheme.
-type brokerForms struct {
-	mqtt *mqttgw.Gateway
-	own  *own.Things
-}
-
-func (b brokerForms) MQTT(e directory.Entry) (string, func(levels ...string) string, bool) {
-	if !b.own.Exposes(e) {
-		return "", nil, false
-	}
-	id := e.ThingID
-	return b.mqtt.BrokerURL(), func(levels ...string) string { return b.mqtt.Topic(id, levels...) }, true
 }

@@ -416,7 +416,7 @@ func (n *Node) buildSurfaces(o *options, b *built) error {
 		Trust:    n.trust,
 	}
 	if n.mqtt != nil {
-		gwDeps.Broker = brokerForms{n.mqtt, n.own}
+		gwDeps.Broker = n.mqtt
 	}
 	n.gateway, err = gateway.New(gwDeps, gateway.Config{BearerAuth: n.tokenForAll, WebSocketPath: api.PathWS},
 		gateway.WithLogger(o.logger.With("component", "gateway")))

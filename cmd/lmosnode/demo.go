@@ -97,6 +97,39 @@ func runDemo(cmd *cobra.Command, _ []string) (err error) {
 			err = errors.Join(err, nodes[i].Close())
 		}
 	}()
+	if err := d.startNodes(ctx, &nodes, tmp, count, apiPort, log); err != nil {
+		return err
+	}
+	weather, err := d.register(nodes)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	t0 := time.Now() // discovery is timed from the first connect
+	if err := d.link(ctx, nodes); err != nil {
+		return err
+	}
+	if done, err := d.discover(ctx, nodes, t0); done || err != nil {
+		return err
+	}
+	if err := d.patterns(ctx, nodes, weather); err != nil {
+		return err
+	}
+	printAPI(out, nodes[2])
+	if !keep {
+		fmt.Fprintln(out, "demo done (--keep=false): shutting down")
+		return nil
+	}
+	fmt.Fprintln(out, "\nthe nodes keep running; press Ctrl-C to stop")
+	<-ctx.Done()
+	stop()
+	fmt.Fprintln(out, "shutting down")
+	return nil
+}
+
+// startNodes starts count nodes with homes in tmp, node 3's API on
+// apiPort, appending each to nodes as it starts (the caller closes them).
+func (d *demoRun) startNodes(ctx context.Context, nodes *[]*node.Node, tmp string, count, apiPort int, log *slog.Logger) error {
 	for i := range count {
 		cfg := config.Loopback(filepath.Join(tmp, fmt.Sprintf("node%d", i+1)))
 		if i == 2 {
@@ -121,28 +154,35 @@ func runDemo(cmd *cobra.Command, _ []string) (err error) {
 			}
 			return fmt.Errorf("node %d: %w", i+1, err)
 		}
-		nodes = append(nodes, n)
+		*nodes = append(*nodes, n)
 		d.printf("node %d up: peer %s, API %s", i+1, short(n.PeerID()), n.APIAddr())
 	}
 
+	return nil
+}
+
+// register registers the example Things: the WeatherAgent on node 1, the
+// ChatAgent and the Geocoder on node 2.
+func (d *demoRun) register(nodes []*node.Node) (*demo.Weather, error) {
 	weather, chat, geocoder := demo.NewWeather(), demo.NewChat(), demo.NewGeocoder()
 	for _, r := range []struct {
 		n  int
 		ex demo.Example
 	}{{0, weather.Example}, {1, chat}, {1, geocoder}} {
 		if _, err := nodes[r.n].Register(r.ex.TD, r.ex.Thing); err != nil {
-			return err
+			return nil, err
 		}
 		d.printf("node %d registered %s (%s) %s", r.n+1, r.ex.TD.Title, typesOf(r.ex.TD), r.ex.TD.ID)
 	}
+	return weather, nil
+}
 
-	fmt.Fprintln(out)
-	// links: 2→1, then every consumer to 1 and 2
+// link connects node 2 to node 1, then every consumer to nodes 1 and 2.
+func (d *demoRun) link(ctx context.Context, nodes []*node.Node) error {
 	links := [][2]int{{1, 0}}
-	for i := 2; i < count; i++ {
+	for i := 2; i < len(nodes); i++ {
 		links = append(links, [2]int{i, 0}, [2]int{i, 1})
 	}
-	t0 := time.Now() // discovery is timed from the first connect
 	for _, l := range links {
 		a, b := nodes[l[0]], nodes[l[1]]
 		cctx, cancel := context.WithTimeout(ctx, demoStepTimeout)
@@ -154,6 +194,12 @@ func runDemo(cmd *cobra.Command, _ []string) (err error) {
 		d.printf("connect: node %d → node %d at %s", l[0]+1, l[1]+1, b.Host().Addrs()[0])
 	}
 
+	return nil
+}
+
+// discover waits until every consumer's directory lists the example
+// Things, timed from t0; done is set when ctx ended first.
+func (d *demoRun) discover(ctx context.Context, nodes []*node.Node, t0 time.Time) (done bool, err error) {
 	consumer := nodes[2]
 	ids := []string{demo.WeatherID, demo.ChatID, demo.GeocoderID}
 	seen := map[string]bool{}
@@ -169,11 +215,11 @@ func runDemo(cmd *cobra.Command, _ []string) (err error) {
 			break
 		}
 		if time.Since(t0) > demoStepTimeout {
-			return fmt.Errorf("discovery: node 3 knows %d of %d Things after %s", len(seen), len(ids), demoStepTimeout)
+			return false, fmt.Errorf("discovery: node 3 knows %d of %d Things after %s", len(seen), len(ids), demoStepTimeout)
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return true, nil
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -182,11 +228,11 @@ func runDemo(cmd *cobra.Command, _ []string) (err error) {
 		for _, id := range ids {
 			for len(nodes[i].Directory().Lookup(id)) == 0 {
 				if time.Since(t0) > demoStepTimeout {
-					return fmt.Errorf("discovery: node %d does not know %s after %s", i+1, id, demoStepTimeout)
+					return false, fmt.Errorf("discovery: node %d does not know %s after %s", i+1, id, demoStepTimeout)
 				}
 				select {
 				case <-ctx.Done():
-					return nil
+					return true, nil
 				case <-time.After(20 * time.Millisecond):
 				}
 			}
@@ -194,10 +240,11 @@ func runDemo(cmd *cobra.Command, _ []string) (err error) {
 		d.printf("discovery: node %d's directory lists all %d Things, %s after the first connect", i+1, len(ids), ms(time.Since(t0)))
 	}
 
-	if err := d.patterns(ctx, nodes, weather); err != nil {
-		return err
-	}
+	return false, nil
+}
 
+// printAPI tells where the consumer's directory API is.
+func printAPI(out io.Writer, consumer *node.Node) {
 	api := "http://" + consumer.APIAddr()
 	fmt.Fprintf(out, "\nnode 3's API (Thing Description Directory):\n")
 	fmt.Fprintf(out, "  %s/things\n", api)
@@ -205,15 +252,6 @@ func runDemo(cmd *cobra.Command, _ []string) (err error) {
 	fmt.Fprintf(out, "  %s/.well-known/wot\n", api)
 	fmt.Fprintf(out, "  %s/things/%s/properties/modelConfiguration (readProperty over HTTP)\n", api, url.PathEscape(demo.WeatherID))
 	fmt.Fprintf(out, "  or: lmosnode --home %s read %s modelConfiguration\n", consumer.Config().Home, demo.WeatherID)
-	if !keep {
-		fmt.Fprintln(out, "demo done (--keep=false): shutting down")
-		return nil
-	}
-	fmt.Fprintln(out, "\nthe nodes keep running; press Ctrl-C to stop")
-	<-ctx.Done()
-	stop()
-	fmt.Fprintln(out, "shutting down")
-	return nil
 }
 
 // demoRun prints the steps of a demo run.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/interact"
 )
 
@@ -60,6 +61,10 @@ type Deps struct {
 	Invoker interact.Invoker
 	// Things lists the Things to expose.
 	Things ThingLister
+	// Exposes, if set, says whether a directory entry is one of the
+	// Things the gateway exposes (the rule of Things), for the forms
+	// the consumer view gives it (Gateway.MQTT). Nil: none.
+	Exposes func(directory.Entry) bool
 }
 
 // Config configures a Gateway. BrokerURL is required; the zero value of

@@ -13,6 +13,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/lmosnode/lmosnode/node/backoff"
+	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/logroute"
 	"github.com/lmosnode/lmosnode/proto"
@@ -39,7 +40,9 @@ type Gateway struct {
 	caller string
 	inv    interact.Invoker
 	things ThingLister
-	topics topics
+	// exposes is Deps.Exposes.
+	exposes func(directory.Entry) bool
+	topics  topics
 
 	ctx    context.Context // the gateway's lifetime; cancelled by Close
 	cancel context.CancelFunc
@@ -93,6 +96,7 @@ func New(deps Deps, cfg Config, opts ...Option) (*Gateway, error) {
 		caller:    cfg.CallerID,
 		inv:       deps.Invoker,
 		things:    deps.Things,
+		exposes:   deps.Exposes,
 		topics:    newTopics(cfg.Prefix),
 		ctx:       ctx,
 		cancel:    cancel,

@@ -3,6 +3,8 @@ package mqttgw
 import (
 	"fmt"
 	"strings"
+
+	"github.com/lmosnode/lmosnode/node/directory"
 )
 
 // Topic kinds below a Thing's level.
@@ -177,3 +179,14 @@ func (g *Gateway) Topic(thingID string, levels ...string) string {
 
 // BrokerURL returns the URL of the gateway's broker (Config.BrokerURL).
 func (g *Gateway) BrokerURL() string { return g.cfg.BrokerURL }
+
+// MQTT gives the consumer view the gateway's forms of the Thing of e
+// (gateway.Broker): its broker and topic scheme, if the gateway exposes
+// it (Deps.Exposes).
+func (g *Gateway) MQTT(e directory.Entry) (string, func(levels ...string) string, bool) {
+	if g.exposes == nil || !g.exposes(e) {
+		return "", nil, false
+	}
+	id := e.ThingID
+	return g.BrokerURL(), func(levels ...string) string { return g.Topic(id, levels...) }, true
+}
