@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/lmosnode/lmosnode/node/apiclient"
+	"github.com/lmosnode/lmosnode/node/datastore"
 	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/version"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -177,8 +179,10 @@ func TestSecondNodeOnSameHomeFails(t *testing.T) {
 	if b, err := New(cfg); err == nil {
 		b.Close()
 		t.Fatal("second node on the same home: New succeeded, want an error")
-	} else if !strings.Contains(err.Error(), "datastore") {
-		t.Errorf("err = %v, want one naming the datastore", err)
+	} else if !errors.Is(err, datastore.ErrLocked) || !strings.Contains(err.Error(), "another lmosnode runs with this home") {
+		t.Errorf("err = %v, want datastore.ErrLocked naming the cause", err)
+	} else if ne := net.Error(nil); errors.As(err, &ne) {
+		t.Errorf("err = %v carries a net.Error (%T): the CLI would report a timeout", err, ne)
 	}
 }
 

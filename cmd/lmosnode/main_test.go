@@ -194,6 +194,15 @@ func TestBinary(t *testing.T) {
 	if out := runOK(t, bin, "id", "--home", home); !strings.Contains(out, "API:     "+apiURL) {
 		t.Errorf("id with the daemon running did not ask it:\n%s", out)
 	}
+	// A second node on the same home: refused, exit 1 (not 6, "timeout":
+	// the lock's errno reads as one), naming the cause.
+	var second bytes.Buffer
+	again := command(t, bin, "up", "--home", home, "--listen", "/ip4/127.0.0.1/tcp/0", "--api", "127.0.0.1:0", "--mdns=false")
+	again.Stderr = &second
+	var exit *exec.ExitError
+	if err := again.Run(); !errors.As(err, &exit) || exit.ExitCode() != exitFailure || !strings.Contains(second.String(), "another lmosnode runs with this home") {
+		t.Errorf("second up on the same home: %v, stderr:\n%s\nwant exit %d naming the other node", err, &second, exitFailure)
+	}
 
 	if err := up.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -22,6 +23,17 @@ import (
 // schemaKey holds the layout version of the datastore, so that a future
 // release can recognise (and migrate) data written by this one.
 var schemaKey = ds.NewKey("/meta/schema")
+
+// lockHeld reports whether err is pebble's refusal of a lock file another
+// holds: another process (EWOULDBLOCK from flock) or this one (pebble's
+// own check, which has no sentinel).
+func lockHeld(err error) bool {
+	return errors.Is(err, syscall.EWOULDBLOCK) || (err != nil && strings.Contains(err.Error(), "lock held by current process"))
+}
+
+// ErrLocked is what Open returns when another process holds the
+// datastore: another node runs with the same home.
+var ErrLocked = errors.New("datastore is locked by another process")
 
 // schemaVersion is the layout version this release writes and reads.
 const schemaVersion = "1"
@@ -351,6 +363,11 @@ func Open(deps Deps, cfg Config, opts ...Option) (_ *Store, err error) {
 	defer cache.Unref()
 	popts := &pebble.Options{Logger: pebbleLogger{log: log}, FS: fs, Cache: cache}
 	pdb, err := pebble.Open(dir, popts)
+	if lockHeld(err) {
+		// The errno is kept out of the chain, where it would read as a
+		// timeout (syscall.Errno.Timeout).
+		return nil, errors.Join(fmt.Errorf("datastore %s: %w: another lmosnode runs with this home; stop it, or give this one another --home (%v)", dir, ErrLocked, err), fsCloser.Close())
+	}
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("datastore %s: %w (is another lmosnode running with this home?)", dir, err), fsCloser.Close())
 	}
