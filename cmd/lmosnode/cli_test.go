@@ -311,3 +311,16 @@ func freePort(t *testing.T) string {
 	defer ln.Close()
 	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 }
+
+// TestUnknownFlagSuggests: a misspelt flag is a usage error that names
+// the flag meant.
+func TestUnknownFlagSuggests(t *testing.T) {
+	_, errOut, code := lmosnode(t, "", "up", "--mdsn=false", "--home", t.TempDir())
+	if code != exitUsage || !strings.Contains(errOut, "unknown flag: --mdsn (did you mean --mdns?)") {
+		t.Errorf("up --mdsn=false: exit %d, %q; want 2 suggesting --mdns", code, errOut)
+	}
+	_, errOut, code = lmosnode(t, "", "find", "--frobnicate")
+	if code != exitUsage || strings.Contains(errOut, "did you mean") {
+		t.Errorf("find --frobnicate: exit %d, %q; want 2 without a guess", code, errOut)
+	}
+}

@@ -2,13 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/node/config"
-	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
 func newConfigCmd() *cobra.Command {
@@ -125,10 +127,16 @@ is not written into the file.`,
 			if err != nil {
 				return err
 			}
-			if _, err := homedir.Init(home); err != nil {
-				return err
-			}
+			// A fresh home gets its config.json only: the identity key
+			// and the rest are made by init or the first up.
 			cfg, err := config.LoadFile(home)
+			if errors.Is(err, fs.ErrNotExist) {
+				if err := os.MkdirAll(home, 0o700); err != nil {
+					return err
+				}
+				cfg, err = config.Default(), nil
+				cfg.Home = home
+			}
 			if err != nil {
 				return err
 			}
@@ -144,16 +152,27 @@ is not written into the file.`,
 }
 
 // loadConfigFor loads the configuration of the command's home, with the
-// environment unless --file.
+// environment unless --file. A home without config.json has the defaults
+// (what init would write), said on stderr.
 func loadConfigFor(cmd *cobra.Command) (config.Config, error) {
 	home, err := homeDir(cmd)
 	if err != nil {
 		return config.Config{}, err
 	}
-	if fileOnly, _ := cmd.Flags().GetBool("file"); fileOnly {
-		return config.LoadFile(home)
+	fileOnly, _ := cmd.Flags().GetBool("file")
+	cfg, err := config.LoadFile(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "no %s in %s: the defaults ('lmosnode init' or the first 'up' writes them)\n", config.File, home)
+		cfg, err = config.Default(), nil
+		cfg.Home = home
 	}
-	return config.Load(home)
+	if err != nil || fileOnly {
+		return cfg, err
+	}
+	if err := config.ApplyEnv(&cfg, os.LookupEnv); err != nil {
+		return config.Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
 }
 
 func settingPaths() []string {

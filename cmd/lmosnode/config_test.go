@@ -2,10 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lmosnode/lmosnode/node/config"
+	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
 func TestConfigCommand(t *testing.T) {
@@ -120,5 +125,43 @@ func TestUpFlags(t *testing.T) {
 		if string(got) != string(exp) {
 			t.Errorf("up %v:\n got %s\nwant %s", tc.args, got, exp)
 		}
+	}
+}
+
+// TestConfigFreshHome: on a home with no config.json, show and get print
+// the defaults (saying so on stderr), set writes config.json only (no
+// identity key behind the user's back), and a misspelt setting names the
+// one meant.
+func TestConfigFreshHome(t *testing.T) {
+	t.Setenv("LMOS_DHT_MODE", "")
+	t.Setenv(config.APITokenEnv, "")
+	home := filepath.Join(t.TempDir(), "fresh")
+
+	out, errOut, code := lmosnode(t, "", "config", "show", "--home", home)
+	var shown config.Config
+	if code != exitOK || json.Unmarshal([]byte(out), &shown) != nil || shown.DHTMode != config.DHTModeAuto {
+		t.Fatalf("config show on a fresh home: exit %d, %q, stderr %q", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "the defaults") {
+		t.Errorf("config show on a fresh home does not say these are the defaults: %q", errOut)
+	}
+	if out, _, code := lmosnode(t, "", "config", "get", "dhtMode", "--home", home); code != exitOK || out != "\"auto\"\n" {
+		t.Errorf("config get on a fresh home: exit %d, %q", code, out)
+	}
+	if _, err := os.Stat(home); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("show and get created the home: %v", err)
+	}
+
+	mustRun(t, "config", "set", "dhtMode", "client", "--home", home)
+	if cfg, err := config.LoadFile(home); err != nil || cfg.DHTMode != config.DHTModeClient {
+		t.Errorf("config.json after set on a fresh home: %v %q", err, cfg.DHTMode)
+	}
+	if _, err := os.Stat(filepath.Join(home, homedir.IdentityFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("config set made an identity key: %v", err)
+	}
+
+	_, errOut, code = lmosnode(t, "", "config", "set", "dht.mode", "banana", "--home", home)
+	if code != exitNotFound || !strings.Contains(errOut, `did you mean "dhtMode"?`) {
+		t.Errorf("config set dht.mode: exit %d, %q; want 3 suggesting dhtMode", code, errOut)
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/homedir"
+	"github.com/lmosnode/lmosnode/node/suggest"
 	"github.com/lmosnode/lmosnode/node/version"
 )
 
@@ -71,7 +73,23 @@ requires one. Exit codes: 0 success, 1 failure, 2 usage error, 3 not found,
 		newDemoCmd(),
 		newMCPCmd(),
 	)
+	root.SetFlagErrorFunc(suggestFlag)
 	return root
+}
+
+// suggestFlag adds "did you mean --mdns?" to cobra's error for an
+// unknown flag (up --mdsn=false) when one of cmd's flags is close.
+func suggestFlag(cmd *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if near := suggest.Nearest(name, names); near != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, near)
+	}
+	return err
 }
 
 // homeDir resolves the --home flag, $LMOS_HOME and the default.

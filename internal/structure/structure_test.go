@@ -133,6 +133,7 @@ var nodeRank = map[string]int{
 	"node/metrics":    0,
 	"node/trust":      0,
 	"node/version":    0,
+	"node/suggest":    0,
 
 	// The trust list's HTTP API, beside the list.
 	"node/trust/trustapi": 1,

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/lmosnode/lmosnode/node/suggest"
 )
 
 // The settings of a Config, addressed by their JSON path: "dhtMode",
@@ -101,7 +103,19 @@ func LookupSetting(path string) (Setting, error) {
 			return s, nil
 		}
 	}
-	return Setting{}, fmt.Errorf("config: no setting %q (see docs/config.md or 'lmosnode config show')", path)
+	if near := nearestSetting(path); near != "" {
+		return Setting{}, fmt.Errorf("config: no setting %q: did you mean %q? (docs/config.md lists every setting)", path, near)
+	}
+	return Setting{}, fmt.Errorf("config: no setting %q (docs/config.md lists every setting; 'lmosnode config show' prints them with their values)", path)
+}
+
+// nearestSetting returns the setting path closest to path, or "".
+func nearestSetting(path string) string {
+	paths := make([]string, 0, 64)
+	for _, s := range Settings() {
+		paths = append(paths, s.Path)
+	}
+	return suggest.Nearest(path, paths)
 }
 
 // Get returns the setting's value in c as JSON.

@@ -189,3 +189,25 @@ func TestAPIURLHint(t *testing.T) {
 		t.Errorf("api as a URL: %v", err)
 	}
 }
+
+// TestLookupSettingSuggests: an unknown setting close to a real one names
+// it; one close to none does not guess.
+func TestLookupSettingSuggests(t *testing.T) {
+	for path, want := range map[string]string{
+		"dht.mode":              `did you mean "dhtMode"?`,
+		"DHT_MODE":              `did you mean "dhtMode"?`,
+		"apiLimits.bodyTimout":  `did you mean "apiLimits.bodyTimeout"?`,
+		"conMgr.high":           `did you mean "connMgr.high"?`,
+		"frobnicate":            "docs/config.md lists every setting",
+		"liveness.offlineAfte":  `did you mean "liveness.offlineAfter"?`,
+		"relayLimits.maxCircut": `did you mean "relayLimits.maxCircuits"?`,
+	} {
+		_, err := LookupSetting(path)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LookupSetting(%q) = %v, want it to say %s", path, err, want)
+		}
+		if want == "docs/config.md lists every setting" && strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("LookupSetting(%q) guessed: %v", path, err)
+		}
+	}
+}
