@@ -246,12 +246,13 @@ func (d *demoRun) discover(ctx context.Context, nodes []*node.Node, t0 time.Time
 // printAPI tells where the consumer's directory API is.
 func printAPI(out io.Writer, consumer *node.Node) {
 	api := "http://" + consumer.APIAddr()
-	fmt.Fprintf(out, "\nnode 3's API (Thing Description Directory):\n")
+	fmt.Fprintf(out, "\nnode 3's web console: %s/\n", api)
+	fmt.Fprintf(out, "node 3's API (Thing Description Directory):\n")
 	fmt.Fprintf(out, "  %s/things\n", api)
 	fmt.Fprintf(out, "  %s/things/%s\n", api, url.PathEscape(demo.WeatherID))
 	fmt.Fprintf(out, "  %s/.well-known/wot\n", api)
 	fmt.Fprintf(out, "  %s/things/%s/properties/modelConfiguration (readProperty over HTTP)\n", api, url.PathEscape(demo.WeatherID))
-	fmt.Fprintf(out, "  or: lmosnode --home %s read %s modelConfiguration\n", consumer.Config().Home, demo.WeatherID)
+	fmt.Fprintf(out, "  or: lmosnode --api %s read %s modelConfiguration\n", api, demo.WeatherID)
 }
 
 // demoRun prints the steps of a demo run.

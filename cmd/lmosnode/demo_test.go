@@ -37,6 +37,8 @@ func TestDemo(t *testing.T) {
 		"pattern 6 (request-stream/response-stream): ok",
 		`token "[done]"`,
 		"/.well-known/wot",
+		"node 3's web console: http://127.0.0.1:",
+		"or: lmosnode --api http://127.0.0.1:",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
