@@ -787,15 +787,31 @@ func LoadFile(home string) (Config, error) {
 	return cfg, nil
 }
 
-// Write writes cfg to home/config.json (mode 0600, atomically).
+// Write writes cfg to home/config.json (mode 0600, atomically), keeping
+// the file's owner (writeFile).
 func Write(home string, cfg Config) error {
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	path := filepath.Join(home, File)
-	if err := atomicfile.Write(path, append(data, '\n'), 0o600); err != nil {
+	if err := writeFile(path, append(data, '\n')); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeFile replaces the file at path with data (mode 0600, atomically)
+// and gives it back to the owner the old file had: root running
+// 'lmosnode config set' on the home of a service that runs as another
+// user (systemd's DynamicUser) must not leave it a file it cannot read.
+func writeFile(path string, data []byte) error {
+	uid, gid, had := owner(path)
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
+		return err
+	}
+	if had && os.Geteuid() == 0 {
+		return os.Chown(path, uid, gid)
 	}
 	return nil
 }

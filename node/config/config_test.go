@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lmosnode/lmosnode/node/trust"
 )
 
 func TestDefaultConfigValidates(t *testing.T) {
@@ -226,5 +228,36 @@ func TestDefaultConfigJSONKeys(t *testing.T) {
 		if _, ok := m[k]; !ok {
 			t.Errorf("config JSON lacks %q", k)
 		}
+	}
+}
+
+// TestWriteKeepsOwner: root rewriting the config of a service that runs
+// as another user leaves the file that user's (systemd's DynamicUser).
+func TestWriteKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file to another user")
+	}
+	home := t.TempDir()
+	if err := Write(home, Default()); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(home, File)
+	const nobody = 65534
+	if err := os.Chown(path, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Default()
+	cfg.DHTMode = DHTModeServer
+	if err := Write(home, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if uid, gid, _ := owner(path); uid != nobody || gid != nobody {
+		t.Errorf("config.json owned by %d:%d after Write, want %d:%d", uid, gid, nobody, nobody)
+	}
+	if err := WriteTrust(home, trust.Config{OnlyTrusted: true}); err != nil {
+		t.Fatal(err)
+	}
+	if uid, _, _ := owner(path); uid != nobody {
+		t.Errorf("config.json owned by %d after WriteTrust, want %d", uid, nobody)
 	}
 }

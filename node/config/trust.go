@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/lmosnode/lmosnode/node/atomicfile"
 	"github.com/lmosnode/lmosnode/node/trust"
 )
 
@@ -35,7 +34,7 @@ func WriteTrust(home string, c trust.Config) error {
 	if err != nil {
 		return fmt.Errorf("trust: config %s: %w", path, err)
 	}
-	if err := atomicfile.Write(path, append(out, '\n'), 0o600); err != nil {
+	if err := writeFile(path, append(out, '\n')); err != nil {
 		return fmt.Errorf("trust: config %s: %w", path, err)
 	}
 	return nil
