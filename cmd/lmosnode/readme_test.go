@@ -18,6 +18,13 @@ import (
 // heading.
 func readmeBlock(t *testing.T, heading string) string {
 	t.Helper()
+	return readmeBlocks(t, heading)[0]
+}
+
+// readmeBlocks returns every ```sh block of the README section titled
+// heading, in order.
+func readmeBlocks(t *testing.T, heading string) []string {
+	t.Helper()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -27,12 +34,19 @@ func readmeBlock(t *testing.T, heading string) string {
 		t.Fatalf("README has no section %q", heading)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	_, block, ok := strings.Cut(section, "```sh\n")
-	if !ok {
+	var blocks []string
+	for {
+		_, rest, ok := strings.Cut(section, "```sh\n")
+		if !ok {
+			break
+		}
+		block, after, _ := strings.Cut(rest, "```")
+		blocks, section = append(blocks, block), after
+	}
+	if len(blocks) == 0 {
 		t.Fatalf("README section %q has no sh block", heading)
 	}
-	block, _, _ = strings.Cut(block, "```")
-	return block
+	return blocks
 }
 
 // exitComment finds the exit status a README comment announces.
@@ -80,16 +94,17 @@ func runBlock(t *testing.T, block string, replace ...string) string {
 	return string(out)
 }
 
-// TestREADMETwoNodes runs "Two nodes find each other" as written, on free
-// ports and fresh homes: the readiness waits, the bootstrap address, the
-// publication found from the other node.
+// TestREADMETwoNodes runs every block of "Two nodes find each other" as
+// written, one after the other, on free ports and fresh homes: the
+// readiness waits, the bootstrap address, the publication found from the
+// other node, the trust list.
 func TestREADMETwoNodes(t *testing.T) {
 	dir := t.TempDir()
-	block := readmeBlock(t, "Two nodes find each other")
+	block := strings.Join(readmeBlocks(t, "Two nodes find each other"), "\n")
 	out := runBlock(t, block,
 		"/tmp/a", filepath.Join(dir, "a"), "/tmp/b", filepath.Join(dir, "b"),
 		"4101", freePort(t), "4102", freePort(t), "5101", freePort(t), "5102", freePort(t))
-	for _, want := range []string{"created " + weatherID, "WeatherAgent  agent", "connected  out  direct", "removed " + weatherID} {
+	for _, want := range []string{"created " + weatherID, "WeatherAgent  agent", "connected  out  direct", "removed " + weatherID, "prefer"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
