@@ -156,13 +156,17 @@ func withConsole(all bool, assets, guarded http.Handler) http.Handler {
 
 // guardAPI is the API's access control (docs/api.md#access): with all,
 // the bearer token for every request; else the loopback Host check, and
-// the token for the requests that act as the node (adminRequest, by the
+// the token for the requests that act as the node (AdminRequest, by the
 // pattern mux routes them to); and CORS for the origins cors allows. CORS
 // answers preflights inside the Host check (a rebound host name gets no
 // CORS answer either) but before the token check, because browsers send
-// preflights without the Authorization header.
+// preflights without the Authorization header. Innermost, on every route,
+// the browser's consent (httpapi.BrowserConsent): no request that acts or
+// calls from a web page of an origin cors does not allow, nor with a body
+// a page sends without a preflight. It runs after the token check, so
+// that a request without the token learns nothing but 401.
 func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMux) http.Handler {
-	routed := httpapi.Routed(mux)
+	routed := httpapi.BrowserConsent(cors, httpapi.Routed(mux))
 	if all {
 		return httpapi.CORS(cors, httpapi.RequireBearer(token, routed))
 	}
