@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -99,7 +100,8 @@ type Config struct {
 	CORS httpapi.CORSConfig
 	// Limits bounds what one client may hold of the API.
 	Limits config.APILimits
-	// Pprof serves Go's profiler at /debug/pprof/, behind the guard.
+	// Pprof serves Go's profiler at /debug/pprof/, behind the token
+	// (AdminRequest).
 	Pprof bool
 }
 
@@ -184,11 +186,12 @@ func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMu
 // token: every method but GET, HEAD and OPTIONS, except the invocations
 // of the WoT HTTP binding (writeProperty, invokeAction, cancelAction) and
 // of MCP (/mcp) and of the A2A bridge (their calls; an import acts as the
-// node), and
-// the agents' WebSocket (an agent registers Things as the node's own).
-// pattern is the API mux's pattern for r.
+// node); the agents' WebSocket (an agent registers Things as the node's
+// own); and Go's profiler (its command line, goroutine stacks and
+// profiles are the process's, not the directory's). pattern is the API
+// mux's pattern for r.
 func AdminRequest(r *http.Request, pattern string) bool {
-	if pattern == PathWSAgent {
+	if pattern == PathWSAgent || strings.HasPrefix(pattern, PathPprof) {
 		return true
 	}
 	switch r.Method {

@@ -46,6 +46,22 @@ func serve(h http.Handler, method, target string, header ...string) *httptest.Re
 	return w
 }
 
+// TestGuardPprof: the profiler needs the token, also when reads are open
+// to local clients (docs/config.md: "behind the token").
+func TestGuardPprof(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		h, _ := guardedMux(all, httpapi.CORSConfig{})
+		for _, path := range []string{PathPprof, PathPprof + "cmdline", PathPprof + "goroutine?debug=1", PathPprof + "heap"} {
+			if w := serve(h, http.MethodGet, path); w.Code != http.StatusUnauthorized {
+				t.Errorf("all=%v: GET %s without the token: %d, want 401", all, path, w.Code)
+			}
+			if w := serve(h, http.MethodGet, path, "Authorization", "Bearer "+testToken); w.Code != http.StatusOK {
+				t.Errorf("all=%v: GET %s with the token: %d %.200s, want 200", all, path, w.Code, w.Body)
+			}
+		}
+	}
+}
+
 // TestGuardBrowserConsent: every route that acts or calls refuses what a
 // web page of another origin sends, in both access modes, before the
 // route runs; clients without Origin, the console and allowed origins
