@@ -62,7 +62,7 @@ func BrowserConsent(cors CORSConfig, next http.Handler) http.Handler {
 		}
 		if ct, simple := simpleBody(r); simple {
 			WriteProblem(w, r, Problemf(http.StatusUnsupportedMediaType,
-				"Content-Type %q: a web page can send this body without the node's consent; send the body as application/json (or application/cbor, or application/x-ndjson to stream an action's input)", ct))
+				"Content-Type %q: a web page can send such a body behind the operator's back; send it as application/json or application/cbor (application/x-ndjson streams an action's input)", ct))
 			return
 		}
 		next.ServeHTTP(w, r)
