@@ -29,12 +29,15 @@ import (
 // Config.APIToken (or $LMOS_API_TOKEN) when set, else the one Init wrote to
 // <home>/api-token (mode 0600). Requests that act as the node (AdminRequest:
 // publish, delete, group administration, connect, trust changes, agent
-// registration on /ws/agent) must carry "Authorization: Bearer <token>"
+// registration on /ws/agent, the profiler) must carry "Authorization: Bearer <token>"
 // (httpapi.RequireBearer) on every address. Reads and invocations need it
 // too with APIAuth.RequireTokenFor "all" (the default when the API is not on
 // loopback or apiToken is set); with "admin" (the default on loopback
 // otherwise) they are open to local clients, and the loopback Host check
-// (httpapi.LoopbackHostOnly) keeps web pages of other hosts out. Clients
+// (httpapi.LoopbackHostOnly) keeps DNS-rebound host names out. On every
+// route, no request but GET, HEAD and OPTIONS from a web page of an origin
+// apiCORS does not allow, nor with a body a page sends without a preflight
+// (httpapi.BrowserConsent). Clients
 // send the token with httpapi.BearerClient.
 
 // Paths of the API's own routes and of the surfaces mounted at one path.
