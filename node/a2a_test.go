@@ -240,6 +240,7 @@ func TestA2ASubscribe(t *testing.T) {
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 2, "method": a2abridge.MethodSubscribeToTask, "params": map[string]any{"id": sent.Task.ID}})
 	req, _ := http.NewRequest(http.MethodPost, ep, bytes.NewReader(body))
 	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/httpapi"
+	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -88,6 +90,7 @@ func TestAdversarial(t *testing.T) {
 		{"oversized headers", nil, s.bigHeaders},
 		{"oversized bodies", nil, s.bigBodies},
 		{"admin requests without the token", nil, s.noToken},
+		{"calls and acts from a web page (CSRF)", s.consentThing, s.noConsent},
 	} {
 		if a.prepare != nil {
 			a.prepare(t)
@@ -131,7 +134,11 @@ type advSuite struct {
 	gid, leaky string
 	// impostor publishes a look-alike of node 0's Thing.
 	impostor *hostile
-	rows     []advRow
+	// door is an lmos:Agent of node 1 with an action "open" whose calls
+	// opened counts (consentThing).
+	door   string
+	opened atomic.Int64
+	rows   []advRow
 }
 
 func newAdvSuite(t *testing.T) *advSuite {
@@ -903,6 +910,88 @@ func (s *advSuite) noToken(t *testing.T) advCount {
 			}
 			c.refused++
 		}
+	}
+	return c
+}
+
+// consentThing registers node 1's door, which node 0 learns.
+func (s *advSuite) consentThing(t *testing.T) {
+	s.door = testnet.UniqueID(t)
+	td := testnet.TD(t, s.door, "Door", "door")
+	td.Actions = map[string]*lmosproto.ActionAffordance{"open": {
+		Input: json.RawMessage(`{"type":"string"}`), Forms: []lmosproto.Form{{Href: "https://door.invalid/open"}},
+	}}
+	if _, err := s.nodes[1].Register(td, interact.NewThing().OnAction("open", func(context.Context, lmosproto.Value, func(lmosproto.Value)) (lmosproto.Value, error) {
+		s.opened.Add(1)
+		return lmosproto.StringValue("open"), nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	testnet.WaitFor(t, "node 0 learns node 1's door", waitLong, func() (bool, string) {
+		return len(s.nodes[0].Directory().Lookup(s.door)) > 0, "not yet"
+	})
+}
+
+// noConsent: what a web page in the operator's browser can send to node
+// 0's API without a CORS preflight, as Go requests: a foreign Origin or
+// Sec-Fetch-Site (403) and bodies of text/plain, a form or no type (415),
+// on the HTTP binding, A2A and MCP (calls through node 0 to node 1's
+// door) and, with the token, on admin routes. The door is never opened;
+// the control, the same call without Origin, opens it.
+func (s *advSuite) noConsent(t *testing.T) advCount {
+	n := s.nodes[0]
+	base := "http://" + n.APIAddr()
+	action := base + "/things/" + url.PathEscape(s.door) + "/actions/open"
+	a2a := base + "/a2a/" + s.nodes[1].PeerID().String() + "/" + url.PathEscape(s.door) + "/?A2A-Version=1.0"
+	rpc := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"open"}]}}}`
+	const foreign = "http://127.0.0.1:1"
+	ctJSON, token := "application/json", "Bearer "+n.APIToken()
+	reqs := []struct {
+		method, u, body string
+		header          []string
+		want            int
+	}{
+		{http.MethodPost, action, `"now"`, []string{"Origin", foreign, "Content-Type", ctJSON}, http.StatusForbidden},
+		{http.MethodPost, action, `"now"`, []string{"Origin", "null", "Content-Type", ctJSON}, http.StatusForbidden},
+		{http.MethodPost, action, `"now"`, []string{"Sec-Fetch-Site", "cross-site", "Content-Type", ctJSON}, http.StatusForbidden},
+		{http.MethodPost, action, `"now"`, []string{"Origin", foreign, "Sec-Fetch-Site", "same-site", "Content-Type", ctJSON}, http.StatusForbidden},
+		{http.MethodPost, action, `"now"`, nil, http.StatusUnsupportedMediaType},
+		{http.MethodPost, action, `"now"`, []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType},
+		{http.MethodPost, action, `a=b`, []string{"Content-Type", "application/x-www-form-urlencoded"}, http.StatusUnsupportedMediaType},
+		{http.MethodPost, action, "--x--", []string{"Content-Type", "multipart/form-data; boundary=x"}, http.StatusUnsupportedMediaType},
+		{http.MethodPost, a2a, rpc, []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType},
+		{http.MethodPost, a2a, rpc, []string{"Origin", foreign, "Content-Type", ctJSON}, http.StatusForbidden},
+		{http.MethodPost, base + "/mcp", `{}`, []string{"Origin", foreign, "Content-Type", ctJSON}, http.StatusForbidden},
+		{http.MethodPost, base + "/api/v1/groups", `{"name":"evil"}`, []string{"Origin", foreign, "Content-Type", ctJSON, "Authorization", token}, http.StatusForbidden},
+		{http.MethodPut, base + "/api/v1/trust/" + url.PathEscape(s.nodes[1].PeerID().String()), `{"level":"deny"}`, []string{"Content-Type", "text/plain", "Authorization", token}, http.StatusUnsupportedMediaType},
+	}
+	c := advCount{how: " (403 foreign origin, 415 body a page sends without preflight; the door never opened)"}
+	for _, r := range reqs {
+		c.tries++
+		req, err := http.NewRequest(r.method, r.u, strings.NewReader(r.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(r.header); i += 2 {
+			req.Header.Set(r.header[i], r.header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if p, err := httpapi.ResponseProblem(resp, body); err != nil || resp.StatusCode != r.want || p.Status != r.want {
+			t.Errorf("%s %s %q: %d %.200s, want a %d problem", r.method, r.u, r.header, resp.StatusCode, body, r.want)
+			continue
+		}
+		c.refused++
+	}
+	if opened := s.opened.Load(); opened != 0 {
+		t.Errorf("the door opened %d times", opened)
+	}
+	if status, body := send(t, http.MethodPost, action, "", `"now"`); status != http.StatusOK || s.opened.Load() != 1 {
+		t.Errorf("the call without Origin: %d %.200s, door opened %d times; want 200, once", status, body, s.opened.Load())
 	}
 	return c
 }

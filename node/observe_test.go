@@ -455,19 +455,24 @@ func addrWithoutPeer(t *testing.T, s string) string {
 }
 
 // TestPprofBehindToken checks that Config.Pprof serves the profiler
-// under the API's token.
+// under the API's token, also where reads need none (requireTokenFor
+// "admin", the default on loopback).
 func TestPprofBehindToken(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef-pprof"
-	n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) {
-		cfg.APIToken = token
-		cfg.Pprof = true
-	}}).Nodes[0]
-	url := "http://" + n.APIAddr() + "/debug/pprof/goroutine?debug=1"
-	if status, _ := obsDo(t, http.MethodGet, url, "", "", nil); status != http.StatusUnauthorized {
-		t.Errorf("pprof without token: %d, want 401", status)
-	}
-	if status, body := obsDo(t, http.MethodGet, url, token, "", nil); status != http.StatusOK || !strings.Contains(body, "goroutine profile") {
-		t.Errorf("pprof with token: %d %.80s", status, body)
+	for _, configured := range []bool{true, false} {
+		n := testnet.New(t, 1, testnet.Options{Configure: func(_ int, cfg *config.Config) {
+			if configured {
+				cfg.APIToken = token
+			}
+			cfg.Pprof = true
+		}}).Nodes[0]
+		url := "http://" + n.APIAddr() + "/debug/pprof/goroutine?debug=1"
+		if status, _ := obsDo(t, http.MethodGet, url, "", "", nil); status != http.StatusUnauthorized {
+			t.Errorf("apiToken configured %v: pprof without token: %d, want 401", configured, status)
+		}
+		if status, body := obsDo(t, http.MethodGet, url, n.APIToken(), "", nil); status != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+			t.Errorf("apiToken configured %v: pprof with token: %d %.80s", configured, status, body)
+		}
 	}
 }
 

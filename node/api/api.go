@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -28,12 +29,15 @@ import (
 // Config.APIToken (or $LMOS_API_TOKEN) when set, else the one Init wrote to
 // <home>/api-token (mode 0600). Requests that act as the node (AdminRequest:
 // publish, delete, group administration, connect, trust changes, agent
-// registration on /ws/agent) must carry "Authorization: Bearer <token>"
+// registration on /ws/agent, the profiler) must carry "Authorization: Bearer <token>"
 // (httpapi.RequireBearer) on every address. Reads and invocations need it
 // too with APIAuth.RequireTokenFor "all" (the default when the API is not on
 // loopback or apiToken is set); with "admin" (the default on loopback
 // otherwise) they are open to local clients, and the loopback Host check
-// (httpapi.LoopbackHostOnly) keeps web pages of other hosts out. Clients
+// (httpapi.LoopbackHostOnly) keeps DNS-rebound host names out. On every
+// route, no request but GET, HEAD and OPTIONS from a web page of an origin
+// apiCORS does not allow, nor with a body a page sends without a preflight
+// (httpapi.BrowserConsent). Clients
 // send the token with httpapi.BearerClient.
 
 // Paths of the API's own routes and of the surfaces mounted at one path.
@@ -99,7 +103,8 @@ type Config struct {
 	CORS httpapi.CORSConfig
 	// Limits bounds what one client may hold of the API.
 	Limits config.APILimits
-	// Pprof serves Go's profiler at /debug/pprof/, behind the guard.
+	// Pprof serves Go's profiler at /debug/pprof/, behind the token
+	// (AdminRequest).
 	Pprof bool
 }
 
@@ -156,13 +161,17 @@ func withConsole(all bool, assets, guarded http.Handler) http.Handler {
 
 // guardAPI is the API's access control (docs/api.md#access): with all,
 // the bearer token for every request; else the loopback Host check, and
-// the token for the requests that act as the node (adminRequest, by the
+// the token for the requests that act as the node (AdminRequest, by the
 // pattern mux routes them to); and CORS for the origins cors allows. CORS
 // answers preflights inside the Host check (a rebound host name gets no
 // CORS answer either) but before the token check, because browsers send
-// preflights without the Authorization header.
+// preflights without the Authorization header. Innermost, on every route,
+// the browser's consent (httpapi.BrowserConsent): no request that acts or
+// calls from a web page of an origin cors does not allow, nor with a body
+// a page sends without a preflight. It runs after the token check, so
+// that a request without the token learns nothing but 401.
 func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMux) http.Handler {
-	routed := httpapi.Routed(mux)
+	routed := httpapi.BrowserConsent(cors, httpapi.Routed(mux))
 	if all {
 		return httpapi.CORS(cors, httpapi.RequireBearer(token, routed))
 	}
@@ -180,11 +189,12 @@ func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMu
 // token: every method but GET, HEAD and OPTIONS, except the invocations
 // of the WoT HTTP binding (writeProperty, invokeAction, cancelAction) and
 // of MCP (/mcp) and of the A2A bridge (their calls; an import acts as the
-// node), and
-// the agents' WebSocket (an agent registers Things as the node's own).
-// pattern is the API mux's pattern for r.
+// node); the agents' WebSocket (an agent registers Things as the node's
+// own); and Go's profiler (its command line, goroutine stacks and
+// profiles are the process's, not the directory's). pattern is the API
+// mux's pattern for r.
 func AdminRequest(r *http.Request, pattern string) bool {
-	if pattern == PathWSAgent {
+	if pattern == PathWSAgent || strings.HasPrefix(pattern, PathPprof) {
 		return true
 	}
 	switch r.Method {

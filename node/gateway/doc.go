@@ -78,7 +78,9 @@
 // application/cbor (or +cbor) is decoded from CBOR (proto.Value.UnmarshalCBOR:
 // what JSON cannot carry, such as byte strings, undefined, NaN or non-text
 // map keys, is 400); without a Content-Type, or with application/json or
-// a +json type, it is JSON; any other Content-Type is 415. An Accept that
+// a +json type, it is JSON; any other Content-Type is 415. (On the node's
+// API a body without Content-Type never gets here: httpapi.BrowserConsent
+// refuses it, as a web page can send it without a preflight.) An Accept that
 // admits neither JSON nor CBOR is 406 (the TD view, GET …/td, is JSON
 // only). Event streams (SSE) and streaming sessions (NDJSON) stay text,
 // and errors are always application/problem+json.

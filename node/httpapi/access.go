@@ -56,18 +56,31 @@ func bearerToken(header string) (string, bool) {
 // host name and are refused.
 func LoopbackHostOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-		ip, err := netip.ParseAddr(host)
-		if host != "localhost" && (err != nil || !ip.IsLoopback()) {
+		if !loopbackHost(r.Host) {
 			WriteProblem(w, r, Problemf(http.StatusForbidden, "%s", fmt.Sprintf("host %q is not a loopback address", r.Host)))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// loopbackHost reports whether host (a Host header) is exactly a loopback
+// address or localhost, with no port or a port of decimal digits:
+// "127.0.0.1:5100.evil.com" is a host name, not a loopback address.
+func loopbackHost(host string) bool {
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if port == "" || len(port) > 5 || strings.Trim(port, "0123456789") != "" {
+			return false
+		}
+		host = h
+	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }
 
 // BearerClient returns an HTTP client that sends token as

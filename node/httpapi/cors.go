@@ -69,6 +69,11 @@ func checkOrigin(o string) error {
 	return nil
 }
 
+// allows reports whether c allows the pages of origin (an Origin header).
+func (c CORSConfig) allows(origin string) bool {
+	return slices.Contains(c.AllowOrigins, "*") || slices.Contains(c.AllowOrigins, origin)
+}
+
 // WebSocketOriginPatterns returns the origins c allows as the origin
 // patterns of a WebSocket handshake (github.com/coder/websocket
 // AcceptOptions.OriginPatterns: a pattern with "://" is matched with
@@ -129,14 +134,11 @@ func CORS(cfg CORSConfig, next http.Handler) http.Handler {
 		return next
 	}
 	all := slices.Contains(cfg.AllowOrigins, "*")
-	allowed := func(origin string) bool {
-		return all || slices.Contains(cfg.AllowOrigins, origin)
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Add("Vary", "Origin")
 		origin := r.Header.Get("Origin")
-		if origin == "" || !allowed(origin) {
+		if origin == "" || !cfg.allows(origin) {
 			next.ServeHTTP(w, r)
 			return
 		}

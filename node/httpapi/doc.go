@@ -48,8 +48,10 @@
 // protection of a loopback API without a token) and CORS (the pages of
 // the origins a CORSConfig allows, off by default; preflights are
 // answered before the token check, since browsers send them without
-// Authorization) guard every HTTP surface; docs/api.md#access has the
-// rules and the order the node applies them in.
+// Authorization) guard every HTTP surface; BrowserConsent refuses the
+// requests that act or call from web pages of other origins, and the
+// bodies a page sends without a preflight (CSRF). docs/api.md#access has
+// the rules and the order the node applies them in.
 //
 // # Limits
 //
