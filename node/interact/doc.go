@@ -79,7 +79,9 @@
 //   - Consumer → owner: the request first; then, while the interaction
 //     runs, streamInput, streamEnd, cancelAction and queryAction of an
 //     invocation, or the unsubscribe/unobserve that ends a subscription.
-//     A consumer that will send nothing more closes its write side.
+//     The consumer keeps its side open until the interaction ends: its
+//     stream closed (EOF) or reset before the terminal message is the
+//     consumer leaving (see Ending early).
 //   - Owner → consumer: the replies in order, ending with the terminal
 //     message (see Ends); then the owner closes its write side. A
 //     subscription ended by the consumer ends with the owner's close and
@@ -87,8 +89,11 @@
 //     the stream right after writing it.
 //   - Ending early: the consumer cancels an invocation with cancelAction
 //     and (Session.Close, ctx cancelled) resets the stream; the owner
-//     treats a reset or a read error as the consumer gone and cancels the
-//     interaction. A stream that ends (EOF or reset) before the terminal
+//     treats EOF, a reset or a read error as the consumer gone and cancels
+//     the interaction at once: the backend call's context ends (an HTTP
+//     backend's request is cancelled, a long-running action DELETEd), a
+//     subscription or observation ends. Work the consumer started ends
+//     when its stream does; only a one-way action outlives it. A stream that ends (EOF or reset) before the terminal
 //     message of an interaction that has one is reported to the consumer
 //     as a 502 error message.
 //   - Deadlines: the owner waits FirstFrameTimeout (10 s) for the request
@@ -131,9 +136,8 @@
 // nothing from the stream until its reply is written: the owner's Engine
 // runs its backend call on the stream's goroutine, and both ends queue
 // room for one reply only. RequestTimeout and the owner's shutdown bound
-// it; a consumer that resets the stream meanwhile is noticed when the
-// reply is written, as before for every request that came with its end
-// frame (the owner reads nothing more from such a stream).
+// it; meanwhile one read waits on the stream, so that a consumer that
+// closes or resets it cancels the backend call as for any interaction.
 //
 // Many interactions share one connection (yamux streams). go-libp2p's
 // resource manager limits streams per peer and protocol; a node expecting
