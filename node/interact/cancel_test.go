@@ -203,3 +203,72 @@ func TestCallerGoneCancels(t *testing.T) {
 		awaitGoroutines(t, baseline, 10)
 	})
 }
+
+// A peer may have MaxPeerInteractions in flight on an owner: the next one
+// is refused with a 429 error message while another peer is still served,
+// and once its interactions end, the peer is served again.
+func TestPeerInteractionLimit(t *testing.T) {
+	const limit = 5
+	hb, owner, _ := hangingOwner(t, TransportConfig{MaxPeerInteractions: limit})
+	client := func() Invoker {
+		h := newHost(t)
+		cl, err := NewClient(ClientDeps{Host: h}, TransportConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		connect(t, h, owner)
+		return cl.Invoker(owner.ID())
+	}
+	a, b := client(), client()
+	actx, acancel := context.WithCancel(context.Background())
+	defer acancel()
+	for range limit {
+		if _, err := a.Invoke(actx, request(proto.MsgInvokeAction, "block")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hb.await(t, limit)
+
+	over := invoke(t, a, request(proto.MsgReadProperty, "temperature"))
+	m := next(t, over)
+	wantError(t, m, "429", "interactions in flight")
+	if m.Title != TitleTooManyRequests {
+		t.Errorf("title %q, want %q", m.Title, TitleTooManyRequests)
+	}
+	over.Close()
+
+	bctx, bcancel := context.WithCancel(context.Background())
+	defer bcancel()
+	if _, err := b.Invoke(bctx, request(proto.MsgInvokeAction, "block")); err != nil {
+		t.Fatal(err)
+	}
+	hb.await(t, 1) // the other peer is served
+
+	acancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for hb.open.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d backend requests open, want 1 (the other peer's)", hb.open.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// the peer's interactions ended: it is served again
+	again, err := a.Invoke(bctx, request(proto.MsgInvokeAction, "block"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb.await(t, 1)
+	again.Close()
+	bcancel()
+	hb.awaitCancelled(t, 2*time.Second)
+}
+
+func TestTransportConfigPeerLimit(t *testing.T) {
+	if got := (TransportConfig{}).withDefaults().MaxPeerInteractions; got != DefaultMaxPeerInteractions {
+		t.Errorf("default MaxPeerInteractions %d, want %d", got, DefaultMaxPeerInteractions)
+	}
+	if err := (TransportConfig{MaxPeerInteractions: -2}).Validate(); err == nil {
+		t.Error("MaxPeerInteractions -2 accepted")
+	}
+}

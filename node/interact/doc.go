@@ -51,6 +51,7 @@
 //	404 Action not found      query/cancel/stream of an unknown correlationID
 //	405 Operation not allowed write of a readOnly property, read of a writeOnly one, observe of a non-observable one
 //	409 Conflict              a running invocation or open subscription has this correlationID
+//	429 Too many requests     (the libp2p Server) the calling node has TransportConfig.MaxPeerInteractions in flight
 //	499 Cancelled             the interaction was abandoned
 //	500 Internal error        the backend failed or panicked
 //	501 Not implemented       the backend has no handler for the operation
@@ -107,6 +108,13 @@
 //     The Server also marks the context with the authenticated remote
 //     peer (WithRemotePeer), which an Authorize hook checks against the
 //     groups of a group-scoped Thing; only the Server sets it.
+//   - Limit per peer: the owner serves at most
+//     TransportConfig.MaxPeerInteractions (DefaultMaxPeerInteractions,
+//     1024) interactions of one remote peer at a time, both protocols
+//     together, subscriptions included; a request beyond it is answered
+//     with a 429 error message (title "Too many requests"; a one-way
+//     request gets nothing) and the stream stays usable. Other peers are
+//     served meanwhile.
 //
 // # Session streams
 //

@@ -39,9 +39,10 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	closed bool
-	idle   map[network.Stream]struct{} // session streams between interactions
+	mu       sync.Mutex
+	closed   bool
+	idle     map[network.Stream]struct{} // session streams between interactions
+	inFlight map[peer.ID]int             // interactions being served, per remote peer
 }
 
 // NewServer registers the stream handlers of proto.ProtocolInteractSession
@@ -58,7 +59,7 @@ func NewServer(deps ServerDeps, cfg TransportConfig, opts ...Option) (*Server, e
 	}
 	o := newOptions(opts)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{h: deps.Host, inv: deps.Invoker, cfg: cfg.withDefaults(), log: o.log, ctx: ctx, cancel: cancel, idle: map[network.Stream]struct{}{}}
+	s := &Server{h: deps.Host, inv: deps.Invoker, cfg: cfg.withDefaults(), log: o.log, ctx: ctx, cancel: cancel, idle: map[network.Stream]struct{}{}, inFlight: map[peer.ID]int{}}
 	s.h.SetStreamHandler(protocol.ID(proto.ProtocolInteractSession), s.handleSession)
 	s.h.SetStreamHandler(protocol.ID(proto.ProtocolInteract), s.handle)
 	return s, nil
@@ -116,6 +117,37 @@ func (s *Server) setIdle(str network.Stream, idle bool) bool {
 		delete(s.idle, str)
 	}
 	return true
+}
+
+// admit counts an interaction of remote in, unless it has
+// MaxPeerInteractions in flight already; release counts it out.
+func (s *Server) admit(remote peer.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if limit := s.cfg.MaxPeerInteractions; limit > 0 && s.inFlight[remote] >= limit {
+		return false
+	}
+	s.inFlight[remote]++
+	return true
+}
+
+func (s *Server) release(remote peer.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[remote]--; s.inFlight[remote] <= 0 {
+		delete(s.inFlight, remote)
+	}
+}
+
+// tooMany is the answer to a request of a peer that has
+// MaxPeerInteractions in flight (none for a one-way request).
+func (s *Server) tooMany(req *proto.Message, remote peer.ID) Session {
+	s.log.Debug("interaction refused: too many in flight", "peer", remote, "limit", s.cfg.MaxPeerInteractions)
+	if !req.ExpectsReply() {
+		return newClosedSession(req, nil)
+	}
+	return newClosedSession(req, newErrorMessage(req, http.StatusTooManyRequests, TitleTooManyRequests,
+		"node %s has %d interactions in flight with this node, the most it may; retry when one has ended", remote, s.cfg.MaxPeerInteractions))
 }
 
 // handle serves a stream of proto.ProtocolInteract: one interaction.
@@ -246,9 +278,15 @@ func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc p
 			gone = s.watchGone(ctx, cancel, br, remote)
 		}()
 	}
-	sess, err := s.inv.Invoke(ctx, &req)
-	if err != nil {
-		sess = newClosedSession(&req, newErrorMessage(&req, http.StatusServiceUnavailable, TitleUnavailable, "%v", err))
+	var sess Session
+	if s.admit(remote) {
+		defer s.release(remote)
+		var err error
+		if sess, err = s.inv.Invoke(ctx, &req); err != nil {
+			sess = newClosedSession(&req, newErrorMessage(&req, http.StatusServiceUnavailable, TitleUnavailable, "%v", err))
+		}
+	} else {
+		sess = s.tooMany(&req, remote)
 	}
 	defer func() { _ = sess.Close() }()
 	if !endedWithRequest {
