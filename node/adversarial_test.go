@@ -88,6 +88,7 @@ func TestAdversarial(t *testing.T) {
 		{"oversized headers", nil, s.bigHeaders},
 		{"oversized bodies", nil, s.bigBodies},
 		{"admin requests without the token", nil, s.noToken},
+		{"callers that leave (hanging backend)", s.hangPrepare, s.leavers},
 	} {
 		if a.prepare != nil {
 			a.prepare(t)
@@ -131,7 +132,10 @@ type advSuite struct {
 	gid, leaky string
 	// impostor publishes a look-alike of node 0's Thing.
 	impostor *hostile
-	rows     []advRow
+	// hang serves node 0's Thing hangID, whose action never answers.
+	hang   *advHangBackend
+	hangID string
+	rows   []advRow
 }
 
 func newAdvSuite(t *testing.T) *advSuite {
@@ -139,6 +143,7 @@ func newAdvSuite(t *testing.T) *advSuite {
 	net := testnet.New(t, len(s.tracers), testnet.Options{
 		Configure: func(_ int, cfg *config.Config) {
 			cfg.Quota = spamQuotaConfig
+			cfg.Resources.MaxPeerInteractions = advPeerInteractions
 			cfg.APILimits = config.APILimits{ReadHeaderTimeout: config.Duration(advTimeout), BodyTimeout: config.Duration(advTimeout),
 				MaxConnsPerClient: advPerClient, LimitLoopback: true}
 		},
