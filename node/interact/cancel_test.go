@@ -129,20 +129,30 @@ func TestCallerGoneCancels(t *testing.T) {
 		}
 		return p
 	}
+	subscribe := func() []byte {
+		p, err := proto.JSON.Marshal(request(proto.MsgSubscribeEvent, "alert"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 	for _, tc := range []struct {
 		name    string
 		proto   string
 		request func() []byte
 		end     bool // the consumer's end frame right behind the request (1.1.0)
 		leave   func(network.Stream) error
+		shared  bool // one backend request serves every caller (a feed)
 	}{
-		{"1.0.0 invokeAction, stream closed", proto.ProtocolInteract, invokeBlock, false, network.Stream.Close},
-		{"1.0.0 invokeAction, stream reset", proto.ProtocolInteract, invokeBlock, false, network.Stream.Reset},
-		{"1.0.0 readProperty, stream closed", proto.ProtocolInteract, readTemp, false, network.Stream.Close},
-		{"1.1.0 invokeAction, stream closed", proto.ProtocolInteractSession, invokeBlock, false, network.Stream.Close},
-		{"1.1.0 invokeAction, stream reset", proto.ProtocolInteractSession, invokeBlock, false, network.Stream.Reset},
-		{"1.1.0 readProperty with end frame, stream closed", proto.ProtocolInteractSession, readTemp, true, network.Stream.Close},
-		{"1.1.0 readProperty with end frame, stream reset", proto.ProtocolInteractSession, readTemp, true, network.Stream.Reset},
+		{"1.0.0 invokeAction, stream closed", proto.ProtocolInteract, invokeBlock, false, network.Stream.Close, false},
+		{"1.0.0 invokeAction, stream reset", proto.ProtocolInteract, invokeBlock, false, network.Stream.Reset, false},
+		{"1.0.0 readProperty, stream closed", proto.ProtocolInteract, readTemp, false, network.Stream.Close, false},
+		{"1.1.0 invokeAction, stream closed", proto.ProtocolInteractSession, invokeBlock, false, network.Stream.Close, false},
+		{"1.1.0 invokeAction, stream reset", proto.ProtocolInteractSession, invokeBlock, false, network.Stream.Reset, false},
+		{"1.1.0 readProperty with end frame, stream closed", proto.ProtocolInteractSession, readTemp, true, network.Stream.Close, false},
+		{"1.1.0 readProperty with end frame, stream reset", proto.ProtocolInteractSession, readTemp, true, network.Stream.Reset, false},
+		{"1.0.0 subscribeEvent, stream closed", proto.ProtocolInteract, subscribe, false, network.Stream.Close, true},
+		{"1.1.0 subscribeEvent, stream closed", proto.ProtocolInteractSession, subscribe, false, network.Stream.Close, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hb, owner, _ := hangingOwner(t, TransportConfig{})
@@ -160,7 +170,11 @@ func TestCallerGoneCancels(t *testing.T) {
 				}
 				strs[i] = str
 			}
-			hb.await(t, n)
+			if tc.shared {
+				hb.await(t, 1)
+			} else {
+				hb.await(t, n)
+			}
 			for _, str := range strs {
 				_ = tc.leave(str)
 			}
