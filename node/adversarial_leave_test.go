@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -98,8 +99,8 @@ func (hb *advHangBackend) awaitOpen(t *testing.T, want int64, why string) {
 // leavers: a raw peer starts, three times, as many invocations of the
 // hanging action on node 0 as it may (resources.maxPeerInteractions) over
 // /lmos/interact/1.0.0 and 1.1.0, has one more refused, then closes its
-// streams; meanwhile HTTP consumers of node 1 call the same action and
-// leave. Every backend request ends within 2 s of its caller leaving, the
+// streams; meanwhile HTTP consumers and a WebSocket consumer of node 1
+// call the same action and leave. Every backend request ends within 2 s of its caller leaving, the
 // one over the cap is a 429 error message while node 1 is still served,
 // and the goroutines return to where they were.
 func (s *advSuite) leavers(t *testing.T) advCount {
@@ -193,6 +194,31 @@ func (s *advSuite) leavers(t *testing.T) advCount {
 		cancel()
 		wg.Wait()
 		hb.awaitOpen(t, 0, "node 1's HTTP consumers left")
+		c.refused += consumers
+
+		// and a WebSocket consumer of node 1 that leaves
+		ws, _, err := websocket.Dial(t.Context(), "ws://"+consumer.APIAddr()+"/ws", &websocket.DialOptions{
+			Subprotocols: []string{lmosproto.WebSocketSubprotocol},
+			HTTPHeader:   http.Header{"Authorization": {"Bearer " + consumer.APIToken()}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range consumers {
+			m := lmosproto.NewMessage(s.hangID, lmosproto.MsgInvokeAction)
+			m.Name = "hang"
+			data, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ws.Write(t.Context(), websocket.MessageText, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hb.awaitStarted(t, consumers)
+		c.tries += consumers
+		_ = ws.CloseNow()
+		hb.awaitOpen(t, 0, "node 1's WebSocket consumer left")
 		c.refused += consumers
 	}
 	_ = h.Close()
