@@ -91,6 +91,7 @@ func TestAdversarial(t *testing.T) {
 		{"oversized bodies", nil, s.bigBodies},
 		{"admin requests without the token", nil, s.noToken},
 		{"calls and acts from a web page (CSRF)", s.consentThing, s.noConsent},
+		{"callers that leave (hanging backend)", s.hangPrepare, s.leavers},
 	} {
 		if a.prepare != nil {
 			a.prepare(t)
@@ -138,6 +139,9 @@ type advSuite struct {
 	// opened counts (consentThing).
 	door   string
 	opened atomic.Int64
+	// hang serves node 0's Thing hangID, whose action never answers.
+	hang   *advHangBackend
+	hangID string
 	rows   []advRow
 }
 
@@ -146,6 +150,7 @@ func newAdvSuite(t *testing.T) *advSuite {
 	net := testnet.New(t, len(s.tracers), testnet.Options{
 		Configure: func(_ int, cfg *config.Config) {
 			cfg.Quota = spamQuotaConfig
+			cfg.Resources.MaxPeerInteractions = advPeerInteractions
 			cfg.APILimits = config.APILimits{ReadHeaderTimeout: config.Duration(advTimeout), BodyTimeout: config.Duration(advTimeout),
 				MaxConnsPerClient: advPerClient, LimitLoopback: true}
 		},

@@ -71,7 +71,8 @@ func (n *Node) buildInteract() error {
 	log := n.log.With("component", "interact")
 	var err error
 	if n.interactServer, err = interact.NewServer(interact.ServerDeps{Host: n.host,
-		Invoker: interact.Instrument(n.own.Engine(), interact.SideOwner, "libp2p", n.instrumentation())}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
+		Invoker: interact.Instrument(n.own.Engine(), interact.SideOwner, "libp2p", n.instrumentation())},
+		interact.TransportConfig{MaxPeerInteractions: n.cfg.Resources.MaxPeerInteractions}, interact.WithLogger(log)); err != nil {
 		return err
 	}
 	if n.interactClient, err = interact.NewClient(interact.ClientDeps{Host: n.host, Routing: n.dht}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {

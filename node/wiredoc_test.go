@@ -90,6 +90,7 @@ var wireLimits = map[string]any{
 	"interact.SessionIdleTimeout":         interact.SessionIdleTimeout,
 	"interact.DefaultIdleTimeout":         interact.DefaultIdleTimeout,
 	"interact.DefaultMaxIdleStreams":      interact.DefaultMaxIdleStreams,
+	"interact.DefaultMaxPeerInteractions": interact.DefaultMaxPeerInteractions,
 }
 
 var (

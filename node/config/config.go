@@ -198,6 +198,13 @@ type ResourcesConfig struct {
 	MaxConns int `json:"maxConns"`
 	// MaxStreams caps open streams across all connections.
 	MaxStreams int `json:"maxStreams"`
+	// MaxPeerInteractions caps the interactions one remote peer may have
+	// in flight on this node (the owner's side of /lmos/interact); the
+	// next is refused with a 429 error message. 0 is
+	// interact.DefaultMaxPeerInteractions (1024, the node's libp2p stream
+	// limits for one peer on the two interact protocols: a consumer node
+	// within them never reaches it).
+	MaxPeerInteractions int `json:"maxPeerInteractions"`
 }
 
 // DatastoreConfig tunes the embedded pebble datastore. Durability is not a
@@ -578,6 +585,7 @@ func (c Config) validateNetwork() error {
 		{"resources.maxFDs", c.Resources.MaxFDs},
 		{"resources.maxConns", c.Resources.MaxConns},
 		{"resources.maxStreams", c.Resources.MaxStreams},
+		{"resources.maxPeerInteractions", c.Resources.MaxPeerInteractions},
 		{"datastore.cacheMB", c.Datastore.CacheMB},
 	} {
 		if f.v < 0 {

@@ -57,6 +57,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{"fds negative", func(c *Config) { c.Resources.MaxFDs = -1 }, "resources.maxFDs"},
 		{"conns below connmgr", func(c *Config) { c.Resources.MaxConns = 10 }, "resources.maxConns"},
 		{"streams negative", func(c *Config) { c.Resources.MaxStreams = -5 }, "resources.maxStreams"},
+		{"peer interactions negative", func(c *Config) { c.Resources.MaxPeerInteractions = -1 }, "resources.maxPeerInteractions"},
 		{"cache negative", func(c *Config) { c.Datastore.CacheMB = -1 }, "datastore.cacheMB"},
 		{"hole punching without relay", func(c *Config) { c.RelayClient = false }, "holePunching"},
 		{"relay without peer id", func(c *Config) { c.Relays = []string{"/ip4/127.0.0.1/tcp/4001"} }, "relays[0]"},

@@ -51,6 +51,7 @@
 //	404 Action not found      query/cancel/stream of an unknown correlationID
 //	405 Operation not allowed write of a readOnly property, read of a writeOnly one, observe of a non-observable one
 //	409 Conflict              a running invocation or open subscription has this correlationID
+//	429 Too many requests     (the libp2p Server) the calling node has TransportConfig.MaxPeerInteractions in flight
 //	499 Cancelled             the interaction was abandoned
 //	500 Internal error        the backend failed or panicked
 //	501 Not implemented       the backend has no handler for the operation
@@ -79,7 +80,9 @@
 //   - Consumer → owner: the request first; then, while the interaction
 //     runs, streamInput, streamEnd, cancelAction and queryAction of an
 //     invocation, or the unsubscribe/unobserve that ends a subscription.
-//     A consumer that will send nothing more closes its write side.
+//     The consumer keeps its side open until the interaction ends: its
+//     stream closed (EOF) or reset before the terminal message is the
+//     consumer leaving (see Ending early).
 //   - Owner → consumer: the replies in order, ending with the terminal
 //     message (see Ends); then the owner closes its write side. A
 //     subscription ended by the consumer ends with the owner's close and
@@ -87,8 +90,11 @@
 //     the stream right after writing it.
 //   - Ending early: the consumer cancels an invocation with cancelAction
 //     and (Session.Close, ctx cancelled) resets the stream; the owner
-//     treats a reset or a read error as the consumer gone and cancels the
-//     interaction. A stream that ends (EOF or reset) before the terminal
+//     treats EOF, a reset or a read error as the consumer gone and cancels
+//     the interaction at once: the backend call's context ends (an HTTP
+//     backend's request is cancelled, a long-running action DELETEd), a
+//     subscription or observation ends. Work the consumer started ends
+//     when its stream does; only a one-way action outlives it. A stream that ends (EOF or reset) before the terminal
 //     message of an interaction that has one is reported to the consumer
 //     as a 502 error message.
 //   - Deadlines: the owner waits FirstFrameTimeout (10 s) for the request
@@ -102,6 +108,13 @@
 //     The Server also marks the context with the authenticated remote
 //     peer (WithRemotePeer), which an Authorize hook checks against the
 //     groups of a group-scoped Thing; only the Server sets it.
+//   - Limit per peer: the owner serves at most
+//     TransportConfig.MaxPeerInteractions (DefaultMaxPeerInteractions,
+//     1024) interactions of one remote peer at a time, both protocols
+//     together, subscriptions included; a request beyond it is answered
+//     with a 429 error message (title "Too many requests"; a one-way
+//     request gets nothing) and the stream stays usable. Other peers are
+//     served meanwhile.
 //
 // # Session streams
 //
@@ -131,9 +144,8 @@
 // nothing from the stream until its reply is written: the owner's Engine
 // runs its backend call on the stream's goroutine, and both ends queue
 // room for one reply only. RequestTimeout and the owner's shutdown bound
-// it; a consumer that resets the stream meanwhile is noticed when the
-// reply is written, as before for every request that came with its end
-// frame (the owner reads nothing more from such a stream).
+// it; meanwhile one read waits on the stream, so that a consumer that
+// closes or resets it cancels the backend call as for any interaction.
 //
 // Many interactions share one connection (yamux streams). go-libp2p's
 // resource manager limits streams per peer and protocol; a node expecting

@@ -40,6 +40,15 @@ const (
 	// stream). A Client's IdleTimeout is at most half of it, so that the
 	// consumer, not the owner, lets idle streams go.
 	SessionIdleTimeout = 2 * time.Minute
+	// DefaultMaxPeerInteractions is how many interactions one remote peer
+	// may have in flight on a Server (requests read and not yet ended,
+	// subscriptions and observations included); the next one is refused
+	// with a 429 error message until one ends. It is the node's libp2p
+	// limit of inbound streams per peer for the two interact protocols
+	// together (512 each, node/p2p), so a consumer node within those
+	// limits never reaches it: it bounds what one peer can leave running
+	// on an owner whose host lets it open more streams.
+	DefaultMaxPeerInteractions = 1024
 )
 
 // ServerDeps are what a Server works with; both are required.
@@ -85,6 +94,9 @@ type TransportConfig struct {
 	// MaxIdleStreams: see DefaultMaxIdleStreams; -1 keeps none (every
 	// interaction opens a stream of its own).
 	MaxIdleStreams int
+	// MaxPeerInteractions: see DefaultMaxPeerInteractions (the Server's);
+	// -1 sets no limit.
+	MaxPeerInteractions int
 }
 
 func (c TransportConfig) withDefaults() TransportConfig {
@@ -108,6 +120,9 @@ func (c TransportConfig) withDefaults() TransportConfig {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxPeerInteractions == 0 {
+		c.MaxPeerInteractions = DefaultMaxPeerInteractions
 	}
 	switch c.MaxIdleStreams {
 	case 0:
@@ -140,6 +155,9 @@ func (c TransportConfig) Validate() error {
 	}
 	if c.MaxIdleStreams < -1 {
 		errs = append(errs, fmt.Errorf("interact: TransportConfig.MaxIdleStreams: %d is below -1", c.MaxIdleStreams))
+	}
+	if c.MaxPeerInteractions < -1 {
+		errs = append(errs, fmt.Errorf("interact: TransportConfig.MaxPeerInteractions: %d is below -1", c.MaxPeerInteractions))
 	}
 	if c.QueueSize < 0 {
 		errs = append(errs, fmt.Errorf("interact: TransportConfig.QueueSize: %d is negative", c.QueueSize))

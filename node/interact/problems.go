@@ -21,6 +21,7 @@ const (
 	TitleActionNotFound      = "Action not found"      // 404: no invocation with this correlationID (query, cancel, stream)
 	TitleOperationNotAllowed = "Operation not allowed" // 405: e.g. writeProperty on a readOnly property
 	TitleConflict            = "Conflict"              // 409: an invocation with this correlationID is running
+	TitleTooManyRequests     = "Too many requests"     // 429: the calling node has too many interactions in flight here
 	TitleCancelled           = "Cancelled"             // 499: the consumer or the node gave up
 	TitleInternal            = "Internal error"        // 500: the backend failed (or panicked)
 	TitleNotImplemented      = "Not implemented"       // 501: the backend does not serve this operation

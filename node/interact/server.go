@@ -39,9 +39,10 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	closed bool
-	idle   map[network.Stream]struct{} // session streams between interactions
+	mu       sync.Mutex
+	closed   bool
+	idle     map[network.Stream]struct{} // session streams between interactions
+	inFlight map[peer.ID]int             // interactions being served, per remote peer
 }
 
 // NewServer registers the stream handlers of proto.ProtocolInteractSession
@@ -58,7 +59,7 @@ func NewServer(deps ServerDeps, cfg TransportConfig, opts ...Option) (*Server, e
 	}
 	o := newOptions(opts)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{h: deps.Host, inv: deps.Invoker, cfg: cfg.withDefaults(), log: o.log, ctx: ctx, cancel: cancel, idle: map[network.Stream]struct{}{}}
+	s := &Server{h: deps.Host, inv: deps.Invoker, cfg: cfg.withDefaults(), log: o.log, ctx: ctx, cancel: cancel, idle: map[network.Stream]struct{}{}, inFlight: map[peer.ID]int{}}
 	s.h.SetStreamHandler(protocol.ID(proto.ProtocolInteractSession), s.handleSession)
 	s.h.SetStreamHandler(protocol.ID(proto.ProtocolInteract), s.handle)
 	return s, nil
@@ -116,6 +117,37 @@ func (s *Server) setIdle(str network.Stream, idle bool) bool {
 		delete(s.idle, str)
 	}
 	return true
+}
+
+// admit counts an interaction of remote in, unless it has
+// MaxPeerInteractions in flight already; release counts it out.
+func (s *Server) admit(remote peer.ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if limit := s.cfg.MaxPeerInteractions; limit > 0 && s.inFlight[remote] >= limit {
+		return false
+	}
+	s.inFlight[remote]++
+	return true
+}
+
+func (s *Server) release(remote peer.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[remote]--; s.inFlight[remote] <= 0 {
+		delete(s.inFlight, remote)
+	}
+}
+
+// tooMany is the answer to a request of a peer that has
+// MaxPeerInteractions in flight (none for a one-way request).
+func (s *Server) tooMany(req *proto.Message, remote peer.ID) Session {
+	s.log.Debug("interaction refused: too many in flight", "peer", remote, "limit", s.cfg.MaxPeerInteractions)
+	if !req.ExpectsReply() {
+		return newClosedSession(req, nil)
+	}
+	return newClosedSession(req, newErrorMessage(req, http.StatusTooManyRequests, TitleTooManyRequests,
+		"node %s has %d interactions in flight with this node, the most it may; retry when one has ended", remote, s.cfg.MaxPeerInteractions))
 }
 
 // handle serves a stream of proto.ProtocolInteract: one interaction.
@@ -189,21 +221,12 @@ func (s *Server) handleSession(str network.Stream) {
 // with the authenticated remote peer as the caller (WithCaller,
 // WithRemotePeer).
 type streamCtx struct {
-	base        context.Context
-	inlineCache context.Context
+	base context.Context
 }
 
 func (s *Server) streamContext(str network.Stream) *streamCtx {
 	remote := str.Conn().RemotePeer()
 	return &streamCtx{base: WithRemotePeer(WithCaller(s.ctx, remote.String()), remote)}
-}
-
-// inline is base marked withInline, made once per stream.
-func (sc *streamCtx) inline() context.Context {
-	if sc.inlineCache == nil {
-		sc.inlineCache = withInline(sc.base)
-	}
-	return sc.inlineCache
 }
 
 func sniff(payload []byte) proto.Codec {
@@ -232,29 +255,38 @@ func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc p
 	}
 
 	// The consumer's further messages. On a session stream an empty frame
-	// ends them (ended); EOF: it sends nothing more (which ends nothing);
-	// any other error: the stream is gone, and so is the consumer.
+	// ends them (ended); anything else that ends them before the terminal
+	// message (EOF, a reset, a broken frame) is the consumer gone, and
+	// cancels the interaction.
 	endedWithRequest := session && readEndFrame(br)
 	ended := endedWithRequest // the reader's from here on
+	gone := false             // the watcher's: the consumer left
 	readerDone := make(chan struct{})
-	var ctx context.Context
-	cancel := func() {}
+	ctx, cancel := context.WithCancel(sc.base)
+	defer cancel()
 	if endedWithRequest {
-		// Nothing more to read, so nothing cancels the interaction but
-		// the Server's end: the stream's context serves, and the Engine
-		// may answer on this goroutine.
-		ctx = sc.inline()
-		close(readerDone)
-	} else {
-		ctx, cancel = context.WithCancel(sc.base)
-		defer cancel()
-		// the consumer's further messages may take their time (the
-		// Server's idle or first-frame deadline was for the request)
-		_ = str.SetReadDeadline(time.Time{})
+		// Nothing more to read, so the Engine may answer on this
+		// goroutine; a watcher notices meanwhile the consumer leaving.
+		ctx = withInline(ctx)
 	}
-	sess, err := s.inv.Invoke(ctx, &req)
-	if err != nil {
-		sess = newClosedSession(&req, newErrorMessage(&req, http.StatusServiceUnavailable, TitleUnavailable, "%v", err))
+	// the consumer's further messages may take their time (the Server's
+	// idle or first-frame deadline was for the request)
+	_ = str.SetReadDeadline(time.Time{})
+	if endedWithRequest {
+		go func() {
+			defer close(readerDone)
+			gone = s.watchGone(ctx, cancel, br, remote)
+		}()
+	}
+	var sess Session
+	if s.admit(remote) {
+		defer s.release(remote)
+		var err error
+		if sess, err = s.inv.Invoke(ctx, &req); err != nil {
+			sess = newClosedSession(&req, newErrorMessage(&req, http.StatusServiceUnavailable, TitleUnavailable, "%v", err))
+		}
+	} else {
+		sess = s.tooMany(&req, remote)
 	}
 	defer func() { _ = sess.Close() }()
 	if !endedWithRequest {
@@ -295,11 +327,13 @@ func (s *Server) serve(sc *streamCtx, str network.Stream, br *bufio.Reader, fc p
 	// not (still reading, slowly) gets the stream closed, not reset: what
 	// was written stays readable, as on a 1.0.0 stream; the stream is not
 	// used again.
-	if !endedWithRequest {
+	if endedWithRequest {
+		_ = str.SetReadDeadline(time.Now()) // stops the watcher
+	} else {
 		_ = str.SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
 	}
 	<-readerDone
-	if !ended {
+	if !ended || gone {
 		_ = str.Close()
 		return false
 	}
@@ -321,9 +355,35 @@ func readEndFrame(br *bufio.Reader) bool {
 	return true
 }
 
+// watchGone waits, while an interaction whose request came with the
+// consumer's end frame runs, for the consumer to leave: EOF or a reset
+// cancels the interaction and reports true. It returns false when the
+// Server stops it (a read deadline) or when the consumer wrote more (it
+// stays buffered in br, for the next read).
+func (s *Server) watchGone(ctx context.Context, cancel context.CancelFunc, br *bufio.Reader, remote peer.ID) bool {
+	_, err := br.Peek(1)
+	if err == nil || isTimeout(err) {
+		return false
+	}
+	if ctx.Err() == nil {
+		s.log.Debug("consumer left", "peer", remote, "err", err)
+	}
+	cancel()
+	return true
+}
+
+// isTimeout reports whether err is a read deadline passing (yamux's
+// error is a net.Error, not os.ErrDeadlineExceeded).
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &te) && te.Timeout())
+}
+
 // readFollowUps hands the consumer's further messages of an interaction
 // to sess until the consumer's end frame on a session stream (it then
-// reports true), EOF, or a broken stream (which cancels the interaction).
+// reports true), EOF or a broken stream. EOF or a broken stream is the
+// consumer gone: it cancels the interaction (which ends nothing that has
+// ended already).
 func (s *Server) readFollowUps(ctx context.Context, cancel context.CancelFunc, br *bufio.Reader, fc proto.FrameCodec, session bool, sess Session, remote peer.ID) bool {
 	for {
 		p, err := proto.ReadFrame(br, fc.Max)
@@ -334,11 +394,8 @@ func (s *Server) readFollowUps(ctx context.Context, cancel context.CancelFunc, b
 		if err == nil {
 			err = fc.Codec.Unmarshal(p, &m)
 		}
-		if err == io.EOF {
-			return false
-		}
 		if err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && err != io.EOF {
 				s.log.Debug("stream read failed", "peer", remote, "err", err)
 			}
 			cancel()
