@@ -155,3 +155,39 @@ func TestRecentKeysBounded(t *testing.T) {
 		t.Error("a key asked in the future (the clock went back) is fresh")
 	}
 }
+
+// BenchmarkWarmLookup: a lookup within LookupFresh of one that asked the
+// network costs what the directory query costs (warm vs directory).
+func BenchmarkWarmLookup(b *testing.B) {
+	const capability = "warm-forecast"
+	ctx := context.Background()
+	alice := newMember(b, nil)
+	for range 10 {
+		if _, _, err := alice.Publish(ctx, testTD(b, uniqueID(), 0, capability), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dht := &gatedDHT{providers: []peer.AddrInfo{{ID: alice.id, Addrs: alice.host.Addrs()}}}
+	bob := newMember(b, func(d *Deps, _ *Config) { d.DHT = dht })
+	if found, err := bob.FindCapability(ctx, capability); err != nil || len(found) != 10 {
+		b.Fatalf("first lookup: %d Things, %v", len(found), err)
+	}
+	b.Run("warm", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := bob.FindCapability(ctx, capability); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if n := dht.lookups.Load(); n != 1 {
+			b.Fatalf("%d DHT lookups, want 1", n)
+		}
+	})
+	b.Run("directory", func(b *testing.B) {
+		q := directory.Query{Capability: capability + "@", Visible: bob.visible}
+		for b.Loop() {
+			if _, err := bob.dir.Search(q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
