@@ -78,6 +78,7 @@ func TestAdversarial(t *testing.T) {
 		{"forged and replayed DHT puts", nil, s.dhtPuts},
 		{"oversized record", nil, s.oversized},
 		{"malformed frames and messages", nil, s.malformed},
+		{"eclipse by one local record", nil, s.eclipse},
 		{"look-alike, no trust list", s.lookAlikePeer, s.lookAlike},
 		{"look-alike, trust list", nil, s.lookAlikeTrusted},
 		{"group-log scraping", nil, s.scrape},
@@ -549,6 +550,66 @@ func advStream(t *testing.T, h *hostile, to peer.ID, p protocol.ID, b []byte) ([
 		t.Fatalf("%s: no answer and no reset within 20 s", p)
 	}
 	return ans, err
+}
+
+// eclipse (issue 24): a fresh node whose only peer is a hostile one gets
+// the hostile's Thing with the honest nodes' capability by gossip before it
+// first looks the capability up; the honest nodes, which provide it, are
+// not connected to it and reachable through the DHT only (the hostile's
+// DHT server names them as closer peers). Its first lookup must list
+// their Things beside the hostile's, not the hostile's alone.
+func (s *advSuite) eclipse(t *testing.T) advCount {
+	fresh := lateNode(t, func(cfg *config.Config) { cfg.SyncOnConnect = false })
+	h := newHostile(t, fresh)
+	id := testnet.UniqueID(t)
+	td := testnet.TD(t, id, "Hostile weather", "weather-forecast")
+	td.Seq = 1
+	rec, err := lmosproto.SignThing(td, h.key, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.publish(t, rec.Raw)
+	testnet.WaitFor(t, "the fresh node holds the hostile's Thing", waitLong, testnet.All([]*node.Node{fresh}, has(h.id, id, 1, false)))
+	for _, n := range s.nodes {
+		if err := h.host.Connect(t.Context(), peer.AddrInfo{ID: n.PeerID(), Addrs: n.Host().Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testnet.WaitFor(t, "the hostile's DHT knows the honest nodes", waitLong, func() (bool, string) {
+		for _, n := range s.nodes {
+			if h.dht.RoutingTable().Find(n.PeerID()) == "" {
+				return false, "an honest node is not in its routing table"
+			}
+		}
+		return fresh.DHT().RoutingTable().Size() > 0, "the fresh node's routing table is empty"
+	})
+	if got := fresh.Directory().Len(); got != 1 {
+		t.Fatalf("the fresh node holds %d records before its lookup, want the hostile's alone", got)
+	}
+
+	c := advCount{tries: 1, how: " (the first lookup asked the network: the 3 honest providers' Things listed beside the hostile's)"}
+	ctx, cancel := context.WithTimeout(t.Context(), waitLong)
+	defer cancel()
+	found, err := fresh.Find(ctx, "weather-forecast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[peer.ID]bool{}
+	for _, e := range found {
+		got[e.Publisher] = true
+	}
+	missing := 0
+	for _, n := range s.nodes {
+		if !got[n.PeerID()] {
+			missing++
+		}
+	}
+	if missing > 0 || !got[h.id] {
+		t.Errorf("the first lookup found the Things of %d publishers (the hostile's: %v); %d of 3 honest providers missing", len(got), got[h.id], missing)
+		return c
+	}
+	c.refused++
+	return c
 }
 
 // lookAlikePeer starts the impostor (for both look-alike attacks) and

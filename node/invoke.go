@@ -36,8 +36,9 @@ func (n *Node) Register(td *lmosproto.TD, thing *interact.Thing) (directory.Entr
 }
 
 // Find returns the Things of the federation that offer the capability id
-// (lmos:id, exactly as written): from the directory, or, when it holds
-// none, from the providers the DHT names (package federation,
+// (lmos:id, exactly as written): the directory's, after asking the
+// providers the DHT names unless this node did so for the capability
+// within federation.LookupFresh and holds a match (package federation,
 // FindCapability). Only the Things this node may see are returned.
 func (n *Node) Find(ctx context.Context, id string) ([]directory.Entry, error) {
 	found, err := n.fed.FindCapability(ctx, id)

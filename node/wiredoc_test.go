@@ -58,6 +58,7 @@ var wireLimits = map[string]any{
 	"federation.SyncEvery":                federation.SyncEvery,
 	"federation.SyncBurst":                federation.SyncBurst,
 	"federation.MaxProviders":             federation.MaxProviders,
+	"federation.LookupFresh":              federation.LookupFresh,
 	"federation.MaxFindCapability":        federation.MaxFindCapability,
 	"federation.MaxFindRecords":           federation.MaxFindRecords,
 	"federation.MaxFindBytes":             federation.MaxFindBytes,

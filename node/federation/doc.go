@@ -15,12 +15,32 @@
 //     joined late) converges this way.
 //   - DHT. Each record is put under its value key (dht.ThingKey) and the
 //     node announces itself as a provider of its Things' capabilities,
-//     types and vendor (dht.ProviderKeys). A node that knows nothing about
-//     a capability finds its providers in the DHT and asks them over sync
-//     (FindCapability), each as soon as the lookup yields it, and stops the
-//     lookup once it has yielded no new provider for half as long as it took
-//     to find the first; a node that knows a Thing's publisher and id reads
-//     the record from the DHT (FetchThing).
+//     types and vendor (dht.ProviderKeys). A lookup of a capability
+//     (FindCapability; FindType, FindVendor) finds its providers in the
+//     DHT and asks them over sync, each as soon as the lookup yields it,
+//     and stops the lookup once it has yielded no new provider for half as
+//     long as it took to find the first; a node that knows a Thing's
+//     publisher and id reads the record from the DHT (FetchThing).
+//
+// # Lookups and the freshness window
+//
+// A lookup asks the network (the DHT's providers, and for a capability
+// the connected peers over the find protocol) and then answers from the
+// directory: what it held merged with what the network sent, every
+// record through the Intake. It answers from the directory alone only
+// when the directory holds a match and the node asked the network for
+// that key (the provider key: dht.CapabilityCID, TypeCID, VendorCID) less
+// than LookupFresh (5 min) ago; a miss always asks, and so does the first
+// lookup of a key. Holding a match is not enough: the first record of a
+// capability to reach a fresh node (by sync or gossip, from a peer it
+// happens to be connected to) would otherwise be its only answer, and
+// one hostile record would hide every honest provider not connected
+// (issue 24, "no eclipse by what is local"). Within the window a
+// repeated lookup stays one directory query. The node remembers at most
+// maxRecentKeys (1024) keys, and forgets the one asked longest ago first,
+// so no caller grows the map without bound; a key forgotten is only
+// asked again. A lookup whose context ends before the network answered
+// is not remembered, and concurrent lookups of one key each ask.
 //
 // # Trust
 //
@@ -114,15 +134,15 @@
 // per peer every SyncEvery; both sides do, so each learns the other's
 // Things.
 //
-// A cold lookup of a capability (FindCapability) also asks up to three
-// peers it is already connected to, over proto.ProtocolFind (find.go), for
-// the public, live records they hold of the Things that offer it, their
-// own and learned ones, byte for byte as signed: at most MaxFindRecords
-// records and MaxFindBytes per answer, a capability id of at most
-// MaxFindCapability bytes, on the same per-peer budget as sync requests.
-// Every record goes through the intake as a record of the publisher its
-// proof names; tombstones, group-scoped records and records without the
-// capability are dropped. A provider whose records arrived that way is
+// A lookup of a capability that asks the network (FindCapability) also
+// asks up to three peers it is already connected to, over
+// proto.ProtocolFind (find.go), for the public, live records they hold
+// of the Things that offer it, their own and learned ones, byte for byte
+// as signed: at most MaxFindRecords records and MaxFindBytes per answer,
+// a capability id of at most MaxFindCapability bytes, on the same
+// per-peer budget as sync requests. Every record goes through the intake
+// as a record of the publisher its proof names; tombstones, group-scoped
+// records and records without the capability are dropped. A provider whose records arrived that way is
 // not dialled; every other provider is asked as above, so a peer that
 // answers can only withhold records or serve an older version.
 //

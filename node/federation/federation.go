@@ -194,8 +194,9 @@ type Federation struct {
 	syncLimit  *peerlimit.Limiter // on-connect syncs this node starts, per peer
 	syncSem    chan struct{}
 
-	memberSyncs peerTimes // SyncMember's last sync per peer
-	joined      groupSet  // the groups this node was a member of (GroupChanged)
+	memberSyncs peerTimes   // SyncMember's last sync per peer
+	recent      *recentKeys // when lookups last asked the network, per key
+	joined      groupSet    // the groups this node was a member of (GroupChanged)
 
 	mu      sync.Mutex
 	started bool
@@ -257,6 +258,7 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 		ctx:        ctx,
 		cancel:     cancel,
 		serveLimit: peerlimit.New(SyncEvery, SyncBurst),
+		recent:     newRecentKeys(maxRecentKeys),
 		syncLimit:  peerlimit.New(SyncEvery, 1),
 		syncSem:    make(chan struct{}, maxConcurrentSyncs),
 		settled:    make(map[string]bool),

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 type gatedDHT struct {
 	providers []peer.AddrInfo
 	ready     func(peer.ID) bool
+	lookups   atomic.Int32 // provider lookups started
 }
 
 func (g *gatedDHT) PutValue(context.Context, string, []byte, ...routing.Option) error {
@@ -43,6 +45,7 @@ func (g *gatedDHT) FindPeer(context.Context, peer.ID) (peer.AddrInfo, error) {
 func (g *gatedDHT) Provide(context.Context, cid.Cid, bool) error { return nil }
 
 func (g *gatedDHT) FindProvidersAsync(ctx context.Context, _ cid.Cid, _ int) <-chan peer.AddrInfo {
+	g.lookups.Add(1)
 	out := make(chan peer.AddrInfo)
 	go func() {
 		defer close(out)

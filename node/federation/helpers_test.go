@@ -58,7 +58,7 @@ type member struct {
 
 // newMember starts a Federation on a fresh host listening on 127.0.0.1,
 // with an in-memory directory; everything is closed when the test ends.
-func newMember(t *testing.T, configure func(*Deps, *Config)) *member {
+func newMember(t testing.TB, configure func(*Deps, *Config)) *member {
 	t.Helper()
 	h, key := newHost(t)
 	clk := newClock()
@@ -89,7 +89,7 @@ func newMember(t *testing.T, configure func(*Deps, *Config)) *member {
 
 // newHost returns a fresh host listening on 127.0.0.1, closed when the
 // test ends, and its identity key.
-func newHost(t *testing.T) (host.Host, ed25519.PrivateKey) {
+func newHost(t testing.TB) (host.Host, ed25519.PrivateKey) {
 	t.Helper()
 	priv, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {

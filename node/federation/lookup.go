@@ -31,12 +31,17 @@ const (
 )
 
 // FindCapability returns the live Things that offer the capability id
-// (lmos:id, exactly as written). It answers from the directory if it holds
-// any; on a miss it finds the capability's providers in the DHT
+// (lmos:id, exactly as written). Unless the directory holds such a Thing
+// and this node asked the network for the capability less than
+// LookupFresh ago, it finds the capability's providers in the DHT
 // (dht.CapabilityCID), asks each over the sync protocol for its Things
-// with that capability, checks and stores what they send (as learned
-// Things, which expire unless seen again) and answers from the directory
-// then. An empty result with a nil error means nobody offers it.
+// with that capability (and connected peers over the find protocol),
+// checks and stores what they send (as learned Things, which expire
+// unless seen again) and answers from the directory then: what it held
+// and what the network sent. Within the window it answers from the
+// directory alone. An empty result with a nil error means nobody offers
+// it. If ctx ends during the network lookup, it returns what the
+// directory holds then, with ctx's error.
 func (f *Federation) FindCapability(ctx context.Context, id string) ([]directory.Entry, error) {
 	if id == "" {
 		return nil, errors.New("federation: find capability: empty id")
@@ -65,22 +70,31 @@ func (f *Federation) FindVendor(ctx context.Context, name string) ([]directory.E
 	return f.find(ctx, "vendor", directory.Query{Vendor: name}, lmosdht.VendorCID(name), Filter{Vendor: name})
 }
 
+// find answers q from the directory, after asking the network for key
+// (askProviders) unless the directory holds a match and the network was
+// asked for key less than LookupFresh ago (f.recent). A miss always asks.
 func (f *Federation) find(ctx context.Context, what string, q directory.Query, key cid.Cid, flt Filter) ([]directory.Entry, error) {
 	q.Visible = f.visible
 	res, err := f.dir.Search(q)
 	if err != nil {
 		return nil, fmt.Errorf("federation: find %s: %w", what, err)
 	}
-	if res.Total > 0 || f.p.DHT == nil {
+	start := f.now()
+	if f.p.DHT == nil || res.Total > 0 && f.recent.fresh(key, start) {
 		return res.Entries, nil
 	}
+	held := res.Total
 	asked, learned := f.askProviders(ctx, key, flt)
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("federation: find %s %s: %w", what, key, err)
+	cerr := ctx.Err()
+	if cerr == nil {
+		f.recent.asked(key, start)
 	}
-	f.log.Debug("cold lookup", "what", what, "key", key, "providers", asked, "learned", learned)
+	f.log.Debug("lookup asked the network", "what", what, "key", key, "held", held, "providers", asked, "learned", learned)
 	if res, err = f.dir.Search(q); err != nil {
 		return nil, fmt.Errorf("federation: find %s: %w", what, err)
+	}
+	if cerr != nil {
+		return res.Entries, fmt.Errorf("federation: find %s %s: %w", what, key, cerr)
 	}
 	return res.Entries, nil
 }

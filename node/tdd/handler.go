@@ -101,8 +101,9 @@ type Deps struct {
 	// Publisher publishes and removes own Things; nil makes every write
 	// 501 Not Implemented.
 	Publisher Publisher
-	// Finder, if set, is asked on a capability filter that matches nothing
-	// locally.
+	// Finder, if set, is asked on every capability filter before the
+	// directory (it keeps repeated lookups cheap itself); its answer is
+	// listed when the directory still matches nothing.
 	Finder Finder
 	// Peers, if set, serves /api/v1/peers and /api/v1/connect (501
 	// otherwise).
@@ -187,7 +188,7 @@ type Config struct {
 	// MaxPageBytes bounds the bytes of the TDs of one listing page (a page
 	// has at least one TD).
 	MaxPageBytes int
-	// FindTimeout bounds the Finder's lookup on a capability miss.
+	// FindTimeout bounds the Finder's lookup of a capability.
 	FindTimeout time.Duration
 	// WriteTimeout bounds a Publish or Remove.
 	WriteTimeout time.Duration

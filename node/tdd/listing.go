@@ -87,21 +87,31 @@ func (h *Handler) listRequest(r *http.Request) (lq listQuery, consumer bool, p *
 
 // listPage searches for the listing lq and returns its page of entries
 // and the number of matches. The directory pages in id order itself; any
-// other order needs every match, ordered here, then cut. A capability the
-// directory has no Thing of is asked of the Finder.
+// other order needs every match, ordered here, then cut. A capability is
+// asked of the Finder first, also when the directory holds Things that
+// offer it: the federation asks the network unless it did for the
+// capability lately (federation.LookupFresh) and stores what it finds, so
+// that the Things that reached this node first do not hide the other
+// providers (docs/security.md, eclipse). If the directory still has none,
+// the Finder's answer is listed.
 func (h *Handler) listPage(r *http.Request, lq listQuery) (page []directory.Entry, total int, p *lmosproto.Problem) {
 	byID := (lq.sortBy == sortID || (lq.sortBy == "" && lq.q.Text == "")) && !lq.desc
 	q := lq.q
 	if byID {
 		q.ByID, q.Offset, q.Limit = true, lq.offset, lq.limit
 	}
+	var found []directory.Entry
+	find := lq.q.Capability != "" && h.deps.Finder != nil
+	if find {
+		found = h.findRemote(r.Context(), lq)
+	}
 	res, err := h.deps.Directory.Search(q)
 	if err != nil {
 		return nil, 0, httpapi.Problemf(http.StatusBadRequest, "%v", err)
 	}
 	page, total = res.Entries, res.Total
-	if total == 0 && lq.q.Capability != "" && h.deps.Finder != nil {
-		page, total = h.findRemote(r.Context(), lq), 0
+	if total == 0 && find {
+		page, total = found, 0
 		byID = false
 	}
 	if !byID {

@@ -177,10 +177,9 @@ func single(v url.Values, name string) (string, bool) {
 	return v.Get(name), true
 }
 
-// findRemote asks the Finder for the capability of q after a local miss
-// and returns the part of its answer that matches q. A
-// failed or timed-out lookup is logged and counts as no match: the local
-// answer (nothing) stands.
+// findRemote asks the Finder for the capability of q and returns the
+// part of its answer that matches q. A failed or timed-out lookup is
+// logged and counts as no match: the local answer stands.
 func (h *Handler) findRemote(ctx context.Context, lq listQuery) []directory.Entry {
 	capID, _, _ := splitCapability(lq.q.Capability)
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.FindTimeout)
