@@ -35,6 +35,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/federation"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/homedir"
 	"github.com/lmosnode/lmosnode/node/httpapi"
@@ -993,8 +994,15 @@ func (s *advSuite) consentThing(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
+	// By gossip, or by a sync with node 1: what earlier attacks did to
+	// the gossip scores between the honest nodes is not this attack's
+	// subject.
 	testnet.WaitFor(t, "node 0 learns node 1's door", waitLong, func() (bool, string) {
-		return len(s.nodes[0].Directory().Lookup(s.door)) > 0, "not yet"
+		if len(s.nodes[0].Directory().Lookup(s.door)) > 0 {
+			return true, ""
+		}
+		_, err := s.nodes[0].Federation().Sync(t.Context(), s.nodes[1].PeerID(), federation.Filter{})
+		return false, fmt.Sprintf("not yet (sync with node 1: %v)", err)
 	})
 }
 
