@@ -66,9 +66,7 @@ func (s *advSuite) hangPrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 	obsPublish(t, s.nodes[0], td, hb.URL)
-	testnet.WaitFor(t, "node 1 learns the hanging Thing", waitLong, func() (bool, string) {
-		return len(s.nodes[1].Directory().Lookup(s.hangID)) > 0, "not yet"
-	})
+	s.everyNodeHolds(t, "the hanging Thing", s.nodes[0], s.hangID)
 }
 
 // awaitStarted waits until n more backend requests have started.

@@ -981,7 +981,7 @@ func (s *advSuite) noToken(t *testing.T) advCount {
 	return c
 }
 
-// consentThing registers node 1's door, which node 0 learns.
+// consentThing registers node 1's door, which every node learns.
 func (s *advSuite) consentThing(t *testing.T) {
 	s.door = testnet.UniqueID(t)
 	td := testnet.TD(t, s.door, "Door", "door")
@@ -994,15 +994,29 @@ func (s *advSuite) consentThing(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	// By gossip, or by a sync with node 1: what earlier attacks did to
-	// the gossip scores between the honest nodes is not this attack's
-	// subject.
-	testnet.WaitFor(t, "node 0 learns node 1's door", waitLong, func() (bool, string) {
-		if len(s.nodes[0].Directory().Lookup(s.door)) > 0 {
-			return true, ""
+	s.everyNodeHolds(t, "node 1's door", s.nodes[1], s.door)
+}
+
+// everyNodeHolds waits until every honest node holds the Thing id that
+// publisher published, before an attack starts (the suite compares their
+// directories before and after it): by gossip, or by a sync with the
+// publisher — what earlier attacks did to the gossip between the honest
+// nodes is not the next attack's subject.
+func (s *advSuite) everyNodeHolds(t *testing.T, what string, publisher *node.Node, id string) {
+	t.Helper()
+	testnet.WaitFor(t, "every node learns "+what, waitLong, func() (bool, string) {
+		missing := 0
+		var errs []error
+		for _, n := range s.nodes {
+			if len(n.Directory().Lookup(id)) > 0 {
+				continue
+			}
+			missing++
+			if _, err := n.Federation().Sync(t.Context(), publisher.PeerID(), federation.Filter{}); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		_, err := s.nodes[0].Federation().Sync(t.Context(), s.nodes[1].PeerID(), federation.Filter{})
-		return false, fmt.Sprintf("not yet (sync with node 1: %v)", err)
+		return missing == 0, fmt.Sprintf("%d nodes without it (syncs with its publisher: %v)", missing, errors.Join(errs...))
 	})
 }
 
