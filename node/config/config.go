@@ -863,10 +863,9 @@ func Exists(home string) (bool, error) {
 // Things, the quota per publisher and liveness. The purge loop runs often
 // enough to drop offline Things within a quarter of OfflineTTL.
 func (c Config) Directory() directory.Config {
-	cfg := c
-	q, l := cfg.Quota.WithDefaults(), cfg.Liveness.WithDefaults()
+	q, l := c.Quota.WithDefaults(), c.Liveness.WithDefaults()
 	return directory.Config{
-		TTL:                   time.Duration(cfg.ThingTTL),
+		TTL:                   time.Duration(c.ThingTTL),
 		PurgeInterval:         min(directory.DefaultPurgeInterval, time.Duration(l.OfflineTTL)/4),
 		MaxThingsPerPublisher: q.MaxThings,
 		MaxBytesPerPublisher:  q.MaxBytes,
