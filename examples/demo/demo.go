@@ -260,24 +260,26 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // NewChat returns the chat agent: its streaming action chat answers every
-// input chunk with its words, one output chunk each, then "[done]".
+// input chunk with its words, one output chunk each, written as a language
+// model streams tokens (every word after the first with its leading space),
+// so that a consumer that joins the chunks reads the sentence. The end of
+// the answer is the session's completion, not a marker token.
 func NewChat() Example {
 	t := interact.NewThing().OnStream("chat", func(ctx context.Context, in <-chan lmosproto.Value, out func(lmosproto.Value) error) error {
+		sep := ""
 		for v := range in {
 			var s string
 			if err := v.Decode(&s); err != nil {
 				return err
 			}
 			for _, word := range strings.Fields(s) {
-				if err := out(lmosproto.StringValue(word)); err != nil {
+				if err := out(lmosproto.StringValue(sep + word)); err != nil {
 					return err
 				}
+				sep = " "
 			}
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return out(lmosproto.StringValue("[done]"))
+		return ctx.Err()
 	})
 	return Example{TD: parse(chatTD), Thing: t}
 }
