@@ -65,7 +65,10 @@
 //
 // The first of our ways that connects a peer names it; a peer that
 // connected inbound and is then found by one of our ways takes that way's
-// name (both ends of an mDNS pair show "mdns", not one "inbound"). The
+// name (both ends of an mDNS pair show "mdns", not one "inbound"), except
+// that a DHT rendezvous does not rename a peer that dialled us: it was
+// here before the lookup found it (a peer that ran `lmosnode connect` or
+// named this node as bootstrap stays "inbound"). The
 // entry is dropped when the last connection to the peer closes. Peers
 // reports the connected peers with their addresses and sources.
 //

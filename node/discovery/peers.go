@@ -138,6 +138,9 @@ func (s *Service) claim(p peer.ID, src Source) {
 	switch cur, ok := s.sources[p]; {
 	case !ok && s.h.Network().Connectedness(p) == network.NotConnected:
 		// Disconnected again before we got here.
+	case cur == SourceInbound && src == SourceDHT:
+		// It dialled us: the rendezvous found a peer that was already
+		// here, not the way it came.
 	case !ok, cur == SourceInbound, cur == SourceOutbound:
 		s.sources[p] = src
 	}

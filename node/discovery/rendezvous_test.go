@@ -61,6 +61,11 @@ func TestRendezvous(t *testing.T) {
 	if src, _ := a.s.Source(b.h.ID()); src != SourceBootstrap {
 		t.Errorf("a: source of b = %q, want %q", src, SourceBootstrap)
 	}
+	// a dialled b (its bootstrap peer); b's own rendezvous finding a
+	// afterwards does not make a "found by dht" on b.
+	if src, _ := b.s.Source(a.h.ID()); src != SourceInbound {
+		t.Errorf("b: source of a = %q, want %q (a dialled b)", src, SourceInbound)
+	}
 	clients := []*node{a, c, d, e}
 	for i, x := range clients {
 		for _, y := range clients[i+1:] {
