@@ -256,7 +256,7 @@ func (m *Message) Clone() *Message {
 // m (type, thingID, messageID, correlationID, name, status), never the
 // payloads. (A value receiver, so that Message and *Message log alike.)
 func (m Message) LogValue() slog.Value {
-	attrs := make([]slog.Attr, 0, 6)
+	attrs := make([]slog.Attr, 0, 8)
 	add := func(k, v string) {
 		if v != "" {
 			attrs = append(attrs, slog.String(k, v))
@@ -268,6 +268,8 @@ func (m Message) LogValue() slog.Value {
 	add("correlationID", m.CorrelationID)
 	add(m.Type.NameMember(), m.Name)
 	add("status", m.Status)
+	add("title", m.Title)
+	add("detail", m.Detail)
 	return slog.GroupValue(attrs...)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node/interact"
+	"github.com/lmosnode/lmosnode/node/logroute"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -70,7 +71,11 @@ type Fanout struct {
 	closed    bool
 	topics    map[string]*joined     // joined topics by name
 	published map[string]*publishing // own Things by id
-	subs      map[string]*topicSub   // topics with local subscribers by name
+	// feedEnds holds back repeated log lines of an own Thing's feed ending
+	// across its versions (a new version publishes it again); an entry
+	// lives until the Thing is removed.
+	feedEnds map[string]*logroute.Repeats
+	subs     map[string]*topicSub // topics with local subscribers by name
 }
 
 // joined is a topic this node has joined, with its validator, shared by
@@ -111,6 +116,7 @@ func New(deps Deps, cfg Config, opts ...Option) (*Fanout, error) {
 		cancel:    cancel,
 		topics:    map[string]*joined{},
 		published: map[string]*publishing{},
+		feedEnds:  map[string]*logroute.Repeats{},
 		subs:      map[string]*topicSub{},
 	}, nil
 }

@@ -86,6 +86,19 @@ func TestFeedEndWarningRateLimited(t *testing.T) {
 			t.Fatalf("the feed ended %d times, want %d", logs.count(msg, slog.LevelDebug), ends)
 		}
 	}
+	// A new version of the Thing publishes it again: its feed ending the
+	// same way is no news either.
+	if err := f.Unpublish(td.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Publish(td); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); logs.count(msg, slog.LevelDebug) < 2*ends; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the feed ended %d times, want %d", logs.count(msg, slog.LevelDebug), 2*ends)
+		}
+	}
 	if err := f.Unpublish(td.ID); err != nil {
 		t.Fatal(err)
 	}

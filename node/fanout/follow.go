@@ -38,11 +38,13 @@ func (f *Fanout) follow(entries []directory.Entry, all bool) {
 		f.mu.Unlock()
 		for _, id := range gone {
 			f.unpublish(id)
+			f.forgetFeed(id)
 		}
 	}
 	for _, e := range entries {
 		f.unpublish(e.ThingID)
 		if e.Tombstone {
+			f.forgetFeed(e.ThingID)
 			continue
 		}
 		td, err := e.TD()
@@ -54,6 +56,13 @@ func (f *Fanout) follow(entries []directory.Entry, all bool) {
 			f.log.Warn("publish own thing's events", "thing", e.ThingID, "err", err)
 		}
 	}
+}
+
+// forgetFeed drops the log state of a removed own Thing's feed.
+func (f *Fanout) forgetFeed(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.feedEnds, id)
 }
 
 func (f *Fanout) unpublish(id string) {

@@ -18,6 +18,7 @@ type publishing struct {
 	j       *joined
 	cancel  context.CancelFunc
 	done    chan struct{}
+	ends    *logroute.Repeats // the Thing's, kept across versions (Fanout.feedEnds)
 }
 
 // Publish starts fanning out the events of the own Thing td: the Fanout
@@ -51,7 +52,12 @@ func (f *Fanout) Publish(td *lmosproto.TD) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
-	pb := &publishing{thingID: td.ID, j: j, cancel: cancel, done: make(chan struct{})}
+	ends := f.feedEnds[td.ID]
+	if ends == nil {
+		ends = &logroute.Repeats{Every: FeedWarnEvery}
+		f.feedEnds[td.ID] = ends
+	}
+	pb := &publishing{thingID: td.ID, j: j, cancel: cancel, done: make(chan struct{}), ends: ends}
 	f.published[td.ID] = pb
 	f.wg.Add(1)
 	go func() {
@@ -89,9 +95,8 @@ const maxRetry = time.Minute
 // after every attempt that published nothing, up to a minute.
 func (f *Fanout) publishLoop(ctx context.Context, pb *publishing) {
 	retry := backoff.New(f.cfg.Retry, max(maxRetry, f.cfg.Retry))
-	ends := logroute.Repeats{Every: FeedWarnEvery}
 	for {
-		if f.publishFeed(ctx, pb, &ends) {
+		if f.publishFeed(ctx, pb) {
 			retry.Reset()
 		}
 		select {
@@ -104,7 +109,7 @@ func (f *Fanout) publishLoop(ctx context.Context, pb *publishing) {
 
 // publishFeed runs one subscribeAllEvents session until it ends and
 // reports whether it published any event.
-func (f *Fanout) publishFeed(ctx context.Context, pb *publishing, ends *logroute.Repeats) (published bool) {
+func (f *Fanout) publishFeed(ctx context.Context, pb *publishing) (published bool) {
 	req := lmosproto.NewMessage(pb.thingID, lmosproto.MsgSubscribeAllEvents)
 	s, err := f.p.Local.Invoke(ctx, req)
 	if err != nil {
@@ -114,11 +119,15 @@ func (f *Fanout) publishFeed(ctx context.Context, pb *publishing, ends *logroute
 	defer func() { _ = s.Close() }() // an engine session's Close never fails
 	for m := range s.Replies() {
 		if published {
-			ends.Reset() // the feed worked: its next end is news
+			f.mu.Lock()
+			pb.ends.Reset() // the feed worked: its next end is news
+			f.mu.Unlock()
 		}
 		if m.Type != lmosproto.MsgEvent {
 			if ctx.Err() == nil {
-				level, repeated := ends.Level(slog.LevelInfo, m.Status+" "+m.Title+" "+m.Detail, f.now())
+				f.mu.Lock()
+				level, repeated := pb.ends.Level(slog.LevelInfo, m.Status+" "+m.Title+" "+m.Detail, f.now())
+				f.mu.Unlock()
 				f.log.Log(ctx, level, "own thing's event feed ended", "thing", pb.thingID, "reply", m, "repeated", repeated)
 			}
 			return published
