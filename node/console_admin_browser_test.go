@@ -121,14 +121,14 @@ func TestConsoleBrowserAdmin(t *testing.T) {
 	run(t, ctx, "open the agent", chromedp.Navigate(base+"/#/thing/"+id))
 	waitJS(t, ctx, "agent proof", jsText("#proof-verdict", "Valid"))
 	// The publisher on the trust list and off it again.
-	waitJS(t, ctx, "trust mark", jsText("#trust-mark", "unknown"))
+	waitJS(t, ctx, "trust mark", jsText("#trust-mark", "not in your trust list"))
 	run(t, ctx, "allow the publisher", chromedp.Click(chromedp.CSS(`#trust-mark button[data-trust="allow"]`)))
 	waitJS(t, ctx, "trusted", jsText("#trust-mark", "trusted"))
 	if got := viewer.Trust().Level(other.PeerID()); string(got) != "allow" {
 		t.Errorf("trust level after Allow: %q", got)
 	}
 	run(t, ctx, "forget it", chromedp.Click(chromedp.CSS(`#trust-mark button[data-trust="none"]`)))
-	waitJS(t, ctx, "unknown again", jsText("#trust-mark", "unknown"))
+	waitJS(t, ctx, "unknown again", jsText("#trust-mark", "not in your trust list"))
 	// A property: written with the generated form (an enum: a select),
 	// read back.
 	run(t, ctx, "write the property",
@@ -162,6 +162,11 @@ func TestConsoleBrowserAdmin(t *testing.T) {
 	// is published, then removed.
 	run(t, ctx, "my things", chromedp.Navigate(base+"/#/own"))
 	waitJS(t, ctx, "own view", jsText("#own", "publishes no Thing"))
+	// The TD editor spans the form, not the width of its label.
+	if frac, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.querySelector('#publish-td').getBoundingClientRect().width / document.querySelector('#publish-form').getBoundingClientRect().width`)); err != nil || frac < 0.9 {
+		t.Errorf("TD editor is %.0f%% of the form's width (%v), want the whole", 100*frac, err)
+	}
+	screenshot(t, ctx, "own")
 	bad := `{"@context": "https://www.w3.org/2022/wot/td/v1.1", "id": "urn:console:lamp", "title": 5, "securityDefinitions": {"nosec_sc": {"scheme": "nosec"}}, "security": "nosec_sc"}`
 	run(t, ctx, "publish an invalid TD",
 		chromedp.SetValue(chromedp.CSS(`#publish-td`), bad),
@@ -273,9 +278,7 @@ func TestConsoleBrowserAdmin(t *testing.T) {
 			wide, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 361 && ![...e.children].some(c => c.getBoundingClientRect().right > 361)).slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right)).join('; ')`))
 			t.Errorf("%s is %d px wide at 360 px: %s", view.hash, w, wide)
 		}
-		if view.hash == "#/things" {
-			screenshot(t, ctx, "things-360-dark")
-		}
+		screenshot(t, ctx, "360-dark-"+strings.SplitN(strings.TrimPrefix(view.hash, "#/"), "/", 2)[0])
 	}
 	if out := reqs.outside(base); len(out) > 0 {
 		t.Errorf("the console made requests elsewhere than its node: %q", out)

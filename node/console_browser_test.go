@@ -65,7 +65,7 @@ func browser(t *testing.T) (context.Context, *requestLog) {
 		chromedp.Flag("no-pings", true),
 		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter,InterestFeedContentSuggestions,AutofillServerCommunication"),
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
-		chromedp.WindowSize(1200, 900),
+		chromedp.WindowSize(1280, 900),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
@@ -242,7 +242,7 @@ func TestConsoleBrowser(t *testing.T) {
 	t.Logf("the Thing published on node 1 showed on node 3's console %s after the publish", d.Round(time.Millisecond))
 	waitJS(t, ctx, "signature valid badge", jsText(row, "signature valid"))
 	waitJS(t, ctx, "publisher online", jsText(row, "online"))
-	waitJS(t, ctx, "publisher's trust mark", jsText(row, "unknown"))
+	waitJS(t, ctx, "publisher's trust mark", jsText(row, "not in your trust list"))
 	shot("things")
 
 	// The search by capability with a semantic version range.

@@ -28,7 +28,7 @@ export function ownView(main, ctx) {
       const ve = e.problem?.validationErrors || [];
       clear(errors, h('p', { class: 'error' }, '✗ ' + e.message), ve.length ? h('ul', { class: 'error' }, ve.map(v => h('li', {}, h('code', {}, v.field || '(document)'), ': ', v.description))) : null);
     }
-  } }, h('label', { style: 'display:flex' }, 'Thing Description (JSON)', ta), h('div', { class: 'row' }, h('label', {}, 'or a file', file), h('label', {}, 'Backend URL (optional)', backend), h('button', { type: 'submit' }, 'Publish')), errors);
+  } }, h('label', { class: 'stack' }, 'Thing Description (JSON)', ta), h('div', { class: 'row' }, h('label', {}, 'or a file', file), h('label', {}, 'Backend URL (optional)', backend), h('button', { type: 'submit' }, 'Publish')), errors);
   main.append(h('h2', {}, 'This node\'s Things'), list, h('section', { class: 'card' }, h('h3', {}, 'Publish or update'), form));
   ctx.onLive(src => {
     if (src && src !== OWN) return;

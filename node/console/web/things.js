@@ -24,10 +24,20 @@ async function trustMarks(signal) {
   };
 }
 
+// TRUST words a trust mark for a person: what the badge says, and what it
+// means (its title).
+const TRUST = {
+  own: ['published here', 'this node published it'],
+  trusted: ['trusted publisher', 'your trust list allows or prefers its publisher'],
+  denied: ['denied publisher', 'your trust list denies its publisher'],
+  unknown: ['not in your trust list', 'its publisher is neither allowed, preferred nor denied by your trust list; its signature is checked all the same'],
+};
+
 function trustBadge(mark) {
   if (!mark) return null;
   const cls = { own: 'valid', trusted: 'valid', denied: 'invalid', unknown: 'muted' }[mark] || 'muted';
-  return h('span', { class: 'badge ' + cls, title: 'what this node\'s trust list says of the publisher' }, mark === 'own' ? 'published here' : 'publisher ' + mark);
+  const [words, means] = TRUST[mark] || [mark, ''];
+  return h('span', { class: 'badge ' + cls, title: means }, words);
 }
 
 // onlineFrom reads the online state of LMOS-Registration
@@ -148,7 +158,7 @@ export function thingView(main, ctx, id, params) {
     h('dl', { class: 'kv' }, h('dt', {}, 'Signer'), h('dd', {}, h('code', {}, v.signer || '—')), h('dt', {}, 'Peer ID'), h('dd', {}, h('code', {}, v.peerID || '—')),
       h('dt', {}, 'Signed'), h('dd', {}, when(v.created) || '—'), h('dt', {}, 'Version (lmos:seq)'), h('dd', {}, String(td['lmos:seq'] ?? '—')),
       reg.lastSeen ? [h('dt', {}, 'Publisher last seen'), h('dd', {}, when(reg.lastSeen))] : null,
-      trust ? [h('dt', {}, 'Trust'), h('dd', { id: 'trust-mark' }, trust, ' ', trust !== 'own' && v.peerID ? trustButtons(v.peerID, trust, load) : null)] : null));
+      trust ? [h('dt', {}, 'Trust'), h('dd', { id: 'trust-mark' }, (TRUST[trust] || [trust])[0], ' ', trust !== 'own' && v.peerID ? trustButtons(v.peerID, trust, load) : null)] : null));
     if (shownSeq === td['lmos:seq'] && body.childElementCount) return; // keep open forms and streams
     shownSeq = td['lmos:seq'];
     const pin = publisher || v.peerID;
