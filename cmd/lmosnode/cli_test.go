@@ -324,3 +324,25 @@ func TestUnknownFlagSuggests(t *testing.T) {
 		t.Errorf("find --frobnicate: exit %d, %q; want 2 without a guess", code, errOut)
 	}
 }
+
+// TestUnknownSubcommand: a word that is no subcommand of a command that
+// groups others is a usage error (cobra printed the help and exited 0),
+// with a guess when one is close.
+func TestUnknownSubcommand(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"things", "pubish", "x.json"}, `unknown command "pubish" for "lmosnode things" (did you mean "publish"?)`},
+		{[]string{"things", "add", "x.json"}, `unknown command "add" for "lmosnode things"; see 'lmosnode things --help'`},
+		{[]string{"group", "lst"}, `(did you mean "ls"?)`},
+	} {
+		_, errOut, code := lmosnode(t, "", c.args...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, %q; want 2 and %q", c.args, code, errOut, c.want)
+		}
+	}
+	if out, _, code := lmosnode(t, "", "things"); code != 0 || !strings.Contains(out, "Available Commands") {
+		t.Errorf("things alone: exit %d, want its help:\n%s", code, out)
+	}
+}

@@ -74,7 +74,33 @@ requires one. Exit codes: 0 success, 1 failure, 2 usage error, 3 not found,
 		newMCPCmd(),
 	)
 	root.SetFlagErrorFunc(suggestFlag)
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (things, group, trust, …) refuse a word that is none of them, as the
+// root does, with cobra's "did you mean": left to cobra, `lmosnode things
+// add` printed the help and exited 0.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		refuseUnknownSubcommands(c)
+	}
+	if cmd.Runnable() || !cmd.HasSubCommands() || !cmd.HasParent() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only on the root
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+			msg += fmt.Sprintf(" (did you mean %q?)", near[0])
+		}
+		return usageErrorf("%s; see '%s --help'", msg, cmd.CommandPath())
+	}
 }
 
 // suggestFlag adds "did you mean --mdns?" to cobra's error for an
