@@ -78,6 +78,9 @@ requires one. Exit codes: 0 success, 1 failure, 2 usage error, 3 not found,
 	return root
 }
 
+// groupsOnly is the annotation of a command that only groups others.
+const groupsOnly = "lmosnode/groupsOnly"
+
 // refuseUnknownSubcommands makes every command that only groups others
 // (things, group, trust, …) refuse a word that is none of them, as the
 // root does, with cobra's "did you mean": left to cobra, `lmosnode things
@@ -90,6 +93,7 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 		return
 	}
 	cmd.Args = cobra.ArbitraryArgs
+	cmd.Annotations = map[string]string{groupsOnly: "true"}
 	cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only on the root
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
