@@ -83,6 +83,6 @@
 // trace span after it.
 //
 // Nothing here keeps state between requests, except a Listener's count of
-// connections and a DocCache's documents; every function is safe for concurrent use, a Stream
-// belongs to its handler.
+// connections and a DocCache's documents; every function is safe for
+// concurrent use, a Stream belongs to its handler.
 package httpapi
