@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ type testNode struct {
 	dir    *directory.Directory
 	bridge *Bridge
 	srv    *httptest.Server
+	things dirThings
 	key    ed25519.PrivateKey
 	self   peer.ID
 }
@@ -38,6 +40,8 @@ type testNode struct {
 type dirThings struct {
 	dir *directory.Directory
 	tds *tdcache.Cache
+	// reads counts TDOf calls: what rendering cards costs.
+	reads *atomic.Int64
 }
 
 func (d dirThings) Resolve(_ context.Context, id string, pub peer.ID, _ bool) (directory.Entry, error) {
@@ -49,6 +53,7 @@ func (d dirThings) Resolve(_ context.Context, id string, pub peer.ID, _ bool) (d
 }
 
 func (d dirThings) TDOf(pub peer.ID, id string) (*lmosproto.TD, bool) {
+	d.reads.Add(1)
 	e, ok := d.dir.Get(pub, id)
 	if !ok {
 		return nil, false
@@ -78,7 +83,7 @@ func newTestNode(tb testing.TB) *testNode {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = dir.Close() })
-	things := dirThings{dir: dir, tds: tdcache.New(0)}
+	things := dirThings{dir: dir, tds: tdcache.New(0), reads: &atomic.Int64{}}
 	client, err := NewClient(ClientConfig{})
 	if err != nil {
 		tb.Fatal(err)
@@ -91,7 +96,7 @@ func newTestNode(tb testing.TB) *testNode {
 	tb.Cleanup(func() { _ = b.Close() })
 	srv := httptest.NewServer(b)
 	tb.Cleanup(srv.Close)
-	return &testNode{dir: dir, bridge: b, srv: srv, key: key, self: self}
+	return &testNode{dir: dir, bridge: b, srv: srv, things: things, key: key, self: self}
 }
 
 // sybilAgents puts agents of n identities into the directory, per
@@ -124,7 +129,9 @@ func (tn *testNode) sybilAgents(tb testing.TB, n, perKey, desc int) []peer.ID {
 // ownAgent publishes an agent of the node itself.
 func (tn *testNode) ownAgent(tb testing.TB, id, title string) {
 	tb.Helper()
-	rec, err := lmosproto.SignThing(agentTD(tb, id, title, "The node's own agent "+title), tn.key, time.Now())
+	td := agentTD(tb, id, title, "The node's own agent "+title)
+	td.Seq = uint64(time.Now().UnixNano()) // a new version of id replaces the one before
+	rec, err := lmosproto.SignThing(td, tn.key, time.Now())
 	if err != nil {
 		tb.Fatal(err)
 	}
