@@ -186,6 +186,7 @@ type Bridge struct {
 	signer *signer
 	mux    *http.ServeMux
 	tasks  tasks
+	docs   *cardDocs // the cards and the index, rendered once per revision
 
 	ctx    context.Context
 	cancel context.CancelFunc

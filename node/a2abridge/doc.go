@@ -6,7 +6,7 @@
 //
 //	GET  /.well-known/agent-card.json              the node's card: one skill per agent, the
 //	                                               per-agent cards in the LMOS extension's params
-//	GET  /a2a/agents                               the index: thing id, publisher, endpoint, card
+//	GET  /a2a/agents                               the index, paged: thing id, publisher, endpoint, card
 //	GET  /a2a/{publisher}/{id}[/.well-known/agent-card.json]   the agent's card
 //	POST /a2a/{publisher}/{id}                     the agent's JSON-RPC endpoint
 //	POST /a2a                                      the node-wide endpoint (metadata "lmos:agent")
@@ -17,6 +17,12 @@
 // per action), points at this node's endpoint for the agent, declares the
 // API's bearer token when one is configured, and is signed with the
 // node's Ed25519 key (JWS EdDSA over the JCS form, kid the node's did:key).
+// The cards and the index's pages are rendered once per revision of the
+// directory (and after Refresh, when the node's group memberships
+// change) through an httpapi.DocCache, served with an ETag and 304; the
+// node's card keeps under MaxNodeCardBytes (own agents first, skills as
+// summaries, its description says what it left out), the index pages
+// (cached.go).
 // A message invokes one action of the agent (metadata "lmos:action", else
 // its only action) through the node's normal invocation path: the engine
 // for its own Things, the owner node over libp2p for the others

@@ -43,17 +43,18 @@ func Patterns() []string {
 
 func (b *Bridge) routes() {
 	b.mux = http.NewServeMux()
-	b.mux.HandleFunc("GET "+WellKnownCard, b.serveNodeCard)
+	b.docs = newCardDocs()
+	b.mux.Handle("GET "+WellKnownCard, b.cached(b.docs.node, false, b.serveNodeCard))
 	b.mux.HandleFunc("POST "+PathPrefix, b.serveNodeRPC)
 	// An agent's base URL ends with a slash, so that clients find its card
 	// relative to it (new URL(".well-known/agent-card.json", base)); the
 	// form without the slash is served too.
 	for _, p := range []string{PathPrefix + "/{publisher}/{id}", PathPrefix + "/{publisher}/{id}/{$}"} {
-		b.mux.HandleFunc("GET "+p, b.serveAgentCard)
+		b.mux.Handle("GET "+p, b.cached(b.docs.cards, false, b.serveAgentCard))
 		b.mux.HandleFunc("POST "+p, b.serveAgentRPC)
 	}
-	b.mux.HandleFunc("GET "+PathPrefix+"/{publisher}/{id}/.well-known/agent-card.json", b.serveAgentCard)
-	b.mux.HandleFunc("GET "+PathAgents, b.serveAgents)
+	b.mux.Handle("GET "+PathPrefix+"/{publisher}/{id}/.well-known/agent-card.json", b.cached(b.docs.cards, false, b.serveAgentCard))
+	b.mux.Handle("GET "+PathAgents, b.cached(b.docs.index, true, b.serveAgents))
 	b.mux.HandleFunc("GET "+pathJWKS, func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, b.signer.jwks())
 	})
@@ -110,9 +111,13 @@ type AgentRef struct {
 	Card string `json:"card"`
 }
 
-// AgentIndex is the body of GET /a2a/agents.
+// AgentIndex is the body of GET /a2a/agents: a page of the index.
 type AgentIndex struct {
 	Agents []AgentRef `json:"agents"`
+	// Total counts the agents of all pages.
+	Total int `json:"total"`
+	// Next is the URL of the next page; empty on the last.
+	Next string `json:"next,omitempty"`
 }
 
 func (b *Bridge) index(r *http.Request) ([]AgentRef, []AgentSkill) {
@@ -139,13 +144,8 @@ func (b *Bridge) index(r *http.Request) ([]AgentRef, []AgentSkill) {
 	return refs, skills
 }
 
-func (b *Bridge) serveAgents(w http.ResponseWriter, r *http.Request) {
-	refs, _ := b.index(r)
-	httpapi.WriteJSON(w, http.StatusOK, AgentIndex{Agents: refs})
-}
-
-// maxCardSkills bounds the agents the node's card lists; GET /a2a/agents
-// lists them all.
+// maxCardSkills bounds the agents the node's card lists (fitNodeCard);
+// GET /a2a/agents lists them all.
 const maxCardSkills = 256
 
 // serveNodeCard serves the node's own card: one skill per agent the node
@@ -153,16 +153,14 @@ const maxCardSkills = 256
 // URLs in the params of the LMOS extension.
 func (b *Bridge) serveNodeCard(w http.ResponseWriter, r *http.Request) {
 	refs, skills := b.index(r)
-	if len(skills) > maxCardSkills {
-		// A card is read whole by every client: the rest are in the index.
-		refs, skills = refs[:maxCardSkills], skills[:maxCardSkills]
-	}
+	// A card is read whole by every client: the rest are in the index.
+	refs, skills, note := b.fitNodeCard(refs, skills)
 	base := baseURL(r)
 	yes, no := true, false
 	c := AgentCard{
 		Name: "lmosnode " + b.deps.Self.String(),
 		Description: "An LMOS node. Each skill is an agent of the federation this node can reach; address one with message metadata " +
-			`"lmos:agent" (its thing id) or use its own card (LMOS extension params.agents[].card, or GET ` + PathAgents + ").",
+			`"lmos:agent" (its thing id) or use its own card (LMOS extension params.agents[].card, or GET ` + PathAgents + ")." + note,
 		SupportedInterfaces: []AgentInterface{{URL: base + PathPrefix, ProtocolBinding: BindingJSONRPC, ProtocolVersion: ProtocolVersion}},
 		Version:             b.deps.Directory.Revision(),
 		Capabilities:        AgentCapabilities{Streaming: &yes, PushNotifications: &no},

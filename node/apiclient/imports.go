@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
@@ -39,8 +40,20 @@ func (c *Client) ImportA2A(ctx context.Context, cardURL string) (a2abridge.Impor
 		body: a2abridge.ImportRequest{Card: cardURL}, max: maxAgentIndex})
 }
 
-// A2AAgents lists the agents the node serves over A2A (GET /a2a/agents).
+// A2AAgents lists the agents the node serves over A2A (GET /a2a/agents,
+// every page).
 func (c *Client) A2AAgents(ctx context.Context) ([]a2abridge.AgentRef, error) {
-	idx, err := call[a2abridge.AgentIndex](ctx, c, request{method: http.MethodGet, path: a2abridge.PathAgents, max: maxAgentIndex})
-	return idx.Agents, err
+	var all []a2abridge.AgentRef
+	path := a2abridge.PathAgents + "?limit=" + strconv.Itoa(a2abridge.MaxIndexLimit)
+	for path != "" {
+		idx, err := call[a2abridge.AgentIndex](ctx, c, request{method: http.MethodGet, path: path, max: maxAgentIndex})
+		if err != nil {
+			return all, err
+		}
+		all, path = append(all, idx.Agents...), ""
+		if next, err := url.Parse(idx.Next); err == nil && idx.Next != "" && len(idx.Agents) > 0 {
+			path = next.RequestURI()
+		}
+	}
+	return all, nil
 }

@@ -67,12 +67,22 @@
 // still sends before it closes, so that the client reads the answer
 // instead of a reset. docs/api.md#limits has the node's defaults.
 //
+// # Documents rendered from remote data
+//
+// DocCache serves documents the node renders from what it holds, most of
+// it other nodes' Things (the A2A agent cards, the directory's TD): once
+// per revision of that data (the directory's Revision) instead of once
+// per request, one render at a time with concurrent readers waiting for
+// it, each document kept with a strong ETag (a hash of its bytes) and
+// Cache-Control: no-cache, and 304 Not Modified to an If-None-Match that
+// names it. docs/api.md#caching has the documents and their budgets.
+//
 // Observe reports every answered request (method, route pattern, status,
 // duration) to a function, the node's metrics; Routed, around each
 // ServeMux, tells it the pattern that matched and names the request's
 // trace span after it.
 //
 // Nothing here keeps state between requests, except a Listener's count of
-// connections; every function is safe for concurrent use, a Stream
-// belongs to its handler.
+// connections and a DocCache's documents; every function is safe for
+// concurrent use, a Stream belongs to its handler.
 package httpapi

@@ -272,6 +272,8 @@ type Handler struct {
 	cfg  Config
 	log  *slog.Logger
 	mux  *http.ServeMux
+	// docs holds the directory's TD, per base URL (wellKnown).
+	docs *httpapi.DocCache
 
 	// wmu serialises writes.
 	wmu sync.Mutex
@@ -314,7 +316,7 @@ func New(deps Deps, cfg Config, opts ...Option) (*Handler, error) {
 			opt(&log)
 		}
 	}
-	h := &Handler{deps: deps, cfg: cfg, log: log, done: make(chan struct{})}
+	h := &Handler{deps: deps, cfg: cfg, log: log, done: make(chan struct{}), docs: httpapi.NewDocCache(httpapi.DocConfig{MaxEntries: 8, MaxBytes: 1 << 20})}
 	h.mux = h.routes()
 	return h, nil
 }

@@ -46,6 +46,15 @@ func TestWellKnownGolden(t *testing.T) {
 	if !bytes.Equal(pretty.Bytes(), want) {
 		t.Errorf("GET /.well-known/wot differs from %s (go test -update rewrites it):\n%s", golden, pretty.Bytes())
 	}
+	// It carries a strong ETag and Cache-Control: no-cache; the ETag
+	// gets 304.
+	etag := r.header.Get("ETag")
+	if !strings.HasPrefix(etag, `"`) || r.header.Get("Cache-Control") != "no-cache" {
+		t.Errorf("ETag %q, Cache-Control %q; want a strong ETag and no-cache", etag, r.header.Get("Cache-Control"))
+	}
+	if r := do(t, http.MethodGet, env.URL+"/.well-known/wot", nil, "If-None-Match", etag); r.status != http.StatusNotModified || len(r.body) != 0 {
+		t.Errorf("If-None-Match %s: %d with %d bytes, want 304", etag, r.status, len(r.body))
+	}
 	// Without BaseURL the base is the request's host.
 	env2 := tddtest.NewEnv(t)
 	td, err := lmosproto.ParseTD(do(t, http.MethodGet, env2.URL+"/.well-known/wot", nil).body)

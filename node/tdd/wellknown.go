@@ -12,8 +12,16 @@ import (
 // (ThingDirectory, ThingID).
 const ContextDiscovery = "https://www.w3.org/2022/wot/discovery"
 
-// wellKnown serves GET /.well-known/wot: the directory's own TD.
+// wellKnown serves GET /.well-known/wot: the directory's own TD. It
+// depends on the configuration and the base URL only: it is rendered once
+// per base URL and served with an ETag and 304 (httpapi.DocCache).
 func (h *Handler) wellKnown(w http.ResponseWriter, r *http.Request) {
+	h.docs.Handler(func(r *http.Request) (string, string, bool) { return h.base(r), "", true },
+		http.HandlerFunc(h.renderWellKnown)).ServeHTTP(w, r)
+}
+
+// renderWellKnown writes the directory's own TD.
+func (h *Handler) renderWellKnown(w http.ResponseWriter, r *http.Request) {
 	doc, err := encodeJSON(h.DirectoryTD(h.base(r)))
 	if err != nil { // impossible: the TD is built of plain values
 		h.writeInternal(w, r, "describe directory", "", err)
