@@ -217,7 +217,7 @@ func TestACTS(t *testing.T) {
 	start := time.Now()
 	results := acts.Run(ctx, acts.Config{CardURL: card, Behaviors: actsBehaviors, ParseClient: actsParse}, tests)
 	t.Logf("ACTS: %d tests, %d results in %v\n%s", len(tests), len(results), time.Since(start).Round(time.Millisecond), acts.Summary(results))
-	skips := map[string]int{}
+	skips, passed := map[string]int{}, map[string][]string{}
 	for _, r := range results {
 		key := r.Transport + "/" + r.ID
 		known, isKnown := actsKnownFailures[key]
@@ -234,7 +234,12 @@ func TestACTS(t *testing.T) {
 			t.Logf("%s (%s) skipped: %s", key, r.Level, r.Reason)
 		case r.Outcome == acts.Skip:
 			skips[r.Transport+": "+r.Reason]++
+		case r.Outcome == acts.Pass:
+			passed[r.Transport] = append(passed[r.Transport], r.ID)
 		}
+	}
+	for tr, ids := range passed {
+		t.Logf("passed on %s: %s", tr, strings.Join(ids, " "))
 	}
 	for reason, n := range skips {
 		t.Logf("%d tests skipped on %s", n, reason)
