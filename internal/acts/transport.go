@@ -298,7 +298,14 @@ var errorTypeAliases = map[string]string{
 // "code" and "error_type", which the corpus both uses), message and
 // details (as "data" and "details").
 func errorView(typ string, message, details any) map[string]any {
-	return map[string]any{"code": typ, "error_type": typ, "message": message, "data": details, "details": details}
+	v := map[string]any{"code": typ, "error_type": typ}
+	if !isMissing(message) {
+		v["message"] = message
+	}
+	if !isMissing(details) {
+		v["data"], v["details"] = details, details
+	}
+	return v
 }
 
 func rpcErrorView(e map[string]any) map[string]any {
