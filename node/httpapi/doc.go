@@ -27,7 +27,11 @@
 // answer from the Accept header (parsed with munnerz/goautoneg): the
 // offer with the highest quality, the first one on a tie; a type with a
 // structured syntax suffix (application/td+json) counts as its base type
-// (application/json).
+// (application/json). ReadBody, the one body reader of the routes, takes
+// JSON text (IsJSONType by Content-Type) in UTF-8 only (CheckJSONCharset:
+// 415) and as sent (CheckJSONText: invalid UTF-8 or a lone surrogate
+// escape, which encoding/json would rewrite to U+FFFD, is a 400 naming
+// the member).
 //
 // # Server-sent events
 //
