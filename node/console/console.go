@@ -102,7 +102,7 @@ func New(deps Deps, cfg Config, opts ...Option) (*Console, error) {
 	for _, o := range opts {
 		o(c)
 	}
-	files := http.FileServerFS(sub)
+	files := httpapi.AsProblems(http.FileServerFS(sub)) // its 404 is plain text
 	c.assets = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		// The pages load nothing from elsewhere, and no other site may

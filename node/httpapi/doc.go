@@ -18,7 +18,9 @@
 // instance to the request path; "about:blank" as type is left out, as
 // RFC 9457 allows. Every problem response carries Cache-Control: no-store
 // and X-Content-Type-Options: nosniff. Recover turns a panicking handler
-// into a 500 problem. ResponseProblem is the client side: the problem a
+// into a 500 problem; AsProblems turns the plain-text errors of a library
+// handler (http.FileServer, the WebSocket handshake, pprof) into
+// problems. ResponseProblem is the client side: the problem a
 // response describes. testdata/*.http holds the exact responses.
 //
 // # JSON and content negotiation

@@ -57,3 +57,29 @@ func TestReadBodyJSONText(t *testing.T) {
 		})
 	}
 }
+
+// TestAsProblems: an http.Error answer becomes a problem with its status,
+// headers and first line; other answers pass as they are.
+func TestAsProblems(t *testing.T) {
+	h := httpapi.AsProblems(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok" {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("Upgrade", "websocket")
+		http.Error(w, "no upgrade\nsecond line", http.StatusUpgradeRequired)
+	}))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/ws", nil))
+	var p lmosproto.Problem
+	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil || w.Code != http.StatusUpgradeRequired ||
+		w.Header().Get("Content-Type") != lmosproto.ContentTypeProblemJSON || w.Header().Get("Upgrade") != "websocket" ||
+		p.Detail != "no upgrade" || p.Instance != "/ws" {
+		t.Errorf("%d %v %q: %v", w.Code, w.Header(), w.Body, err)
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/ok", nil))
+	if w.Code != http.StatusNotModified || w.Body.Len() != 0 {
+		t.Errorf("304 changed: %d %q", w.Code, w.Body)
+	}
+}

@@ -25,7 +25,8 @@
 // refused with 400 and an RFC 9457 application/problem+json body naming
 // the sub-protocol (httpapi.WriteProblem, as every HTTP surface of the
 // node answers errors); a request that is no WebSocket handshake gets the
-// library's 426 Upgrade Required. Browser clients must come from the
+// library's 426 Upgrade Required, and a refused origin its 403, as
+// problems too (httpapi.AsProblems). Browser clients must come from the
 // request's own host or a Config.OriginPatterns origin; clients without
 // an Origin header (programs, agents) are always allowed.
 //

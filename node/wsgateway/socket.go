@@ -43,11 +43,17 @@ func accept(w http.ResponseWriter, r *http.Request, opts Config, log *slog.Logge
 			Detail: fmt.Sprintf("this endpoint speaks only the WebSocket sub-protocol %q; offer it in Sec-WebSocket-Protocol", proto.WebSocketSubprotocol)})
 		return nil
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		Subprotocols:   []string{proto.WebSocketSubprotocol},
-		OriginPatterns: opts.OriginPatterns,
-	})
-	if err != nil { // Accept has answered already (426, 403, …)
+	var ws *websocket.Conn
+	var err error
+	// Accept answers a refused handshake (426, 403, …) with plain text:
+	// AsProblems makes it a problem.
+	httpapi.AsProblems(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err = websocket.Accept(w, r, &websocket.AcceptOptions{
+			Subprotocols:   []string{proto.WebSocketSubprotocol},
+			OriginPatterns: opts.OriginPatterns,
+		})
+	})).ServeHTTP(w, r)
+	if err != nil { // answered already
 		log.Debug("websocket handshake refused", "remote", r.RemoteAddr, "err", err)
 		return nil
 	}
