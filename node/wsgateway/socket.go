@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -48,7 +49,7 @@ func accept(w http.ResponseWriter, r *http.Request, opts Config, log *slog.Logge
 	// Accept answers a refused handshake (426, 403, …) with plain text:
 	// AsProblems makes it a problem.
 	httpapi.AsProblems(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err = websocket.Accept(w, r, &websocket.AcceptOptions{
+		ws, err = websocket.Accept(limitedHijack{w, proto.MaxMessageSize}, r, &websocket.AcceptOptions{
 			Subprotocols:   []string{proto.WebSocketSubprotocol},
 			OriginPatterns: opts.OriginPatterns,
 		})
@@ -82,6 +83,7 @@ type socket struct {
 	opts   Config
 	log    *slog.Logger
 	wg     sync.WaitGroup // the writer and the pinger
+	tooBig atomic.Bool    // a frame header declared more than the read limit
 }
 
 func newSocket(parent context.Context, ws *websocket.Conn, opts Config, log *slog.Logger) *socket {
@@ -189,13 +191,21 @@ func (s *socket) trySend(m *proto.Message, typ websocket.MessageType) (bool, err
 
 // read reads the next frame.
 func (s *socket) read() (websocket.MessageType, []byte, error) {
-	return s.ws.Read(s.ctx)
+	typ, data, err := s.ws.Read(s.ctx)
+	if errors.Is(err, errFrameTooBig) {
+		s.tooBig.Store(true)
+	}
+	return typ, data, err
 }
 
-// close ends the socket and waits for the writer.
+// close ends the socket and waits for the writer. After a read that
+// brought a frame header over the read limit, the code is 1009.
 func (s *socket) close(code websocket.StatusCode, reason string) {
 	s.cancel()
 	s.wg.Wait()
+	if s.tooBig.Load() {
+		code, reason = websocket.StatusMessageTooBig, "message larger than the read limit"
+	}
 	_ = s.ws.Close(code, reason)
 }
 
