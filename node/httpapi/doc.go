@@ -39,14 +39,17 @@
 //
 // A Stream is the one writer of text/event-stream responses: it sends the
 // headers (Content-Type text/event-stream, Cache-Control no-cache,
-// X-Accel-Buffering no, so that a reverse proxy does not buffer), the
-// retry field, and then events (id, event and data fields; data with line
-// breaks becomes several data lines), each under a write deadline
+// X-Accel-Buffering no, so that a reverse proxy does not buffer), then
+// events (id, event and data fields; data with line breaks becomes
+// several data lines; the first also carries the retry field, never sent
+// in a block of its own, which naive readers take for an event without
+// type or id), each under a write deadline
 // (http.ResponseController) and flushed at once; KeepAlive ticks the
 // handler to send a comment line on an idle stream, so that proxies keep
 // the connection. LastEventID reads the Last-Event-ID header a client
 // resumes with. ReadEvents is the one reader, built on the parser of
-// tmaxmax/go-sse: it joins multi-line data and skips comments.
+// tmaxmax/go-sse: it joins multi-line data and skips comments and
+// blocks without data or type (a retry alone, as older nodes sent).
 //
 // # Access
 //
