@@ -326,6 +326,19 @@ func TestErrors(t *testing.T) {
 		c.sendRaw([]byte(`{nope`))
 		wantError(t, c.recv(), "400")
 	})
+	t.Run("text the decoder would rewrite", func(t *testing.T) {
+		for _, frame := range []string{
+			`{"thingID":"` + testThingID + `","messageID":"s1","messageType":"invokeAction","action":"getWeather","input":{"city":"\ud800"}}`,
+			"{\"thingID\":\"" + testThingID + "\",\"messageID\":\"s2\",\"messageType\":\"invokeAction\",\"action\":\"getWeather\",\"input\":{\"city\":\"\xff\"}}",
+		} {
+			c.sendRaw([]byte(frame))
+			m := c.recv()
+			wantError(t, m, "400")
+			if m.ThingID != testThingID || (m.CorrelationID != "s1" && m.CorrelationID != "s2") {
+				t.Fatalf("got %+v", m)
+			}
+		}
+	})
 	t.Run("unknown message type names thing and correlation", func(t *testing.T) {
 		c.sendRaw([]byte(`{"thingID":"urn:x","messageID":"m1","correlationID":"c1","messageType":"frobnicate"}`))
 		m := c.recv()

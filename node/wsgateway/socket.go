@@ -218,8 +218,10 @@ func decode(typ websocket.MessageType, data []byte) (*proto.Message, *proto.Mess
 		c = proto.CBOR
 	}
 	m := new(proto.Message)
-	err := c.Unmarshal(data, m)
-	if err == nil {
+	var err error
+	if msg := proto.CheckJSONText(data); typ == websocket.MessageText && msg != "" {
+		err = errors.New(msg) // the decoder would rewrite it to U+FFFD
+	} else if err = c.Unmarshal(data, m); err == nil {
 		return m, nil
 	}
 	thingID, corr := lenientIDs(typ, data)
