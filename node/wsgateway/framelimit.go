@@ -33,7 +33,7 @@ func (h limitedHijack) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	buffered, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	buffered, _ := brw.Peek(brw.Reader.Buffered())
 	fc := &frameLimitConn{Conn: conn, r: io.MultiReader(bytes.NewReader(bytes.Clone(buffered)), conn), limit: h.limit}
 	return fc, bufio.NewReadWriter(bufio.NewReader(fc), brw.Writer), nil
 }
