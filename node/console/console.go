@@ -102,8 +102,10 @@ func New(deps Deps, cfg Config, opts ...Option) (*Console, error) {
 	for _, o := range opts {
 		o(c)
 	}
-	files := httpapi.AsProblems(http.FileServerFS(sub)) // its 404 is plain text
-	c.assets = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	files := http.FileServerFS(sub)
+	// The file server's 404 is plain text: AsProblems makes it a problem
+	// (on the request's own path).
+	c.assets = httpapi.AsProblems(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		// The pages load nothing from elsewhere, and no other site may
 		// frame them.
@@ -115,7 +117,7 @@ func New(deps Deps, cfg Config, opts ...Option) (*Console, error) {
 		r2 := r.Clone(r.Context())
 		r2.URL.Path = "/" + strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, assetDir), "/")
 		files.ServeHTTP(w, r2)
-	})
+	}))
 	return c, nil
 }
 
