@@ -94,6 +94,8 @@ func TestAdversarial(t *testing.T) {
 		{"admin requests without the token", nil, s.noToken},
 		{"calls and acts from a web page (CSRF)", s.consentThing, s.noConsent},
 		{"callers that leave (hanging backend)", s.hangPrepare, s.leavers},
+		{"text rewritten or not UTF-8, on every write route", nil, s.badText},
+		{"oversized WebSocket frame headers", nil, s.wsFrames},
 	} {
 		if a.prepare != nil {
 			a.prepare(t)

@@ -414,6 +414,14 @@ func schemaErrors(ve *jsonschema.ValidationError) []ValidationError {
 	var order []string
 	for _, l := range leaves {
 		ptr := instancePointer(l.InstanceLocation)
+		if r, ok := l.ErrorKind.(*kind.Required); ok {
+			// The pointer of what is missing, as WoT Discovery's test
+			// suite wants it ("/title"), not of the object that lacks it.
+			for _, m := range r.Missing {
+				out = append(out, ValidationError{Pointer: ptr + "/" + escapePointer(m), Message: fmt.Sprintf("missing required member %q", m)})
+			}
+			continue
+		}
 		if isValueMismatch(l) {
 			if mismatches[ptr] == nil {
 				order = append(order, ptr)
@@ -511,11 +519,6 @@ var schemaPrinter = message.NewPrinter(language.English)
 
 func schemaMessage(e *jsonschema.ValidationError) string {
 	switch k := e.ErrorKind.(type) {
-	case *kind.Required:
-		if len(k.Missing) == 1 {
-			return fmt.Sprintf("missing required member %q", k.Missing[0])
-		}
-		return "missing required members " + quoteList(k.Missing)
 	case *kind.Type:
 		return fmt.Sprintf("wrong type: want %s, got %s", strings.Join(k.Want, " or "), k.Got)
 	case *kind.MinItems:
@@ -782,7 +785,7 @@ func (c *lmosCheck) capability(p string, v any) {
 	}
 	id, present := capability[memberLMOSCapabilityID]
 	if s, isStr := id.(string); !present {
-		c.fail(p, "missing required member %q", memberLMOSCapabilityID)
+		c.fail(p+"/"+memberLMOSCapabilityID, "missing required member %q", memberLMOSCapabilityID)
 	} else if !isStr || s == "" {
 		c.fail(p+"/"+memberLMOSCapabilityID, "want a non-empty string, got %s", displayJSON(id))
 	}

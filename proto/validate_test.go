@@ -99,7 +99,7 @@ func TestValidateTD(t *testing.T) {
 
 		{"capabilities not an array", lmosTD(`,"lmos:capabilities":{"lmos:id":"c"}`), []string{"/lmos:capabilities"}, "want an array of capability objects, got an object"},
 		{"capability not an object", lmosTD(`,"lmos:capabilities":["c"]`), []string{"/lmos:capabilities/0"}, "want a capability object, got a string"},
-		{"capability without id", lmosTD(`,"lmos:capabilities":[{"lmos:id":"a"},{"lmos:version":"1.0.0"}]`), []string{"/lmos:capabilities/1"}, `missing required member "lmos:id"`},
+		{"capability without id", lmosTD(`,"lmos:capabilities":[{"lmos:id":"a"},{"lmos:version":"1.0.0"}]`), []string{"/lmos:capabilities/1/lmos:id"}, `missing required member "lmos:id"`},
 		{"capability with empty id", lmosTD(`,"lmos:capabilities":[{"lmos:id":""}]`), []string{"/lmos:capabilities/0/lmos:id"}, "want a non-empty string"},
 		{"capability with numeric id", lmosTD(`,"lmos:capabilities":[{"lmos:id":7}]`), []string{"/lmos:capabilities/0/lmos:id"}, "want a non-empty string, got 7"},
 		{"capability version not semver", lmosTD(`,"lmos:capabilities":[{"lmos:id":"c","lmos:version":"1.2"}]`), []string{"/lmos:capabilities/0/lmos:version"}, `"1.2" is not a semantic version`},
@@ -134,14 +134,14 @@ func TestValidateTD(t *testing.T) {
 		{"id too long", plainTD(`,"id":"urn:` + strings.Repeat("x", MaxIDLength-3) + `"`), []string{"/id"}, "more than the 2048 allowed"},
 
 		// Schema errors, flattened to one readable message each.
-		{"schema: form without href", plainTD(`,"properties":{"status":{"forms":[{"op":"readproperty"}]}}`), []string{"/properties/status/forms/0"}, `missing required member "href"`},
-		{"schema: title missing", `{"@context":"https://www.w3.org/2022/wot/td/v1.1","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc"}`, []string{""}, `missing required member "title"`},
+		{"schema: form without href", plainTD(`,"properties":{"status":{"forms":[{"op":"readproperty"}]}}`), []string{"/properties/status/forms/0/href"}, `missing required member "href"`},
+		{"schema: title missing", `{"@context":"https://www.w3.org/2022/wot/td/v1.1","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc"}`, []string{"/title"}, `missing required member "title"`},
 		{"schema: security of wrong type", `{"@context":"https://www.w3.org/2022/wot/td/v1.1","title":"T","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":5}`, []string{"/security"}, "wrong type: want array or string, got number"},
 		{"schema: op not allowed for properties", plainTD(`,"properties":{"p":{"forms":[{"href":"h","op":"invokeaction"}]}}`), []string{"/properties/p/forms/0/op"}, `got "invokeaction", want one of "readproperty", "writeproperty", "observeproperty" or "unobserveproperty"`},
 		{"schema: unknown security scheme", `{"@context":"https://www.w3.org/2022/wot/td/v1.1","title":"T","securityDefinitions":{"s":{"scheme":"magic"}},"security":"s"}`, []string{"/securityDefinitions/s/scheme"}, `got "magic", want one of "nosec", "auto", "combo", "basic", "digest", "apikey", "bearer", "psk", "oauth2" or a string matching ".+:.*"`},
 		{"schema: id not a URI", plainTD(`,"id":"not a uri"`), []string{"/id"}, `"not a uri" is not a valid uri`},
 		{"schema: thing model type", plainTD(`,"@type":"tm:ThingModel"`), []string{"/@type"}, "value not allowed here"},
-		{"schema: several problems", `{"@context":"https://www.w3.org/2022/wot/td/v1.1","title":2,"securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc","actions":{"a":{}}}`, []string{"/actions/a", "/title"}, ""},
+		{"schema: several problems", `{"@context":"https://www.w3.org/2022/wot/td/v1.1","title":2,"securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc","actions":{"a":{}}}`, []string{"/actions/a/forms", "/title"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -298,7 +298,7 @@ func ExampleValidateTD() {
 	}
 	// Output:
 	// /lmos:capabilities/0/lmos:version: "1.2" is not a semantic version (like 1.2.0): invalid semantic version
-	// /properties/status/forms/0: missing required member "href"
+	// /properties/status/forms/0/href: missing required member "href"
 }
 
 func BenchmarkValidateTD(b *testing.B) {

@@ -246,15 +246,16 @@ type Readiness struct {
 // observeRoutes adds /metrics and, with withPprof, pprof to the
 // guarded API mux.
 func observeRoutes(mux *http.ServeMux, metrics http.Handler, withPprof bool) {
-	mux.Handle("GET "+PathMetrics, metrics)
+	// Both answer their errors in plain text: AsProblems makes them problems.
+	mux.Handle("GET "+PathMetrics, httpapi.AsProblems(metrics))
 	if !withPprof {
 		return
 	}
-	mux.HandleFunc(PathPprof, pprof.Index)
-	mux.HandleFunc(PathPprof+"cmdline", pprof.Cmdline)
-	mux.HandleFunc(PathPprof+"profile", pprof.Profile)
-	mux.HandleFunc(PathPprof+"symbol", pprof.Symbol)
-	mux.HandleFunc(PathPprof+"trace", pprof.Trace)
+	mux.Handle(PathPprof, httpapi.AsProblems(http.HandlerFunc(pprof.Index)))
+	mux.Handle(PathPprof+"cmdline", httpapi.AsProblems(http.HandlerFunc(pprof.Cmdline)))
+	mux.Handle(PathPprof+"profile", httpapi.AsProblems(http.HandlerFunc(pprof.Profile)))
+	mux.Handle(PathPprof+"symbol", httpapi.AsProblems(http.HandlerFunc(pprof.Symbol)))
+	mux.Handle(PathPprof+"trace", httpapi.AsProblems(http.HandlerFunc(pprof.Trace)))
 }
 
 // probes serves /healthz and /readyz to anyone (no token, any Host: a

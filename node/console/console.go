@@ -103,7 +103,9 @@ func New(deps Deps, cfg Config, opts ...Option) (*Console, error) {
 		o(c)
 	}
 	files := http.FileServerFS(sub)
-	c.assets = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The file server's 404 is plain text: AsProblems makes it a problem
+	// (on the request's own path).
+	c.assets = httpapi.AsProblems(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		// The pages load nothing from elsewhere, and no other site may
 		// frame them.
@@ -115,7 +117,7 @@ func New(deps Deps, cfg Config, opts ...Option) (*Console, error) {
 		r2 := r.Clone(r.Context())
 		r2.URL.Path = "/" + strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, assetDir), "/")
 		files.ServeHTTP(w, r2)
-	})
+	}))
 	return c, nil
 }
 

@@ -46,6 +46,13 @@ func TestAssets(t *testing.T) {
 			t.Errorf("GET %s: CSP %q", tc.path, csp)
 		}
 	}
+	// http.FileServer's 404 is plain text; the console's a problem.
+	w := httptest.NewRecorder()
+	c.Assets().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/console/nosuch.js", nil))
+	if w.Code != http.StatusNotFound || w.Header().Get("Content-Type") != "application/problem+json" || !strings.Contains(w.Body.String(), `"status":404`) ||
+		!strings.Contains(w.Body.String(), `"instance":"/console/nosuch.js"`) {
+		t.Errorf("GET /console/nosuch.js: %d %q %q, want a 404 problem", w.Code, w.Header().Get("Content-Type"), w.Body)
+	}
 	for _, r := range []*http.Request{
 		httptest.NewRequest(http.MethodGet, "/things", nil),
 		httptest.NewRequest(http.MethodPost, "/", nil),

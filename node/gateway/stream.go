@@ -29,6 +29,10 @@ func (h *Handler) invokeStream(w http.ResponseWriter, r *http.Request, t target,
 	// The input arrives for as long as the session lasts: no body
 	// deadline nor total size (httpapi.Limit), each chunk is bounded.
 	httpapi.StreamBody(r)
+	if p := httpapi.CheckJSONCharset(r); p != nil {
+		httpapi.WriteProblem(w, r, p)
+		return
+	}
 	input := newChunkReader(r.Body)
 	in, ok, err := input.next()
 	if err != nil {
@@ -204,6 +208,9 @@ func (c *chunkReader) next() (lmosproto.Value, bool, error) {
 			return lmosproto.Value{}, false, fmt.Errorf("input chunk larger than %d bytes", maxBody)
 		}
 		if line = bytes.TrimSpace(line); len(line) > 0 {
+			if msg := lmosproto.CheckJSONText(line); msg != "" { // ParseValue would rewrite a lone surrogate
+				return lmosproto.Value{}, false, fmt.Errorf("input chunk: %s", msg)
+			}
 			v, perr := lmosproto.ParseValue(line)
 			if perr != nil {
 				return lmosproto.Value{}, false, fmt.Errorf("input chunk is not JSON: %w", perr)

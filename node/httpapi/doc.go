@@ -18,7 +18,9 @@
 // instance to the request path; "about:blank" as type is left out, as
 // RFC 9457 allows. Every problem response carries Cache-Control: no-store
 // and X-Content-Type-Options: nosniff. Recover turns a panicking handler
-// into a 500 problem. ResponseProblem is the client side: the problem a
+// into a 500 problem; AsProblems turns the plain-text errors of a library
+// handler (http.FileServer, the WebSocket handshake, pprof) into
+// problems. ResponseProblem is the client side: the problem a
 // response describes. testdata/*.http holds the exact responses.
 //
 // # JSON and content negotiation
@@ -27,20 +29,27 @@
 // answer from the Accept header (parsed with munnerz/goautoneg): the
 // offer with the highest quality, the first one on a tie; a type with a
 // structured syntax suffix (application/td+json) counts as its base type
-// (application/json).
+// (application/json). ReadBody, the one body reader of the routes, takes
+// JSON text (IsJSONType by Content-Type) in UTF-8 only (CheckJSONCharset:
+// 415) and as sent (CheckJSONText: invalid UTF-8 or a lone surrogate
+// escape, which encoding/json would rewrite to U+FFFD, is a 400 naming
+// the member).
 //
 // # Server-sent events
 //
 // A Stream is the one writer of text/event-stream responses: it sends the
 // headers (Content-Type text/event-stream, Cache-Control no-cache,
-// X-Accel-Buffering no, so that a reverse proxy does not buffer), the
-// retry field, and then events (id, event and data fields; data with line
-// breaks becomes several data lines), each under a write deadline
+// X-Accel-Buffering no, so that a reverse proxy does not buffer), then
+// events (id, event and data fields; data with line breaks becomes
+// several data lines; the first also carries the retry field, never sent
+// in a block of its own, which naive readers take for an event without
+// type or id), each under a write deadline
 // (http.ResponseController) and flushed at once; KeepAlive ticks the
 // handler to send a comment line on an idle stream, so that proxies keep
 // the connection. LastEventID reads the Last-Event-ID header a client
 // resumes with. ReadEvents is the one reader, built on the parser of
-// tmaxmax/go-sse: it joins multi-line data and skips comments.
+// tmaxmax/go-sse: it joins multi-line data and skips comments and
+// blocks without data or type (a retry alone, as older nodes sent).
 //
 // # Access
 //

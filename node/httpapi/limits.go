@@ -270,10 +270,19 @@ func (c *limitedConn) Close() error {
 // ReadBody reads r's body, of at most limit bytes, as every route that
 // takes a body does. The problem it returns is 413 for a longer body,
 // 408 for one that did not arrive within Limits.BodyTimeout, 400 for any
-// other read error.
+// other read error. A JSON body (by its Content-Type, IsJSONType) must
+// be UTF-8 text that decodes as sent: another charset is 415
+// (CheckJSONCharset), invalid UTF-8 or a lone surrogate escape 400
+// (CheckJSONText).
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *lmosproto.Problem) {
+	if p := CheckJSONCharset(r); p != nil {
+		return nil, p
+	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err == nil {
+		if p := checkJSONBody(r, b); p != nil {
+			return nil, p
+		}
 		return b, nil
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {

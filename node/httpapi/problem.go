@@ -97,3 +97,55 @@ func ResponseProblem(resp *http.Response, body []byte) (*lmosproto.Problem, erro
 	}
 	return p, nil
 }
+
+// AsProblems serves h, a handler of a library that answers errors with
+// http.Error (plain text: http.FileServer, coder/websocket's handshake,
+// net/http/pprof), so that every answer of status 400 or more is a
+// problem instead: the same status and headers, the first line of the
+// text as detail. Other answers, a hijacked connection (a WebSocket)
+// included, pass unchanged.
+func AsProblems(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pw := &problemWriter{ResponseWriter: w}
+		h.ServeHTTP(pw, r)
+		if pw.status != 0 {
+			line, _, _ := strings.Cut(strings.TrimSpace(pw.text.String()), "\n")
+			WriteProblem(w, r, &lmosproto.Problem{Status: pw.status, Detail: line})
+		}
+	})
+}
+
+// problemWriter holds back an error answer (status and text) for
+// AsProblems and passes every other answer on.
+type problemWriter struct {
+	http.ResponseWriter
+	status  int // the error status held back
+	text    strings.Builder
+	written bool // an answer went through
+}
+
+func (p *problemWriter) WriteHeader(code int) {
+	if code >= http.StatusBadRequest && !p.written && p.status == 0 {
+		p.status = code
+		return
+	}
+	if p.status == 0 {
+		p.written = code >= http.StatusOK // 1xx are informational
+		p.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (p *problemWriter) Write(b []byte) (int, error) {
+	if p.status != 0 {
+		if p.text.Len() < 1<<10 {
+			p.text.Write(b)
+		}
+		return len(b), nil
+	}
+	p.written = true
+	return p.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController and coder/websocket reach w's
+// Flusher and Hijacker.
+func (p *problemWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }

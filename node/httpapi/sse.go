@@ -32,8 +32,9 @@ var errLineBreak = errors.New("sse: id and event type must not contain a line br
 
 // StreamConfig configures a Stream. A zero field turns its feature off.
 type StreamConfig struct {
-	// Retry is sent first: how long an EventSource waits before it
-	// reconnects.
+	// Retry is how long an EventSource waits before it reconnects, sent
+	// as a field of the first event (not in a block of its own, which
+	// naive readers take for an event without type or id).
 	Retry time.Duration
 	// KeepAlive is the period of Stream.KeepAlive, on which the handler
 	// sends a comment line, below the 30–60 s after which proxies drop
@@ -47,17 +48,19 @@ type StreamConfig struct {
 // Stream writes a text/event-stream response. It is not safe for
 // concurrent use: the handler that started it sends from its own loop.
 type Stream struct {
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	cfg  StreamConfig
-	tick *time.Ticker
-	buf  bytes.Buffer
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	cfg   StreamConfig
+	tick  *time.Ticker
+	buf   bytes.Buffer
+	retry string // the retry field, until the first event carries it
 }
 
-// StartStream answers with 200 and the headers of an event stream, sends
-// cfg.Retry and flushes, so that the client sees the stream open at once.
-// The caller sets any other header before, and calls Close when done. An
-// error means the client is gone.
+// StartStream answers with 200 and the headers of an event stream and
+// flushes them, so that the client sees the stream open at once; the
+// body begins with the first event (or keep-alive comment). The caller
+// sets any other header before, and calls Close when done. An error means
+// the client is gone.
 func StartStream(w http.ResponseWriter, cfg StreamConfig) (*Stream, error) {
 	s := &Stream{w: w, rc: http.NewResponseController(w), cfg: cfg}
 	h := w.Header()
@@ -67,7 +70,7 @@ func StartStream(w http.ResponseWriter, cfg StreamConfig) (*Stream, error) {
 	h.Del("Content-Length")
 	w.WriteHeader(http.StatusOK)
 	if ms := cfg.Retry.Milliseconds(); ms > 0 {
-		s.buf.WriteString("retry: " + strconv.FormatInt(ms, 10) + "\n\n")
+		s.retry = "retry: " + strconv.FormatInt(ms, 10) + "\n"
 	}
 	if err := s.flush(); err != nil {
 		return nil, err
@@ -78,7 +81,8 @@ func StartStream(w http.ResponseWriter, cfg StreamConfig) (*Stream, error) {
 	return s, nil
 }
 
-// Send writes ev and flushes it.
+// Send writes ev and flushes it. The first event carries the retry
+// field, after its data.
 func (s *Stream) Send(ev Event) error {
 	if strings.ContainsAny(ev.ID, "\r\n") || strings.ContainsAny(ev.Type, "\r\n") {
 		return errLineBreak
@@ -97,6 +101,8 @@ func (s *Stream) Send(ev Event) error {
 			s.buf.WriteString("data: " + line + "\n")
 		}
 	}
+	s.buf.WriteString(s.retry)
+	s.retry = ""
 	s.buf.WriteByte('\n')
 	return s.flush()
 }

@@ -16,8 +16,10 @@ import (
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
-// The writer's bytes: headers, retry first, then each event with its
-// fields; multi-line data becomes one data line per line.
+// The writer's bytes: headers, then each event with its fields, the
+// first with the retry field (no block of retry alone, which naive
+// readers take for an event); multi-line data becomes one data line per
+// line.
 func TestStreamWrites(t *testing.T) {
 	rec := httptest.NewRecorder()
 	s, err := httpapi.StartStream(rec, httpapi.StreamConfig{Retry: 2 * time.Second, WriteTimeout: time.Second})
@@ -25,9 +27,16 @@ func TestStreamWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !rec.Flushed {
-		t.Error("the stream's start was not flushed")
+	if !rec.Flushed || rec.Body.Len() != 0 {
+		t.Errorf("the stream's start: flushed %v, %q; want the headers alone", rec.Flushed, rec.Body)
 	}
+	if err := s.Ping(); err != nil { // a comment before the first event
+		t.Fatal(err)
+	}
+	if !rec.Flushed || rec.Body.String() != ": keep-alive\n\n" {
+		t.Errorf("the stream's start: flushed %v, %q; want the headers and the comment only", rec.Flushed, rec.Body)
+	}
+	rec.Body.Reset()
 	for _, ev := range []httpapi.Event{
 		{Type: "thing_created", ID: "7", Data: `{"id":"urn:ex:lamp"}`},
 		{Data: "line one\nline two\r\nline three\rline four"},
@@ -47,8 +56,7 @@ func TestStreamWrites(t *testing.T) {
 	if err := s.Send(httpapi.Event{ID: "1\r2"}); err == nil {
 		t.Error("an id with a line break was sent")
 	}
-	want := "retry: 2000\n\n" +
-		"event: thing_created\nid: 7\ndata: {\"id\":\"urn:ex:lamp\"}\n\n" +
+	want := "event: thing_created\nid: 7\ndata: {\"id\":\"urn:ex:lamp\"}\nretry: 2000\n\n" +
 		"data: line one\ndata: line two\ndata: line three\ndata: line four\n\n" +
 		"event: completed\ndata:\n\n" +
 		"data:\ndata:\n\n" +
@@ -106,11 +114,12 @@ func TestReadEventsRoundTrip(t *testing.T) {
 	}
 }
 
-// The reader on streams other servers write: comments, CRLF line ends,
-// fields without a space, an id alone, a last event cut off.
+// The reader on streams other servers write (and this node's older
+// ones): a block of retry alone, comments, CRLF line ends, fields without
+// a space, retry within an event, an id alone, a last event cut off.
 func TestReadEventsForeign(t *testing.T) {
-	in := ": hello\r\n\r\n" +
-		"event:output\r\ndata:1\r\ndata:2\r\n\r\n" +
+	in := "retry: 2000\n\n" + ": hello\r\n\r\n" +
+		"event:output\r\ndata:1\r\ndata:2\r\nretry: 3000\r\n\r\n" +
 		"id: 9\n\n" + // nothing to dispatch
 		"data: {\"a\":\n" + "data: 1}\n\n" +
 		"data: cut off"

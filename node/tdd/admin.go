@@ -178,9 +178,6 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *lmo
 	if p != nil {
 		return p
 	}
-	if msg := lmosproto.CheckJSONText(body); msg != "" { // encoding/json would rewrite it to U+FFFD
-		return httpapi.Problemf(http.StatusBadRequest, "request body: %s", msg)
-	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

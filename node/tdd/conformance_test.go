@@ -324,10 +324,13 @@ func TestConformance(t *testing.T) {
 				body  string
 				field string
 			}{
-				"TD 1.1 schema: no security": {`{"@context":"https://www.w3.org/2022/wot/td/v1.1","title":"x","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}}}`, ""},
+				// A missing member is named by its own pointer, as the W3C
+				// suite wants ("/title"), not by its parent's ("").
+				"TD 1.1 schema: no security": {`{"@context":"https://www.w3.org/2022/wot/td/v1.1","title":"x","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}}}`, "/security"},
+				"TD 1.1 schema: no title":    {`{"@context":"https://www.w3.org/2022/wot/td/v1.1","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc"}`, "/title"},
 				"TD 1.1 schema: bad href":    {strings.Replace(string(plainTD("", "x")), `"href":"https://lamp.example/on"`, `"href":7`, 1), "/properties/on/forms/0/href"},
 				"LMOS rule: unbound prefix":  {strings.Replace(string(plainTD("", "x")), `"title"`, `"lmos:groups":["g"],"title"`, 1), "/lmos:groups"},
-				"LMOS rule: bad capability":  {`{"@context":` + lmosBound + `,"title":"x","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc","lmos:capabilities":[{"lmos:version":"1"}]}`, "/lmos:capabilities/0"},
+				"LMOS rule: bad capability":  {`{"@context":` + lmosBound + `,"title":"x","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc","lmos:capabilities":[{"lmos:version":"1"}]}`, "/lmos:capabilities/0/lmos:id"},
 			} {
 				p := problem(t, do(t, http.MethodPut, env.URL+"/things/urn:example:x", []byte(tc.body), "Content-Type", td), http.StatusBadRequest)
 				found := false

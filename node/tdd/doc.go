@@ -123,7 +123,8 @@
 // an ID whose successors are no longer held gives 410 Gone (re-read the
 // directory, then subscribe afresh). A stream that falls too far behind is
 // ended, and the client resumes with Last-Event-ID. The stream is
-// httpapi's: it opens with "retry: 2000", keep-alive comment lines every
+// httpapi's: "retry: 2000" comes with the first event, keep-alive comment
+// lines every
 // Config.Heartbeat keep idle streams alive, and a client that reads
 // nothing for two heartbeats is dropped. Handler.Close ends every stream.
 //

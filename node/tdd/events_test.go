@@ -2,9 +2,13 @@ package tdd_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +259,55 @@ func TestClientLeavingEndsStream(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("handler of a departed client still running")
+	}
+}
+
+// TestEventsNaiveReader: a naive reader of /events, in JavaScript and
+// written from the HTML standard (scripts/interop/naive-sse.mjs), takes
+// every block with a field for an event; each must have a type and an id
+// (WoT Discovery §7.3.2.3). The W3C WoT Discovery test suite reads the
+// stream so, and failed every notification assertion while /events opened
+// with a block of "retry: 2000" alone. Skipped without node on PATH.
+func TestEventsNaiveReader(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not on PATH (CI has it)")
+	}
+	env := tddtest.NewEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join("..", "..", "scripts", "interop", "naive-sse.mjs"), env.URL+"/events", "3")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "open" {
+		_ = cmd.Wait()
+		t.Fatalf("the reader did not open the stream: %q\n%s", lines.Text(), stderr.Bytes())
+	}
+	path := env.URL + "/things/urn:naive"
+	do(t, http.MethodPut, path, thing{id: "urn:naive", title: "N"}.json(t))
+	do(t, http.MethodPut, path, thing{id: "urn:naive", title: "N2"}.json(t))
+	do(t, http.MethodDelete, path, nil)
+	var summary struct {
+		Events []struct{ Type, ID string } `json:"events"`
+	}
+	if lines.Scan() {
+		_ = json.Unmarshal(lines.Bytes(), &summary)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("naive reader: %v\n%s", err, stderr.Bytes())
+	}
+	var types []string
+	for _, ev := range summary.Events {
+		types = append(types, ev.Type)
+	}
+	if want := []string{"thing_created", "thing_updated", "thing_deleted"}; !slices.Equal(types, want) {
+		t.Errorf("events %v, want %v", types, want)
 	}
 }

@@ -173,9 +173,6 @@ func readMergePatch(w http.ResponseWriter, r *http.Request) (any, *lmosproto.Pro
 	if p != nil {
 		return nil, p
 	}
-	if msg := lmosproto.CheckJSONText(body); msg != "" {
-		return nil, httpapi.Problemf(http.StatusBadRequest, "request body: %s", msg)
-	}
 	patch, err := decodeJSON(body)
 	if err != nil {
 		return nil, httpapi.Problemf(http.StatusBadRequest, "request body: not JSON: %v", err)

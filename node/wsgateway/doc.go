@@ -25,7 +25,8 @@
 // refused with 400 and an RFC 9457 application/problem+json body naming
 // the sub-protocol (httpapi.WriteProblem, as every HTTP surface of the
 // node answers errors); a request that is no WebSocket handshake gets the
-// library's 426 Upgrade Required. Browser clients must come from the
+// library's 426 Upgrade Required, and a refused origin its 403, as
+// problems too (httpapi.AsProblems). Browser clients must come from the
 // request's own host or a Config.OriginPatterns origin; clients without
 // an Origin header (programs, agents) are always allowed.
 //
@@ -35,7 +36,10 @@
 // communication_protocol.md): a JSON object in a text frame, or the same
 // map in CBOR (proto.CBOR) in a binary frame. Replies use the codec of
 // the request they answer. A message larger than proto.MaxMessageSize
-// (4 MiB) closes the socket (status 1009, message too big).
+// (4 MiB) closes the socket (status 1009, message too big) as soon as a
+// frame header declares it: coder/websocket checks its read limit only
+// as the payload arrives, so the connection it is handed reads every
+// client frame header first (framelimit.go).
 //
 // The node pings every socket each Config.PingInterval (30 s) and
 // closes one whose peer does not answer within Config.WriteTimeout, so

@@ -2,6 +2,7 @@ package wsgateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -59,9 +60,17 @@ func TestSubprotocolNegotiation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode < 400 {
-			t.Fatalf("plain GET answered %d", resp.StatusCode)
+		// coder/websocket answers 426 in plain text; the node as a
+		// problem, keeping the Upgrade header.
+		if resp.StatusCode != http.StatusUpgradeRequired || resp.Header.Get("Content-Type") != proto.ContentTypeProblemJSON ||
+			!strings.EqualFold(resp.Header.Get("Upgrade"), "websocket") {
+			t.Fatalf("plain GET answered %d %q (Upgrade %q) %s, want a 426 problem", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Upgrade"), body)
+		}
+		var p proto.Problem
+		if err := json.Unmarshal(body, &p); err != nil || p.Status != http.StatusUpgradeRequired || !strings.Contains(p.Detail, "Upgrade") {
+			t.Fatalf("body %s: %v", body, err)
 		}
 	})
 }
@@ -316,6 +325,19 @@ func TestErrors(t *testing.T) {
 	t.Run("not JSON", func(t *testing.T) {
 		c.sendRaw([]byte(`{nope`))
 		wantError(t, c.recv(), "400")
+	})
+	t.Run("text the decoder would rewrite", func(t *testing.T) {
+		for _, frame := range []string{
+			`{"thingID":"` + testThingID + `","messageID":"s1","messageType":"invokeAction","action":"getWeather","input":{"city":"\ud800"}}`,
+			"{\"thingID\":\"" + testThingID + "\",\"messageID\":\"s2\",\"messageType\":\"invokeAction\",\"action\":\"getWeather\",\"input\":{\"city\":\"\xff\"}}",
+		} {
+			c.sendRaw([]byte(frame))
+			m := c.recv()
+			wantError(t, m, "400")
+			if m.ThingID != testThingID || (m.CorrelationID != "s1" && m.CorrelationID != "s2") {
+				t.Fatalf("got %+v", m)
+			}
+		}
 	})
 	t.Run("unknown message type names thing and correlation", func(t *testing.T) {
 		c.sendRaw([]byte(`{"thingID":"urn:x","messageID":"m1","correlationID":"c1","messageType":"frobnicate"}`))

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -43,11 +44,17 @@ func accept(w http.ResponseWriter, r *http.Request, opts Config, log *slog.Logge
 			Detail: fmt.Sprintf("this endpoint speaks only the WebSocket sub-protocol %q; offer it in Sec-WebSocket-Protocol", proto.WebSocketSubprotocol)})
 		return nil
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		Subprotocols:   []string{proto.WebSocketSubprotocol},
-		OriginPatterns: opts.OriginPatterns,
-	})
-	if err != nil { // Accept has answered already (426, 403, …)
+	var ws *websocket.Conn
+	var err error
+	// Accept answers a refused handshake (426, 403, …) with plain text:
+	// AsProblems makes it a problem.
+	httpapi.AsProblems(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err = websocket.Accept(limitedHijack{w, proto.MaxMessageSize}, r, &websocket.AcceptOptions{
+			Subprotocols:   []string{proto.WebSocketSubprotocol},
+			OriginPatterns: opts.OriginPatterns,
+		})
+	})).ServeHTTP(w, r)
+	if err != nil { // answered already
 		log.Debug("websocket handshake refused", "remote", r.RemoteAddr, "err", err)
 		return nil
 	}
@@ -76,6 +83,7 @@ type socket struct {
 	opts   Config
 	log    *slog.Logger
 	wg     sync.WaitGroup // the writer and the pinger
+	tooBig atomic.Bool    // a frame header declared more than the read limit
 }
 
 func newSocket(parent context.Context, ws *websocket.Conn, opts Config, log *slog.Logger) *socket {
@@ -183,13 +191,21 @@ func (s *socket) trySend(m *proto.Message, typ websocket.MessageType) (bool, err
 
 // read reads the next frame.
 func (s *socket) read() (websocket.MessageType, []byte, error) {
-	return s.ws.Read(s.ctx)
+	typ, data, err := s.ws.Read(s.ctx)
+	if errors.Is(err, errFrameTooBig) {
+		s.tooBig.Store(true)
+	}
+	return typ, data, err
 }
 
-// close ends the socket and waits for the writer.
+// close ends the socket and waits for the writer. After a read that
+// brought a frame header over the read limit, the code is 1009.
 func (s *socket) close(code websocket.StatusCode, reason string) {
 	s.cancel()
 	s.wg.Wait()
+	if s.tooBig.Load() {
+		code, reason = websocket.StatusMessageTooBig, "message larger than the read limit"
+	}
 	_ = s.ws.Close(code, reason)
 }
 
@@ -202,8 +218,10 @@ func decode(typ websocket.MessageType, data []byte) (*proto.Message, *proto.Mess
 		c = proto.CBOR
 	}
 	m := new(proto.Message)
-	err := c.Unmarshal(data, m)
-	if err == nil {
+	var err error
+	if msg := proto.CheckJSONText(data); typ == websocket.MessageText && msg != "" {
+		err = errors.New(msg) // the decoder would rewrite it to U+FFFD
+	} else if err = c.Unmarshal(data, m); err == nil {
 		return m, nil
 	}
 	thingID, corr := lenientIDs(typ, data)

@@ -37,8 +37,8 @@
 // shutting down; a join an admin's node refused has the status that node
 // gave.
 //
-// The message stream sends "retry: 2000", then one event "post" per post
-// (data: a Post, one line) and a ": heartbeat" comment every 15 s of
+// The message stream sends one event "post" per post (data: a Post, one
+// line; the first with "retry: 2000") and a ": heartbeat" comment every 15 s of
 // quiet. It ends when the client goes, the node stops being a member, or
 // the Handler is closed.
 //

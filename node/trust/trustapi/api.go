@@ -1,10 +1,10 @@
 package trustapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -120,8 +120,13 @@ func (h *Handler) set(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusBadRequest, fmt.Sprintf("publisher: %v", err))
 		return
 	}
+	body, prob := httpapi.ReadBody(w, r, 1<<10)
+	if prob != nil {
+		httpapi.WriteProblem(w, r, prob)
+		return
+	}
 	var req Request
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<10))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		writeProblem(w, r, http.StatusBadRequest, fmt.Sprintf("body: want {\"level\": \"allow\"|\"prefer\"|\"deny\"}: %v", err))
