@@ -38,10 +38,13 @@
 // server-sent events; GetTask, ListTasks and CancelTask (an LMOS
 // cancelAction) work on the tasks the bridge keeps for Config.Retention.
 //
-// Any A2A agent can join (Client): Bridge.Import reads its card and
-// publishes an lmos:Agent for it with one action, "message", whose
-// backend (kind KindA2A, card URL as backend URL, persisted with the Thing)
-// forwards invocations over A2A.
+// Any A2A agent can join (Client): Bridge.Import reads its card, checks
+// its signature with a key the operator pins or one the card's own https
+// origin serves (a jku elsewhere is never followed; verify.go), refuses
+// an unsigned or unverified card unless allowed, and publishes an
+// lmos:Agent for it (recording the check as "lmos:cardSignature") with
+// one action, "message", whose backend (kind KindA2A, card URL as backend
+// URL, persisted with the Thing) forwards invocations over A2A.
 //
 // The bridge implements A2A 1.0 itself on net/http rather than with
 // github.com/a2aproject/a2a-go v0.3.3, which speaks A2A 0.3 (methods

@@ -836,6 +836,12 @@ func sortTasks(ts []Task) {
 type ImportRequest struct {
 	// Card is the URL of the A2A agent's card.
 	Card string `json:"card"`
+	// Keys are keys the operator pins (a JWK or a JWK Set): a card
+	// signature by one of them verifies the card.
+	Keys json.RawMessage `json:"keys,omitempty"`
+	// AllowUnsigned imports a card that is unsigned or whose signatures do
+	// not verify with a pinned key or a key of the card's https origin.
+	AllowUnsigned bool `json:"allowUnsigned,omitempty"`
 }
 
 // ImportResult is the answer of POST /api/v1/a2a/imports.
@@ -848,6 +854,9 @@ type ImportResult struct {
 	Endpoint string `json:"endpoint"`
 	// Seq is the lmos:seq of the published TD.
 	Seq uint64 `json:"seq"`
+	// CardSignature is what the check of the card's signature found, as
+	// the TD records it (PropCardSignature).
+	CardSignature CardTrust `json:"cardSignature"`
 }
 
 func (b *Bridge) serveImport(w http.ResponseWriter, r *http.Request) {
@@ -858,7 +867,7 @@ func (b *Bridge) serveImport(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	res, err := b.Import(ctx, req.Card)
+	res, err := b.Import(ctx, req)
 	if err != nil {
 		var p *lmosproto.Problem
 		if !errors.As(err, &p) {
