@@ -236,8 +236,8 @@ type Backend struct {
 }
 
 // Backend returns the backend of the A2A agent whose card is at cardURL
-// (the backend kind KindA2A, own.Deps.Kinds); the card is read at the
-// first call.
+// (the backend kind KindA2A, own.Deps.Kinds); the card is the one an
+// import of this process read, else read at the first call.
 func (c *Client) Backend(cardURL string) (interact.Backend, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -252,15 +252,19 @@ func (c *Client) Backend(cardURL string) (interact.Backend, error) {
 	return be, nil
 }
 
-// forget makes the backend of cardURL read the card again.
-func (c *Client) forget(cardURL string) {
+// remember makes the backend of cardURL call the agent by card, which an
+// import just read and checked, rather than read the card again.
+func (c *Client) remember(cardURL string, card AgentCard, endpoint string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if be, ok := c.backends[cardURL]; ok {
-		be.mu.Lock()
-		be.card, be.rpc = nil, nil
-		be.mu.Unlock()
+	be, ok := c.backends[cardURL]
+	if !ok {
+		be = &Backend{c: c, cardURL: cardURL}
+		c.backends[cardURL] = be
 	}
+	be.mu.Lock()
+	be.card, be.rpc = &card, &rpcClient{http: c.http, url: endpoint}
+	be.mu.Unlock()
 }
 
 // client returns the agent's JSON-RPC client and whether it streams.
@@ -530,7 +534,7 @@ func (b *Bridge) Import(ctx context.Context, req ImportRequest) (ImportResult, e
 	if err != nil {
 		return ImportResult{}, httpapi.Problemf(http.StatusUnprocessableEntity, "%v", err)
 	}
-	b.deps.Client.forget(cardURL) // a re-import reads the card anew
+	b.deps.Client.remember(cardURL, card, endpoint) // calls use the card just checked
 	e, _, err := b.deps.Publisher.Publish(ctx, td, &directory.Local{Backend: cardURL, Kind: KindA2A})
 	if err != nil {
 		return ImportResult{}, err
