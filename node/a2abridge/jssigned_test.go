@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
 )
@@ -19,14 +21,24 @@ import (
 // a2aJSDir holds the scripts that run the A2A JavaScript SDK and jose.
 var a2aJSDir = filepath.Join("..", "..", "scripts", "interop", "a2a")
 
-// jsSigned has scripts/interop/a2a/sign.mjs sign card with a fresh key by
-// signer ("jose": jose and canonicalize; "sdk": the A2A JavaScript SDK's
-// generateAgentCardSignature) and returns the signed card as served and
-// the public key's JWKS.
-func jsSigned(t *testing.T, signer, alg, kid, jku string, card map[string]any) (raw, jwks []byte) {
+// jsSigning is a request of scripts/interop/a2a/sign.mjs: sign card with
+// a fresh key of alg by signer ("jose": jose and canonicalize; "sdk": the
+// A2A JavaScript SDK's generateAgentCardSignature), kid and jku in the
+// protected header.
+type jsSigning struct {
+	Signer string         `json:"signer"`
+	Alg    string         `json:"alg"`
+	Kid    string         `json:"kid"`
+	JKU    string         `json:"jku,omitempty"`
+	Card   map[string]any `json:"card"`
+}
+
+// jsSigned runs sign.mjs once for reqs and returns, for each, the signed
+// card as served and the public key's JWKS.
+func jsSigned(t *testing.T, reqs []jsSigning) []struct{ Card, JWKS json.RawMessage } {
 	t.Helper()
 	testnet.NPM(t, a2aJSDir)
-	arg, _ := json.Marshal(map[string]any{"signer": signer, "alg": alg, "kid": kid, "jku": jku, "card": card})
+	arg, _ := json.Marshal(reqs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "sign.mjs", string(arg))
@@ -36,11 +48,11 @@ func jsSigned(t *testing.T, signer, alg, kid, jku string, card map[string]any) (
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("sign.mjs: %v\n%s", err, errb.Bytes())
 	}
-	var res struct{ Card, JWKS json.RawMessage }
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+	var res []struct{ Card, JWKS json.RawMessage }
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != len(reqs) {
 		t.Fatalf("sign.mjs printed %q: %v", out.Bytes(), err)
 	}
-	return res.Card, res.JWKS
+	return res
 }
 
 // TestCheckCardJS: cards signed by signers independent of the node — jose
@@ -63,35 +75,34 @@ func TestCheckCardJS(t *testing.T) {
 		"defaultInputModes":   []any{"text/plain"}, "defaultOutputModes": []any{"text/plain"},
 		"skills": []any{map[string]any{"id": "echo", "name": "Echo", "description": "Echoes.", "tags": []any{"echo"}, "examples": []any{}}}}
 	cardURL := srv.URL + "/.well-known/agent-card.json"
-	for _, tc := range []struct{ signer, alg, jku string }{
-		{"jose", "ES256", srv.URL + "/jwks.json"},
-		{"jose", "EdDSA", ""},
-		{"sdk", "EdDSA", srv.URL + "/jwks.json"},
-		{"sdk", "ES256", ""},
-	} {
-		t.Run(tc.signer+" "+tc.alg, func(t *testing.T) {
-			raw, keys := jsSigned(t, tc.signer, tc.alg, "key-1", tc.jku, card)
+	reqs := []jsSigning{
+		{Signer: "jose", Alg: "ES256", JKU: srv.URL + "/jwks.json"},
+		{Signer: "jose", Alg: "EdDSA"},
+		{Signer: "sdk", Alg: "EdDSA", JKU: srv.URL + "/jwks.json"},
+		{Signer: "sdk", Alg: "ES256"},
+	}
+	for i := range reqs {
+		reqs[i].Kid, reqs[i].Card = "key-1", card
+	}
+	signed := jsSigned(t, reqs)
+	for i, tc := range reqs {
+		t.Run(tc.Signer+" "+tc.Alg, func(t *testing.T) {
+			raw, keys := signed[i].Card, signed[i].JWKS
 			jwks = keys
-			var pinned []byte
-			if tc.jku == "" {
-				pinned = keys
+			want := a2abridge.CardTrust{Status: a2abridge.CardVerified, Kid: "key-1", Key: tc.JKU}
+			var pinned []jose.JSONWebKey
+			if tc.JKU == "" { // no jku: the key is pinned
+				var err error
+				if pinned, err = a2abridge.ParseKeys(keys); err != nil {
+					t.Fatal(err)
+				}
+				want.Key = "pinned"
 			}
-			pk, err := a2abridge.ParseKeys(keys)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pinned == nil {
-				pk = nil
-			}
-			want := a2abridge.CardTrust{Status: a2abridge.CardVerified, Kid: "key-1", Key: "pinned"}
-			if tc.jku != "" {
-				want.Key = tc.jku
-			}
-			if got := cl.CheckCard(context.Background(), raw, cardURL, pk); got != want {
+			if got := cl.CheckCard(context.Background(), raw, cardURL, pinned); got != want {
 				t.Fatalf("got %+v, want %+v", got, want)
 			}
 			changed := []byte(strings.Replace(string(raw), "Echoes.", "Echoes twice.", 1))
-			if got := cl.CheckCard(context.Background(), changed, cardURL, pk); got.Status != a2abridge.CardUnverified {
+			if got := cl.CheckCard(context.Background(), changed, cardURL, pinned); got.Status != a2abridge.CardUnverified {
 				t.Fatalf("changed card: %+v", got)
 			}
 		})

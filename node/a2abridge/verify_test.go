@@ -127,8 +127,9 @@ func TestCheckCard(t *testing.T) {
 }
 
 // TestCheckCardAsServed: a signature over the card as served verifies
-// even when the card has members the bridge does not model; changing one
-// of them breaks it.
+// even when the card has members the bridge does not model, and changing
+// one of them breaks it; a signature over the card as modelled verifies
+// when it is served with more members.
 func TestCheckCardAsServed(t *testing.T) {
 	_, key, _ := ed25519.GenerateKey(nil)
 	s := newSigner(key)
@@ -155,5 +156,16 @@ func TestCheckCardAsServed(t *testing.T) {
 	changed := []byte(strings.Replace(string(withSig), `2.5e3`, `2.6e3`, 1))
 	if got := cl.CheckCard(context.Background(), changed, "https://x.invalid/card.json", pinned); got.Status != CardUnverified {
 		t.Fatalf("changed: %+v", got)
+	}
+	// A signer that signs its model of the card (here the node's), served
+	// with a member more: the form the bridge reads verifies.
+	modelled, _ := json.Marshal(signedBy(t, key, ""))
+	served := append([]byte(`{"x-served-only":true,`), modelled[1:]...)
+	if got := cl.CheckCard(context.Background(), served, "https://x.invalid/card.json", pinned); got.Status != CardVerified {
+		t.Fatalf("signed as modelled, served with more: %+v", got)
+	}
+	tampered := []byte(strings.Replace(string(served), `"Remote"`, `"Other"`, 1))
+	if got := cl.CheckCard(context.Background(), tampered, "https://x.invalid/card.json", pinned); got.Status != CardUnverified {
+		t.Fatalf("signed as modelled, then changed: %+v", got)
 	}
 }

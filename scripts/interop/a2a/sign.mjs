@@ -14,7 +14,9 @@ import * as jose from "jose";
 import canonicalize from "canonicalize";
 import { generateAgentCardSignature } from "@a2a-js/sdk";
 
-const req = JSON.parse(process.argv[2]);
+// The argument is one request or an array of them (one process, less
+// start-up); the output is one result or an array of them.
+const arg = JSON.parse(process.argv[2]);
 
 // The spec's default-value removal: empty strings, nulls, empty arrays
 // and objects go, recursively.
@@ -35,17 +37,20 @@ const clean = (v) => {
   return v;
 };
 
-const { publicKey, privateKey } = await jose.generateKeyPair(req.alg, { extractable: true });
-const jwk = { ...(await jose.exportJWK(publicKey)), kid: req.kid, alg: req.alg, use: "sig" };
-const header = { alg: req.alg, typ: "JOSE", kid: req.kid, ...(req.jku ? { jku: req.jku } : {}) };
-
-let card;
-if (req.signer === "sdk") {
-  card = await generateAgentCardSignature(privateKey, header)(req.card);
-} else {
-  const { signatures, ...unsigned } = req.card;
-  const payload = new TextEncoder().encode(canonicalize(clean(unsigned) ?? {}));
-  const jws = await new jose.FlattenedSign(payload).setProtectedHeader(header).sign(privateKey);
-  card = { ...req.card, signatures: [...(signatures ?? []), { protected: jws.protected, signature: jws.signature }] };
+async function sign(req) {
+  const { publicKey, privateKey } = await jose.generateKeyPair(req.alg, { extractable: true });
+  const jwk = { ...(await jose.exportJWK(publicKey)), kid: req.kid, alg: req.alg, use: "sig" };
+  const header = { alg: req.alg, typ: "JOSE", kid: req.kid, ...(req.jku ? { jku: req.jku } : {}) };
+  let card;
+  if (req.signer === "sdk") {
+    card = await generateAgentCardSignature(privateKey, header)(req.card);
+  } else {
+    const { signatures, ...unsigned } = req.card;
+    const payload = new TextEncoder().encode(canonicalize(clean(unsigned) ?? {}));
+    const jws = await new jose.FlattenedSign(payload).setProtectedHeader(header).sign(privateKey);
+    card = { ...req.card, signatures: [...(signatures ?? []), { protected: jws.protected, signature: jws.signature }] };
+  }
+  return { card, jwks: { keys: [jwk] } };
 }
-console.log(JSON.stringify({ card, jwks: { keys: [jwk] } }));
+
+console.log(JSON.stringify(Array.isArray(arg) ? await Promise.all(arg.map(sign)) : await sign(arg)));
