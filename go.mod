@@ -13,6 +13,7 @@ require (
 	github.com/felixge/httpsnoop v1.1.0
 	github.com/florianl/go-nfqueue v1.3.2
 	github.com/fxamacker/cbor/v2 v2.9.6
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/google/uuid v1.6.0
 	github.com/gowebpki/jcs v1.0.2
 	github.com/hashicorp/golang-lru/v2 v2.0.7

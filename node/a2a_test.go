@@ -385,19 +385,29 @@ func TestA2AImport(t *testing.T) {
 
 	net := testnet.New(t, 2, testnet.Options{})
 	owner, consumer := net.Nodes[0], net.Nodes[1]
-	body, _ := json.Marshal(map[string]string{"card": agent.URL + ".well-known/agent-card.json"})
-	resp, err := httpapi.BearerClient(owner.APIToken()).Post("http://"+owner.APIAddr()+a2abridge.PathImports, "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	// The SDK's agent serves an unsigned card: refused unless allowed.
+	importCard := func(req map[string]any) (int, []byte) {
+		body, _ := json.Marshal(req)
+		resp, err := httpapi.BearerClient(owner.APIToken()).Post("http://"+owner.APIAddr()+a2abridge.PathImports, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
 	}
+	cardURL := agent.URL + ".well-known/agent-card.json"
+	if code, b := importCard(map[string]any{"card": cardURL}); code != http.StatusUnprocessableEntity || !strings.Contains(string(b), "unsigned") {
+		t.Fatalf("import of an unsigned card: %d %s", code, b)
+	}
+	code, b := importCard(map[string]any{"card": cardURL, "allowUnsigned": true})
 	var imp a2abridge.ImportResult
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &imp) != nil || imp.Endpoint != agent.URL {
-		t.Fatalf("import: %d %s", resp.StatusCode, b)
+	if code != http.StatusCreated || json.Unmarshal(b, &imp) != nil || imp.Endpoint != agent.URL || imp.CardSignature.Status != a2abridge.CardUnsigned {
+		t.Fatalf("import: %d %s", code, b)
 	}
 	td, ok := owner.Things().TD(imp.ThingID)
-	if !ok || !td.IsAgent() || td.Title != "EchoAgent" || len(td.Capabilities) != 1 || td.Capabilities[0].ID != "echo" {
+	if !ok || !td.IsAgent() || td.Title != "EchoAgent" || len(td.Capabilities) != 1 || td.Capabilities[0].ID != "echo" ||
+		string(td.Extra[a2abridge.PropCardSignature]) != `{"status":"unsigned"}` {
 		t.Fatalf("imported TD %+v", td)
 	}
 
@@ -406,7 +416,7 @@ func TestA2AImport(t *testing.T) {
 		return len(consumer.Directory().Lookup(imp.ThingID)) > 0, "not yet"
 	})
 	// Through B's HTTP binding: A forwards the invocation over A2A.
-	resp, err = http.Post("http://"+consumer.APIAddr()+"/things/"+imp.ThingID+"/actions/"+a2abridge.ActionMessage, "application/json", strings.NewReader(`"hi"`))
+	resp, err := http.Post("http://"+consumer.APIAddr()+"/things/"+imp.ThingID+"/actions/"+a2abridge.ActionMessage, "application/json", strings.NewReader(`"hi"`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,9 +542,26 @@ func TestA2AImportPersists(t *testing.T) {
 		return string(b)
 	}
 	b := start()
-	imp, err := apiclient.New("http://"+b.APIAddr(), httpapi.BearerClient(b.APIToken())).ImportA2A(ctx, card)
+	// The owner's card is signed by the owner (a jku on plain http, not
+	// followed): it verifies with the owner's JWKS pinned.
+	code, jwks := getJSONBody(t, "http://"+owner.APIAddr()+"/a2a/jwks.json")
+	if code != http.StatusOK {
+		t.Fatalf("JWKS: %d %s", code, jwks)
+	}
+	api := apiclient.New("http://"+b.APIAddr(), httpapi.BearerClient(b.APIToken()))
+	if _, err := api.ImportA2A(ctx, a2abridge.ImportRequest{Card: card}); err == nil || !strings.Contains(err.Error(), "not on the card's https origin") {
+		t.Fatalf("import without the key: %v", err)
+	}
+	imp, err := api.ImportA2A(ctx, a2abridge.ImportRequest{Card: card, Keys: jwks})
 	if err != nil {
 		t.Fatal(err)
+	}
+	ownerKey, _ := lmosproto.Ed25519FromPeerID(owner.PeerID())
+	if want := lmosproto.DIDKeyVerificationMethod(ownerKey); imp.CardSignature != (a2abridge.CardTrust{Status: a2abridge.CardVerified, Kid: want, Key: "pinned"}) {
+		t.Fatalf("card signature %+v, want kid %s", imp.CardSignature, want)
+	}
+	if td, ok := b.Things().TD(imp.ThingID); !ok || !strings.Contains(string(td.Extra[a2abridge.PropCardSignature]), `"status":"verified"`) {
+		t.Fatalf("imported TD %+v", td)
 	}
 	if got := call(b, imp.ThingID); got != `"PERSIST"` {
 		t.Fatalf("call: %s", got)

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,8 +42,24 @@ func TestA2ACommands(t *testing.T) {
 		t.Fatalf("a2a ls on A:\n%s", out)
 	}
 	card := "http://" + a.APIAddr() + a2abridge.AgentPath(a.PeerID(), id) + ".well-known/agent-card.json"
-	out := mustRun(t, "--home", b.Config().Home, "a2a", "import", card)
-	if !strings.HasPrefix(out, "imported urn:uuid:") || !strings.Contains(out, a2abridge.AgentPath(a.PeerID(), id)) {
+	// A's card is signed by A, its jku on plain http: B trusts it only
+	// with A's key pinned.
+	if _, errOut, code := lmosnode(t, "", "--home", b.Config().Home, "a2a", "import", card); code == 0 || !strings.Contains(errOut, "--allow-unsigned") {
+		t.Fatalf("import without a key: exit %d, %q", code, errOut)
+	}
+	resp, err := http.Get("http://" + a.APIAddr() + "/a2a/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	keyFile := filepath.Join(t.TempDir(), "a-jwks.json")
+	if err := os.WriteFile(keyFile, jwks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun(t, "--home", b.Config().Home, "a2a", "import", "--key", keyFile, card)
+	if !strings.HasPrefix(out, "imported urn:uuid:") || !strings.Contains(out, a2abridge.AgentPath(a.PeerID(), id)) ||
+		!strings.Contains(out, "card signature verified (kid did:key:") {
 		t.Fatalf("a2a import: %q", out)
 	}
 	imported := strings.Fields(out)[1]

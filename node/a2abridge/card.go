@@ -36,7 +36,7 @@ func cardOf(td *lmosproto.TD, publisher peer.ID, endpoint string, bearer bool) A
 	c := AgentCard{
 		Name:                td.Title,
 		Description:         td.Description,
-		SupportedInterfaces: []AgentInterface{{URL: endpoint, ProtocolBinding: BindingJSONRPC, ProtocolVersion: ProtocolVersion}},
+		SupportedInterfaces: []AgentInterface{{URL: endpoint, ProtocolBinding: BindingJSONRPC, ProtocolVersion: ProtocolVersion}, restInterface(endpoint)},
 		Version:             strconv.FormatUint(td.Seq, 10),
 		Capabilities:        AgentCapabilities{Streaming: &yes, PushNotifications: &no},
 		DefaultInputModes:   bridgeModes,

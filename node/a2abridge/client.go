@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/google/uuid"
 
 	"github.com/lmosnode/lmosnode/node/directory"
@@ -138,27 +139,35 @@ func (c *rpcClient) stream(ctx context.Context, method string, params any, fn fu
 
 // FetchCard reads the agent card at u.
 func FetchCard(ctx context.Context, c *http.Client, u string) (AgentCard, error) {
-	var card AgentCard
+	card, _, err := fetchCard(ctx, c, u)
+	return card, err
+}
+
+// fetchCard reads the agent card at u; raw is its JSON as served.
+func fetchCard(ctx context.Context, c *http.Client, u string) (card AgentCard, raw []byte, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return card, fmt.Errorf("a2a: card %s: %w", u, err)
+		return card, nil, fmt.Errorf("a2a: card %s: %w", u, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		return card, fmt.Errorf("a2a: card %s: %w", u, err)
+		return card, nil, fmt.Errorf("a2a: card %s: %w", u, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return card, fmt.Errorf("a2a: card %s: HTTP %d", u, resp.StatusCode)
+		return card, nil, fmt.Errorf("a2a: card %s: HTTP %d", u, resp.StatusCode)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxCard)).Decode(&card); err != nil {
-		return card, fmt.Errorf("a2a: card %s: %w", u, err)
+	if raw, err = io.ReadAll(io.LimitReader(resp.Body, maxCard)); err != nil {
+		return card, nil, fmt.Errorf("a2a: card %s: %w", u, err)
+	}
+	if err := json.Unmarshal(raw, &card); err != nil {
+		return card, nil, fmt.Errorf("a2a: card %s: %w", u, err)
 	}
 	if card.Name == "" {
-		return card, fmt.Errorf("a2a: card %s: name missing", u)
+		return card, nil, fmt.Errorf("a2a: card %s: name missing", u)
 	}
-	return card, nil
+	return card, raw, nil
 }
 
 // jsonrpcEndpoint is the URL of the card's first JSON-RPC interface of
@@ -227,8 +236,8 @@ type Backend struct {
 }
 
 // Backend returns the backend of the A2A agent whose card is at cardURL
-// (the backend kind KindA2A, own.Deps.Kinds); the card is read at the
-// first call.
+// (the backend kind KindA2A, own.Deps.Kinds); the card is the one an
+// import of this process read, else read at the first call.
 func (c *Client) Backend(cardURL string) (interact.Backend, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -243,15 +252,19 @@ func (c *Client) Backend(cardURL string) (interact.Backend, error) {
 	return be, nil
 }
 
-// forget makes the backend of cardURL read the card again.
-func (c *Client) forget(cardURL string) {
+// remember makes the backend of cardURL call the agent by card, which an
+// import just read and checked, rather than read the card again.
+func (c *Client) remember(cardURL string, card AgentCard, endpoint string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if be, ok := c.backends[cardURL]; ok {
-		be.mu.Lock()
-		be.card, be.rpc = nil, nil
-		be.mu.Unlock()
+	be, ok := c.backends[cardURL]
+	if !ok {
+		be = &Backend{c: c, cardURL: cardURL}
+		c.backends[cardURL] = be
 	}
+	be.mu.Lock()
+	be.card, be.rpc = &card, &rpcClient{http: c.http, url: endpoint}
+	be.mu.Unlock()
 }
 
 // client returns the agent's JSON-RPC client and whether it streams.
@@ -443,8 +456,9 @@ func valueOf(parts []Part) (lmosproto.Value, bool) {
 // anything else for a data part), its output the task's result.
 const ActionMessage = "message"
 
-// tdOfCard is the lmos:Agent TD of the A2A agent card at cardURL.
-func tdOfCard(card AgentCard, cardURL, endpoint string) (*lmosproto.TD, error) {
+// tdOfCard is the lmos:Agent TD of the A2A agent card at cardURL, whose
+// signature check found trust.
+func tdOfCard(card AgentCard, cardURL, endpoint string, trust CardTrust) (*lmosproto.TD, error) {
 	td := &lmosproto.TD{
 		Context:             lmosproto.LMOSContext(),
 		Types:               []string{lmosproto.TypeAgent},
@@ -454,6 +468,7 @@ func tdOfCard(card AgentCard, cardURL, endpoint string) (*lmosproto.TD, error) {
 		Links:               []lmosproto.Link{{Href: cardURL, Rel: "describedby", Type: "application/json"}},
 		SecurityDefinitions: map[string]json.RawMessage{"nosec_sc": json.RawMessage(`{"scheme":"nosec"}`)},
 		Security:            []string{"nosec_sc"},
+		Extra:               map[string]json.RawMessage{PropCardSignature: mustRaw(trust)},
 		Actions: map[string]*lmosproto.ActionAffordance{ActionMessage: {
 			Title:       "Send a message",
 			Description: "Sends a message to the A2A agent " + card.Name + " (a string as a text part, anything else as a data part) and answers with its result; a streaming agent's artifact chunks arrive as running statuses.",
@@ -479,30 +494,50 @@ func tdOfCard(card AgentCard, cardURL, endpoint string) (*lmosproto.TD, error) {
 	return td, nil
 }
 
-// Import reads the A2A agent card at cardURL and publishes an lmos:Agent
-// for the agent, signed by this node, whose calls are forwarded to the
-// agent over A2A (backend kind KindA2A). Importing the same card URL
-// again publishes the next version of the same Thing.
-func (b *Bridge) Import(ctx context.Context, cardURL string) (ImportResult, error) {
+// Import reads the A2A agent card at req.Card, checks its signature, and
+// publishes an lmos:Agent for the agent, signed by this node, whose calls
+// are forwarded to the agent over A2A (backend kind KindA2A). A card whose
+// signature does not verify with a pinned key (req.Keys) or a key of its
+// own https origin is imported only with req.AllowUnsigned; the TD records
+// which it was (PropCardSignature). Importing the same card URL again
+// publishes the next version of the same Thing.
+func (b *Bridge) Import(ctx context.Context, req ImportRequest) (ImportResult, error) {
+	cardURL := req.Card
 	if !strings.HasPrefix(cardURL, "http://") && !strings.HasPrefix(cardURL, "https://") {
 		return ImportResult{}, httpapi.Problemf(http.StatusBadRequest, "card: %q is not an http(s) URL", cardURL)
 	}
-	card, err := FetchCard(ctx, b.deps.Client.http, cardURL)
+	var pinned []jose.JSONWebKey
+	if len(req.Keys) > 0 && string(req.Keys) != "null" {
+		var err error
+		if pinned, err = ParseKeys(req.Keys); err != nil {
+			return ImportResult{}, httpapi.Problemf(http.StatusBadRequest, "%v", err)
+		}
+	}
+	card, raw, err := fetchCard(ctx, b.deps.Client.http, cardURL)
 	if err != nil {
 		return ImportResult{}, httpapi.Problemf(http.StatusBadGateway, "%v", err)
+	}
+	trust := b.deps.Client.verifyCard(ctx, raw, card, cardURL, pinned)
+	if trust.Status != CardVerified && !req.AllowUnsigned {
+		what := "is unsigned"
+		if trust.Status == CardUnverified {
+			what = "has no signature that verifies (" + trust.Problem + ")"
+		}
+		return ImportResult{}, httpapi.Problemf(http.StatusUnprocessableEntity,
+			"the card %s %s: pin the signer's key (keys, lmosnode a2a import --key), or import it anyway (allowUnsigned, --allow-unsigned)", cardURL, what)
 	}
 	endpoint, err := jsonrpcEndpoint(card)
 	if err != nil {
 		return ImportResult{}, httpapi.Problemf(http.StatusUnprocessableEntity, "%v", err)
 	}
-	td, err := tdOfCard(card, cardURL, endpoint)
+	td, err := tdOfCard(card, cardURL, endpoint, trust)
 	if err != nil {
 		return ImportResult{}, httpapi.Problemf(http.StatusUnprocessableEntity, "%v", err)
 	}
-	b.deps.Client.forget(cardURL) // a re-import reads the card anew
+	b.deps.Client.remember(cardURL, card, endpoint) // calls use the card just checked
 	e, _, err := b.deps.Publisher.Publish(ctx, td, &directory.Local{Backend: cardURL, Kind: KindA2A})
 	if err != nil {
 		return ImportResult{}, err
 	}
-	return ImportResult{ThingID: e.ThingID, Publisher: e.Publisher.String(), Endpoint: endpoint, Seq: e.Seq}, nil
+	return ImportResult{ThingID: e.ThingID, Publisher: e.Publisher.String(), Endpoint: endpoint, Seq: e.Seq, CardSignature: trust}, nil
 }

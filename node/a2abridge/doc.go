@@ -1,5 +1,5 @@
 // Package a2abridge bridges the node to the Agent2Agent protocol (A2A
-// 1.0, JSON-RPC binding), both ways.
+// 1.0, JSON-RPC and HTTP+JSON bindings), both ways.
 //
 // Every lmos:Agent the node may see, its own and those of other nodes, is
 // an A2A agent (Bridge):
@@ -10,6 +10,10 @@
 //	GET  /a2a/{publisher}/{id}[/.well-known/agent-card.json]   the agent's card
 //	POST /a2a/{publisher}/{id}                     the agent's JSON-RPC endpoint
 //	POST /a2a                                      the node-wide endpoint (metadata "lmos:agent")
+//	POST {base}/message:send, {base}/message:stream       the HTTP+JSON binding (rest.go), {base}
+//	GET  {base}/tasks/{id}, {base}/tasks                   /a2a/{publisher}/{id} or /a2a: each request
+//	POST {base}/tasks/{id}:cancel, {base}/tasks/{id}:subscribe   is the call of its JSON-RPC method
+//	GET  {base}/extendedAgentCard, {base}/tasks/{id}/pushNotificationConfigs[/{configId}]
 //	GET  /a2a/jwks.json                            the key the cards are signed with
 //	POST /api/v1/a2a/imports                       import an A2A agent (lmosnode a2a import)
 //
@@ -40,10 +44,13 @@
 // server-sent events; GetTask, ListTasks and CancelTask (an LMOS
 // cancelAction) work on the tasks the bridge keeps for Config.Retention.
 //
-// Any A2A agent can join (Client): Bridge.Import reads its card and
-// publishes an lmos:Agent for it with one action, "message", whose
-// backend (kind KindA2A, card URL as backend URL, persisted with the Thing)
-// forwards invocations over A2A.
+// Any A2A agent can join (Client): Bridge.Import reads its card, checks
+// its signature with a key the operator pins or one the card's own https
+// origin serves (a jku elsewhere is never followed; verify.go), refuses
+// an unsigned or unverified card unless allowed, and publishes an
+// lmos:Agent for it (recording the check as "lmos:cardSignature") with
+// one action, "message", whose backend (kind KindA2A, card URL as backend
+// URL, persisted with the Thing) forwards invocations over A2A.
 //
 // The bridge implements A2A 1.0 itself on net/http rather than with
 // github.com/a2aproject/a2a-go v0.3.3, which speaks A2A 0.3 (methods

@@ -66,6 +66,9 @@ type RPCError struct {
 	Code    int               `json:"code"`
 	Message string            `json:"message"`
 	Data    []json.RawMessage `json:"data,omitempty"`
+	// status is the HTTP status of a node problem (problemErr), which the
+	// HTTP+JSON binding answers with.
+	status int
 }
 
 func (e *RPCError) Error() string {
@@ -100,10 +103,10 @@ func problemErr(p *lmosproto.Problem) *RPCError {
 	if p.Detail != "" {
 		md["detail"] = p.Detail
 	}
-	b, _ := json.Marshal(errorInfo{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: reason, Domain: errorDomain, Metadata: md}) // strings only
+	b, _ := json.Marshal(errorInfo{Type: errorInfoType, Reason: reason, Domain: errorDomain, Metadata: md}) // strings only
 	msg := p.Detail
 	if msg == "" {
 		msg = reason
 	}
-	return &RPCError{Code: CodeServer, Message: msg, Data: []json.RawMessage{b}}
+	return &RPCError{Code: CodeServer, Message: msg, Data: []json.RawMessage{b}, status: p.Status}
 }

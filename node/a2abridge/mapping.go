@@ -2,6 +2,7 @@ package a2abridge
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -37,6 +38,11 @@ type schemaShape struct {
 // inputOf maps the parts of a message to the input of action a:
 //
 //   - a message of one data part: its data;
+//   - one data part and text parts (mixed): the data, an object, with the
+//     text (joined with LF) as the one string property of the input
+//     schema that the data does not set (of several, the only required
+//     one); refused when there is no such property or more than one
+//     (withText);
 //   - text parts (joined with LF): the text for an action whose input is a
 //     string or has no schema; for an object input, the text parsed as a
 //     JSON object, else an object with the text as the one string member
@@ -58,20 +64,22 @@ func inputOf(a *lmosproto.ActionAffordance, name string, parts []Part) (lmosprot
 			return lmosproto.Value{}, rpcErr(CodeContentTypeNotSupported, "file parts (raw, url) are not supported; send text or data parts")
 		}
 	}
-	if len(data) == 1 && len(texts) == 0 {
+	text := strings.Join(texts, "\n")
+	var s schemaShape
+	if len(a.Input) > 0 {
+		_ = json.Unmarshal(a.Input, &s) // a schema of another shape is handled as one without a type
+	}
+	switch {
+	case len(data) > 1:
+		return lmosproto.Value{}, rpcErr(CodeInvalidParams, "send one data part (and text parts if you like), not %d data parts", len(data))
+	case len(data) == 1 && strings.TrimSpace(text) != "":
+		return withText(s, name, data[0], text)
+	case len(data) == 1:
 		v, err := lmosproto.ParseValue(data[0])
 		if err != nil {
 			return lmosproto.Value{}, rpcErr(CodeInvalidParams, "data part: %v", err)
 		}
 		return v, nil
-	}
-	if len(data) > 0 {
-		return lmosproto.Value{}, rpcErr(CodeInvalidParams, "send either one data part or text parts, not %d data and %d text parts", len(data), len(texts))
-	}
-	text := strings.Join(texts, "\n")
-	var s schemaShape
-	if len(a.Input) > 0 {
-		_ = json.Unmarshal(a.Input, &s) // a schema of another shape is handled as one without a type
 	}
 	typ, _ := s.Type.(string)
 	switch typ {
@@ -94,14 +102,55 @@ func inputOf(a *lmosproto.ActionAffordance, name string, parts []Part) (lmosprot
 	return v, nil
 }
 
+// withText is the input of a message of one data part and text: the
+// data, a JSON object, with the text as its member m, where m is the one
+// string property of the object schema s that the data does not set, or,
+// of several such, the only required one.
+func withText(s schemaShape, name string, data json.RawMessage, text string) (lmosproto.Value, *RPCError) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
+		return lmosproto.Value{}, rpcErr(CodeInvalidParams, "a message with a data part and text: the data must be a JSON object for the text to go into one of its members")
+	}
+	var free, required []string
+	for p := range s.Properties {
+		if _, set := obj[p]; set || !s.isString(p) {
+			continue
+		}
+		free = append(free, p)
+		if slices.Contains(s.Required, p) {
+			required = append(required, p)
+		}
+	}
+	slices.Sort(free)
+	var m string
+	switch {
+	case len(free) == 1:
+		m = free[0]
+	case len(required) == 1:
+		m = required[0]
+	default:
+		return lmosproto.Value{}, rpcErr(CodeInvalidParams, "a message with a data part and text: the text goes into the one string property of the input of action %q that the data does not set, and it has %d (%s); put the text into the data",
+			name, len(free), strings.Join(free, ", "))
+	}
+	obj[m] = mustRaw(text)
+	v, err := lmosproto.ParseValue(mustRaw(obj))
+	if err != nil {
+		return lmosproto.Value{}, rpcErr(CodeInvalidParams, "data part: %v", err)
+	}
+	return v, nil
+}
+
+// isString reports whether property name of s is a string.
+func (s schemaShape) isString(name string) bool {
+	var p schemaShape
+	return json.Unmarshal(s.Properties[name], &p) == nil && p.Type == "string"
+}
+
 // soleStringMember is the one string member of an object schema that a
 // text fills: the only required member if it is a string, else the only
 // member if it is a string; "" if there is none.
 func soleStringMember(s schemaShape) string {
-	isString := func(name string) bool {
-		var p schemaShape
-		return json.Unmarshal(s.Properties[name], &p) == nil && p.Type == "string"
-	}
+	isString := s.isString
 	switch {
 	case len(s.Required) == 1:
 		if isString(s.Required[0]) {

@@ -31,7 +31,19 @@ func TestInputOf(t *testing.T) {
 		{"number as text", `{"type":"integer"}`, []Part{text("42")}, `42`},
 		{"not a number", `{"type":"integer"}`, []Part{text("many")}, "!-32602"},
 		{"file part", `{"type":"string"}`, []Part{{URL: "https://x.invalid/f.pdf"}}, "!-32005"},
-		{"data and text", `{"type":"string"}`, []Part{text("a"), {Data: json.RawMessage(`1`)}}, "!-32602"},
+		{"data and text, no property", `{"type":"string"}`, []Part{text("a"), {Data: json.RawMessage(`1`)}}, "!-32602"},
+		{"two data parts", `{"type":"object"}`, []Part{{Data: json.RawMessage(`{}`)}, {Data: json.RawMessage(`{}`)}}, "!-32602"},
+		{"data and text: the one free string", `{"type":"object","properties":{"doc":{"type":"object"},"lang":{"type":"string"},"instruction":{"type":"string"}}}`,
+			[]Part{{Data: json.RawMessage(`{"doc":{"n":12345678901234567890},"lang":"de"}`)}, text("summarise"), text("briefly")}, `{"doc":{"n":12345678901234567890},"instruction":"summarise\nbriefly","lang":"de"}`},
+		{"data and text: the one required free string", `{"type":"object","properties":{"q":{"type":"string"},"note":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}`,
+			[]Part{text("rain?"), {Data: json.RawMessage(`{"n":3}`)}}, `{"n":3,"q":"rain?"}`},
+		{"data and text: two free strings", `{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}`,
+			[]Part{text("x"), {Data: json.RawMessage(`{}`)}}, "!-32602"},
+		{"data and text: every string set", `{"type":"object","properties":{"a":{"type":"string"}}}`,
+			[]Part{text("x"), {Data: json.RawMessage(`{"a":"y"}`)}}, "!-32602"},
+		{"data and text: data not an object", `{"type":"object","properties":{"a":{"type":"string"}}}`,
+			[]Part{text("x"), {Data: json.RawMessage(`[1]`)}}, "!-32602"},
+		{"data and empty text", `{"type":"object"}`, []Part{{Data: json.RawMessage(`{"q":1}`)}, text("")}, `{"q":1}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &lmosproto.ActionAffordance{Input: json.RawMessage(tc.schema)}

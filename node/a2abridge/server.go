@@ -37,8 +37,9 @@ const (
 
 // Patterns returns the ServeMux patterns the bridge serves.
 func Patterns() []string {
-	return []string{WellKnownCard, PathPrefix, PathPrefix + "/{publisher}/{id}", PathPrefix + "/{publisher}/{id}/{$}",
-		PathPrefix + "/{publisher}/{id}/.well-known/agent-card.json", PathAgents, pathJWKS, PathImports}
+	return slices.Concat([]string{WellKnownCard, PathPrefix, PathPrefix + "/{publisher}/{id}", PathPrefix + "/{publisher}/{id}/{$}",
+		PathPrefix + "/{publisher}/{id}/.well-known/agent-card.json", PathAgents, pathJWKS, PathImports},
+		restPaths(PathPrefix), restPaths(pathAgentBase))
 }
 
 func (b *Bridge) routes() {
@@ -59,6 +60,7 @@ func (b *Bridge) routes() {
 		httpapi.WriteJSON(w, http.StatusOK, b.signer.jwks())
 	})
 	b.mux.HandleFunc("POST "+PathImports, b.serveImport)
+	b.restRoutes()
 }
 
 // ServeHTTP implements http.Handler.
@@ -161,7 +163,7 @@ func (b *Bridge) serveNodeCard(w http.ResponseWriter, r *http.Request) {
 		Name: "lmosnode " + b.deps.Self.String(),
 		Description: "An LMOS node. Each skill is an agent of the federation this node can reach; address one with message metadata " +
 			`"lmos:agent" (its thing id) or use its own card (LMOS extension params.agents[].card, or GET ` + PathAgents + ")." + note,
-		SupportedInterfaces: []AgentInterface{{URL: base + PathPrefix, ProtocolBinding: BindingJSONRPC, ProtocolVersion: ProtocolVersion}},
+		SupportedInterfaces: []AgentInterface{{URL: base + PathPrefix, ProtocolBinding: BindingJSONRPC, ProtocolVersion: ProtocolVersion}, restInterface(base + PathPrefix)},
 		Version:             b.deps.Directory.Revision(),
 		Capabilities:        AgentCapabilities{Streaming: &yes, PushNotifications: &no},
 		DefaultInputModes:   bridgeModes,
@@ -242,11 +244,18 @@ type call struct {
 	// thingID restricts task methods to the tasks of one agent; empty at
 	// the node-wide endpoint.
 	thingID string
+	// rest is set for a call of the HTTP+JSON binding (rest.go).
+	rest bool
 }
 
 func (b *Bridge) serveAgentRPC(w http.ResponseWriter, r *http.Request) {
+	b.serveRPC(w, r, b.agentSetup(r))
+}
+
+// agentSetup resolves the agent of a per-agent route for a call.
+func (b *Bridge) agentSetup(r *http.Request) func(*call) {
 	e, td, p := b.agentOf(r, true)
-	b.serveRPC(w, r, func(c *call) {
+	return func(c *call) {
 		if p != nil {
 			c.agent = func(...json.RawMessage) (directory.Entry, *lmosproto.TD, *RPCError) { return e, nil, problemErr(p) }
 			c.thingID = r.PathValue("id")
@@ -254,7 +263,7 @@ func (b *Bridge) serveAgentRPC(w http.ResponseWriter, r *http.Request) {
 		}
 		c.agent = func(...json.RawMessage) (directory.Entry, *lmosproto.TD, *RPCError) { return e, td, nil }
 		c.thingID = e.ThingID
-	})
+	}
 }
 
 // Metadata keys with which a message names the agent and action it is for.
@@ -269,7 +278,13 @@ const (
 )
 
 func (b *Bridge) serveNodeRPC(w http.ResponseWriter, r *http.Request) {
-	b.serveRPC(w, r, func(c *call) {
+	b.serveRPC(w, r, b.nodeSetup(r))
+}
+
+// nodeSetup makes a call at the node-wide endpoint find its agent by the
+// metadata of its message.
+func (b *Bridge) nodeSetup(r *http.Request) func(*call) {
+	return func(c *call) {
 		c.agent = func(metadata ...json.RawMessage) (directory.Entry, *lmosproto.TD, *RPCError) {
 			id, pubStr := metaString(metaAgent, metadata...), metaString(metaPublisher, metadata...)
 			if id == "" {
@@ -293,7 +308,7 @@ func (b *Bridge) serveNodeRPC(w http.ResponseWriter, r *http.Request) {
 			}
 			return e, td, nil
 		}
-	})
+	}
 }
 
 // metaString is the string member key of the first metadata object that
@@ -356,10 +371,20 @@ func (b *Bridge) serveRPC(w http.ResponseWriter, r *http.Request, setup func(*ca
 		return
 	}
 	if v, ok := versionOK(r); !ok {
-		writeRPC(w, c.req.ID, nil, rpcErr(CodeVersionNotSupported, "A2A version %q is not supported; this agent speaks %s (send header A2A-Version: %s)", v, ProtocolVersion, ProtocolVersion))
+		writeRPC(w, c.req.ID, nil, versionErr(v))
 		return
 	}
 	setup(c)
+	b.dispatch(c)
+}
+
+// versionErr refuses the A2A version v.
+func versionErr(v string) *RPCError {
+	return rpcErr(CodeVersionNotSupported, "A2A version %q is not supported; this agent speaks %s (send header A2A-Version: %s)", v, ProtocolVersion, ProtocolVersion)
+}
+
+// dispatch runs the method of c: both bindings end here.
+func (b *Bridge) dispatch(c *call) {
 	switch c.req.Method {
 	case MethodSendMessage:
 		b.sendMessage(c)
@@ -374,12 +399,34 @@ func (b *Bridge) serveRPC(w http.ResponseWriter, r *http.Request, setup func(*ca
 	case MethodListTasks:
 		b.listTasks(c)
 	case MethodGetExtendedAgentCard:
-		writeRPC(w, c.req.ID, nil, rpcErr(CodeExtendedCardNotConfig, "this agent has no extended card"))
+		c.reply(nil, rpcErr(CodeExtendedCardNotConfig, "this agent has no extended card"))
 	case "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig":
-		writeRPC(w, c.req.ID, nil, rpcErr(CodePushNotSupported, "push notifications are not supported"))
+		c.reply(nil, rpcErr(CodePushNotSupported, "push notifications are not supported"))
 	default:
-		writeRPC(w, c.req.ID, nil, rpcErr(CodeMethodNotFound, "Method not found: %q", c.req.Method))
+		c.reply(nil, rpcErr(CodeMethodNotFound, "Method not found: %q", c.req.Method))
 	}
+}
+
+// reply answers c: with result, or err. The JSON-RPC binding answers with
+// a JSON-RPC response, the HTTP+JSON binding with the result as the body
+// or the error with its HTTP status (writeREST).
+func (c *call) reply(result any, err *RPCError) {
+	if c.rest {
+		writeREST(c.w, result, err)
+		return
+	}
+	writeRPC(c.w, c.req.ID, result, err)
+}
+
+// eventData is the data of a stream's event ev: a JSON-RPC response
+// (JSON-RPC binding) or ev itself (HTTP+JSON binding).
+func (c *call) eventData(ev StreamResponse) []byte {
+	var v any = rpcResponse{JSONRPC: "2.0", ID: c.req.ID, Result: ev}
+	if c.rest {
+		v = ev
+	}
+	data, _ := json.Marshal(v) // plain data, raw JSON checked on entry
+	return data
 }
 
 // writeRPC answers with a JSON-RPC response: result, or err.
@@ -564,7 +611,7 @@ func (b *Bridge) follow(t *task) {
 func (b *Bridge) sendMessage(c *call) {
 	st, err := b.start(c)
 	if err != nil {
-		writeRPC(c.w, c.req.ID, nil, err)
+		c.reply(nil, err)
 		return
 	}
 	t := st.t
@@ -592,7 +639,7 @@ func (b *Bridge) sendMessage(c *call) {
 		}
 	}
 	s := t.snapshot(hl)
-	writeRPC(c.w, c.req.ID, SendMessageResponse{Task: &s}, nil)
+	c.reply(SendMessageResponse{Task: &s}, nil)
 }
 
 // sendStreamingMessage streams the task from its creation (a new task) or
@@ -600,7 +647,7 @@ func (b *Bridge) sendMessage(c *call) {
 func (b *Bridge) sendStreamingMessage(c *call) {
 	st, err := b.start(c)
 	if err != nil {
-		writeRPC(c.w, c.req.ID, nil, err)
+		c.reply(nil, err)
 		return
 	}
 	if st.followUp {
@@ -620,8 +667,7 @@ func (b *Bridge) stream(c *call, t *task, first Task, i int) {
 	}
 	defer s.Close()
 	send := func(ev StreamResponse) bool {
-		data, _ := json.Marshal(rpcResponse{JSONRPC: "2.0", ID: c.req.ID, Result: ev}) // plain data, raw JSON checked on entry
-		return s.Send(httpapi.Event{Data: string(data)}) == nil
+		return s.Send(httpapi.Event{Data: string(c.eventData(ev))}) == nil
 	}
 	if !send(StreamResponse{Task: &first}) {
 		return
@@ -667,21 +713,21 @@ func (b *Bridge) taskOf(c *call) (*task, *TaskIDRequest, *RPCError) {
 func (b *Bridge) getTask(c *call) {
 	t, p, err := b.taskOf(c)
 	if err != nil {
-		writeRPC(c.w, c.req.ID, nil, err)
+		c.reply(nil, err)
 		return
 	}
 	s := t.snapshot(p.HistoryLength)
-	writeRPC(c.w, c.req.ID, s, nil)
+	c.reply(s, nil)
 }
 
 func (b *Bridge) subscribeToTask(c *call) {
 	t, p, err := b.taskOf(c)
 	if err != nil {
-		writeRPC(c.w, c.req.ID, nil, err)
+		c.reply(nil, err)
 		return
 	}
 	if t.isDone() {
-		writeRPC(c.w, c.req.ID, nil, rpcErr(CodeUnsupportedOperation, "task %q is in a terminal state", t.id))
+		c.reply(nil, rpcErr(CodeUnsupportedOperation, "task %q is in a terminal state", t.id))
 		return
 	}
 	t.mu.Lock()
@@ -695,11 +741,11 @@ func (b *Bridge) subscribeToTask(c *call) {
 func (b *Bridge) cancelTask(c *call) {
 	t, p, err := b.taskOf(c)
 	if err != nil {
-		writeRPC(c.w, c.req.ID, nil, err)
+		c.reply(nil, err)
 		return
 	}
 	if t.isDone() {
-		writeRPC(c.w, c.req.ID, nil, rpcErr(CodeTaskNotCancelable, "task %q is in a terminal state", t.id))
+		c.reply(nil, rpcErr(CodeTaskNotCancelable, "task %q is in a terminal state", t.id))
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.r.Context(), cancelWait)
@@ -713,15 +759,15 @@ func (b *Bridge) cancelTask(c *call) {
 	select {
 	case <-t.done:
 	case <-ctx.Done():
-		writeRPC(c.w, c.req.ID, nil, rpcErr(CodeTaskNotCancelable, "agent %q did not confirm the cancellation of task %q within %v", t.thingID, t.id, cancelWait))
+		c.reply(nil, rpcErr(CodeTaskNotCancelable, "agent %q did not confirm the cancellation of task %q within %v", t.thingID, t.id, cancelWait))
 		return
 	}
 	s := t.snapshot(p.HistoryLength)
 	if s.Status.State != StateCanceled {
-		writeRPC(c.w, c.req.ID, nil, rpcErr(CodeTaskNotCancelable, "task %q ended %s before it could be cancelled", t.id, s.Status.State))
+		c.reply(nil, rpcErr(CodeTaskNotCancelable, "task %q ended %s before it could be cancelled", t.id, s.Status.State))
 		return
 	}
-	writeRPC(c.w, c.req.ID, s, nil)
+	c.reply(s, nil)
 }
 
 // listTasks lists the tasks (of the agent, at a per-agent endpoint), newest
@@ -731,14 +777,14 @@ func (b *Bridge) listTasks(c *call) {
 	var p ListTasksRequest
 	if len(c.req.Params) > 0 {
 		if err := c.params(&p); err != nil {
-			writeRPC(c.w, c.req.ID, nil, err)
+			c.reply(nil, err)
 			return
 		}
 	}
 	size := 50
 	if p.PageSize != nil {
 		if *p.PageSize < 1 || *p.PageSize > 100 {
-			writeRPC(c.w, c.req.ID, nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageSize %d is not within 1..100", *p.PageSize))
+			c.reply(nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageSize %d is not within 1..100", *p.PageSize))
 			return
 		}
 		size = *p.PageSize
@@ -761,7 +807,7 @@ func (b *Bridge) listTasks(c *call) {
 	off := 0
 	if p.PageToken != "" {
 		if _, err := fmt.Sscanf(p.PageToken, "%d", &off); err != nil || off < 0 || off > len(list) {
-			writeRPC(c.w, c.req.ID, nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageToken %q", p.PageToken))
+			c.reply(nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageToken %q", p.PageToken))
 			return
 		}
 	}
@@ -770,7 +816,7 @@ func (b *Bridge) listTasks(c *call) {
 	if end < len(list) {
 		resp.NextPageToken = fmt.Sprint(end)
 	}
-	writeRPC(c.w, c.req.ID, resp, nil)
+	c.reply(resp, nil)
 }
 
 // sortTasks orders tasks by status timestamp, newest first, then id.
@@ -788,6 +834,12 @@ func sortTasks(ts []Task) {
 type ImportRequest struct {
 	// Card is the URL of the A2A agent's card.
 	Card string `json:"card"`
+	// Keys are keys the operator pins (a JWK or a JWK Set): a card
+	// signature by one of them verifies the card.
+	Keys json.RawMessage `json:"keys,omitempty"`
+	// AllowUnsigned imports a card that is unsigned or whose signatures do
+	// not verify with a pinned key or a key of the card's https origin.
+	AllowUnsigned bool `json:"allowUnsigned,omitempty"`
 }
 
 // ImportResult is the answer of POST /api/v1/a2a/imports.
@@ -800,6 +852,9 @@ type ImportResult struct {
 	Endpoint string `json:"endpoint"`
 	// Seq is the lmos:seq of the published TD.
 	Seq uint64 `json:"seq"`
+	// CardSignature is what the check of the card's signature found, as
+	// the TD records it (PropCardSignature).
+	CardSignature CardTrust `json:"cardSignature"`
 }
 
 func (b *Bridge) serveImport(w http.ResponseWriter, r *http.Request) {
@@ -810,7 +865,7 @@ func (b *Bridge) serveImport(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	res, err := b.Import(ctx, req.Card)
+	res, err := b.Import(ctx, req)
 	if err != nil {
 		var p *lmosproto.Problem
 		if !errors.As(err, &p) {

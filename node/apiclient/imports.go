@@ -34,10 +34,11 @@ func (c *Client) RemoveMCPImport(ctx context.Context, id string) error {
 }
 
 // ImportA2A asks the node to import the A2A agent whose card is at
-// cardURL: it publishes an lmos:Agent whose calls go to the agent.
-func (c *Client) ImportA2A(ctx context.Context, cardURL string) (a2abridge.ImportResult, error) {
+// req.Card (with the keys it pins, or allowing an unsigned card): it
+// publishes an lmos:Agent whose calls go to the agent.
+func (c *Client) ImportA2A(ctx context.Context, req a2abridge.ImportRequest) (a2abridge.ImportResult, error) {
 	return call[a2abridge.ImportResult](ctx, c, request{method: http.MethodPost, path: a2abridge.PathImports,
-		body: a2abridge.ImportRequest{Card: cardURL}, max: maxAgentIndex})
+		body: req, max: maxAgentIndex})
 }
 
 // A2AAgents lists the agents the node serves over A2A (GET /a2a/agents,
