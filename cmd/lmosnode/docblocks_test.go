@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -149,8 +150,8 @@ var docCases = []docCase{
 			"until lmosnode id --home \"$HOME/partner\" 2>/dev/null | grep -q '^address:'; do sleep 0.2; done\n" +
 			"PARTNER=$(lmosnode id --home \"$HOME/partner\" | sed -n 's/^address: //p' | head -1)",
 		replace: []string{"/dns4/node.partner.example/tcp/4001/p2p/12D3KooW…", `"$PARTNER"`},
-		after: "until lmosnode peers 2>/dev/null | grep -q connected; do sleep 0.2; done\nlmosnode peers",
-		want:  []string{"connected"}},
+		after:   "until lmosnode peers 2>/dev/null | grep -q connected; do sleep 0.2; done\nlmosnode peers",
+		want:    []string{"connected"}},
 	{file: "docs/deploy.md", section: "As a systemd service", n: 1,
 		skip:  "needs systemd as PID 1 and installs into /usr/local/bin and /etc/systemd/system",
 		tests: []string{"TestSystemdUnit", "TestStaticBinary"}, check: checkSystemdBlock},
@@ -160,8 +161,8 @@ var docCases = []docCase{
 	{file: "docs/deploy.md", section: "Driving a node from elsewhere", n: 1, setting: "node", inTemp: true,
 		// the node's URL and token, and two TDs of the reader's
 		replace: []string{"https://lmos.internal.example", `"$(cat "$HOME/.lmosnode/api")"`, "LMOS_API_TOKEN=…", `LMOS_API_TOKEN="$(cat "$HOME/.lmosnode/api-token")"`},
-		before: "cp " + repoPath("examples/things/weather-agent.json") + " a.json\ncp " + repoPath("examples/things/geocoder-tool.json") + " b.json",
-		want:   []string{"peer ID", "created " + weatherID}},
+		before:  "cp " + repoPath("examples/things/weather-agent.json") + " a.json\ncp " + repoPath("examples/things/geocoder-tool.json") + " b.json",
+		want:    []string{"peer ID", "created " + weatherID}},
 	{file: "docs/deploy.md", section: "Key backup and restore", n: 1, setting: "home", inTemp: true,
 		replace: []string{"/var/lib/lmosnode", "$HOME/lmos-home"}, before: "lmosnode init --home \"$HOME/lmos-home\" >/dev/null",
 		want: []string{"ED25519 Private-Key"}},
@@ -199,7 +200,7 @@ func TestDocBlocks(t *testing.T) {
 		}
 	}
 	cases := map[[3]string]*docCase{}
-	key := func(file, section string, n int) [3]string { return [3]string{file, section, string(rune('0' + n))} }
+	key := func(file, section string, n int) [3]string { return [3]string{file, section, strconv.Itoa(n)} }
 	for i := range docCases {
 		c := &docCases[i]
 		cases[key(c.file, c.section, c.n)] = c
@@ -213,7 +214,7 @@ func TestDocBlocks(t *testing.T) {
 			continue
 		}
 		seen[k] = true
-		t.Run(b.file+"/"+b.section+"/"+string(rune('0'+b.n)), func(t *testing.T) { c.cover(t, b, demo) })
+		t.Run(b.file+"/"+b.section+"/"+strconv.Itoa(b.n), func(t *testing.T) { c.cover(t, b, demo) })
 	}
 	for k, c := range cases {
 		if !seen[k] {
