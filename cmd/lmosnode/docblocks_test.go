@@ -9,6 +9,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
+	"github.com/lmosnode/lmosnode/node/api"
 )
 
 // docFiles are the documents whose every shell block TestDocBlocks covers.
@@ -421,12 +423,35 @@ func (d *docDemo) run() (string, string) {
 				if !strings.Contains(out.String(), "pattern 6 (request-stream/response-stream): ok") {
 					return "", "the demo's patterns did not all run:\n" + out.String()
 				}
-				return "127.0.0.1:" + port, ""
+				return "127.0.0.1:" + port, loopbackOnly("http://127.0.0.1:" + port)
 			}
 		case <-deadline:
 			return "", "the demo did not come up in 90 s:\n" + out.String() + stderr.String()
 		}
 	}
+}
+
+// loopbackOnly checks that the node whose API is at url listens on
+// 127.0.0.1 only; it returns what is wrong.
+func loopbackOnly(url string) string {
+	resp, err := http.Get(url + api.PathNode)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	var info api.NodeInfo
+	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+		return err.Error()
+	}
+	for _, a := range info.Addrs {
+		if !strings.HasPrefix(a, "/ip4/127.0.0.1/") {
+			return "the demo listens on " + a + ", not on 127.0.0.1 only"
+		}
+	}
+	if len(info.Addrs) == 0 {
+		return "the demo's node 3 lists no addresses"
+	}
+	return ""
 }
 
 // a2aAgent starts the A2A JavaScript SDK's agent (scripts/interop/a2a)
