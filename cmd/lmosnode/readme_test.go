@@ -58,15 +58,34 @@ var exitComment = regexp.MustCompile(`\bexit [1-9]\b`)
 // daemons are stopped at the end.
 func runBlock(t *testing.T, block string, replace ...string) string {
 	t.Helper()
+	return paste(t, block, pasteOpts{dir: "../..", home: t.TempDir(), replace: replace})
+}
+
+// pasteOpts says where and how paste runs a block.
+type pasteOpts struct {
+	dir, home string   // working directory and $HOME
+	env       []string // more variables
+	replace   []string // old, new pairs, applied after ./lmosnode → the binary
+	before    string   // script run first (the block's setting)
+	after     string   // script run last (checks of what the block did)
+}
+
+// paste runs a doc block with bash (set -e) as a reader pastes it: with
+// ./lmosnode and `go run ./cmd/lmosnode` the built binary, which is also
+// `lmosnode` on PATH (as `go install` puts it), and o's replacements;
+// background jobs are stopped at the end. It returns the output, and
+// fails the test if the block fails.
+func paste(t *testing.T, block string, o pasteOpts) string {
+	t.Helper()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
 	}
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("no curl: the README's blocks use it")
+		t.Skip("no curl: the docs' blocks use it")
 	}
 	bin := buildBinary(t)
-	// A line the README marks as failing ("# exit 1: …", "(exit 3)") must
+	// A line the doc marks as failing ("# exit 1: …", "(exit 3)") must
 	// fail; every other line must succeed (set -e).
 	lines := strings.Split(block, "\n")
 	for i, l := range lines {
@@ -75,8 +94,8 @@ func runBlock(t *testing.T, block string, replace ...string) string {
 		}
 	}
 	block = strings.Join(lines, "\n")
-	block = strings.NewReplacer(append([]string{"./lmosnode ", bin + " "}, replace...)...).Replace(block)
-	script := "set -e\ntrap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n" + block
+	block = strings.NewReplacer(append([]string{"./lmosnode ", bin + " ", "go run ./cmd/lmosnode ", bin + " "}, o.replace...)...).Replace(block)
+	script := "set -e\ntrap 'kill $(jobs -p) 2>/dev/null || true; wait' EXIT\n" + o.before + "\n" + block + "\n" + o.after
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bash, "-c", script)
@@ -85,11 +104,11 @@ func runBlock(t *testing.T, block string, replace ...string) string {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	cmd.Dir = "../.."
-	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	cmd.Dir = o.dir
+	cmd.Env = append([]string{"HOME=" + o.home, "PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")}, o.env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("README block failed: %v\nscript:\n%s\noutput:\n%s", err, script, out)
+		t.Fatalf("doc block failed: %v\nscript:\n%s\noutput:\n%s", err, script, out)
 	}
 	return string(out)
 }

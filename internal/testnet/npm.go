@@ -2,7 +2,9 @@ package testnet
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +22,10 @@ type npmResult struct {
 
 // NPM prepares the npm package in dir for a test that runs JavaScript
 // against nodes: it runs `npm ci` there (the versions package-lock.json
-// pins) once per test binary and fails the test if that fails. It skips
+// pins) once per test binary, unless node_modules holds what the lock
+// pins already (npm's node_modules/.package-lock.json, written by the
+// last install, is not older than package-lock.json), and fails the test
+// if that fails. It skips
 // the test only when node or npm is not on PATH (CI has both).
 func NPM(t testing.TB, dir string) {
 	t.Helper()
@@ -32,6 +37,9 @@ func NPM(t testing.TB, dir string) {
 	v, _ := npmCI.LoadOrStore(dir, &npmResult{})
 	r := v.(*npmResult)
 	r.once.Do(func() {
+		if installed(dir) {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
@@ -41,4 +49,15 @@ func NPM(t testing.TB, dir string) {
 	if r.err != nil {
 		t.Fatalf("npm ci in %s: %v\n%s", dir, r.err, r.out)
 	}
+}
+
+// installed tells whether node_modules of dir is at least as new as its
+// package-lock.json: npm ci would install the same again.
+func installed(dir string) bool {
+	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		return false
+	}
+	done, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
+	return err == nil && !done.ModTime().Before(lock.ModTime())
 }

@@ -33,7 +33,8 @@ type imported struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
-	firstTry chan struct{} // closed after the first connection attempt
+	firstTry chan struct{} // closed after the first connection attempt (tried)
+	firstOne sync.Once
 	changed  chan struct{} // tools/list_changed
 
 	mu        sync.Mutex
@@ -99,14 +100,10 @@ func (i *imported) setState(state, err string) {
 // run is the supervisor loop.
 func (i *imported) run() {
 	defer close(i.done)
-	first := true
 	bo := backoff.New(i.im.cfg.MinBackoff, i.im.cfg.MaxBackoff)
 	for {
 		err := i.session()
-		if first {
-			close(i.firstTry)
-			first = false
-		}
+		i.tried()
 		if i.ctx.Err() != nil {
 			return
 		}
@@ -129,6 +126,10 @@ func (i *imported) run() {
 		}
 	}
 }
+
+// tried ends Add's wait: the first connection succeeded (its tools are
+// published) or failed.
+func (i *imported) tried() { i.firstOne.Do(func() { close(i.firstTry) }) }
 
 func (i *imported) connectedOnce() bool {
 	i.mu.Lock()
@@ -182,6 +183,7 @@ func (i *imported) session() error {
 		return err
 	}
 	i.setState(StateConnected, "")
+	i.tried()
 	for {
 		select {
 		case <-i.ctx.Done():
