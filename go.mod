@@ -55,6 +55,8 @@ require (
 	rsc.io/qr v0.2.0
 )
 
+require github.com/a2aproject/a2a-go v0.3.3 // indirect
+
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/RaduBerinde/axisds v0.0.0-20250419182453-5135a0650657 // indirect

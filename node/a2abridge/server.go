@@ -190,7 +190,8 @@ func (b *Bridge) secure(c *AgentCard) {
 }
 
 func (b *Bridge) writeCard(w http.ResponseWriter, r *http.Request, c AgentCard) {
-	if err := b.signer.sign(&c, baseURL(r)+pathJWKS); err != nil {
+	dualCard(&c) // a card for A2A 0.3 clients as well
+	if err := b.signer.signDual(&c, baseURL(r)+pathJWKS); err != nil {
 		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusInternalServerError, "signing the card: %v", err))
 		return
 	}
@@ -244,6 +245,8 @@ type call struct {
 	// thingID restricts task methods to the tasks of one agent; empty at
 	// the node-wide endpoint.
 	thingID string
+	// v03 is set for a request of A2A 0.3, answered in 0.3 form (jsonrpc03.go).
+	v03 bool
 }
 
 func (b *Bridge) serveAgentRPC(w http.ResponseWriter, r *http.Request) {
@@ -328,19 +331,6 @@ func metaBool(key string, metadata ...json.RawMessage) bool {
 	return false
 }
 
-// versionOK reports whether r asks for the A2A version the bridge
-// implements (header or query parameter A2A-Version; empty means 0.3).
-func versionOK(r *http.Request) (string, bool) {
-	v := r.Header.Get("A2A-Version")
-	if v == "" {
-		v = r.URL.Query().Get("A2A-Version")
-	}
-	if v == "" {
-		v = "0.3"
-	}
-	return v, v == ProtocolVersion || strings.HasPrefix(v, ProtocolVersion+".") || v == "1"
-}
-
 // serveRPC reads a JSON-RPC request and dispatches it.
 func (b *Bridge) serveRPC(w http.ResponseWriter, r *http.Request, setup func(*call)) {
 	c := &call{w: w, r: r}
@@ -357,8 +347,8 @@ func (b *Bridge) serveRPC(w http.ResponseWriter, r *http.Request, setup func(*ca
 		writeRPC(w, c.req.ID, nil, rpcErr(CodeInvalidRequest, `Request payload validation error: "jsonrpc" must be "2.0" and "method" set`))
 		return
 	}
-	if v, ok := versionOK(r); !ok {
-		writeRPC(w, c.req.ID, nil, rpcErr(CodeVersionNotSupported, "A2A version %q is not supported; this agent speaks %s (send header A2A-Version: %s)", v, ProtocolVersion, ProtocolVersion))
+	if err := route03(c); err != nil {
+		writeRPC(w, c.req.ID, nil, err)
 		return
 	}
 	setup(c)
@@ -566,7 +556,7 @@ func (b *Bridge) follow(t *task) {
 func (b *Bridge) sendMessage(c *call) {
 	st, err := b.start(c)
 	if err != nil {
-		writeRPC(c.w, c.req.ID, nil, err)
+		c.reply(nil, err)
 		return
 	}
 	t := st.t
@@ -594,7 +584,7 @@ func (b *Bridge) sendMessage(c *call) {
 		}
 	}
 	s := t.snapshot(hl)
-	writeRPC(c.w, c.req.ID, SendMessageResponse{Task: &s}, nil)
+	c.reply(SendMessageResponse{Task: &s}, nil)
 }
 
 // sendStreamingMessage streams the task from its creation (a new task) or
@@ -602,7 +592,7 @@ func (b *Bridge) sendMessage(c *call) {
 func (b *Bridge) sendStreamingMessage(c *call) {
 	st, err := b.start(c)
 	if err != nil {
-		writeRPC(c.w, c.req.ID, nil, err)
+		c.reply(nil, err)
 		return
 	}
 	if st.followUp {
@@ -622,7 +612,7 @@ func (b *Bridge) stream(c *call, t *task, first Task, i int) {
 	}
 	defer s.Close()
 	send := func(ev StreamResponse) bool {
-		data, _ := json.Marshal(rpcResponse{JSONRPC: "2.0", ID: c.req.ID, Result: ev}) // plain data, raw JSON checked on entry
+		data, _ := json.Marshal(rpcResponse{JSONRPC: "2.0", ID: c.req.ID, Result: c.wire(ev)}) // plain data, raw JSON checked on entry
 		return s.Send(httpapi.Event{Data: string(data)}) == nil
 	}
 	if !send(StreamResponse{Task: &first}) {
@@ -669,21 +659,21 @@ func (b *Bridge) taskOf(c *call) (*task, *TaskIDRequest, *RPCError) {
 func (b *Bridge) getTask(c *call) {
 	t, p, err := b.taskOf(c)
 	if err != nil {
-		writeRPC(c.w, c.req.ID, nil, err)
+		c.reply(nil, err)
 		return
 	}
 	s := t.snapshot(p.HistoryLength)
-	writeRPC(c.w, c.req.ID, s, nil)
+	c.reply(s, nil)
 }
 
 func (b *Bridge) subscribeToTask(c *call) {
 	t, p, err := b.taskOf(c)
 	if err != nil {
-		writeRPC(c.w, c.req.ID, nil, err)
+		c.reply(nil, err)
 		return
 	}
 	if t.isDone() {
-		writeRPC(c.w, c.req.ID, nil, rpcErr(CodeUnsupportedOperation, "task %q is in a terminal state", t.id))
+		c.reply(nil, rpcErr(CodeUnsupportedOperation, "task %q is in a terminal state", t.id))
 		return
 	}
 	t.mu.Lock()
@@ -697,11 +687,11 @@ func (b *Bridge) subscribeToTask(c *call) {
 func (b *Bridge) cancelTask(c *call) {
 	t, p, err := b.taskOf(c)
 	if err != nil {
-		writeRPC(c.w, c.req.ID, nil, err)
+		c.reply(nil, err)
 		return
 	}
 	if t.isDone() {
-		writeRPC(c.w, c.req.ID, nil, rpcErr(CodeTaskNotCancelable, "task %q is in a terminal state", t.id))
+		c.reply(nil, rpcErr(CodeTaskNotCancelable, "task %q is in a terminal state", t.id))
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.r.Context(), cancelWait)
@@ -715,15 +705,15 @@ func (b *Bridge) cancelTask(c *call) {
 	select {
 	case <-t.done:
 	case <-ctx.Done():
-		writeRPC(c.w, c.req.ID, nil, rpcErr(CodeTaskNotCancelable, "agent %q did not confirm the cancellation of task %q within %v", t.thingID, t.id, cancelWait))
+		c.reply(nil, rpcErr(CodeTaskNotCancelable, "agent %q did not confirm the cancellation of task %q within %v", t.thingID, t.id, cancelWait))
 		return
 	}
 	s := t.snapshot(p.HistoryLength)
 	if s.Status.State != StateCanceled {
-		writeRPC(c.w, c.req.ID, nil, rpcErr(CodeTaskNotCancelable, "task %q ended %s before it could be cancelled", t.id, s.Status.State))
+		c.reply(nil, rpcErr(CodeTaskNotCancelable, "task %q ended %s before it could be cancelled", t.id, s.Status.State))
 		return
 	}
-	writeRPC(c.w, c.req.ID, s, nil)
+	c.reply(s, nil)
 }
 
 // listTasks lists the tasks (of the agent, at a per-agent endpoint), newest
@@ -733,14 +723,14 @@ func (b *Bridge) listTasks(c *call) {
 	var p ListTasksRequest
 	if len(c.req.Params) > 0 {
 		if err := c.params(&p); err != nil {
-			writeRPC(c.w, c.req.ID, nil, err)
+			c.reply(nil, err)
 			return
 		}
 	}
 	size := 50
 	if p.PageSize != nil {
 		if *p.PageSize < 1 || *p.PageSize > 100 {
-			writeRPC(c.w, c.req.ID, nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageSize %d is not within 1..100", *p.PageSize))
+			c.reply(nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageSize %d is not within 1..100", *p.PageSize))
 			return
 		}
 		size = *p.PageSize
@@ -763,7 +753,7 @@ func (b *Bridge) listTasks(c *call) {
 	off := 0
 	if p.PageToken != "" {
 		if _, err := fmt.Sscanf(p.PageToken, "%d", &off); err != nil || off < 0 || off > len(list) {
-			writeRPC(c.w, c.req.ID, nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageToken %q", p.PageToken))
+			c.reply(nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageToken %q", p.PageToken))
 			return
 		}
 	}
@@ -772,7 +762,7 @@ func (b *Bridge) listTasks(c *call) {
 	if end < len(list) {
 		resp.NextPageToken = fmt.Sprint(end)
 	}
-	writeRPC(c.w, c.req.ID, resp, nil)
+	c.reply(resp, nil)
 }
 
 // sortTasks orders tasks by status timestamp, newest first, then id.
