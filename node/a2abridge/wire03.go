@@ -27,10 +27,10 @@ const (
 // with them a card serves both generations (a 0.3 client reads url and
 // preferredTransport, a 1.0 client supportedInterfaces).
 type CardV03 struct {
-	URL                  string               `json:"url,omitempty"`
-	PreferredTransport   string               `json:"preferredTransport,omitempty"`
-	ProtocolVersion      string               `json:"protocolVersion,omitempty"`
-	AdditionalInterfaces []AgentInterfaceV03  `json:"additionalInterfaces,omitempty"`
+	URL                  string                `json:"url,omitempty"`
+	PreferredTransport   string                `json:"preferredTransport,omitempty"`
+	ProtocolVersion      string                `json:"protocolVersion,omitempty"`
+	AdditionalInterfaces []AgentInterfaceV03   `json:"additionalInterfaces,omitempty"`
 	Security             []map[string][]string `json:"security,omitempty"`
 }
 
