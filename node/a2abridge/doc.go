@@ -57,6 +57,7 @@
 // package: its types are the 0.3 wire shapes the bridge translates to and
 // from. Its server (a2asrv) and client (a2aclient) are used by the tests
 // only: a2asrv would run a second task model beside the bridge's, and
-// a2aclient links gRPC into the binary and ends a stream at an event over
-// 64 KiB (docs/bridges.md).
+// a2aclient ends a stream at an event over 64 KiB and reads an answer
+// without a bound, where the bridge's JSON-RPC client bounds both to
+// 4 MiB (docs/bridges.md).
 package a2abridge
