@@ -279,6 +279,17 @@ func TestA2A03GoClient(t *testing.T) {
 	if _, err := client.CancelTask(ctx, &a2a.TaskIDParams{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotCancelable) {
 		t.Errorf("tasks/cancel of a completed task: %v", err)
 	}
+	// A stream that cannot start ends with the error as its one event.
+	for id, want := range map[a2a.TaskID]error{"no-such-task": a2a.ErrTaskNotFound, task.ID: a2a.ErrUnsupportedOperation} {
+		var got error
+		for _, err := range client.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: id}) {
+			got = err
+			break
+		}
+		if !errors.Is(got, want) {
+			t.Errorf("tasks/resubscribe of task %s: %v, want %v", id, got, want)
+		}
+	}
 	if _, err := client.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigParams{TaskID: task.ID}); !errors.Is(err, a2a.ErrPushNotificationNotSupported) {
 		t.Errorf("tasks/pushNotificationConfig/get: %v", err)
 	}

@@ -2,6 +2,7 @@ package a2abridge
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -141,6 +142,16 @@ func (c *call) reply(result any, err *RPCError) {
 		}
 	} else {
 		resp.Result = c.wire(result)
+	}
+	if err != nil && (c.req.Method == MethodSendStreamingMessage || c.req.Method == MethodSubscribeToTask) {
+		// A 0.3 client of a stream reads an error as its one event (a2a-go's
+		// client reads nothing else from a stream request).
+		b, _ := json.Marshal(resp) // plain data
+		c.w.Header().Set("Content-Type", httpapi.ContentTypeEventStream)
+		c.w.Header().Set("Cache-Control", "no-cache")
+		c.w.WriteHeader(http.StatusOK)
+		_, _ = fmt.Fprintf(c.w, "data: %s\n\n", b)
+		return
 	}
 	httpapi.WriteJSON(c.w, http.StatusOK, resp)
 }
