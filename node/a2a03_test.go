@@ -20,6 +20,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
+	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -88,7 +89,8 @@ func (g *goEchoAgent) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q e
 }
 
 // startGoAgent serves a goEchoAgent on 127.0.0.1 with an A2A 0.3 card (url
-// and preferredTransport JSONRPC only) and returns its card URL.
+// and preferredTransport JSONRPC only) and returns its card URL; the card
+// at /blocking/ says the agent does not stream.
 func startGoAgent(t *testing.T, agent *goEchoAgent) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -103,6 +105,9 @@ func startGoAgent(t *testing.T, agent *goEchoAgent) string {
 		Skills: []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "Echoes", Tags: []string{"echo"}}}}
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
+	blocking := *card
+	blocking.Name, blocking.Capabilities.Streaming = "GoBlockingAgent", false
+	mux.Handle("/blocking"+a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&blocking))
 	mux.Handle("/rpc", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(agent)))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
@@ -110,39 +115,56 @@ func startGoAgent(t *testing.T, agent *goEchoAgent) string {
 	return base + a2asrv.WellKnownAgentCardPath
 }
 
-// TestA2A03GoServerImport: an A2A 0.3 agent built with a2a-go's server
-// is imported on node A and called from node B: through B's HTTP binding
-// (text and data), and through B's A2A bridge with a2a-go's client, which
-// cancels a task there; A then cancels the agent's task with tasks/cancel.
-func TestA2A03GoServerImport(t *testing.T) {
-	agent := &goEchoAgent{}
-	cardURL := startGoAgent(t, agent)
-	net := testnet.New(t, 2, testnet.Options{})
-	owner, consumer := net.Nodes[0], net.Nodes[1]
+// importCard imports the A2A agent whose card is at cardURL on n.
+func importCard(t *testing.T, n *node.Node, cardURL string) a2abridge.ImportResult {
+	t.Helper()
 	body, _ := json.Marshal(map[string]string{"card": cardURL})
-	resp, err := httpapi.BearerClient(owner.APIToken()).Post("http://"+owner.APIAddr()+a2abridge.PathImports, "application/json", bytes.NewReader(body))
+	resp, err := httpapi.BearerClient(n.APIToken()).Post("http://"+n.APIAddr()+a2abridge.PathImports, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var imp a2abridge.ImportResult
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &imp) != nil || imp.Endpoint != strings.TrimSuffix(cardURL, a2asrv.WellKnownAgentCardPath)+"/rpc" {
-		t.Fatalf("import: %d %s", resp.StatusCode, b)
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &imp) != nil {
+		t.Fatalf("import of %s: %d %s", cardURL, resp.StatusCode, b)
 	}
+	return imp
+}
+
+// TestA2A03GoServerImport: an A2A 0.3 agent built with a2a-go's server
+// is imported on node A and called from node B: through B's HTTP binding
+// (text and data; message/stream, and message/send for the card that does
+// not stream), and through B's A2A bridge with a2a-go's client, which
+// cancels a task there; A then cancels the agent's task with tasks/cancel.
+func TestA2A03GoServerImport(t *testing.T) {
+	agent := &goEchoAgent{}
+	cardURL := startGoAgent(t, agent)
+	net := testnet.New(t, 2, testnet.Options{})
+	owner, consumer := net.Nodes[0], net.Nodes[1]
+	imp := importCard(t, owner, cardURL)
+	if rpc := strings.TrimSuffix(cardURL, a2asrv.WellKnownAgentCardPath) + "/rpc"; imp.Endpoint != rpc {
+		t.Fatalf("import: endpoint %s, want %s", imp.Endpoint, rpc)
+	}
+	blocking := importCard(t, owner, strings.TrimSuffix(cardURL, a2asrv.WellKnownAgentCardPath)+"/blocking"+a2asrv.WellKnownAgentCardPath)
 	net.Link(1, 0)
-	testnet.WaitFor(t, "B learns the imported agent", 10*time.Second, func() (bool, string) {
-		return len(consumer.Directory().Lookup(imp.ThingID)) > 0, "not yet"
+	testnet.WaitFor(t, "B learns the imported agents", 10*time.Second, func() (bool, string) {
+		return len(consumer.Directory().Lookup(imp.ThingID)) > 0 && len(consumer.Directory().Lookup(blocking.ThingID)) > 0, "not yet"
 	})
 
 	// B's HTTP binding: A forwards over A2A 0.3 (message/stream); the first
 	// chunk makes the invocation long-running, the last is in the output.
-	for in, want := range map[string]string{`"hi"`: `"HI!"`, `{"n":12345,"s":"x"}`: `{"echo":{"n":12345,"s":"x"}}`} {
-		resp, err = http.Post("http://"+consumer.APIAddr()+"/things/"+imp.ThingID+"/actions/"+a2abridge.ActionMessage, "application/json", strings.NewReader(in))
+	for _, tc := range []struct{ thing, in, want string }{
+		{imp.ThingID, `"hi"`, `"HI!"`},
+		{imp.ThingID, `{"n":12345,"s":"x"}`, `{"echo":{"n":12345,"s":"x"}}`},
+		{blocking.ThingID, `"ho"`, `"HO!"`},
+	} {
+		in, want := tc.in, tc.want
+		resp, err := http.Post("http://"+consumer.APIAddr()+"/things/"+tc.thing+"/actions/"+a2abridge.ActionMessage, "application/json", strings.NewReader(in))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ = io.ReadAll(resp.Body)
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		out := string(b)
 		if resp.StatusCode == http.StatusCreated {
