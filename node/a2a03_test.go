@@ -393,3 +393,18 @@ func TestA2A03JSClient(t *testing.T) {
 		t.Errorf("tasks/get of an unknown task: %v", got["unknownTask"])
 	}
 }
+
+// TestA2A03JSSession: a streaming conversation with the JavaScript SDK's
+// 0.3 transport is an LMOS streaming session of an agent on another node.
+func TestA2A03JSSession(t *testing.T) {
+	owner, consumer, id := a2aPair(t, a2aSessionAgent)
+	got := a2aJS(t, "client03.mjs", map[string]any{"task": "session", "base": "http://" + consumer.APIAddr(), "agent": a2abridge.AgentPath(owner.PeerID(), id)})
+	want := `{"events":["task:TASK_STATE_SUBMITTED","status:TASK_STATE_WORKING","artifact:stream:HELLO","artifact:stream:WORLD","artifact:stream:**","status:TASK_STATE_COMPLETED"],` +
+		`"history":3,"last":"TASK_STATE_COMPLETED","more":"TASK_STATE_WORKING"}`
+	if s := jsonOf(got["session"]); s != want {
+		t.Fatalf("session: got %s\nwant %s", s, want)
+	}
+	if s := jsonOf(got["wire"]); s != `["message/stream (A2A-Version 0.3)","message/send (A2A-Version 0.3)"]` {
+		t.Errorf("wire: %s", s)
+	}
+}

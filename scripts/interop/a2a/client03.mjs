@@ -2,7 +2,7 @@
 // compat/v0_3 JSON-RPC transport, pinned in package-lock.json) against an
 // lmosnode's A2A bridge. Run by node/a2a03_test.go:
 //
-//   node client03.mjs '{"base": "http://127.0.0.1:PORT", "agent": "/a2a/<publisher>/<id>/", "thingId": "…"}'
+//   node client03.mjs '{"base": "http://127.0.0.1:PORT", "agent": "/a2a/<publisher>/<id>/", "thingId": "…", "task": "session"?}'
 //
 // The card is read as a 0.3 client reads it (its url, preferredTransport
 // and protocolVersion, by the SDK's parseLegacyAgentCard), so that the
@@ -101,9 +101,38 @@ async function nodeCall(base, thingId) {
   out.nodeCall = { state: stateName(task.status.state), artifacts: task.artifacts.map((a) => a.parts.map(partText).join("")) };
 }
 
+// A streaming conversation (an LMOS streaming session) in 0.3: the first
+// message opens it (metadata lmos:stream) and streams the task; further
+// messages name the task; lmos:streamEnd ends it.
+async function session(base) {
+  const { client } = await client03(base + ".well-known/agent-card.json");
+  const events = [];
+  let taskId;
+  let opened;
+  const ready = new Promise((r) => (opened = r));
+  const collect = (async () => {
+    for await (const ev of client.sendMessageStream({ message: message("hello", { "lmos:stream": true }) })) {
+      if (ev.payload?.$case === "task") {
+        taskId = ev.payload.value.id;
+        opened();
+      }
+      events.push(describe(ev));
+    }
+  })();
+  await ready;
+  const more = taskOf(await client.sendMessage({ message: { ...message("world"), taskId } }));
+  const last = taskOf(await client.sendMessage({ message: { ...message(""), taskId, metadata: { "lmos:streamEnd": true } } }));
+  await collect;
+  out.session = { events, more: stateName(more.status.state), last: stateName(last.status.state), history: last.history.length };
+}
+
 try {
-  await agentTasks(req.base + req.agent);
-  await nodeCall(req.base, req.thingId);
+  if (req.task === "session") {
+    await session(req.base + req.agent);
+  } else {
+    await agentTasks(req.base + req.agent);
+    await nodeCall(req.base, req.thingId);
+  }
 } catch (e) {
   out.error = String(e?.stack ?? e);
 }
