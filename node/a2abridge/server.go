@@ -723,14 +723,14 @@ func (b *Bridge) listTasks(c *call) {
 	var p ListTasksRequest
 	if len(c.req.Params) > 0 {
 		if err := c.params(&p); err != nil {
-			c.reply(nil, err)
+			writeRPC(c.w, c.req.ID, nil, err)
 			return
 		}
 	}
 	size := 50
 	if p.PageSize != nil {
 		if *p.PageSize < 1 || *p.PageSize > 100 {
-			c.reply(nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageSize %d is not within 1..100", *p.PageSize))
+			writeRPC(c.w, c.req.ID, nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageSize %d is not within 1..100", *p.PageSize))
 			return
 		}
 		size = *p.PageSize
@@ -753,7 +753,7 @@ func (b *Bridge) listTasks(c *call) {
 	off := 0
 	if p.PageToken != "" {
 		if _, err := fmt.Sscanf(p.PageToken, "%d", &off); err != nil || off < 0 || off > len(list) {
-			c.reply(nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageToken %q", p.PageToken))
+			writeRPC(c.w, c.req.ID, nil, rpcErr(CodeInvalidParams, "Invalid parameters: pageToken %q", p.PageToken))
 			return
 		}
 	}
@@ -762,7 +762,7 @@ func (b *Bridge) listTasks(c *call) {
 	if end < len(list) {
 		resp.NextPageToken = fmt.Sprint(end)
 	}
-	c.reply(resp, nil)
+	writeRPC(c.w, c.req.ID, resp, nil)
 }
 
 // sortTasks orders tasks by status timestamp, newest first, then id.
