@@ -1,13 +1,16 @@
 package a2abridge
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
+	"os"
 	"reflect"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -123,5 +126,51 @@ func TestEndpointOf(t *testing.T) {
 		if u != tc.url || v03 != tc.v03 || (err != nil) != (tc.url == "") {
 			t.Errorf("%s: %q %v %v", tc.card, u, v03, err)
 		}
+	}
+}
+
+// TestDualCardSchema03: the dual card (with bearer security) is a valid
+// A2A 0.3 AgentCard by the 0.3 JSON schema; its 1.0 view alone (the card
+// the bridge served before it spoke 0.3) is not.
+func TestDualCardSchema03(t *testing.T) {
+	raw, err := os.ReadFile("testdata/a2a-0.3-agentcard.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("agentcard.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("agentcard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, err := lmosproto.ParseTD([]byte(`{"@context":"https://www.w3.org/2022/wot/td/v1.1","@type":"lmos:Agent","id":"urn:x","title":"X",
+		"securityDefinitions":{"n":{"scheme":"nosec"}},"security":"n","actions":{"go":{"forms":[{"href":"https://x.invalid"}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, _ := ed25519.GenerateKey(nil)
+	card := cardOf(td, peer.ID("p"), "http://h/a2a/p/urn:x/", true)
+	dualCard(&card)
+	if err := newSigner(key).signDual(&card, "http://h/a2a/jwks.json"); err != nil {
+		t.Fatal(err)
+	}
+	valid := func(v any) error {
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(mustRaw(v)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return schema.Validate(inst)
+	}
+	if err := valid(card); err != nil {
+		t.Fatalf("the dual card is no 0.3 card: %v\n%s", err, mustRaw(card))
+	}
+	if err := valid(view10(card)); err == nil {
+		t.Fatal("the 1.0 view validates as a 0.3 card")
 	}
 }
