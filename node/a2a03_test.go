@@ -33,7 +33,8 @@ import (
 // goEchoAgent is an A2A 0.3 agent built with a2a-go's server: a text is
 // answered in upper case as an artifact of two chunks (the text, then
 // "!"); a data part d as the data {"echo": d}; "slow" works until
-// cancelled. cancels counts the cancellations it got.
+// cancelled; "msg" is answered with a message, no task. cancels counts
+// the cancellations it got.
 type goEchoAgent struct{ cancels atomic.Int32 }
 
 func (g *goEchoAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
@@ -48,6 +49,9 @@ func (g *goEchoAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q 
 		}
 	}
 	write := func(ev a2a.Event) error { return q.Write(ctx, ev) }
+	if text == "msg" {
+		return write(a2a.NewMessage(a2a.MessageRoleAgent, a2a.TextPart{Text: "a message"}))
+	}
 	if rc.StoredTask == nil {
 		if err := write(a2a.NewSubmittedTask(rc, rc.Message)); err != nil {
 			return err
@@ -158,6 +162,7 @@ func TestA2A03GoServerImport(t *testing.T) {
 		{imp.ThingID, `"hi"`, `"HI!"`},
 		{imp.ThingID, `{"n":12345,"s":"x"}`, `{"echo":{"n":12345,"s":"x"}}`},
 		{blocking.ThingID, `"ho"`, `"HO!"`},
+		{blocking.ThingID, `"msg"`, `"a message"`},
 	} {
 		in, want := tc.in, tc.want
 		resp, err := http.Post("http://"+consumer.APIAddr()+"/things/"+tc.thing+"/actions/"+a2abridge.ActionMessage, "application/json", strings.NewReader(in))
