@@ -76,10 +76,15 @@ async function agentTasks(base) {
     got = await client.getTask({ id: slow.id });
   }
   const resub = [];
+  let joined;
+  const first = new Promise((r) => (joined = r));
   const subscribed = (async () => {
-    for await (const ev of client.resubscribeTask({ id: slow.id })) resub.push(describe(ev));
+    for await (const ev of client.resubscribeTask({ id: slow.id })) {
+      resub.push(describe(ev));
+      joined();
+    }
   })();
-  await new Promise((r) => setTimeout(r, 200));
+  await first; // the resubscription's first event: the task as it is
   const cancelled = await client.cancelTask({ id: slow.id });
   await subscribed;
   const after = await client.getTask({ id: slow.id });
