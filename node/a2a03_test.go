@@ -339,7 +339,11 @@ func TestA2A03GoClient(t *testing.T) {
 	if task, ok = res.(*a2a.Task); err != nil || !ok || task.Status.State.Terminal() {
 		t.Fatalf("message/send slow: %v %s", err, jsonOf(res))
 	}
-	resub := make(chan string, 1)
+	testnet.WaitFor(t, "the slow task works", 10*time.Second, func() (bool, string) {
+		got, err := client.GetTask(ctx, &a2a.TaskQueryParams{ID: task.ID})
+		return err == nil && got.Status.State == a2a.TaskStateWorking, jsonOf(got)
+	})
+	resub, joined := make(chan string, 1), make(chan struct{})
 	go func() {
 		var evs []string
 		for ev, err := range client.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: task.ID}) {
@@ -347,14 +351,17 @@ func TestA2A03GoClient(t *testing.T) {
 				evs = append(evs, err.Error())
 				break
 			}
-			evs = append(evs, goEvent(ev))
+			if evs = append(evs, goEvent(ev)); len(evs) == 1 {
+				close(joined)
+			}
 		}
 		resub <- strings.Join(evs, " ")
 	}()
-	testnet.WaitFor(t, "the slow task works", 10*time.Second, func() (bool, string) {
-		got, err := client.GetTask(ctx, &a2a.TaskQueryParams{ID: task.ID})
-		return err == nil && got.Status.State == a2a.TaskStateWorking, jsonOf(got)
-	})
+	select { // the resubscription's first event, the task as it is
+	case <-joined:
+	case s := <-resub:
+		t.Fatalf("tasks/resubscribe: %s", s)
+	}
 	if got, err := client.CancelTask(ctx, &a2a.TaskIDParams{ID: task.ID}); err != nil || got.Status.State != a2a.TaskStateCanceled {
 		t.Fatalf("tasks/cancel: %v %s", err, jsonOf(got))
 	}
