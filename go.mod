@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/Masterminds/semver/v3 v3.4.0
+	github.com/a2aproject/a2a-go v0.3.3
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.22.1
@@ -54,8 +55,6 @@ require (
 	google.golang.org/protobuf v1.36.12
 	rsc.io/qr v0.2.0
 )
-
-require github.com/a2aproject/a2a-go v0.3.3 // indirect
 
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
