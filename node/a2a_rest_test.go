@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,7 +70,9 @@ func TestA2ARESTGo(t *testing.T) {
 	if code, b := getJSONBody(t, ep+"/.well-known/agent-card.json"); code != http.StatusOK || json.Unmarshal(b, &card) != nil {
 		t.Fatalf("card: %d %s", code, b)
 	}
-	if len(card.SupportedInterfaces) != 2 || card.SupportedInterfaces[1].ProtocolBinding != a2abridge.BindingHTTPJSON || card.SupportedInterfaces[1].URL != ep {
+	if !slices.ContainsFunc(card.SupportedInterfaces, func(i a2abridge.AgentInterface) bool {
+		return i.ProtocolBinding == a2abridge.BindingHTTPJSON && i.URL == ep && i.ProtocolVersion == "1.0"
+	}) {
 		t.Fatalf("interfaces: %+v", card.SupportedInterfaces)
 	}
 	if pub, _ := lmosproto.Ed25519FromPeerID(n.PeerID()); pub == nil {
@@ -79,7 +82,9 @@ func TestA2ARESTGo(t *testing.T) {
 	}
 	var nodeCard a2abridge.AgentCard
 	if code, b := getJSONBody(t, base+a2abridge.WellKnownCard); code != http.StatusOK || json.Unmarshal(b, &nodeCard) != nil ||
-		len(nodeCard.SupportedInterfaces) != 2 || nodeCard.SupportedInterfaces[1].URL != base+a2abridge.PathPrefix {
+		!slices.ContainsFunc(nodeCard.SupportedInterfaces, func(i a2abridge.AgentInterface) bool {
+			return i.ProtocolBinding == a2abridge.BindingHTTPJSON && i.URL == base+a2abridge.PathPrefix
+		}) {
 		t.Fatalf("node card: %d %s", code, b)
 	}
 

@@ -202,6 +202,11 @@ var actsKnownFailures = map[string]string{
 	// (-32003), which the bridge returns; the test wants
 	// UnsupportedOperationError.
 	"CORE-CAP-001": "corpus: expects UnsupportedOperationError where A2A 1.0 specifies PushNotificationNotSupportedError (the bridge's answer)",
+
+	// Corpus: it allows the protocolBinding values JSONRPC, GRPC and REST;
+	// A2A 1.0 (§4.4.6 AgentInterface, §5.3) names the REST binding
+	// "HTTP+JSON", which the cards list.
+	"CARD-DISC-002": "corpus: wants protocolBinding REST where A2A 1.0 says HTTP+JSON",
 }
 
 // TestACTS runs A2A's conformance corpus against an agent of node A

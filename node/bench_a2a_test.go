@@ -46,23 +46,32 @@ func BenchmarkBridgeA2ACrossNode(b *testing.B) {
 		}
 		return err
 	}
-	a2aBody := []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hello"}]}}}`)
-	a2aCall := func(int) error {
-		req, _ := http.NewRequest(http.MethodPost, viaA2A, bytes.NewReader(a2aBody))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("A2A-Version", a2abridge.ProtocolVersion)
-		resp, err := hc.Do(req)
-		if err != nil {
+	// rpc is a JSON-RPC call of body (with header A2A-Version: version,
+	// unless empty) whose answer must contain want.
+	rpc := func(body, version, want string) func(int) error {
+		return func(int) error {
+			req, _ := http.NewRequest(http.MethodPost, viaA2A, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if version != "" {
+				req.Header.Set("A2A-Version", version)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil && !bytes.Contains(got, []byte(want)) {
+				err = fmt.Errorf("%s: %s", body, got)
+			}
 			return err
 		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err == nil && !bytes.Contains(body, []byte(`"TASK_STATE_COMPLETED"`)) {
-			err = fmt.Errorf("SendMessage: %s", body)
-		}
-		return err
 	}
-	for _, check := range []func(int) error{httpCall, a2aCall} {
+	a2aCall := rpc(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hello"}]}}}`,
+		a2abridge.ProtocolVersion, `"TASK_STATE_COMPLETED"`)
+	a2a03Call := rpc(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hello"}]}}}`,
+		"", `"state":"completed"`)
+	for _, check := range []func(int) error{httpCall, a2aCall, a2a03Call} {
 		if err := check(0); err != nil {
 			b.Fatal(err)
 		}
@@ -73,6 +82,7 @@ func BenchmarkBridgeA2ACrossNode(b *testing.B) {
 	}{
 		{"http-binding", "", httpCall},
 		{"a2a", "A2A SendMessage via B → A (Go handler)", a2aCall},
+		{"a2a-0.3", "A2A 0.3 message/send via B → A (Go handler)", a2a03Call},
 	}
 	figs := map[string]*brFigures{}
 	for _, cs := range cases {
@@ -81,12 +91,15 @@ func BenchmarkBridgeA2ACrossNode(b *testing.B) {
 		b.Run(cs.name+"/c1", func(b *testing.B) { brSequential(b, func() error { return cs.op(0) }, f) })
 		b.Run(cs.name+"/c64", func(b *testing.B) { brParallel(b, cs.op, f) })
 	}
-	base, f := figs["http-binding"], figs["a2a"]
-	if base.p50 == 0 || base.opsPerS == 0 || f.p50 == 0 || f.opsPerS == 0 {
-		return // filtered out by -bench
-	}
+	base := figs["http-binding"]
 	const baseline = "HTTP binding via B (POST action) → A"
-	benchtab.Print(benchtab.Row{Row: "13", Case: cases[1].label, Metric: "p50 (c=1)", Unit: "µs", LMOS: us(f.p50), Base: us(base.p50), Baseline: baseline})
-	benchtab.Print(benchtab.Row{Row: "13", Case: cases[1].label, Metric: "p99 (c=1)", Unit: "µs", LMOS: us(f.p99), Base: us(base.p99), Baseline: baseline})
-	benchtab.Print(benchtab.Row{Row: "13", Case: cases[1].label, Metric: "throughput (c=64)", Unit: "ops/s", LMOS: f.opsPerS, Base: base.opsPerS, Baseline: baseline})
+	for _, cs := range cases[1:] {
+		f := figs[cs.name]
+		if base.p50 == 0 || base.opsPerS == 0 || f.p50 == 0 || f.opsPerS == 0 {
+			continue // filtered out by -bench
+		}
+		benchtab.Print(benchtab.Row{Row: "13", Case: cs.label, Metric: "p50 (c=1)", Unit: "µs", LMOS: us(f.p50), Base: us(base.p50), Baseline: baseline})
+		benchtab.Print(benchtab.Row{Row: "13", Case: cs.label, Metric: "p99 (c=1)", Unit: "µs", LMOS: us(f.p99), Base: us(base.p99), Baseline: baseline})
+		benchtab.Print(benchtab.Row{Row: "13", Case: cs.label, Metric: "throughput (c=64)", Unit: "ops/s", LMOS: f.opsPerS, Base: base.opsPerS, Baseline: baseline})
+	}
 }

@@ -32,13 +32,20 @@ const maxCard = 1 << 20
 // maxStreamEvent bounds one event of an imported agent's stream.
 const maxStreamEvent = 4 << 20
 
-// rpcClient speaks the A2A JSON-RPC binding to one endpoint.
+// rpcClient speaks the A2A JSON-RPC binding to one endpoint, of A2A 1.0
+// or (v03) of A2A 0.3 (client03.go).
 type rpcClient struct {
 	http *http.Client
 	url  string
+	v03  bool
 }
 
 func (c *rpcClient) post(ctx context.Context, method string, params any, accept string) (*http.Response, error) {
+	version := ProtocolVersion
+	if c.v03 {
+		version = version03
+		method, params = request03(method, params)
+	}
 	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: json.RawMessage(`"` + uuid.NewString() + `"`), Method: method, Params: mustRaw(params)})
 	if err != nil {
 		return nil, fmt.Errorf("a2a: %s: %w", method, err)
@@ -49,7 +56,7 @@ func (c *rpcClient) post(ctx context.Context, method string, params any, accept 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", accept)
-	req.Header.Set("A2A-Version", ProtocolVersion)
+	req.Header.Set("A2A-Version", version)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("a2a: %s %s: %w", method, c.url, err)
@@ -79,16 +86,21 @@ func (c *rpcClient) call(ctx context.Context, method string, params, result any)
 	defer func() { _ = resp.Body.Close() }()
 	var r struct {
 		Result json.RawMessage `json:"result"`
-		Error  *RPCError       `json:"error"`
+		Error  *rpcErrorAny    `json:"error"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxStreamEvent)).Decode(&r); err != nil {
 		return fmt.Errorf("a2a: %s: response: %w", method, err)
 	}
 	if r.Error != nil {
-		return r.Error
+		return r.Error.err()
 	}
 	if result == nil {
 		return nil
+	}
+	if sent, ok := result.(*SendMessageResponse); ok && c.v03 {
+		ev, err := event03Of(r.Result)
+		*sent = SendMessageResponse{Task: ev.Task, Message: ev.Message}
+		return err
 	}
 	if err := json.Unmarshal(r.Result, result); err != nil {
 		return fmt.Errorf("a2a: %s: result: %w", method, err)
@@ -106,10 +118,10 @@ func (c *rpcClient) stream(ctx context.Context, method string, params any, fn fu
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, httpapi.ContentTypeEventStream) {
 		// An error before the stream opened comes as a plain response.
 		var r struct {
-			Error *RPCError `json:"error"`
+			Error *rpcErrorAny `json:"error"`
 		}
 		if json.NewDecoder(io.LimitReader(resp.Body, maxStreamEvent)).Decode(&r) == nil && r.Error != nil {
-			return r.Error
+			return r.Error.err()
 		}
 		return fmt.Errorf("a2a: %s: answered %q, not an event stream", method, ct)
 	}
@@ -118,19 +130,28 @@ func (c *rpcClient) stream(ctx context.Context, method string, params any, fn fu
 			return fmt.Errorf("a2a: %s: stream: %w", method, err)
 		}
 		var r struct {
-			Result *StreamResponse `json:"result"`
-			Error  *RPCError       `json:"error"`
+			Result json.RawMessage `json:"result"`
+			Error  *rpcErrorAny    `json:"error"`
 		}
 		if err := json.Unmarshal([]byte(ev.Data), &r); err != nil {
 			return fmt.Errorf("a2a: %s: event: %w", method, err)
 		}
 		if r.Error != nil {
-			return r.Error
+			return r.Error.err()
 		}
-		if r.Result == nil {
+		if len(r.Result) == 0 || string(r.Result) == "null" {
 			continue
 		}
-		if err := fn(*r.Result); err != nil {
+		var sr StreamResponse
+		if c.v03 {
+			sr, err = event03Of(r.Result)
+		} else {
+			err = json.Unmarshal(r.Result, &sr)
+		}
+		if err != nil {
+			return fmt.Errorf("a2a: %s: event: %w", method, err)
+		}
+		if err := fn(sr); err != nil {
 			return err
 		}
 	}
@@ -170,15 +191,10 @@ func fetchCard(ctx context.Context, c *http.Client, u string) (card AgentCard, r
 	return card, raw, nil
 }
 
-// jsonrpcEndpoint is the URL of the card's first JSON-RPC interface of
-// A2A 1.0 (an interface without a version counts as 1.0).
+// jsonrpcEndpoint is the URL of the card's JSON-RPC interface (endpointOf).
 func jsonrpcEndpoint(card AgentCard) (string, error) {
-	for _, i := range card.SupportedInterfaces {
-		if strings.EqualFold(i.ProtocolBinding, BindingJSONRPC) && (i.ProtocolVersion == "" || i.ProtocolVersion == ProtocolVersion) && i.URL != "" {
-			return i.URL, nil
-		}
-	}
-	return "", fmt.Errorf("a2a: agent %q offers no JSON-RPC interface of A2A %s", card.Name, ProtocolVersion)
+	u, _, err := endpointOf(card)
+	return u, err
 }
 
 // Client is the node's side of imported A2A agents: it reads their cards
@@ -254,7 +270,11 @@ func (c *Client) Backend(cardURL string) (interact.Backend, error) {
 
 // remember makes the backend of cardURL call the agent by card, which an
 // import just read and checked, rather than read the card again.
-func (c *Client) remember(cardURL string, card AgentCard, endpoint string) {
+func (c *Client) remember(cardURL string, card AgentCard) error {
+	endpoint, v03, err := endpointOf(card)
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	be, ok := c.backends[cardURL]
@@ -263,8 +283,9 @@ func (c *Client) remember(cardURL string, card AgentCard, endpoint string) {
 		c.backends[cardURL] = be
 	}
 	be.mu.Lock()
-	be.card, be.rpc = &card, &rpcClient{http: c.http, url: endpoint}
+	be.card, be.rpc = &card, &rpcClient{http: c.http, url: endpoint, v03: v03}
 	be.mu.Unlock()
+	return nil
 }
 
 // client returns the agent's JSON-RPC client and whether it streams.
@@ -276,11 +297,11 @@ func (be *Backend) client(ctx context.Context) (*rpcClient, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		u, err := jsonrpcEndpoint(card)
+		u, v03, err := endpointOf(card)
 		if err != nil {
 			return nil, false, err
 		}
-		be.card, be.rpc = &card, &rpcClient{http: be.c.http, url: u}
+		be.card, be.rpc = &card, &rpcClient{http: be.c.http, url: u, v03: v03}
 	}
 	return be.rpc, be.card.Capabilities.Streaming != nil && *be.card.Capabilities.Streaming, nil
 }
@@ -343,6 +364,8 @@ type result struct {
 	status *Message
 	arts   []Artifact
 	reply  *Message // a message instead of a task
+	// running is set once the invocation is reported running.
+	running bool
 }
 
 // event records one event; running chunks are passed on at once.
@@ -356,6 +379,12 @@ func (r *result) event(ev StreamResponse) error {
 		r.arts = cloneArtifacts(ev.Task.Artifacts)
 	case ev.StatusUpdate != nil:
 		r.state, r.status = ev.StatusUpdate.Status.State, ev.StatusUpdate.Status.Message
+		if r.state == StateWorking && !r.running {
+			// The consumer sees the task work (and can cancel it) before
+			// any output.
+			r.running = true
+			return r.x.Status(lmosproto.ActionRunning, lmosproto.Value{})
+		}
 	case ev.ArtifactUpdate != nil:
 		a := ev.ArtifactUpdate.Artifact
 		merged := false
@@ -372,6 +401,7 @@ func (r *result) event(ev StreamResponse) error {
 		// last is part of the final output only, so that an agent that
 		// answers with one artifact answers in one message.
 		if v, ok := valueOf(a.Parts); ok && !ev.ArtifactUpdate.LastChunk {
+			r.running = true
 			return r.x.Status(lmosproto.ActionRunning, v)
 		}
 	}
@@ -534,7 +564,9 @@ func (b *Bridge) Import(ctx context.Context, req ImportRequest) (ImportResult, e
 	if err != nil {
 		return ImportResult{}, httpapi.Problemf(http.StatusUnprocessableEntity, "%v", err)
 	}
-	b.deps.Client.remember(cardURL, card, endpoint) // calls use the card just checked
+	if err := b.deps.Client.remember(cardURL, card); err != nil { // calls use the card just checked
+		return ImportResult{}, httpapi.Problemf(http.StatusUnprocessableEntity, "%v", err)
+	}
 	e, _, err := b.deps.Publisher.Publish(ctx, td, &directory.Local{Backend: cardURL, Kind: KindA2A})
 	if err != nil {
 		return ImportResult{}, err

@@ -1,5 +1,6 @@
 // Package a2abridge bridges the node to the Agent2Agent protocol (A2A
-// 1.0, JSON-RPC and HTTP+JSON bindings), both ways.
+// 1.0, JSON-RPC and HTTP+JSON bindings, and 0.3, JSON-RPC binding), both
+// ways.
 //
 // Every lmos:Agent the node may see, its own and those of other nodes, is
 // an A2A agent (Bridge):
@@ -52,8 +53,25 @@
 // one action, "message", whose backend (kind KindA2A, card URL as backend
 // URL, persisted with the Thing) forwards invocations over A2A.
 //
-// The bridge implements A2A 1.0 itself on net/http rather than with
-// github.com/a2aproject/a2a-go v0.3.3, which speaks A2A 0.3 (methods
-// message/send, tasks/get, …; kind-tagged parts; lower-case enums) and
-// not the 1.0 specification nor the 1.x JavaScript SDK (docs/bridges.md).
+// The bridge keeps one model, A2A 1.0's (wire.go), and speaks A2A 0.3 by
+// translating at the edge. A JSON-RPC request without A2A-Version (or
+// with 0.3) and a 0.3 method (message/send, message/stream, tasks/get,
+// tasks/cancel, tasks/resubscribe) is translated to its 1.0 method and
+// its answer and stream events back (jsonrpc03.go): kind-tagged parts,
+// lower-case kebab states, the task itself as message/send's result,
+// status-update events with final. Every card is dual: beside the 1.0
+// supportedInterfaces (a 1.0 and a 0.3 JSON-RPC interface on the same
+// URL) it has the 0.3 members url, preferredTransport "JSONRPC",
+// protocolVersion "0.3.0" and security, and is signed twice, over its 1.0
+// view and over the whole card (wire03.go). An imported agent whose card
+// offers JSON-RPC of 0.3 only is called with the 0.3 methods (client03.go).
+//
+// A2A 1.0 is implemented on net/http: github.com/a2aproject/a2a-go
+// v0.3.3, the Go SDK, speaks 0.3 only. The 0.3 side uses that SDK's a2a
+// package: its types are the 0.3 wire shapes the bridge translates to and
+// from. Its server (a2asrv) and client (a2aclient) are used by the tests
+// only: a2asrv would run a second task model beside the bridge's, and
+// a2aclient ends a stream at an event over 64 KiB and reads an answer
+// without a bound, where the bridge's JSON-RPC client bounds both to
+// 4 MiB (docs/bridges.md).
 package a2abridge

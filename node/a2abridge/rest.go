@@ -103,7 +103,7 @@ func (b *Bridge) serveREST(setup func(*http.Request) func(*call), op func(*http.
 			c.reply(nil, rpcErr(CodeMethodNotFound, "no A2A operation is %s %s (a task takes GET, POST …:cancel and …:subscribe)", r.Method, r.URL.Path))
 			return
 		}
-		if v, ok := versionOK(r); !ok {
+		if v := requestedVersion(r); v != ProtocolVersion {
 			c.reply(nil, versionErr(v))
 			return
 		}

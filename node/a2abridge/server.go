@@ -190,7 +190,8 @@ func (b *Bridge) secure(c *AgentCard) {
 }
 
 func (b *Bridge) writeCard(w http.ResponseWriter, r *http.Request, c AgentCard) {
-	if err := b.signer.sign(&c, baseURL(r)+pathJWKS); err != nil {
+	dualCard(&c) // a card for A2A 0.3 clients as well
+	if err := b.signer.signDual(&c, baseURL(r)+pathJWKS); err != nil {
 		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusInternalServerError, "signing the card: %v", err))
 		return
 	}
@@ -246,6 +247,8 @@ type call struct {
 	thingID string
 	// rest is set for a call of the HTTP+JSON binding (rest.go).
 	rest bool
+	// v03 is set for a request of A2A 0.3, answered in 0.3 form (jsonrpc03.go).
+	v03 bool
 }
 
 func (b *Bridge) serveAgentRPC(w http.ResponseWriter, r *http.Request) {
@@ -341,19 +344,6 @@ func metaBool(key string, metadata ...json.RawMessage) bool {
 	return false
 }
 
-// versionOK reports whether r asks for the A2A version the bridge
-// implements (header or query parameter A2A-Version; empty means 0.3).
-func versionOK(r *http.Request) (string, bool) {
-	v := r.Header.Get("A2A-Version")
-	if v == "" {
-		v = r.URL.Query().Get("A2A-Version")
-	}
-	if v == "" {
-		v = "0.3"
-	}
-	return v, v == ProtocolVersion || strings.HasPrefix(v, ProtocolVersion+".") || v == "1"
-}
-
 // serveRPC reads a JSON-RPC request and dispatches it.
 func (b *Bridge) serveRPC(w http.ResponseWriter, r *http.Request, setup func(*call)) {
 	c := &call{w: w, r: r}
@@ -370,8 +360,8 @@ func (b *Bridge) serveRPC(w http.ResponseWriter, r *http.Request, setup func(*ca
 		writeRPC(w, c.req.ID, nil, rpcErr(CodeInvalidRequest, `Request payload validation error: "jsonrpc" must be "2.0" and "method" set`))
 		return
 	}
-	if v, ok := versionOK(r); !ok {
-		writeRPC(w, c.req.ID, nil, versionErr(v))
+	if err := route03(c); err != nil {
+		writeRPC(w, c.req.ID, nil, err)
 		return
 	}
 	setup(c)
@@ -411,17 +401,21 @@ func (b *Bridge) dispatch(c *call) {
 // a JSON-RPC response, the HTTP+JSON binding with the result as the body
 // or the error with its HTTP status (writeREST).
 func (c *call) reply(result any, err *RPCError) {
-	if c.rest {
+	switch {
+	case c.rest:
 		writeREST(c.w, result, err)
-		return
+	case c.v03:
+		c.reply03(result, err)
+	default:
+		writeRPC(c.w, c.req.ID, result, err)
 	}
-	writeRPC(c.w, c.req.ID, result, err)
 }
 
-// eventData is the data of a stream's event ev: a JSON-RPC response
-// (JSON-RPC binding) or ev itself (HTTP+JSON binding).
+// eventData is the data of a stream's event ev: a JSON-RPC response in
+// the generation of the request (JSON-RPC binding) or ev itself
+// (HTTP+JSON binding).
 func (c *call) eventData(ev StreamResponse) []byte {
-	var v any = rpcResponse{JSONRPC: "2.0", ID: c.req.ID, Result: ev}
+	var v any = rpcResponse{JSONRPC: "2.0", ID: c.req.ID, Result: c.wire(ev)}
 	if c.rest {
 		v = ev
 	}

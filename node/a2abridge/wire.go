@@ -191,6 +191,8 @@ type AgentCard struct {
 	Skills               []AgentSkill              `json:"skills"`
 	Signatures           []AgentCardSignature      `json:"signatures,omitempty"`
 	IconURL              string                    `json:"iconUrl,omitempty"`
+	// CardV03 are the members of an A2A 0.3 card (wire03.go).
+	CardV03
 }
 
 // AgentInterface is a URL where the agent speaks a protocol binding.
@@ -245,6 +247,8 @@ type AgentCardSignature struct {
 // authentication only.
 type SecurityScheme struct {
 	HTTPAuth *HTTPAuthSecurityScheme `json:"httpAuthSecurityScheme,omitempty"`
+	// SchemeV03 is the scheme in its A2A 0.3 form (wire03.go).
+	SchemeV03
 }
 
 // HTTPAuthSecurityScheme is HTTP authentication (RFC 7235).
