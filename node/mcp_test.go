@@ -405,7 +405,9 @@ func TestMCPRevisions(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("wait: the action on A was not cancelled")
 			}
-			<-done
+			if err := <-done; err == nil {
+				t.Error("wait: the cancelled call returned a result")
+			}
 			// A publish on A: list_changed, and the tool is listed.
 			for len(cl.changed) > 0 {
 				<-cl.changed
