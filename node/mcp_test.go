@@ -64,6 +64,32 @@ func connectMCPAt(t *testing.T, n *node.Node, version string) *mcpClient {
 	return c
 }
 
+// cancelCall calls tool, cancels the call at its first progress (one
+// value on progress per notification) and waits until the Thing tells
+// cancelled that the action was cancelled.
+func cancelCall[P any](ctx context.Context, t *testing.T, sess *mcp.ClientSession, tool string, progress <-chan P, cancelled <-chan struct{}) {
+	t.Helper()
+	cctx, cancel := context.WithCancel(ctx)
+	params := &mcp.CallToolParams{Name: tool}
+	params.SetProgressToken("cancel-" + tool)
+	done := make(chan error, 1)
+	go func() { _, err := sess.CallTool(cctx, params); done <- err }()
+	select {
+	case <-progress: // the action runs
+	case <-ctx.Done():
+		t.Fatal("wait: no progress")
+	}
+	cancel()
+	select {
+	case <-cancelled:
+	case <-ctx.Done():
+		t.Fatal("wait: the action was not cancelled")
+	}
+	if err := <-done; err == nil {
+		t.Error("wait: the cancelled call returned a result")
+	}
+}
+
 // tools lists every tool, page after page.
 func (c *mcpClient) tools(t *testing.T) map[string]*mcp.Tool {
 	t.Helper()
@@ -163,25 +189,7 @@ func TestMCPServer(t *testing.T) {
 		}
 	}
 	// Cancellation: the request's cancellation cancels the action on A.
-	cctx, ccancel := context.WithCancel(ctx)
-	params = &mcp.CallToolParams{Name: name("wait")}
-	params.SetProgressToken("wait-1")
-	done := make(chan error, 1)
-	go func() { _, err := cl.CallTool(cctx, params); done <- err }()
-	select {
-	case <-cl.progress: // the action runs
-	case <-ctx.Done():
-		t.Fatal("wait: no progress")
-	}
-	ccancel()
-	select {
-	case <-cancelled:
-	case <-ctx.Done():
-		t.Fatal("wait: the action on A was not cancelled")
-	}
-	if err := <-done; err == nil {
-		t.Error("wait: the cancelled call returned a result")
-	}
+	cancelCall(ctx, t, cl.ClientSession, name("wait"), cl.progress, cancelled)
 
 	// find_things finds it, with its tools.
 	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: mcpbridge.FindThings, Arguments: map[string]any{"text": "matrix", "type": "tool"}})
@@ -389,25 +397,7 @@ func TestMCPRevisions(t *testing.T) {
 			}
 			// Cancellation (2026-07-28: the client closes the request's
 			// stream; 2025-11-25: notifications/cancelled).
-			cctx, ccancel := context.WithCancel(ctx)
-			params = &mcp.CallToolParams{Name: name("wait")}
-			params.SetProgressToken("wait")
-			done := make(chan error, 1)
-			go func() { _, err := cl.CallTool(cctx, params); done <- err }()
-			select {
-			case <-cl.progress:
-			case <-ctx.Done():
-				t.Fatal("wait: no progress")
-			}
-			ccancel()
-			select {
-			case <-cancelled:
-			case <-ctx.Done():
-				t.Fatal("wait: the action on A was not cancelled")
-			}
-			if err := <-done; err == nil {
-				t.Error("wait: the cancelled call returned a result")
-			}
+			cancelCall(ctx, t, cl.ClientSession, name("wait"), cl.progress, cancelled)
 			// A publish on A: list_changed, and the tool is listed.
 			for len(cl.changed) > 0 {
 				<-cl.changed
@@ -423,6 +413,52 @@ func TestMCPRevisions(t *testing.T) {
 			}
 			if cl.tools(t)[mcpbridge.ToolName("Matrix "+id2, "add", a.PeerID(), id2)] == nil {
 				t.Error("the new Thing's tool is not listed")
+			}
+		})
+	}
+	// Over stdio, through the relay of `lmosnode mcp` (mcpbridge.Bridge).
+	for _, rev := range []string{mcpbridge.RevisionStateless, mcpbridge.RevisionSessions} {
+		t.Run("go-stdio-"+rev, func(t *testing.T) {
+			hostIn, bridgeOut := io.Pipe()
+			bridgeIn, hostOut := io.Pipe()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			relayed := make(chan error, 1)
+			go func() {
+				relayed <- mcpbridge.Bridge(ctx, func() (string, error) { return "http://" + b.APIAddr() + "/mcp", nil }, nil, bridgeIn, bridgeOut)
+				_ = bridgeOut.Close()
+			}()
+			changed, progress := make(chan struct{}, 8), make(chan struct{}, 8)
+			client := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "0"}, &mcp.ClientOptions{
+				ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+				ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress <- struct{}{} },
+			})
+			sess, err := client.Connect(ctx, &mcp.IOTransport{Reader: hostIn, Writer: hostOut}, &mcp.ClientSessionOptions{ProtocolVersion: rev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sess.InitializeResult().ProtocolVersion; got != rev {
+				t.Errorf("negotiated %s, want %s", got, rev)
+			}
+			res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: name("add"), Arguments: map[string]any{"a": 2, "b": 40}})
+			if err != nil || res.IsError || mcpbridge.TextOf(res.Content) != "42" {
+				t.Fatalf("add across the nodes: %v %+v", err, res)
+			}
+			// Cancellation through the relay.
+			cancelCall(ctx, t, sess, name("wait"), progress, cancelled)
+			id3 := testnet.UniqueID(t)
+			if _, err := a.Register(matrixTD(t, id3), matrixThing(make(chan string, 8))); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				t.Fatal("no notifications/tools/list_changed through the relay")
+			}
+			_ = sess.Close()
+			_ = hostOut.Close()
+			if err := <-relayed; err != nil {
+				t.Error(err)
 			}
 		})
 	}

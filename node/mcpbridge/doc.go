@@ -39,7 +39,8 @@
 // results carry the hints of Config.CacheTTL, scope private. The
 // transport's plain-text refusals are answered as RFC 9457 problems;
 // JSON-RPC errors stay JSON-RPC. Bridge connects a stdio MCP host to that
-// endpoint (lmosnode mcp) on 2025-11-25.
+// endpoint (lmosnode mcp), in a session on 2025-11-25, request by request
+// on 2026-07-28 (stdio_modern.go).
 //
 // # MCP servers as Things
 //
