@@ -53,10 +53,10 @@ func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	problemErrors(h, w, r)
 }
 
-// route picks the handler of r's revision: a version header of the
-// stateless era (2026-07-28 or any later or unknown version, which the
-// stateless handler answers with UnsupportedProtocolVersionError) goes to
-// the stateless handler, as does a POST without a header nor a session
+// route picks the handler of r's revision: a version header that sorts
+// at or after 2026-07-28 (that revision, a later one, or an unknown one
+// such as "v9", which the stateless handler answers with
+// UnsupportedProtocolVersionError) goes to the stateless handler, as does a POST without a header nor a session
 // whose params' _meta names a protocol version (the stateless handler
 // rejects it as a HeaderMismatch, which is what the 2026-07-28 transport
 // asks); everything else (initialize, a session's requests, GET, DELETE)
