@@ -16,7 +16,8 @@ import (
 
 // BenchmarkMCPCall: the same cross-node call (action add of a Thing on
 // node A, from node B) through B's HTTP binding and through B's MCP
-// endpoint (Streamable HTTP, the Go SDK client), side by side.
+// endpoint (Streamable HTTP, the Go SDK client, on 2026-07-28 and on
+// 2025-11-25), side by side.
 //
 //	go test -run '^$' -bench BenchmarkMCPCall ./node/
 func BenchmarkMCPCall(b *testing.B) {
@@ -45,19 +46,24 @@ func BenchmarkMCPCall(b *testing.B) {
 			}
 		}
 	})
-	b.Run("mcp", func(b *testing.B) {
-		ctx := context.Background()
-		sess, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).
-			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + bn.APIAddr() + "/mcp"}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() { _ = sess.Close() }()
-		for b.Loop() {
-			res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"a": 2, "b": 40}})
-			if err != nil || res.IsError {
-				b.Fatalf("%v %+v", err, res)
+	for _, rev := range []string{mcpbridge.RevisionStateless, mcpbridge.RevisionSessions} {
+		b.Run("mcp-"+rev, func(b *testing.B) {
+			ctx := context.Background()
+			sess, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil).
+				Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + bn.APIAddr() + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: rev})
+			if err != nil {
+				b.Fatal(err)
 			}
-		}
-	})
+			defer func() { _ = sess.Close() }()
+			if got := sess.InitializeResult().ProtocolVersion; got != rev {
+				b.Fatalf("negotiated %s", got)
+			}
+			for b.Loop() {
+				res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"a": 2, "b": 40}})
+				if err != nil || res.IsError {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+		})
+	}
 }

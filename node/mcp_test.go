@@ -1,10 +1,14 @@
 package node_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -30,6 +34,13 @@ type mcpClient struct {
 
 func connectMCP(t *testing.T, n *node.Node) *mcpClient {
 	t.Helper()
+	return connectMCPAt(t, n, "")
+}
+
+// connectMCPAt is connectMCP asking for protocol version version ("":
+// the SDK's newest, 2026-07-28, with server/discover).
+func connectMCPAt(t *testing.T, n *node.Node, version string) *mcpClient {
+	t.Helper()
 	c := &mcpClient{changed: make(chan struct{}, 64), progress: make(chan string, 64)}
 	client := mcp.NewClient(&mcp.Implementation{Name: "lmosnode-test", Version: "0"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -44,13 +55,39 @@ func connectMCP(t *testing.T, n *node.Node) *mcpClient {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + n.APIAddr() + "/mcp"}, nil)
+	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + n.APIAddr() + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("mcp connect: %v", err)
 	}
 	t.Cleanup(func() { _ = sess.Close() })
 	c.ClientSession = sess
 	return c
+}
+
+// cancelCall calls tool, cancels the call at its first progress (one
+// value on progress per notification) and waits until the Thing tells
+// cancelled that the action was cancelled.
+func cancelCall[P any](ctx context.Context, t *testing.T, sess *mcp.ClientSession, tool string, progress <-chan P, cancelled <-chan struct{}) {
+	t.Helper()
+	cctx, cancel := context.WithCancel(ctx)
+	params := &mcp.CallToolParams{Name: tool}
+	params.SetProgressToken("cancel-" + tool)
+	done := make(chan error, 1)
+	go func() { _, err := sess.CallTool(cctx, params); done <- err }()
+	select {
+	case <-progress: // the action runs
+	case <-ctx.Done():
+		t.Fatal("wait: no progress")
+	}
+	cancel()
+	select {
+	case <-cancelled:
+	case <-ctx.Done():
+		t.Fatal("wait: the action was not cancelled")
+	}
+	if err := <-done; err == nil {
+		t.Error("wait: the cancelled call returned a result")
+	}
 }
 
 // tools lists every tool, page after page.
@@ -152,25 +189,7 @@ func TestMCPServer(t *testing.T) {
 		}
 	}
 	// Cancellation: the request's cancellation cancels the action on A.
-	cctx, ccancel := context.WithCancel(ctx)
-	params = &mcp.CallToolParams{Name: name("wait")}
-	params.SetProgressToken("wait-1")
-	done := make(chan error, 1)
-	go func() { _, err := cl.CallTool(cctx, params); done <- err }()
-	select {
-	case <-cl.progress: // the action runs
-	case <-ctx.Done():
-		t.Fatal("wait: no progress")
-	}
-	ccancel()
-	select {
-	case <-cancelled:
-	case <-ctx.Done():
-		t.Fatal("wait: the action on A was not cancelled")
-	}
-	if err := <-done; err == nil {
-		t.Error("wait: the cancelled call returned a result")
-	}
+	cancelCall(ctx, t, cl.ClientSession, name("wait"), cl.progress, cancelled)
 
 	// find_things finds it, with its tools.
 	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: mcpbridge.FindThings, Arguments: map[string]any{"text": "matrix", "type": "tool"}})
@@ -299,5 +318,270 @@ func TestMCPServer(t *testing.T) {
 	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: diag})
 	if err == nil && (!res.IsError || strings.Contains(mcpbridge.TextOf(res.Content), "ok")) {
 		t.Errorf("a removed member called the group's tool: %+v", res)
+	}
+}
+
+// TestMCPRevisions: node B's /mcp speaks MCP 2026-07-28 (stateless) and
+// 2025-11-25 (sessions) at once. The Go SDK's client negotiating
+// 2026-07-28, the Go SDK's client held to 2025-11-25 and the official
+// TypeScript SDK's client (2025-11-25) each list the tools of a Thing
+// published on node A and call one across the nodes, with progress; the
+// Go clients cancel a running action on A and hear list_changed after a
+// publish on A (on 2026-07-28 on their subscriptions/listen stream);
+// 2026-07-28's tools/list carries the caching hints.
+func TestMCPRevisions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	net := testnet.New(t, 2, testnet.Options{})
+	net.Link(0, 1)
+	a, b := net.Nodes[0], net.Nodes[1]
+	id := testnet.UniqueID(t)
+	cancelled := make(chan struct{}, 1)
+	thing := matrixThing(make(chan string, 8)).OnAction("wait", func(ctx context.Context, _ lmosproto.Value, progress func(lmosproto.Value)) (lmosproto.Value, error) {
+		progress(lmosproto.StringValue("waiting"))
+		select {
+		case <-ctx.Done():
+			cancelled <- struct{}{}
+			return lmosproto.Value{}, ctx.Err()
+		case <-time.After(20 * time.Second):
+			return lmosproto.StringValue("not cancelled"), nil
+		}
+	})
+	if _, err := a.Register(matrixTD(t, id), thing); err != nil {
+		t.Fatal(err)
+	}
+	testnet.WaitFor(t, "B learned A's Thing", waitLong, func() (bool, string) {
+		_, ok := b.Directory().Latest(a.PeerID(), id)
+		return ok, ""
+	})
+	name := func(action string) string { return mcpbridge.ToolName("Matrix "+id, action, a.PeerID(), id) }
+	for _, rev := range []string{mcpbridge.RevisionStateless, mcpbridge.RevisionSessions} {
+		t.Run("go-"+rev, func(t *testing.T) {
+			cl := connectMCPAt(t, b, rev)
+			if got := cl.InitializeResult().ProtocolVersion; got != rev {
+				t.Fatalf("negotiated %s, want %s", got, rev)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			page, err := cl.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rev == mcpbridge.RevisionStateless && (page.TTLMs != 60_000 || page.CacheScope != "private") {
+				t.Errorf("tools/list caching hints: ttlMs %d, cacheScope %q", page.TTLMs, page.CacheScope)
+			}
+			if cl.tools(t)[name("add")] == nil {
+				t.Fatalf("tools/list lacks %s", name("add"))
+			}
+			params := &mcp.CallToolParams{Name: name("add"), Arguments: map[string]any{"a": 2, "b": 40}}
+			params.SetProgressToken("add")
+			res, err := cl.CallTool(ctx, params)
+			if err != nil || res.IsError || mcpbridge.TextOf(res.Content) != "42" {
+				t.Fatalf("add across the nodes: %v %+v", err, res)
+			}
+			params = &mcp.CallToolParams{Name: name("job")}
+			params.SetProgressToken("job")
+			if res, err = cl.CallTool(ctx, params); err != nil || res.IsError || mcpbridge.TextOf(res.Content) != `"done"` {
+				t.Fatalf("job: %v %+v", err, res)
+			}
+			for _, want := range []string{`running: "step 1"`, `running: "step 2"`} {
+				select {
+				case got := <-cl.progress:
+					if got != want {
+						t.Errorf("progress %q, want %q", got, want)
+					}
+				case <-ctx.Done():
+					t.Fatalf("no progress %q", want)
+				}
+			}
+			// Cancellation (2026-07-28: the client closes the request's
+			// stream; 2025-11-25: notifications/cancelled).
+			cancelCall(ctx, t, cl.ClientSession, name("wait"), cl.progress, cancelled)
+			// A publish on A: list_changed, and the tool is listed.
+			for len(cl.changed) > 0 {
+				<-cl.changed
+			}
+			id2 := testnet.UniqueID(t)
+			if _, err := a.Register(matrixTD(t, id2), matrixThing(make(chan string, 8))); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-cl.changed:
+			case <-ctx.Done():
+				t.Fatal("no notifications/tools/list_changed after a publish on A")
+			}
+			if cl.tools(t)[mcpbridge.ToolName("Matrix "+id2, "add", a.PeerID(), id2)] == nil {
+				t.Error("the new Thing's tool is not listed")
+			}
+		})
+	}
+	// Over stdio, through the relay of `lmosnode mcp` (mcpbridge.Bridge).
+	for _, rev := range []string{mcpbridge.RevisionStateless, mcpbridge.RevisionSessions} {
+		t.Run("go-stdio-"+rev, func(t *testing.T) {
+			hostIn, bridgeOut := io.Pipe()
+			bridgeIn, hostOut := io.Pipe()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			relayed := make(chan error, 1)
+			go func() {
+				relayed <- mcpbridge.Bridge(ctx, func() (string, error) { return "http://" + b.APIAddr() + "/mcp", nil }, nil, bridgeIn, bridgeOut)
+				_ = bridgeOut.Close()
+			}()
+			changed, progress := make(chan struct{}, 8), make(chan struct{}, 8)
+			client := mcp.NewClient(&mcp.Implementation{Name: "stdio", Version: "0"}, &mcp.ClientOptions{
+				ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+				ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress <- struct{}{} },
+			})
+			sess, err := client.Connect(ctx, &mcp.IOTransport{Reader: hostIn, Writer: hostOut}, &mcp.ClientSessionOptions{ProtocolVersion: rev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sess.InitializeResult().ProtocolVersion; got != rev {
+				t.Errorf("negotiated %s, want %s", got, rev)
+			}
+			res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: name("add"), Arguments: map[string]any{"a": 2, "b": 40}})
+			if err != nil || res.IsError || mcpbridge.TextOf(res.Content) != "42" {
+				t.Fatalf("add across the nodes: %v %+v", err, res)
+			}
+			// Cancellation through the relay.
+			cancelCall(ctx, t, sess, name("wait"), progress, cancelled)
+			id3 := testnet.UniqueID(t)
+			if _, err := a.Register(matrixTD(t, id3), matrixThing(make(chan string, 8))); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				t.Fatal("no notifications/tools/list_changed through the relay")
+			}
+			_ = sess.Close()
+			_ = hostOut.Close()
+			if err := <-relayed; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Run("typescript-"+mcpbridge.RevisionSessions, func(t *testing.T) {
+		out := runJSMCP(t, b, []map[string]any{
+			{"op": "list"},
+			{"op": "call", "name": name("add"), "arguments": map[string]any{"a": 1.5, "b": 2}},
+			{"op": "call", "name": name("job"), "progress": true},
+		})
+		var hello struct {
+			OK              bool   `json:"ok"`
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		var list struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		var add, job struct {
+			Result   *mcp.CallToolResult `json:"result"`
+			Progress []struct{ Message string }
+			Error    string `json:"error"`
+		}
+		for i, v := range []any{&hello, &list, &add, &job} {
+			if err := json.Unmarshal([]byte(out[i]), v); err != nil {
+				t.Fatalf("client.mjs line %d %q: %v", i, out[i], err)
+			}
+		}
+		if !hello.OK || hello.ProtocolVersion != mcpbridge.RevisionSessions {
+			t.Errorf("connected: %s", out[0])
+		}
+		if !slices.ContainsFunc(list.Tools, func(tool struct{ Name string }) bool { return tool.Name == name("add") }) {
+			t.Errorf("tools/list lacks %s: %s", name("add"), out[1])
+		}
+		if add.Error != "" || add.Result == nil || add.Result.IsError || mcpbridge.TextOf(add.Result.Content) != "3.5" {
+			t.Errorf("add across the nodes: %s", out[2])
+		}
+		if job.Error != "" || job.Result == nil || mcpbridge.TextOf(job.Result.Content) != `"done"` || len(job.Progress) != 2 {
+			t.Errorf("job: %s", out[3])
+		}
+	})
+}
+
+// mcpInteropDir holds the official MCP TypeScript SDK's client (client.mjs).
+var mcpInteropDir = filepath.Join("..", "scripts", "interop", "mcp")
+
+// runJSMCP runs client.mjs against n's /mcp with the commands cmds and
+// returns the lines it printed: the connection's, then one per command.
+func runJSMCP(t *testing.T, n *node.Node, cmds []map[string]any) []string {
+	t.Helper()
+	testnet.NPM(t, mcpInteropDir)
+	spec, _ := json.Marshal(map[string]any{"url": "http://" + n.APIAddr() + "/mcp"})
+	var in bytes.Buffer
+	for _, c := range cmds {
+		line, _ := json.Marshal(c)
+		in.Write(append(line, '\n'))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "client.mjs", string(spec))
+	cmd.Dir = mcpInteropDir
+	cmd.Stdin = &in
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil || len(lines) != len(cmds)+1 {
+		t.Fatalf("client.mjs: %v\n%s\n%s", err, out, stderr.Bytes())
+	}
+	return lines
+}
+
+// TestMCPProblems: /mcp answers its transport errors as RFC 9457
+// problems, and its JSON-RPC errors as JSON-RPC.
+func TestMCPProblems(t *testing.T) {
+	n := testnet.New(t, 1, testnet.Options{}).Nodes[0]
+	url := "http://" + n.APIAddr() + "/mcp"
+	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, tc := range []struct {
+		name, method, body, contentType string
+		headers                         map[string]string
+		status                          int
+		jsonrpc                         int // the JSON-RPC error code, or 0 for a problem
+	}{
+		{"Accept without text/event-stream", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, "application/json",
+			map[string]string{"Accept": "application/json"}, http.StatusBadRequest, 0},
+		{"unknown session", http.MethodGet, "", "", map[string]string{"Accept": "text/event-stream", "Mcp-Session-Id": "none"}, http.StatusNotFound, 0},
+		{"method", http.MethodPut, "", "", nil, http.StatusMethodNotAllowed, 0},
+		{"2026-07-28 GET", http.MethodGet, "", "", map[string]string{"MCP-Protocol-Version": "2026-07-28", "Accept": "text/event-stream"}, http.StatusMethodNotAllowed, 0},
+		{"2026-07-28 without the version header", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":` + meta + `}}`, "application/json",
+			map[string]string{"Accept": "application/json, text/event-stream"}, http.StatusBadRequest, -32020},
+		{"2026-07-28 unknown method", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"nope","params":{"_meta":` + meta + `}}`, "application/json",
+			map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "nope"}, http.StatusNotFound, -32601},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, url, strings.NewReader(tc.body))
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			for k, v := range tc.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+			if tc.jsonrpc != 0 {
+				var msg struct{ Error struct{ Code int } }
+				if ct := resp.Header.Get("Content-Type"); ct != "application/json" || json.Unmarshal(body, &msg) != nil || msg.Error.Code != tc.jsonrpc {
+					t.Errorf("%s %s, want the JSON-RPC error %d", ct, body, tc.jsonrpc)
+				}
+				return
+			}
+			var p lmosproto.Problem
+			if ct := resp.Header.Get("Content-Type"); ct != lmosproto.ContentTypeProblemJSON || json.Unmarshal(body, &p) != nil || p.Status != tc.status || p.Detail == "" {
+				t.Errorf("%s %s, want a problem", ct, body)
+			}
+			if tc.status == http.StatusMethodNotAllowed && resp.Header.Get("Allow") == "" {
+				t.Error("405 without Allow")
+			}
+		})
 	}
 }

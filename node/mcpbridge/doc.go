@@ -1,5 +1,6 @@
 // Package mcpbridge bridges the node and the Model Context Protocol
-// (MCP, 2025-11-25) both ways, on github.com/modelcontextprotocol/go-sdk.
+// (MCP 2026-07-28 and 2025-11-25) both ways, on
+// github.com/modelcontextprotocol/go-sdk.
 //
 // # The node as an MCP server
 //
@@ -29,8 +30,17 @@
 // learns.
 //
 // Handler serves Streamable HTTP (the node mounts it at /mcp behind the
-// API's access guards); Bridge connects a stdio MCP host to that endpoint
-// (lmosnode mcp).
+// API's access guards) in both revisions (handler.go): a request of
+// 2026-07-28 (its MCP-Protocol-Version header, or a _meta protocol
+// version without header nor session) goes to the SDK's stateless
+// handler (server/discover, subscriptions/listen, cancellation by closing
+// the answer stream), every other to its stateful one (initialize, the
+// session's GET stream, DELETE); both serve the one mcp.Server. Cacheable
+// results carry the hints of Config.CacheTTL, scope private. The
+// transport's plain-text refusals are answered as RFC 9457 problems;
+// JSON-RPC errors stay JSON-RPC. Bridge connects a stdio MCP host to that
+// endpoint (lmosnode mcp), in a session on 2025-11-25, request by request
+// on 2026-07-28 (stdio_modern.go).
 //
 // # MCP servers as Things
 //

@@ -66,6 +66,11 @@ type Config struct {
 	// SessionTimeout closes Streamable HTTP sessions idle for that long.
 	// Default 30 min.
 	SessionTimeout time.Duration
+	// CacheTTL is the freshness the caching hints of the list results and
+	// of resources/read promise (ttlMs, MCP 2026-07-28). A change of the
+	// tools is announced at once all the same (list_changed). Default
+	// 1 min.
+	CacheTTL time.Duration
 }
 
 // DefaultPageSize is the default Config.PageSize.
@@ -81,6 +86,9 @@ func (c Config) withDefaults() Config {
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = 30 * time.Minute
 	}
+	if c.CacheTTL == 0 {
+		c.CacheTTL = time.Minute
+	}
 	return c
 }
 
@@ -95,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if c.SessionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("mcpbridge: SessionTimeout %v is negative", c.SessionTimeout))
+	}
+	if c.CacheTTL < 0 {
+		errs = append(errs, fmt.Errorf("mcpbridge: CacheTTL %v is negative", c.CacheTTL))
 	}
 	return errors.Join(errs...)
 }
@@ -187,7 +198,7 @@ func New(deps Deps, cfg Config, opts ...Option) (*Server, error) {
 	}
 	s := &Server{deps: deps, cfg: cfg, log: o.log, tds: tdcache.New(0), things: map[thingKey]exposed{}, pending: map[thingKey]struct{}{}, resync: true}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "lmosnode", Title: "LMOS node " + string(deps.Self), Version: Version}, &mcp.ServerOptions{
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "lmosnode", Title: "LMOS node " + deps.Self.String(), Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		PageSize:     cfg.PageSize,
 		// A session that starts finds the tools of every Thing known.
@@ -195,7 +206,12 @@ func New(deps Deps, cfg Config, opts ...Option) (*Server, error) {
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{},
+			// No prompts, but prompts/list answers (an empty list, as
+			// the SDK serves it): 2026-07-28 asks a server that answers
+			// a method to declare it.
+			Prompts: &mcp.PromptCapabilities{},
 		},
+		SetCacheable: cacheHints(cfg.CacheTTL),
 	})
 	s.addFixedTools()
 	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -206,10 +222,19 @@ func New(deps Deps, cfg Config, opts ...Option) (*Server, error) {
 			return next(ctx, method, req)
 		}
 	})
-	s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		SessionTimeout: cfg.SessionTimeout,
-		Logger:         o.log,
-	})
+	server := func(*http.Request) *mcp.Server { return s.mcp }
+	s.http = endpoint{
+		stateful: mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
+			SessionTimeout: cfg.SessionTimeout,
+			Logger:         o.log,
+		}),
+		// 2026-07-28: closing a request's response stream cancels it.
+		stateless: mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
+			Stateless:                    true,
+			PropagateRequestCancellation: true,
+			Logger:                       o.log,
+		}),
+	}
 	ch, unsubscribe, err := deps.Directory.Subscribe("")
 	if err != nil {
 		s.cancel()

@@ -28,7 +28,9 @@ import (
 // notifications/initialized a GET stream carries what the server sends
 // unasked (notifications/tools/list_changed), reopened with backoff when
 // it drops. A message the endpoint refuses is answered with a JSON-RPC
-// error when it was a request. At the end the session is deleted.
+// error when it was a request. At the end the session is deleted. A host
+// that speaks 2026-07-28 (its requests name the version in _meta) has no
+// session: each of its requests is POSTed alone (stdio_modern.go).
 //
 // The node is the MCP server; the bridge keeps only the session id, the
 // negotiated protocol version and the host's initialize and initialized
@@ -47,7 +49,7 @@ func Bridge(ctx context.Context, endpoint func() (string, error), hc *http.Clien
 		return fmt.Errorf("mcp stdio: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	b := &bridge{ctx: ctx, endpoints: endpoint, endpoint: url, hc: hc, out: out}
+	b := &bridge{ctx: ctx, endpoints: endpoint, endpoint: url, hc: hc, out: out, inflight: map[string]context.CancelFunc{}}
 	defer func() {
 		cancel()
 		b.wg.Wait()
@@ -79,6 +81,13 @@ func Bridge(ctx context.Context, endpoint func() (string, error), hc *http.Clien
 			b.post(msg, head.ID, false)
 			b.wg.Go(b.listen)
 		default:
+			if h := modernHeaders(msg); h != nil {
+				b.wg.Go(func() { b.postModern(msg, head.ID, h) })
+				continue
+			}
+			if head.Method == "notifications/cancelled" && b.cancelModern(msg) {
+				continue
+			}
 			b.wg.Go(func() { b.post(msg, head.ID, false) })
 		}
 	}
@@ -108,6 +117,9 @@ type bridge struct {
 	version        string // the negotiated protocol version
 	initMsg        []byte // the host's initialize request
 	initializedMsg []byte // the host's notifications/initialized
+	// The POSTs of the host's 2026-07-28 requests in flight, by id
+	// (stdio_modern.go).
+	inflight map[string]context.CancelFunc
 }
 
 // request builds a request to the endpoint in the current session; it

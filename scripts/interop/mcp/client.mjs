@@ -1,7 +1,9 @@
 // An MCP host as the official TypeScript SDK makes one: it connects to an
 // lmosnode (Streamable HTTP URL, or a command speaking stdio such as
 // `lmosnode mcp`) and runs the commands it reads on stdin, one JSON object
-// per line, printing one JSON object per line for each:
+// per line, printing one JSON object per line for each (after a first
+// {"ok":true,"server":…,"protocolVersion":…}, the version negotiated over
+// Streamable HTTP):
 //
 //   {"op":"list"}                                   → {"tools":[…],"pages":N}
 //   {"op":"call","name":…,"arguments":{…},"progress":true} → {"result":{…},"progress":[…]}
@@ -37,7 +39,7 @@ client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
 });
 
 await client.connect(transport);
-print({ ok: true, server: client.getServerVersion() });
+print({ ok: true, server: client.getServerVersion(), protocolVersion: transport.protocolVersion });
 
 const rl = readline.createInterface({ input: process.stdin });
 for await (const line of rl) {
