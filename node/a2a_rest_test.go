@@ -123,7 +123,7 @@ func TestA2ARESTGo(t *testing.T) {
 		{"no message", "POST", ep + "/message:send", `{}`, nil, 400, "INVALID_ARGUMENT", "INVALID_PARAMS"},
 		{"file part", "POST", ep + "/message:stream", `{"message":{"messageId":"f","parts":[{"url":"https://x.invalid/f"}]}}`, nil, 400, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED"},
 		{"bad page size", "GET", ep + "/tasks?pageSize=x", "", nil, 400, "INVALID_ARGUMENT", "INVALID_PARAMS"},
-		{"extended card", "GET", ep + "/extendedAgentCard", "", nil, 400, "FAILED_PRECONDITION", "EXTENDED_AGENT_CARD_NOT_CONFIGURED"},
+		{"extended card", "GET", ep + "/extendedAgentCard", "", nil, 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"},
 		{"push config", "POST", ep + "/tasks/" + sent.Task.ID + "/pushNotificationConfigs", `{}`, nil, 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED"},
 		{"task of another agent", "GET", base + strings.TrimSuffix(a2abridge.AgentPath(n.PeerID(), "urn:other"), "/") + "/tasks/" + sent.Task.ID, "", nil, 404, "NOT_FOUND", "TASK_NOT_FOUND"},
 		{"unknown agent", "POST", base + strings.TrimSuffix(a2abridge.AgentPath(n.PeerID(), "urn:other"), "/") + "/message:send",

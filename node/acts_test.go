@@ -167,23 +167,6 @@ var actsKnownFailures = map[string]string{
 	// FAILED task with the 400 problem, not a request error.
 	"CORE-SEND-004": "gap: unsupported content answered with a FAILED task (problem 400 Invalid input), not ContentTypeNotSupportedError",
 
-	// Gap: the bridge's A2A errors carry no error.data; A2A 1.0 §9.5 says
-	// SHOULD (google.rpc.ErrorInfo), the corpus MUST.
-	"JSONRPC-ERR-003": "gap: A2A errors (here TaskNotFoundError) have no data with a google.rpc.ErrorInfo",
-
-	// Bug: A2A 1.0 §3.3.4 and the GetExtendedAgentCard section: when the
-	// card does not declare capabilities.extendedAgentCard, the call MUST
-	// fail with UnsupportedOperationError; the bridge answers -32007
-	// ExtendedAgentCardNotConfiguredError (meant for an agent that
-	// declares support but has no extended card).
-	"SEC-EXTCARD-003": "bug: GetExtendedAgentCard answers -32007 ExtendedAgentCardNotConfiguredError, A2A 1.0 wants UnsupportedOperationError (-32004) when the card does not declare extendedAgentCard",
-
-	// Bug of the bridge's A2A client (client.go): RPCError.Data is
-	// []json.RawMessage, so a JSON-RPC error whose data is an object
-	// (JSON-RPC 2.0 allows any value; A2A 0.3 agents send one) does not
-	// decode and its code and message are lost.
-	"CLIENT-PARSE-004": "bug (client): an error with an object as data does not decode (RPCError.Data is an array)",
-
 	// Corpus: these raw requests send a message without messageId, which
 	// A2A 1.0 requires (ACTS §4.3 says so too); the bridge refuses them
 	// with InvalidParamsError, as it may. A bridge that minted the
@@ -192,10 +175,6 @@ var actsKnownFailures = map[string]string{
 	"JSONRPC-ENV-001": "corpus: raw SendMessage without message.messageId (refused with -32602)",
 	"JSONRPC-CT-001":  "corpus: raw SendMessage without message.messageId (refused with -32602)",
 	"JSONRPC-SSE-001": "corpus: raw SendStreamingMessage without message.messageId (refused with -32602)",
-	// Corpus and gap: the raw request puts taskId beside the message (not
-	// a SendMessageRequest member) and has no messageId; and the error it
-	// expects must carry data (JSONRPC-ERR-003).
-	"CORE-ERR-008": "corpus: raw SendMessage with params.taskId and no messageId; gap: errors carry no data",
 
 	// Corpus: A2A 1.0 (§3.1.7-3.1.10, §3.3.4) answers push config calls of
 	// an agent without pushNotifications with PushNotificationNotSupportedError

@@ -86,13 +86,13 @@ func (c *rpcClient) call(ctx context.Context, method string, params, result any)
 	defer func() { _ = resp.Body.Close() }()
 	var r struct {
 		Result json.RawMessage `json:"result"`
-		Error  *rpcErrorAny    `json:"error"`
+		Error  *RPCError       `json:"error"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxStreamEvent)).Decode(&r); err != nil {
 		return fmt.Errorf("a2a: %s: response: %w", method, err)
 	}
 	if r.Error != nil {
-		return r.Error.err()
+		return r.Error
 	}
 	if result == nil {
 		return nil
@@ -118,10 +118,10 @@ func (c *rpcClient) stream(ctx context.Context, method string, params any, fn fu
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, httpapi.ContentTypeEventStream) {
 		// An error before the stream opened comes as a plain response.
 		var r struct {
-			Error *rpcErrorAny `json:"error"`
+			Error *RPCError `json:"error"`
 		}
 		if json.NewDecoder(io.LimitReader(resp.Body, maxStreamEvent)).Decode(&r) == nil && r.Error != nil {
-			return r.Error.err()
+			return r.Error
 		}
 		return fmt.Errorf("a2a: %s: answered %q, not an event stream", method, ct)
 	}
@@ -131,13 +131,13 @@ func (c *rpcClient) stream(ctx context.Context, method string, params any, fn fu
 		}
 		var r struct {
 			Result json.RawMessage `json:"result"`
-			Error  *rpcErrorAny    `json:"error"`
+			Error  *RPCError       `json:"error"`
 		}
 		if err := json.Unmarshal([]byte(ev.Data), &r); err != nil {
 			return fmt.Errorf("a2a: %s: event: %w", method, err)
 		}
 		if r.Error != nil {
-			return r.Error.err()
+			return r.Error
 		}
 		if len(r.Result) == 0 || string(r.Result) == "null" {
 			continue

@@ -61,22 +61,3 @@ func event03Of(result json.RawMessage) (StreamResponse, error) {
 	return event10(ev), nil
 }
 
-// rpcErrorAny is a JSON-RPC error as either generation writes it: data
-// is an array of details in 1.0, any value in 0.3.
-type rpcErrorAny struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-// err is e as an RPCError (nil for none).
-func (e *rpcErrorAny) err() *RPCError {
-	if e == nil {
-		return nil
-	}
-	r := &RPCError{Code: e.Code, Message: e.Message}
-	if len(e.Data) > 0 && json.Unmarshal(e.Data, &r.Data) != nil {
-		r.Data = []json.RawMessage{e.Data}
-	}
-	return r
-}

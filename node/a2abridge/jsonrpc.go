@@ -71,6 +71,25 @@ type RPCError struct {
 	status int
 }
 
+// UnmarshalJSON reads an error as either generation writes it: data is
+// an array of details in A2A 1.0, any value in 0.3 (JSON-RPC allows any),
+// taken as the one detail.
+func (e *RPCError) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*e = RPCError{Code: w.Code, Message: w.Message}
+	if len(w.Data) > 0 && string(w.Data) != "null" && json.Unmarshal(w.Data, &e.Data) != nil {
+		e.Data = []json.RawMessage{w.Data}
+	}
+	return nil
+}
+
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("a2a: JSON-RPC error %d: %s", e.Code, e.Message)
 }

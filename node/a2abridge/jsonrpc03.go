@@ -74,8 +74,10 @@ func route03(c *call) *RPCError {
 	m := c.req.Method
 	switch {
 	case strings.HasPrefix(m, method03PushPrefix):
+		c.v03 = true
 		return rpcErr(CodePushNotSupported, "push notifications are not supported")
 	case m == Method03ExtCard:
+		c.v03 = true
 		return rpcErr(CodeExtendedCardNotConfig, "this agent has no authenticated extended card")
 	case methods10Of03[m] == "":
 		if methods03Of10[m] != "" || m == MethodListTasks {

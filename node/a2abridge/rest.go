@@ -203,17 +203,32 @@ var restErrors = map[int]struct {
 // restError is err as the HTTP+JSON binding answers it: its HTTP status
 // and body.
 func restError(err *RPCError) (int, map[string]restStatus) {
-	st := restStatus{Message: err.Message, Details: err.Data}
+	st := restStatus{Message: err.Message, Details: withErrorInfo(err).Data}
 	st.Code = http.StatusInternalServerError
 	if e, ok := restErrors[err.Code]; ok {
 		st.Code = e.status
-		info, _ := json.Marshal(errorInfo{Type: errorInfoType, Reason: e.reason, Domain: a2aDomain}) // strings only
-		st.Details = append([]json.RawMessage{info}, err.Data...)
 	} else if err.status >= 400 && err.status < 600 {
 		st.Code = err.status
 	}
 	st.Status = rpcStatusName(st.Code, err.Code)
 	return st.Code, map[string]restStatus{"error": st}
+}
+
+// withErrorInfo is err with the google.rpc.ErrorInfo of its A2A error
+// first in its details (A2A 1.0 §9.5, §11.6: JSON-RPC error.data and
+// HTTP+JSON error.details); err itself for another code, or nil.
+func withErrorInfo(err *RPCError) *RPCError {
+	if err == nil {
+		return nil
+	}
+	e, ok := restErrors[err.Code]
+	if !ok {
+		return err
+	}
+	info, _ := json.Marshal(errorInfo{Type: errorInfoType, Reason: e.reason, Domain: a2aDomain}) // strings only
+	with := *err
+	with.Data = append([]json.RawMessage{info}, err.Data...)
+	return &with
 }
 
 // rpcStatusName is the google.rpc.Code name of HTTP status code; the

@@ -361,7 +361,7 @@ func (b *Bridge) serveRPC(w http.ResponseWriter, r *http.Request, setup func(*ca
 		return
 	}
 	if err := route03(c); err != nil {
-		writeRPC(w, c.req.ID, nil, err)
+		c.reply(nil, err)
 		return
 	}
 	setup(c)
@@ -389,7 +389,8 @@ func (b *Bridge) dispatch(c *call) {
 	case MethodListTasks:
 		b.listTasks(c)
 	case MethodGetExtendedAgentCard:
-		c.reply(nil, rpcErr(CodeExtendedCardNotConfig, "this agent has no extended card"))
+		// §3.3.4: the cards do not declare capabilities.extendedAgentCard.
+		c.reply(nil, rpcErr(CodeUnsupportedOperation, "this agent offers no extended card (capabilities.extendedAgentCard is not set)"))
 	case "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig":
 		c.reply(nil, rpcErr(CodePushNotSupported, "push notifications are not supported"))
 	default:
@@ -428,7 +429,7 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, result any, err *RPCErr
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	resp := rpcResponse{JSONRPC: "2.0", ID: id, Result: result, Error: err}
+	resp := rpcResponse{JSONRPC: "2.0", ID: id, Result: result, Error: withErrorInfo(err)}
 	httpapi.WriteJSON(w, http.StatusOK, resp)
 }
 
