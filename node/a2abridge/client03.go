@@ -60,4 +60,3 @@ func event03Of(result json.RawMessage) (StreamResponse, error) {
 	}
 	return event10(ev), nil
 }
-
