@@ -110,12 +110,12 @@ type Directory struct {
 
 	// mu guards the in-memory state.
 	mu   sync.RWMutex
-	byID map[string][]*thing   // every entry, by thing id
+	byID map[string][]*thing // every entry, by thing id
 	// learned is the bytes of the learned records held (Config.MaxLearnedBytes).
 	learned int64
-	own  map[string]*thing     // the node's own entries, by thing id
-	pubs map[peer.ID]*pubState // per publisher of learned entries
-	idx  index
+	own     map[string]*thing     // the node's own entries, by thing id
+	pubs    map[peer.ID]*pubState // per publisher of learned entries
+	idx     index
 
 	events      *events
 	constraints constraintCache
