@@ -220,6 +220,26 @@ func (d *Directory) candidates(now int64) []candidate {
 	return out
 }
 
+// trim evicts learned things, least valuable first, until they fit in the
+// budget: after Open, when the budget was lowered since they were
+// stored. Callers hold wmu (or own the directory, as Open does).
+func (d *Directory) trim() error {
+	over := d.learned - d.cfg.MaxLearnedBytes
+	if d.cfg.MaxLearnedBytes == 0 || over <= 0 {
+		return nil
+	}
+	var victims []*thing
+	for _, c := range d.candidates(d.now().UnixNano()) {
+		if over <= 0 {
+			break
+		}
+		victims = append(victims, c.t)
+		over -= c.t.size
+	}
+	d.log.Info("directory: evicting learned records over the budget", "evicted", len(victims), "budget", d.cfg.MaxLearnedBytes)
+	return d.remove(victims)
+}
+
 // newRoom starts the budget's decisions for a put of items.
 func newRoom(items []putItem) *room {
 	r := &room{gone: make(map[*thing]bool), batch: make(map[thingRef]bool, len(items))}

@@ -101,3 +101,25 @@ func TestBudgetEvictionOrder(t *testing.T) {
 		t.Fatalf("%d own Things held, want 3", n)
 	}
 }
+
+// TestBudgetLoweredAtOpen: a directory opened with a budget below what
+// its datastore holds of other publishers evicts down to it, own Things
+// kept.
+func TestBudgetLoweredAtOpen(t *testing.T) {
+	ds, clock := memStore(), newClock()
+	self, other := newPublisher(t, 1), newPublisher(t, 2)
+	d := open(t, ds, self.id, clock, Config{})
+	for i := range 10 {
+		mustPut(t, d, other.unsigned(t, thingSpec{id: fmt.Sprintf("urn:lowered:%d", i), seq: 1}.td(t), t0), nil, Created)
+	}
+	mustPut(t, d, self.sign(t, thingSpec{id: "urn:own", seq: 1}, t0), nil, Created)
+	held := d.LearnedBytes()
+	d.Close()
+	d = open(t, ds, self.id, clock, Config{MaxLearnedBytes: held / 2})
+	if got := d.LearnedBytes(); got > held/2 || got == 0 {
+		t.Fatalf("after reopening with a budget of %d: %d learned bytes held", held/2, got)
+	}
+	if len(d.Own()) != 1 {
+		t.Fatal("the own Thing went")
+	}
+}

@@ -170,6 +170,9 @@ func Open(deps Deps, cfg Config, opts ...Option) (*Directory, error) {
 	if err := d.load(); err != nil {
 		return nil, err
 	}
+	if err := d.trim(); err != nil {
+		return nil, fmt.Errorf("directory: budget: %w", err)
+	}
 	d.wg.Go(d.purgeLoop)
 	return d, nil
 }
