@@ -69,8 +69,9 @@
 // finally the signed record exactly as published. The summary lets Open
 // rebuild the indexes without parsing every TD.
 //
-// Every write is committed in one batch and followed by Sync before Put
-// returns, so a node killed with -9 still has every Thing it acknowledged.
+// Every write is committed in one batch (several of at most 1 MiB each
+// for a larger write: pebble would hold a large batch in memory until it
+// is flushed) and followed by Sync before Put returns, so a node killed with -9 still has every Thing it acknowledged.
 // Puts that wait for the writer together are committed in one batch (group
 // commit: one fsync for all of them), each with the change it would have
 // had alone, in the order they queued. The in-memory form of a new entry

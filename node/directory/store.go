@@ -688,7 +688,8 @@ func (d *Directory) commitGroup(group []*putReq) {
 	}
 }
 
-// write stores items in one batch, durable unless unsynced
+// write stores items in one write (datastore batches of at most
+// maxBatchBytes each, chunk.go), durable unless unsynced
 // (lmosdatastore.DeferSync), as if each were put in order, and reports
 // whether it may have written anything when it fails. The
 // in-memory form of each new entry is built while the batch is written;
@@ -699,19 +700,19 @@ func (d *Directory) write(items []putItem, unsynced bool) (_ []Change, written b
 		ctx = lmosdatastore.DeferSync(ctx)
 	}
 	now := d.now()
-	batch, err := d.ds.Batch(ctx)
+	batch, err := newChunkedBatch(ctx, d.ds)
 	if err != nil {
 		return nil, false, fmt.Errorf("directory: put: %w", err)
 	}
 	changes, ops, r, build, err := d.stage(ctx, batch, items, now)
 	if err != nil {
-		return nil, false, err
+		return nil, batch.written, err
 	}
 	if len(ops) == 0 {
 		return changes, false, nil
 	}
 	if err := d.stageEvictions(ctx, batch, r); err != nil {
-		return nil, false, fmt.Errorf("directory: put: %w", err)
+		return nil, batch.written, fmt.Errorf("directory: put: %w", err)
 	}
 	if err := d.commit(ctx, batch, ops, build, unsynced); err != nil {
 		return nil, true, fmt.Errorf("directory: put: %w", err)
