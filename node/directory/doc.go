@@ -88,7 +88,7 @@
 // the datastore when served (Entry.Raw, Entry.Record, Entry.TD); the
 // event history keeps the records of its newest events only, up to 4 MiB.
 // BenchmarkHeapPerByte measures the heap held per byte of learned
-// records: about 0.4 for 60 KB TDs of one padded description, 1.7 for
+// records: about 0.2 for 60 KB TDs of one padded description, 1.4 for
 // 60 KB TDs of distinct words (the term index), 0.8 for small TDs
 // (issue 24 bounds it to 2).
 //
