@@ -157,6 +157,9 @@ func (d *Directory) fits(t, old *thing, v Value, r *room, now int64) bool {
 		r.added += delta
 		return true
 	}
+	if v == 0 {
+		return false // nothing is less valuable: no need to look
+	}
 	if r.cands == nil {
 		r.cands = d.candidates(now)
 	}
