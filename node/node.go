@@ -358,6 +358,7 @@ func (n *Node) buildServices(o *options, b *built) error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	n.dir.SetValuer(budgetValuer(n.trust, access.MemberOf, n.host))
 	return n.buildOwn(o, b)
 }
 

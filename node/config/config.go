@@ -231,6 +231,14 @@ type QuotaConfig struct {
 	// MaxBytes is the most bytes of signed records held per publisher.
 	// Default DefaultMaxBytesPerPublisher.
 	MaxBytes int64 `json:"maxBytes"`
+	// MaxLearnedBytes is the most bytes of signed records held of all
+	// other publishers together (sybils multiply MaxBytes): over it a
+	// learned record evicts less valuable learned Things — of publishers
+	// neither trusted, nor in a group with this node, nor used lately,
+	// nor connected first — or is refused; evicted Things are fetched
+	// again on demand (directory.Config.MaxLearnedBytes). Default
+	// DefaultMaxLearnedBytes.
+	MaxLearnedBytes int64 `json:"maxLearnedBytes"`
 }
 
 // Defaults of QuotaConfig.
@@ -241,6 +249,12 @@ const (
 	// DefaultMaxBytesPerPublisher: a thousand TDs of 16 KiB, more than
 	// three times the largest TD of the W3C conformance corpus (10 KiB).
 	DefaultMaxBytesPerPublisher = 16 << 20
+	// DefaultMaxLearnedBytes: 256 MiB of learned records, about 100,000
+	// typical TDs (2–3 KB) or sixteen publishers at their full quota.
+	// Held records cost at most about twice their bytes in heap
+	// (node/directory BenchmarkHeapPerByte), so a desk machine spends at
+	// most about half a GiB on other publishers' Things.
+	DefaultMaxLearnedBytes = 256 << 20
 )
 
 // LivenessConfig says how the node judges whether another publisher is
@@ -272,6 +286,9 @@ func (q QuotaConfig) WithDefaults() QuotaConfig {
 	if q.MaxBytes == 0 {
 		q.MaxBytes = DefaultMaxBytesPerPublisher
 	}
+	if q.MaxLearnedBytes == 0 {
+		q.MaxLearnedBytes = DefaultMaxLearnedBytes
+	}
 	return q
 }
 
@@ -284,6 +301,12 @@ func (q QuotaConfig) validate() error {
 	}
 	if q.MaxBytes > 0 && q.MaxBytes < lmosproto.MaxRecordSize {
 		return fmt.Errorf("maxBytes: %d: must admit one record of the largest size (%d)", q.MaxBytes, lmosproto.MaxRecordSize)
+	}
+	if q.MaxLearnedBytes < 0 {
+		return fmt.Errorf("maxLearnedBytes: %d: must not be negative (0 means the default, %d)", q.MaxLearnedBytes, DefaultMaxLearnedBytes)
+	}
+	if q.MaxLearnedBytes > 0 && q.MaxLearnedBytes < lmosproto.MaxRecordSize {
+		return fmt.Errorf("maxLearnedBytes: %d: must admit one record of the largest size (%d)", q.MaxLearnedBytes, lmosproto.MaxRecordSize)
 	}
 	return nil
 }
@@ -869,6 +892,7 @@ func (c Config) Directory() directory.Config {
 		PurgeInterval:         min(directory.DefaultPurgeInterval, time.Duration(l.OfflineTTL)/4),
 		MaxThingsPerPublisher: q.MaxThings,
 		MaxBytesPerPublisher:  q.MaxBytes,
+		MaxLearnedBytes:       q.MaxLearnedBytes,
 		OfflineAfter:          time.Duration(l.OfflineAfter),
 		OfflineTTL:            time.Duration(l.OfflineTTL),
 	}

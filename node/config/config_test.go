@@ -79,6 +79,8 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{"quota things negative", func(c *Config) { c.Quota.MaxThings = -1 }, "quota.maxThings"},
 		{"quota bytes negative", func(c *Config) { c.Quota.MaxBytes = -1 }, "quota.maxBytes"},
 		{"quota bytes below one record", func(c *Config) { c.Quota.MaxBytes = 1000 }, "quota.maxBytes"},
+		{"learned bytes negative", func(c *Config) { c.Quota.MaxLearnedBytes = -1 }, "quota.maxLearnedBytes"},
+		{"learned bytes below one record", func(c *Config) { c.Quota.MaxLearnedBytes = 1000 }, "quota.maxLearnedBytes"},
 		{"offline after negative", func(c *Config) { c.Liveness.OfflineAfter = Duration(-time.Second) }, "liveness.offlineAfter"},
 		{"offline after too short", func(c *Config) { c.Liveness.OfflineAfter = Duration(time.Millisecond) }, "liveness.offlineAfter"},
 		{"offline ttl negative", func(c *Config) { c.Liveness.OfflineTTL = Duration(-time.Second) }, "liveness.offlineTTL"},

@@ -46,7 +46,28 @@ type Event struct {
 	// Previous is the signed record a thing_updated replaced, exactly as
 	// it was stored; nil for the other types (and if it could not be
 	// read). It lets a consumer compute what changed.
+	//
+	// The history a subscriber resumes from keeps the records of its
+	// newest events only, up to maxHistoryRecordBytes: a replayed older
+	// event has no Previous and its Entry reads the record held now.
 	Previous []byte
+}
+
+// maxHistoryRecordBytes bounds the records (signed bytes, parsed TDs and
+// replaced records) that the event history keeps for replay: a thousand
+// events of 60 KB TDs would otherwise hold twice the bytes of the
+// directory's records (issue 24). Live subscribers get every event's
+// record.
+const maxHistoryRecordBytes = 4 << 20
+
+// recordCost is what an event's records cost in memory: the signed bytes,
+// the parsed TD (about as large) and the replaced record.
+func (e *Event) recordCost() int {
+	n := len(e.Previous)
+	if e.Entry.rec != nil {
+		n += 2 * len(e.Entry.rec.Raw)
+	}
+	return n
 }
 
 var (
@@ -91,15 +112,19 @@ func (d *Directory) Subscribe(lastEventID string) (<-chan Event, func(), error) 
 
 // events is the ring of recent events and the set of subscribers.
 type events struct {
-	mu     sync.Mutex
-	run    string // this run's ID prefix
-	next   uint64 // number of the next event
-	ring   []Event
-	head   int // index of the oldest event in ring
-	n      int // events in ring
-	buffer int
-	subs   map[*subscriber]struct{}
-	closed bool
+	mu   sync.Mutex
+	run  string // this run's ID prefix
+	next uint64 // number of the next event
+	ring []Event
+	head int // index of the oldest event in ring
+	n    int // events in ring
+	// recBytes is the recordCost of the events in ring; stripped is how
+	// many of the oldest events in ring have had their records dropped.
+	recBytes int
+	stripped int
+	buffer   int
+	subs     map[*subscriber]struct{}
+	closed   bool
 }
 
 type subscriber struct {
@@ -138,15 +163,7 @@ func (ev *events) emit(typ EventType, e Entry, prev []byte) {
 	last := ev.id(ev.next - 1)
 	event := Event{ID: ev.id(ev.next), Type: typ, Publisher: e.Publisher, ThingID: e.ThingID, Entry: e, Previous: prev}
 	ev.next++
-	if len(ev.ring) > 0 {
-		if ev.n < len(ev.ring) {
-			ev.ring[(ev.head+ev.n)%len(ev.ring)] = event
-			ev.n++
-		} else {
-			ev.ring[ev.head] = event
-			ev.head = (ev.head + 1) % len(ev.ring)
-		}
-	}
+	ev.keep(event)
 	for s := range ev.subs {
 		// One slot stays free for the overflow event.
 		if len(s.ch) < cap(s.ch)-1 {
@@ -156,6 +173,31 @@ func (ev *events) emit(typ EventType, e Entry, prev []byte) {
 		s.ch <- Event{ID: last, Type: EventOverflow}
 		close(s.ch)
 		delete(ev.subs, s)
+	}
+}
+
+// keep adds event to the history ring, dropping the oldest event when it
+// is full and the records of the oldest events that have them while the
+// ring's records cost more than maxHistoryRecordBytes. Callers hold mu.
+func (ev *events) keep(event Event) {
+	if len(ev.ring) == 0 {
+		return
+	}
+	if ev.n == len(ev.ring) {
+		ev.recBytes -= ev.ring[ev.head].recordCost()
+		ev.ring[ev.head] = Event{}
+		ev.head = (ev.head + 1) % len(ev.ring)
+		ev.n--
+		ev.stripped = max(0, ev.stripped-1)
+	}
+	ev.ring[(ev.head+ev.n)%len(ev.ring)] = event
+	ev.n++
+	ev.recBytes += event.recordCost()
+	for ev.recBytes > maxHistoryRecordBytes && ev.stripped < ev.n-1 {
+		old := &ev.ring[(ev.head+ev.stripped)%len(ev.ring)]
+		ev.recBytes -= old.recordCost()
+		old.Entry.rec, old.Previous = nil, nil
+		ev.stripped++
 	}
 }
 

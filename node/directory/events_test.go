@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // recv returns the next event, failing the test if none comes.
@@ -238,5 +240,44 @@ func TestRevision(t *testing.T) {
 	mustPut(t, d, other.tombstone(t, thingID, 2, t0), nil, Deleted)
 	if d.Revision() == r1 {
 		t.Fatalf("revision %q unchanged by a deletion", r1)
+	}
+}
+
+// TestHistoryRecordBytes: the event history keeps the records of its
+// newest events only, up to maxHistoryRecordBytes; a replayed older event
+// reads its record from the directory.
+func TestHistoryRecordBytes(t *testing.T) {
+	d := open(t, memStore(), newPublisher(t, 1).id, newClock(), Config{})
+	pub := newPublisher(t, 2)
+	first, _, err := d.Subscribe("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := func(i int) *lmosproto.Record {
+		return pub.unsigned(t, thingSpec{id: fmt.Sprintf("urn:big:%d", i), description: strings.Repeat("s", 60_000), seq: 1}.td(t), t0)
+	}
+	mustPut(t, d, big(0), nil, Created)
+	ev0 := <-first
+	n := 2 * maxHistoryRecordBytes / 60_000
+	for i := 1; i < n; i++ {
+		mustPut(t, d, big(i), nil, Created)
+	}
+	d.events.mu.Lock()
+	cost, stripped := d.events.recBytes, d.events.stripped
+	d.events.mu.Unlock()
+	if cost > maxHistoryRecordBytes || stripped == 0 {
+		t.Fatalf("history holds %d bytes of records (limit %d), %d events stripped", cost, maxHistoryRecordBytes, stripped)
+	}
+	replay, cancel, err := d.Subscribe(ev0.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	ev := <-replay
+	if ev.Entry.rec != nil {
+		t.Fatal("the oldest replayed event still holds its record")
+	}
+	if raw, err := ev.Entry.Raw(); err != nil || len(raw) < 60_000 {
+		t.Fatalf("replayed event's record: %d bytes, %v", len(raw), err)
 	}
 }

@@ -32,6 +32,9 @@ type thing struct {
 	size           int64
 	local          Local
 	tombstone, own bool
+	// used is when the Thing was last used (Directory.Use), shared by its
+	// versions; the budget evicts the least recently used first.
+	used *usedClock
 
 	// slot is the thing's document number in the index (live things only).
 	slot uint32

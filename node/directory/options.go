@@ -74,6 +74,17 @@ type Config struct {
 	// limit (the node sets both, see node.QuotaConfig).
 	MaxThingsPerPublisher int
 	MaxBytesPerPublisher  int64
+	// MaxLearnedBytes bounds the bytes of the signed records of all
+	// learned entries together, whatever their publishers (sybils
+	// multiply per-publisher quotas). A learned record that would go over
+	// it evicts learned entries less valuable than itself (Value: the
+	// least valuable first, of equal value the least recently used) or,
+	// if those do not make room, is refused (OverBudget, ErrBudget). Own
+	// Things are never evicted and count against nothing. An evicted
+	// Thing is fetched again on demand (a lookup asks the network: see
+	// OnEvict). 0: no limit (the node sets it, see node/config
+	// QuotaConfig.MaxLearnedBytes).
+	MaxLearnedBytes int64
 	// OfflineAfter is how long after a publisher was last seen (Seen, or
 	// the proof time of a record of it put) its learned Things count as
 	// offline. Default DefaultOfflineAfter.
@@ -132,6 +143,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBytesPerPublisher < 0 {
 		errs = append(errs, fmt.Errorf("directory: MaxBytesPerPublisher: %d is negative", c.MaxBytesPerPublisher))
+	}
+	if c.MaxLearnedBytes < 0 {
+		errs = append(errs, fmt.Errorf("directory: MaxLearnedBytes: %d is negative", c.MaxLearnedBytes))
 	}
 	if c.OfflineAfter < 0 {
 		errs = append(errs, fmt.Errorf("directory: OfflineAfter: %s is negative", c.OfflineAfter))

@@ -58,6 +58,7 @@ func (d *Directory) account(t *thing, sign int) {
 	}
 	p.things += sign
 	p.bytes += int64(sign) * t.size
+	d.learned += int64(sign) * t.size
 	if p.things <= 0 {
 		delete(d.pubs, t.publisher)
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -40,6 +41,10 @@ const (
 	// quota (Config.MaxThingsPerPublisher, MaxBytesPerPublisher) and was
 	// refused.
 	OverQuota
+	// OverBudget: the learned record does not fit in the node's budget
+	// for learned records (Config.MaxLearnedBytes) without evicting Things
+	// valued as much or more, and was refused.
+	OverBudget
 )
 
 func (c Change) String() string {
@@ -56,6 +61,8 @@ func (c Change) String() string {
 		return "stale"
 	case OverQuota:
 		return "over quota"
+	case OverBudget:
+		return "over budget"
 	}
 	return fmt.Sprintf("Change(%d)", int(c))
 }
@@ -103,13 +110,18 @@ type Directory struct {
 
 	// mu guards the in-memory state.
 	mu   sync.RWMutex
-	byID map[string][]*thing   // every entry, by thing id
-	own  map[string]*thing     // the node's own entries, by thing id
-	pubs map[peer.ID]*pubState // per publisher of learned entries
-	idx  index
+	byID map[string][]*thing // every entry, by thing id
+	// learned is the bytes of the learned records held (Config.MaxLearnedBytes).
+	learned int64
+	own     map[string]*thing     // the node's own entries, by thing id
+	pubs    map[peer.ID]*pubState // per publisher of learned entries
+	idx     index
 
 	events      *events
 	constraints constraintCache
+
+	valuer  atomic.Pointer[Valuer]
+	onEvict atomic.Pointer[func([]Entry)]
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -157,6 +169,9 @@ func Open(deps Deps, cfg Config, opts ...Option) (*Directory, error) {
 	}
 	if err := d.load(); err != nil {
 		return nil, err
+	}
+	if err := d.trim(); err != nil {
+		return nil, fmt.Errorf("directory: budget: %w", err)
 	}
 	d.wg.Go(d.purgeLoop)
 	return d, nil
@@ -360,6 +375,7 @@ func (d *Directory) baseThing(pub peer.ID, env *envelope, hash uint64) *thing {
 		tombstone: env.Tombstone,
 		own:       pub == d.self,
 		size:      int64(len(env.Raw)),
+		used:      new(usedClock),
 	}
 }
 
@@ -446,6 +462,9 @@ func (d *Directory) swap(old, t *thing, tf []termFreq, refresh bool) {
 	if p := d.pubs[t.publisher]; p != nil && !t.own {
 		p.bytes += t.size - old.size
 	}
+	if !t.own {
+		d.learned += t.size - old.size
+	}
 	switch {
 	case refresh && !old.tombstone:
 		d.idx.replace(old, t)
@@ -485,8 +504,8 @@ func (d *Directory) drop(t *thing) {
 // (proto.ParseRecord). local is the node-local metadata of an own Thing
 // (nil keeps what is held) and must be nil for another publisher's Thing.
 // The change is durable when Put returns.
-func (d *Directory) Put(rec *lmosproto.Record, local *Local) (Change, error) {
-	return d.put1(rec, local, false)
+func (d *Directory) Put(rec *lmosproto.Record, local *Local, opts ...PutOption) (Change, error) {
+	return d.put1(putItem{rec: rec, local: local}, false, opts)
 }
 
 // PutUnsynced stores rec as Put does — the Thing is in memory, queries
@@ -496,7 +515,7 @@ func (d *Directory) Put(rec *lmosproto.Record, local *Local) (Change, error) {
 // so that the fsync does not delay the announcement (node/federation,
 // Publish, for what a crash in between leaves).
 func (d *Directory) PutUnsynced(rec *lmosproto.Record, local *Local) (Change, error) {
-	return d.put1(rec, local, true)
+	return d.put1(putItem{rec: rec, local: local}, true, nil)
 }
 
 // Sync makes every write made so far durable, those of PutUnsynced
@@ -508,8 +527,12 @@ func (d *Directory) Sync() error {
 	return nil
 }
 
-func (d *Directory) put1(rec *lmosproto.Record, local *Local, unsynced bool) (Change, error) {
-	changes, err := d.put([]putItem{{rec: rec, local: local}}, unsynced)
+func (d *Directory) put1(it putItem, unsynced bool, opts []PutOption) (Change, error) {
+	for _, o := range opts {
+		o(&it)
+	}
+	rec := it.rec
+	changes, err := d.put([]putItem{it}, unsynced)
 	if err != nil {
 		return 0, err
 	}
@@ -520,6 +543,9 @@ func (d *Directory) put1(rec *lmosproto.Record, local *Local, unsynced bool) (Ch
 		things, bytes := d.Usage(rec.Publisher())
 		return OverQuota, fmt.Errorf("directory: thing %q of %s (%d bytes): the publisher holds %d Things, %d bytes here: %w",
 			rec.ThingID, rec.Publisher(), len(rec.Raw), things, bytes, ErrQuota)
+	case OverBudget:
+		return OverBudget, fmt.Errorf("directory: thing %q of %s (%d bytes): learned records hold %d of %d bytes: %w",
+			rec.ThingID, rec.Publisher(), len(rec.Raw), d.LearnedBytes(), d.cfg.MaxLearnedBytes, ErrBudget)
 	}
 	return changes[0], nil
 }
@@ -528,10 +554,13 @@ func (d *Directory) put1(rec *lmosproto.Record, local *Local, unsynced bool) (Ch
 // gossip) in one durable write, as if each were given to Put in order. The
 // i-th change is that of recs[i]; stale records get Stale, records over
 // their publisher's quota OverQuota, and no error.
-func (d *Directory) PutMany(recs []*lmosproto.Record) ([]Change, error) {
+func (d *Directory) PutMany(recs []*lmosproto.Record, opts ...PutOption) ([]Change, error) {
 	items := make([]putItem, len(recs))
 	for i, r := range recs {
 		items[i] = putItem{rec: r}
+		for _, o := range opts {
+			o(&items[i])
+		}
 	}
 	return d.put(items, false)
 }
@@ -539,6 +568,8 @@ func (d *Directory) PutMany(recs []*lmosproto.Record) ([]Change, error) {
 type putItem struct {
 	rec   *lmosproto.Record
 	local *Local
+	// used: learned for a use (Used).
+	used bool
 }
 
 // putOp is one change a put applies to memory after its write is durable.
@@ -657,7 +688,8 @@ func (d *Directory) commitGroup(group []*putReq) {
 	}
 }
 
-// write stores items in one batch, durable unless unsynced
+// write stores items in one write (datastore batches of at most
+// maxBatchBytes each, chunk.go), durable unless unsynced
 // (lmosdatastore.DeferSync), as if each were put in order, and reports
 // whether it may have written anything when it fails. The
 // in-memory form of each new entry is built while the batch is written;
@@ -668,21 +700,24 @@ func (d *Directory) write(items []putItem, unsynced bool) (_ []Change, written b
 		ctx = lmosdatastore.DeferSync(ctx)
 	}
 	now := d.now()
-	batch, err := d.ds.Batch(ctx)
+	batch, err := newChunkedBatch(ctx, d.ds)
 	if err != nil {
 		return nil, false, fmt.Errorf("directory: put: %w", err)
 	}
-	changes, ops, build, err := d.stage(ctx, batch, items, now)
+	changes, ops, r, build, err := d.stage(ctx, batch, items, now)
 	if err != nil {
-		return nil, false, err
+		return nil, batch.written, err
 	}
 	if len(ops) == 0 {
 		return changes, false, nil
 	}
+	if err := d.stageEvictions(ctx, batch, r); err != nil {
+		return nil, batch.written, fmt.Errorf("directory: put: %w", err)
+	}
 	if err := d.commit(ctx, batch, ops, build, unsynced); err != nil {
 		return nil, true, fmt.Errorf("directory: put: %w", err)
 	}
-	d.apply(ops, now)
+	d.apply(ops, r.evict, now)
 	return changes, true, nil
 }
 
@@ -690,8 +725,9 @@ func (d *Directory) write(items []putItem, unsynced bool) (_ []Change, written b
 // and adds the envelopes to store to batch. It returns the change of each
 // item, the ops that write, and whether one of them is a new live entry
 // whose in-memory form must be built (index).
-func (d *Directory) stage(ctx context.Context, batch datastore.Batch, items []putItem, now time.Time) (changes []Change, ops []putOp, build bool, _ error) {
+func (d *Directory) stage(ctx context.Context, batch datastore.Batch, items []putItem, now time.Time) (changes []Change, ops []putOp, r *room, build bool, _ error) {
 	changes = make([]Change, len(items))
+	r = newRoom(items)
 	ops = make([]putOp, 0, len(items))
 	var pending map[thingRef]staged
 	if len(items) > 1 {
@@ -707,10 +743,13 @@ func (d *Directory) stage(ctx context.Context, batch datastore.Batch, items []pu
 		}
 		op, err := d.prepare(rec, it.local, old, oldRaw, now)
 		if err != nil {
-			return nil, nil, false, err
+			return nil, nil, nil, false, err
 		}
 		if op.t != nil && op.change != Unchanged && d.overQuota(op.t, old, quota) {
 			op = putOp{change: OverQuota}
+		}
+		if op.t != nil && !d.budgeted(&op, it, old, r, now) {
+			op = putOp{change: OverBudget}
 		}
 		changes[i] = op.change
 		if op.t == nil {
@@ -727,7 +766,7 @@ func (d *Directory) stage(ctx context.Context, batch datastore.Batch, items []pu
 			op.prev = oldRaw
 		}
 		if err := d.stageEnvelope(ctx, batch, &op); err != nil {
-			return nil, nil, false, err
+			return nil, nil, nil, false, err
 		}
 		build = build || (op.env != nil && !op.t.tombstone)
 		ops = append(ops, op)
@@ -735,7 +774,7 @@ func (d *Directory) stage(ctx context.Context, batch datastore.Batch, items []pu
 			pending[thingRef{pub, id}] = staged{t: op.t, raw: rec.Raw}
 		}
 	}
-	return changes, ops, build, nil
+	return changes, ops, r, build, nil
 }
 
 // stageEnvelope adds op's envelope to batch: its new one, or for a refresh
@@ -781,8 +820,9 @@ func (d *Directory) commit(ctx context.Context, batch datastore.Batch, ops []put
 
 // apply puts the written ops in memory, under mu, and then tells the
 // subscribers.
-func (d *Directory) apply(ops []putOp, now time.Time) {
+func (d *Directory) apply(ops []putOp, evict []*thing, now time.Time) {
 	d.mu.Lock()
+	gone := d.evicted(evict)
 	for _, op := range ops {
 		if op.old == nil {
 			d.insert(op.t, op.tf)
@@ -798,6 +838,7 @@ func (d *Directory) apply(ops []putOp, now time.Time) {
 	for _, op := range ops {
 		d.notify(op)
 	}
+	d.announceEvicted(gone)
 }
 
 // index builds what the indexes need of each op's new entry, in order:

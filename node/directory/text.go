@@ -27,7 +27,7 @@ const (
 	maxTokenLen = 64
 	// maxDocTerms bounds the distinct terms indexed per Thing, so a
 	// publisher cannot blow up the index with one huge description.
-	maxDocTerms = 1024
+	maxDocTerms = 512
 	// maxQueryTerms bounds the distinct terms of one query.
 	maxQueryTerms = 16
 

@@ -42,6 +42,17 @@
 // asked again. A lookup whose context ends before the network answered
 // is not remembered, and concurrent lookups of one key each ask.
 //
+// The directory's budget for learned records (directory.Config
+// MaxLearnedBytes) may evict what a lookup found: the federation forgets
+// the provider keys of every Thing evicted (directory.OnEvict), so the
+// next lookup of them asks the network again and finds the Thing anew.
+// The records a lookup learns (its filtered syncs, the find answers, a
+// FetchThing) are stored as used (directory.Used), and what it returns
+// is marked used (Directory.Use): the budget keeps recently used Things
+// before those of unknown publishers. A record the budget refuses is
+// valid: gossip forwards it and a group topic ignores it, and the sender
+// is not penalised.
+//
 // # Trust
 //
 // Nothing a peer sends is stored unchecked. Every record is parsed and its

@@ -265,6 +265,7 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 	}
 	f.dhtq = newDHTQueue(f)
 	f.learn = newLearnQueue(p.Intake, p.Directory, o.log)
+	p.Directory.OnEvict(f.evicted)
 	defer func() {
 		if err != nil {
 			cancel()

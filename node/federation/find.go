@@ -158,7 +158,7 @@ func (f *Federation) askHolders(ctx context.Context, peers []peer.ID, capability
 	for _, rec := range all {
 		a.publishers[rec.Publisher()] = true
 	}
-	n, err := f.intake.StoreMany(all)
+	n, err := f.intake.StoreMany(all, directory.Used())
 	if err != nil {
 		f.log.Warn("store records from holders", "capability", capability, "err", err)
 		return heldAnswer{}

@@ -60,9 +60,15 @@ type member struct {
 // with an in-memory directory; everything is closed when the test ends.
 func newMember(t testing.TB, configure func(*Deps, *Config)) *member {
 	t.Helper()
+	return newMemberWith(t, directory.Config{}, configure)
+}
+
+// newMemberWith is newMember with a directory configured by dcfg.
+func newMemberWith(t testing.TB, dcfg directory.Config, configure func(*Deps, *Config)) *member {
+	t.Helper()
 	h, key := newHost(t)
 	clk := newClock()
-	dir, err := directory.Open(directory.Deps{Datastore: dssync.MutexWrap(ds.NewMapDatastore()), Self: h.ID()}, directory.Config{}, directory.WithClock(clk.Now))
+	dir, err := directory.Open(directory.Deps{Datastore: dssync.MutexWrap(ds.NewMapDatastore()), Self: h.ID()}, dcfg, directory.WithClock(clk.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,20 +126,23 @@ func (in *Intake) Admits(publisher peer.ID) error {
 // record older than the one held is an error wrapping errReplay; one no
 // newer (a duplicate) an error wrapping ErrNotNewer; one of a publisher
 // the trust list refuses an error wrapping ErrNotAdmitted; one over its
-// publisher's quota an error wrapping directory.ErrQuota.
-func (in *Intake) Store(via string, rec *lmosproto.Record) (directory.Change, error) {
+// publisher's quota an error wrapping directory.ErrQuota; one the node's
+// budget for learned records refuses an error wrapping
+// directory.ErrBudget. opts qualify the record (directory.Used for one
+// learned for a lookup).
+func (in *Intake) Store(via string, rec *lmosproto.Record, opts ...directory.PutOption) (directory.Change, error) {
 	if err := in.Admits(rec.Publisher()); err != nil {
 		return directory.Unchanged, fmt.Errorf("thing %q: %w", rec.ThingID, err)
 	}
-	change, err := in.dir.Put(rec, nil)
+	change, err := in.dir.Put(rec, nil, opts...)
 	switch {
 	case errors.Is(err, directory.ErrStale):
 		if held, ok := in.dir.Latest(rec.Publisher(), rec.ThingID); ok && rec.Seq < held.Seq {
 			return change, fmt.Errorf("thing %q of %s: seq %d, held %d: %w", rec.ThingID, rec.Publisher(), rec.Seq, held.Seq, errReplay)
 		}
 		return change, fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, rec.Publisher(), rec.Seq, ErrNotNewer)
-	case errors.Is(err, directory.ErrQuota):
-		in.log.Debug("learned record over quota", "via", via, "thing", rec.ThingID, "publisher", rec.Publisher(), "err", err)
+	case errors.Is(err, directory.ErrQuota), errors.Is(err, directory.ErrBudget):
+		in.log.Debug("learned record refused", "via", via, "thing", rec.ThingID, "publisher", rec.Publisher(), "err", err)
 		return change, err
 	case err != nil:
 		in.log.Warn("store learned record", "via", via, "thing", rec.ThingID, "publisher", rec.Publisher(), "err", err)
@@ -153,29 +156,36 @@ func (in *Intake) Store(via string, rec *lmosproto.Record) (directory.Change, er
 
 // StoreMany stores checked records in one batch (a sync answer) and
 // returns how many changed the directory; records no newer than those
-// held, and those over their publisher's quota, are skipped (the latter
-// logged).
-func (in *Intake) StoreMany(recs []*lmosproto.Record) (int, error) {
+// held, those over their publisher's quota and those the budget for
+// learned records refuses are skipped (the latter two logged). opts
+// qualify the records (directory.Used for those learned for a lookup).
+func (in *Intake) StoreMany(recs []*lmosproto.Record, opts ...directory.PutOption) (int, error) {
 	recs = slices.DeleteFunc(slices.Clone(recs), func(r *lmosproto.Record) bool { return in.Admits(r.Publisher()) != nil })
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	changes, err := in.dir.PutMany(recs)
+	changes, err := in.dir.PutMany(recs, opts...)
 	if err != nil {
 		return 0, err
 	}
-	n, over := 0, 0
+	n, over, budget := 0, 0, 0
 	for _, c := range changes {
 		switch c {
 		case directory.Unchanged, directory.Stale:
 		case directory.OverQuota:
 			over++
+		case directory.OverBudget:
+			budget++
 		default:
 			n++
 		}
 	}
 	if over > 0 {
 		in.log.Info("learned records over quota refused", "publisher", recs[0].Publisher(), "refused", over, "of", len(recs))
+	}
+	if budget > 0 {
+		// Expected under a flood of little-valued records: not an incident.
+		in.log.Debug("learned records over the budget refused", "refused", budget, "of", len(recs))
 	}
 	return n, nil
 }
@@ -189,7 +199,9 @@ func (in *Intake) ValidateScoped(ctx context.Context, from peer.ID, group string
 	switch {
 	case err == nil:
 		return pubsub.ValidationAccept, nil
-	case errors.Is(err, ErrNotNewer), errors.Is(err, ErrNotAdmitted):
+	case errors.Is(err, ErrNotNewer), errors.Is(err, ErrNotAdmitted), errors.Is(err, directory.ErrBudget):
+		// A record refused for this node's memory is valid: not the
+		// sender's fault.
 		return pubsub.ValidationIgnore, err
 	}
 	return pubsub.ValidationReject, err

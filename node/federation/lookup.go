@@ -81,6 +81,7 @@ func (f *Federation) find(ctx context.Context, what string, q directory.Query, k
 	}
 	start := f.now()
 	if f.p.DHT == nil || res.Total > 0 && f.recent.fresh(key, start) {
+		f.dir.Use(res.Entries...)
 		return res.Entries, nil
 	}
 	held := res.Total
@@ -93,6 +94,7 @@ func (f *Federation) find(ctx context.Context, what string, q directory.Query, k
 	if res, err = f.dir.Search(q); err != nil {
 		return nil, fmt.Errorf("federation: find %s: %w", what, err)
 	}
+	f.dir.Use(res.Entries...)
 	if cerr != nil {
 		return res.Entries, fmt.Errorf("federation: find %s %s: %w", what, key, cerr)
 	}
@@ -339,6 +341,7 @@ func (f *Federation) FetchThing(ctx context.Context, publisher peer.ID, id strin
 	case e.Tombstone:
 		return directory.Entry{}, fmt.Errorf("federation: fetch thing %q of %s: seq %d: %w", id, publisher, e.Seq, ErrRemoved)
 	}
+	f.dir.Use(e)
 	return e, nil
 }
 
@@ -360,7 +363,7 @@ func (f *Federation) fetchFromDHT(ctx context.Context, publisher peer.ID, id str
 	if err != nil {
 		return fmt.Errorf("federation: fetch thing %q of %s: dht record: %w", id, publisher, err)
 	}
-	if _, err := f.intake.Store("dht", rec); err != nil && !errors.Is(err, ErrNotNewer) && !errors.Is(err, errReplay) {
+	if _, err := f.intake.Store("dht", rec, directory.Used()); err != nil && !errors.Is(err, ErrNotNewer) && !errors.Is(err, errReplay) {
 		return fmt.Errorf("federation: fetch thing %q of %s: %w", id, publisher, err)
 	}
 	return nil

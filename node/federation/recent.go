@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/ipfs/go-cid"
+
+	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/directory"
 )
 
 // LookupFresh is how long after a lookup asked the network for a key (a
@@ -71,9 +74,37 @@ func (r *recentKeys) asked(key cid.Cid, now time.Time) {
 	r.at[key] = now
 }
 
+// forget drops keys, so that the next lookup of each asks the network.
+func (r *recentKeys) forget(keys ...cid.Cid) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		delete(r.at, k)
+	}
+}
+
 // size returns how many keys r holds.
 func (r *recentKeys) size() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.at)
+}
+
+// evicted is the directory's OnEvict hook: the next lookup of a provider
+// key of a Thing the budget evicted asks the network again, instead of
+// answering for up to LookupFresh from what is left.
+func (f *Federation) evicted(gone []directory.Entry) {
+	var keys []cid.Cid
+	for _, e := range gone {
+		for _, c := range e.Capabilities {
+			keys = append(keys, lmosdht.CapabilityCID(c.ID))
+		}
+		for _, t := range e.Types {
+			keys = append(keys, lmosdht.TypeCID(t))
+		}
+		if e.Vendor != "" {
+			keys = append(keys, lmosdht.VendorCID(e.Vendor))
+		}
+	}
+	f.recent.forget(keys...)
 }

@@ -262,7 +262,11 @@ func (f *Federation) Sync(ctx context.Context, p peer.ID, flt Filter) (int, erro
 	if err != nil {
 		return 0, fmt.Errorf("federation: sync with %s: %w", p, err)
 	}
-	n, err := f.intake.StoreMany(recs)
+	var opts []directory.PutOption
+	if !flt.IsZero() {
+		opts = append(opts, directory.Used()) // a lookup's (askProvider)
+	}
+	n, err := f.intake.StoreMany(recs, opts...)
 	if err != nil {
 		return 0, fmt.Errorf("federation: sync with %s: %w", p, err)
 	}

@@ -73,6 +73,10 @@ func (t *Things) ResolveAs(ctx context.Context, id string, publisher peer.ID, ca
 	if call && errors.As(err, &p) && p.Status == http.StatusNotFound && len(hidden.Groups) > 0 {
 		return directory.Entry{}, Forbidden(hidden)
 	}
+	if call && err == nil {
+		// Invoked: the directory's budget keeps it before unused Things.
+		t.deps.Directory.Use(e)
+	}
 	return e, err
 }
 
