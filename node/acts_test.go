@@ -162,20 +162,6 @@ var actsKnownFailures = map[string]string{
 	"CORE-MULTI-006": "gap: no TASK_STATE_INPUT_REQUIRED (LMOS has no interrupted state)",
 	"SEC-AUTH-005":   "gap: no TASK_STATE_AUTH_REQUIRED (LMOS has no interrupted state)",
 
-	// Gap: the bridge checks no part content type; an input the agent's
-	// schema refuses (here a data part for a string action) becomes a
-	// FAILED task with the 400 problem, not a request error.
-	"CORE-SEND-004": "gap: unsupported content answered with a FAILED task (problem 400 Invalid input), not ContentTypeNotSupportedError",
-
-	// Corpus: these raw requests send a message without messageId, which
-	// A2A 1.0 requires (ACTS §4.3 says so too); the bridge refuses them
-	// with InvalidParamsError, as it may. A bridge that minted the
-	// messageId would pass them.
-	"DM-FMT-001":      "corpus: raw SendMessage without message.messageId (refused with -32602)",
-	"JSONRPC-ENV-001": "corpus: raw SendMessage without message.messageId (refused with -32602)",
-	"JSONRPC-CT-001":  "corpus: raw SendMessage without message.messageId (refused with -32602)",
-	"JSONRPC-SSE-001": "corpus: raw SendStreamingMessage without message.messageId (refused with -32602)",
-
 	// Corpus: A2A 1.0 (§3.1.7-3.1.10, §3.3.4) answers push config calls of
 	// an agent without pushNotifications with PushNotificationNotSupportedError
 	// (-32003), which the bridge returns; the test wants
@@ -186,6 +172,11 @@ var actsKnownFailures = map[string]string{
 	// A2A 1.0 (§4.4.6 AgentInterface, §5.3) names the REST binding
 	// "HTTP+JSON", which the cards list.
 	"CARD-DISC-002": "corpus: wants protocolBinding REST where A2A 1.0 says HTTP+JSON",
+
+	// Corpus: the raw request puts taskId beside the message, where
+	// SendMessageRequest has no such member (A2A 1.0 §3.2.1: it is
+	// message.taskId), so the message starts a new task.
+	"CORE-ERR-008": "corpus: params.taskId is no SendMessageRequest member (message.taskId is); the message starts a task",
 }
 
 // TestACTS runs A2A's conformance corpus against an agent of node A

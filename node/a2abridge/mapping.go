@@ -79,6 +79,9 @@ func inputOf(a *lmosproto.ActionAffordance, name string, parts []Part) (lmosprot
 		if err != nil {
 			return lmosproto.Value{}, rpcErr(CodeInvalidParams, "data part: %v", err)
 		}
+		if s.Type == "string" && !strings.HasPrefix(strings.TrimSpace(string(data[0])), `"`) {
+			return lmosproto.Value{}, rpcErr(CodeContentTypeNotSupported, "action %q takes text: send a text part", name)
+		}
 		return v, nil
 	}
 	typ, _ := s.Type.(string)

@@ -467,14 +467,17 @@ func (b *Bridge) start(c *call) (started, *RPCError) {
 	switch {
 	case m == nil:
 		return started{}, rpcErr(CodeInvalidParams, "Invalid parameters: message missing")
-	case m.MessageID == "":
-		return started{}, rpcErr(CodeInvalidParams, "Invalid parameters: message.messageId missing")
 	case len(m.Parts) == 0:
 		return started{}, rpcErr(CodeInvalidParams, "Invalid parameters: message.parts is empty")
 	case p.Configuration != nil && len(p.Configuration.TaskPushNotificationConfig) > 0 && string(p.Configuration.TaskPushNotificationConfig) != "null":
 		return started{}, rpcErr(CodePushNotSupported, "push notifications are not supported")
 	}
 	m.Role = RoleUser
+	if m.MessageID == "" {
+		// Required, but a naive client leaves it out: the bridge names the
+		// message rather than refuse it.
+		m.MessageID = uuid.NewString()
+	}
 	if m.TaskID != "" {
 		return b.followUp(c, &p)
 	}
