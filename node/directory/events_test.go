@@ -177,22 +177,18 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	defer cancel()
 	fast, fcancel, _ := d.Subscribe("")
 	defer fcancel()
-	done := make(chan struct{})
 	var ids []string
-	go func() {
-		defer close(done)
-		for ev := range fast {
-			ids = append(ids, ev.ID)
-			if len(ids) == 5 {
-				return
-			}
-		}
-	}()
 	for i := range 5 {
-		// Put never waits for the slow subscriber.
+		// Put never waits for the slow subscriber. The fast one reads
+		// each event before the next Put (a goroutine reading it could
+		// fall two behind on a busy machine and be dropped too).
 		mustPut(t, d, self.sign(t, thingSpec{id: fmt.Sprintf("urn:%d", i), seq: 1}, t0), nil, Created)
+		ev := recv(t, fast)
+		if ev.Type == EventOverflow {
+			t.Fatalf("the fast subscriber was dropped after %q", ev.ID)
+		}
+		ids = append(ids, ev.ID)
 	}
-	<-done
 	a, b, over := recv(t, slow), recv(t, slow), recv(t, slow)
 	if a.ID != ids[0] || b.ID != ids[1] || over.Type != EventOverflow || over.ID != ids[1] {
 		t.Fatalf("slow subscriber got %s %s %+v", a.ID, b.ID, over)
