@@ -18,15 +18,21 @@ import (
 
 // Bounds of a cold lookup.
 const (
-	// MaxProviders is the most providers one lookup asks.
+	// MaxProviders is the most providers that answer one lookup: it stops
+	// once that many answered.
 	MaxProviders = 20
+	// maxAttempts bounds the providers one lookup tries (dials and asks),
+	// those that do not answer included: the DHT lookup collects every
+	// provider named (kad-dht's own stop at a count would end it on the
+	// answer of one hostile server that names that many, real or made up).
+	maxAttempts = 8 * MaxProviders
 	// maxConcurrentAsks bounds the providers a lookup asks at once.
 	maxConcurrentAsks = 8
 	// connectTimeout bounds dialling one provider.
 	connectTimeout = 10 * time.Second
 	// minQuiet and maxQuiet bound the quiet period after which a provider
 	// lookup stops (quietWindow, askProviders).
-	minQuiet = 5 * time.Millisecond
+	minQuiet = 500 * time.Millisecond
 	maxQuiet = 2 * time.Second
 )
 
@@ -141,7 +147,7 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 			go func() { ch <- f.askHolders(ctx, peers, flt.Capability) }()
 		}
 	}
-	l.provs = f.p.DHT.FindProvidersAsync(lctx, key, MaxProviders)
+	l.provs = f.p.DHT.FindProvidersAsync(lctx, key, 0) // all: see maxAttempts
 	l.quiet = time.NewTimer(maxQuiet)
 	l.quiet.Stop()
 	defer l.quiet.Stop()
@@ -173,7 +179,12 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 		case n := <-l.answers:
 			l.running--
 			l.pending--
-			l.learned += n
+			if n >= 0 {
+				l.learned += n
+				if l.answered++; l.answered >= MaxProviders {
+					stopLookup()
+				}
+			}
 		case <-l.quiet.C:
 			stopLookup()
 		}
@@ -215,8 +226,9 @@ type providerAsks struct {
 	wait    bool // providers found wait for the holders
 
 	// asked and learned are askProviders' results; skipped counts the
-	// providers not asked as the holders covered them.
-	asked, learned, skipped int
+	// providers not asked as the holders covered them, answered those
+	// asked that answered.
+	asked, learned, skipped, answered int
 }
 
 // release queues the providers that waited for the holders, but those
@@ -244,7 +256,7 @@ func (l *providerAsks) startAsks(ctx context.Context) {
 			n, err := l.f.askProvider(ctx, ai, l.flt)
 			if err != nil {
 				l.f.log.Debug("provider did not answer", "peer", ai.ID, "key", l.key, "err", err)
-				n = 0
+				n = -1
 			}
 			l.answers <- n
 		})
@@ -260,7 +272,7 @@ func (l *providerAsks) found(ai peer.AddrInfo, ok bool) {
 		l.provs = nil
 		l.quiet.Stop()
 		return
-	case ai.ID == l.f.self || ai.ID == "":
+	case ai.ID == l.f.self || ai.ID == "", l.asked+len(l.waiting) >= maxAttempts:
 		return
 	}
 	if l.window == 0 {

@@ -96,7 +96,7 @@ func TestQuietWindow(t *testing.T) {
 	for _, c := range []struct{ first, want time.Duration }{
 		{0, minQuiet},
 		{minQuiet, minQuiet},
-		{60 * time.Millisecond, 30 * time.Millisecond},
+		{1800 * time.Millisecond, 900 * time.Millisecond},
 		{time.Hour, maxQuiet},
 	} {
 		if got := quietWindow(c.first); got != c.want {
