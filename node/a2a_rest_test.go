@@ -207,3 +207,32 @@ func TestA2AJSRESTClient(t *testing.T) {
 		}
 	}
 }
+
+// TestA2AText: both bindings take JSON text as sent or not at all: a body
+// that is not UTF-8, escapes a lone surrogate or names another charset is
+// refused as a parse error, not decoded to U+FFFD and forwarded.
+func TestA2AText(t *testing.T) {
+	n := testnet.New(t, 1, testnet.Options{}).Nodes[0]
+	id := testnet.UniqueID(t)
+	a2aAgent(t, n, id)
+	ep := "http://" + n.APIAddr() + a2abridge.AgentPath(n.PeerID(), id)
+	send := func(text string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"` + text + `"}]}}}`
+	}
+	for _, c := range []struct{ name, body, ct string }{
+		{"invalid UTF-8", send("hi \xff"), "application/json"},
+		{"lone surrogate", send(`hi \ud800`), "application/json"},
+		{"another charset", send("hi"), "application/json; charset=utf-16"},
+	} {
+		code, _, body := a2aREST(t, http.MethodPost, ep, c.body, "Content-Type", c.ct)
+		var r struct{ Error *a2abridge.RPCError }
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || r.Error == nil || r.Error.Code != a2abridge.CodeParseError {
+			t.Errorf("JSON-RPC, %s: %d %s, want error %d", c.name, code, body, a2abridge.CodeParseError)
+		}
+		rest := strings.TrimPrefix(c.body, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`)
+		rest = strings.TrimSuffix(rest, "}")
+		if code, _, body := a2aREST(t, http.MethodPost, strings.TrimSuffix(ep, "/")+"/message:send", rest, "Content-Type", c.ct); code != http.StatusBadRequest {
+			t.Errorf("HTTP+JSON, %s: %d %s, want 400", c.name, code, body)
+		}
+	}
+}

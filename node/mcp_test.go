@@ -550,6 +550,13 @@ func TestMCPProblems(t *testing.T) {
 			map[string]string{"Accept": "application/json, text/event-stream"}, http.StatusBadRequest, -32020},
 		{"2026-07-28 unknown method", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"nope","params":{"_meta":` + meta + `}}`, "application/json",
 			map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "nope"}, http.StatusNotFound, -32601},
+		// Text as sent or not at all: the SDK would decode these to U+FFFD.
+		{"invalid UTF-8", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"` + "\xff" + `"}}}`, "application/json",
+			map[string]string{"Accept": "application/json, text/event-stream"}, http.StatusBadRequest, 0},
+		{"lone surrogate", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"s":"\ud800"}}}`, "application/json",
+			map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28"}, http.StatusBadRequest, 0},
+		{"another charset", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, "application/json; charset=utf-16",
+			map[string]string{"Accept": "application/json, text/event-stream"}, http.StatusUnsupportedMediaType, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, url, strings.NewReader(tc.body))

@@ -132,6 +132,9 @@ func restParams(w http.ResponseWriter, r *http.Request, id string) (json.RawMess
 	if err != nil {
 		return nil, rpcErr(CodeParseError, "reading the request: %v", err)
 	}
+	if rerr := checkText(r, body); rerr != nil {
+		return nil, rerr
+	}
 	m := map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := json.Unmarshal(body, &m); err != nil {

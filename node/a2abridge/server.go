@@ -352,6 +352,10 @@ func (b *Bridge) serveRPC(w http.ResponseWriter, r *http.Request, setup func(*ca
 		writeRPC(w, nil, nil, rpcErr(CodeParseError, "reading the request: %v", err))
 		return
 	}
+	if rerr := checkText(r, body); rerr != nil {
+		writeRPC(w, nil, nil, rerr)
+		return
+	}
 	if err := json.Unmarshal(body, &c.req); err != nil {
 		writeRPC(w, nil, nil, rpcErr(CodeParseError, "Invalid JSON payload: %v", err))
 		return
@@ -366,6 +370,20 @@ func (b *Bridge) serveRPC(w http.ResponseWriter, r *http.Request, setup func(*ca
 	}
 	setup(c)
 	b.dispatch(c)
+}
+
+// checkText refuses a body that is not UTF-8 (a charset parameter other
+// than utf-8, invalid UTF-8, an escaped lone surrogate), which decoding
+// would rewrite to U+FFFD: the bridge forwards text as sent or not at all.
+func checkText(r *http.Request, body []byte) *RPCError {
+	p := httpapi.CheckJSONCharset(r)
+	if p == nil {
+		p = httpapi.CheckJSONText(body)
+	}
+	if p == nil {
+		return nil
+	}
+	return rpcErr(CodeParseError, "Invalid JSON payload: %s", p.Detail)
 }
 
 // versionErr refuses the A2A version v.

@@ -60,8 +60,20 @@ func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // whose params' _meta names a protocol version (the stateless handler
 // rejects it as a HeaderMismatch, which is what the 2026-07-28 transport
 // asks); everything else (initialize, a session's requests, GET, DELETE)
-// to the stateful one. Reading the body fails with a problem.
+// to the stateful one. A POST's body is read here, through the node's
+// one body reader (httpapi.ReadBody: bounded, JSON text as sent — not
+// UTF-8, a lone surrogate or another charset is refused rather than
+// decoded to U+FFFD by the SDK); reading it fails with a problem.
 func (e endpoint) route(w http.ResponseWriter, r *http.Request) (http.Handler, *lmosproto.Problem) {
+	var body []byte
+	if r.Method == http.MethodPost {
+		b, p := httpapi.ReadBody(w, r, mcp.DefaultMaxRequestBodyBytes)
+		if p != nil {
+			return nil, p
+		}
+		body = b
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	if v := r.Header.Get(headerProtocolVersion); v != "" {
 		if v >= RevisionStateless {
 			return e.stateless, nil
@@ -71,11 +83,6 @@ func (e endpoint) route(w http.ResponseWriter, r *http.Request) (http.Handler, *
 	if r.Method != http.MethodPost || r.Header.Get(headerSessionID) != "" {
 		return e.stateful, nil
 	}
-	body, p := httpapi.ReadBody(w, r, mcp.DefaultMaxRequestBodyBytes)
-	if p != nil {
-		return nil, p
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	var msg struct {
 		Params struct {
 			Meta map[string]json.RawMessage `json:"_meta"`
