@@ -59,9 +59,8 @@ func requestedVersion(r *http.Request) string {
 }
 
 // route03 decides the generation of c's request: a 0.3 request is
-// translated to 1.0 in place (c.v03 set, the method and params
-// rewritten); it answers an error for a request that no generation
-// serves.
+// translated to 1.0 (translate03); it answers an error for a request
+// that no generation serves.
 func route03(c *call) *RPCError {
 	switch v := requestedVersion(c.r); v {
 	case ProtocolVersion:
@@ -71,6 +70,13 @@ func route03(c *call) *RPCError {
 		return rpcErr(CodeVersionNotSupported, "A2A version %q is not supported; this agent speaks %s (no A2A-Version header) and %s (header A2A-Version: %s)",
 			v, version03, ProtocolVersion, ProtocolVersion)
 	}
+	return translate03(c)
+}
+
+// translate03 translates c's 0.3 request to 1.0 in place (c.v03 set, the
+// method and params rewritten); it answers an error for a method 0.3
+// does not serve.
+func translate03(c *call) *RPCError {
 	m := c.req.Method
 	switch {
 	case strings.HasPrefix(m, method03PushPrefix):

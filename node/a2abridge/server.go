@@ -39,7 +39,7 @@ const (
 func Patterns() []string {
 	return slices.Concat([]string{WellKnownCard, PathPrefix, PathPrefix + "/{publisher}/{id}", PathPrefix + "/{publisher}/{id}/{$}",
 		PathPrefix + "/{publisher}/{id}/.well-known/agent-card.json", PathAgents, pathJWKS, PathImports},
-		restPaths(PathPrefix), restPaths(pathAgentBase))
+		restPaths(PathPrefix), restPaths(pathAgentBase), rest03Paths(PathPrefix), rest03Paths(pathAgentBase))
 }
 
 func (b *Bridge) routes() {
@@ -61,6 +61,7 @@ func (b *Bridge) routes() {
 	})
 	b.mux.HandleFunc("POST "+PathImports, b.serveImport)
 	b.restRoutes()
+	b.rest03Routes()
 }
 
 // ServeHTTP implements http.Handler.
@@ -421,6 +422,8 @@ func (b *Bridge) dispatch(c *call) {
 // or the error with its HTTP status (writeREST).
 func (c *call) reply(result any, err *RPCError) {
 	switch {
+	case c.rest && c.v03:
+		writeREST03(c.w, result, err)
 	case c.rest:
 		writeREST(c.w, result, err)
 	case c.v03:
@@ -432,8 +435,12 @@ func (c *call) reply(result any, err *RPCError) {
 
 // eventData is the data of a stream's event ev: a JSON-RPC response in
 // the generation of the request (JSON-RPC binding) or ev itself
-// (HTTP+JSON binding).
+// (HTTP+JSON binding; of 0.3 in its proto form).
 func (c *call) eventData(ev StreamResponse) []byte {
+	if c.rest && c.v03 {
+		data, _ := json03(ev) // every event has a 0.3 form
+		return data
+	}
 	var v any = rpcResponse{JSONRPC: "2.0", ID: c.req.ID, Result: c.wire(ev)}
 	if c.rest {
 		v = ev

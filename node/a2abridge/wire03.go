@@ -48,15 +48,19 @@ type SchemeV03 struct {
 }
 
 // dualCard adds to the 1.0 card c what a 0.3 client reads: its JSON-RPC
-// endpoint as url (and as a 1.0 interface of version 0.3, for 1.0 SDKs
-// with a 0.3 transport), the 0.3 protocol version and security.
+// endpoint as url and its 0.3 HTTP+JSON interface (rest03.go) in
+// additionalInterfaces (both also as 1.0 interfaces of version 0.3, for
+// 1.0 SDKs with 0.3 transports), the 0.3 protocol version and security.
 func dualCard(c *AgentCard) {
 	if len(c.SupportedInterfaces) == 0 {
 		return
 	}
 	u := c.SupportedInterfaces[0].URL
-	c.CardV03 = CardV03{URL: u, PreferredTransport: BindingJSONRPC, ProtocolVersion: ProtocolVersion03}
-	c.SupportedInterfaces = append(c.SupportedInterfaces, AgentInterface{URL: u, ProtocolBinding: BindingJSONRPC, ProtocolVersion: version03})
+	rest := rest03Interface(u)
+	c.CardV03 = CardV03{URL: u, PreferredTransport: BindingJSONRPC, ProtocolVersion: ProtocolVersion03,
+		AdditionalInterfaces: []AgentInterfaceV03{{URL: u, Transport: BindingJSONRPC}, rest}}
+	c.SupportedInterfaces = append(c.SupportedInterfaces, AgentInterface{URL: u, ProtocolBinding: BindingJSONRPC, ProtocolVersion: version03},
+		AgentInterface{URL: rest.URL, ProtocolBinding: BindingHTTPJSON, ProtocolVersion: version03})
 	for name, s := range c.SecuritySchemes {
 		if s.HTTPAuth != nil {
 			s.SchemeV03 = SchemeV03{Type: "http", Scheme: strings.ToLower(s.HTTPAuth.Scheme)}
