@@ -1,24 +1,32 @@
 // The official A2A JavaScript SDK's A2A 0.3 client (@a2a-js/sdk's
-// compat/v0_3 JSON-RPC transport, pinned in package-lock.json) against an
-// lmosnode's A2A bridge. Run by node/a2a03_test.go:
+// compat/v0_3 JSON-RPC transport, or with "binding": "rest" its 0.3
+// HTTP+JSON transport, pinned in package-lock.json) against an
+// lmosnode's A2A bridge. Run by node/a2a03_test.go and
+// node/a2a_rest03_test.go:
 //
-//   node client03.mjs '{"base": "http://127.0.0.1:PORT", "agent": "/a2a/<publisher>/<id>/", "thingId": "…", "task": "session"?}'
+//   node client03.mjs '{"base": "http://127.0.0.1:PORT", "agent": "/a2a/<publisher>/<id>/", "thingId": "…", "task": "session"?, "binding": "rest"?}'
 //
 // The card is read as a 0.3 client reads it (its url, preferredTransport
 // and protocolVersion, by the SDK's parseLegacyAgentCard), so that the
 // client factory picks the 0.3 transport. It prints one JSON object with
 // what it saw, including the JSON-RPC methods and A2A-Version headers
 // that went over the wire; the Go test asserts on it.
-import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
+import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } from "@a2a-js/sdk/client";
 import { parseLegacyAgentCard } from "@a2a-js/sdk/compat/v0_3/client";
 import { Role, TaskState } from "@a2a-js/sdk";
 
 const req = JSON.parse(process.argv[2]);
 const out = { wire: [] };
 
-// Records the method and A2A-Version of every JSON-RPC request.
+// Records the method and A2A-Version of every JSON-RPC request, the HTTP
+// method and path (task ids as {id}) of every REST request.
+const rest = req.binding === "rest";
 const recordingFetch = (url, init = {}) => {
-  if (init.body) {
+  if (rest) {
+    const path = new URL(url).pathname.replace(/^.*\/v1\//, "/v1/").replace(/[0-9a-f]{8}-[0-9a-f-]{27}|no-such-task/, "{id}");
+    const entry = (init.method ?? "GET") + " " + path;
+    if (!out.wire.includes(entry)) out.wire.push(entry);
+  } else if (init.body) {
     const headers = new Headers(init.headers);
     const v = headers.get("A2A-Version") ?? "";
     const entry = JSON.parse(init.body).method + (v ? " (A2A-Version " + v + ")" : "");
@@ -26,11 +34,13 @@ const recordingFetch = (url, init = {}) => {
   }
   return fetch(url, init);
 };
-const factory = new ClientFactory(
-  ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-    transports: [new JsonRpcTransportFactory({ fetchImpl: recordingFetch, legacyCompat: { enabled: true } })],
-  }),
-);
+const factory = rest
+  ? new ClientFactory({ transports: [new RestTransportFactory({ fetchImpl: recordingFetch, legacyCompat: { enabled: true } })] })
+  : new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory({ fetchImpl: recordingFetch, legacyCompat: { enabled: true } })],
+      }),
+    );
 
 // A 0.3 client knows nothing of supportedInterfaces: it reads the card's
 // 0.3 members.
