@@ -190,11 +190,11 @@ func TestA2A03JSRESTClient(t *testing.T) {
 	path := a2abridge.AgentPath(owner.PeerID(), id)
 	got := a2aJS(t, "client03.mjs", map[string]any{"base": base, "agent": path, "thingId": id, "binding": "rest"})
 	for what, want := range map[string]string{
-		"card":   `{"preferredTransport":"JSONRPC","protocolVersion":"0.3.0","transport":"0.3","url":"` + base + path + `"}`,
-		"send":   `{"artifacts":["HELLO"],"state":"TASK_STATE_COMPLETED"}`,
-		"stream": `["task:TASK_STATE_SUBMITTED","status:TASK_STATE_WORKING","artifact:stream:a","artifact:stream:b","artifact:stream:c","artifact:result:abc","status:TASK_STATE_COMPLETED"]`,
-		"cancel": `{"after":"TASK_STATE_CANCELED","cancelled":"TASK_STATE_CANCELED","got":"TASK_STATE_WORKING","resubscribed":["task:TASK_STATE_WORKING","status:TASK_STATE_CANCELED"]}`,
-		"wire": `["POST /v1/message:send","POST /v1/message:stream","GET /v1/tasks/{id}","GET /v1/tasks/{id}:subscribe","POST /v1/tasks/{id}:cancel"]`,
+		"card":     `{"preferredTransport":"JSONRPC","protocolVersion":"0.3.0","transport":"0.3","url":"` + base + path + `"}`,
+		"send":     `{"artifacts":["HELLO"],"state":"TASK_STATE_COMPLETED"}`,
+		"stream":   `["task:TASK_STATE_SUBMITTED","status:TASK_STATE_WORKING","artifact:stream:a","artifact:stream:b","artifact:stream:c","artifact:result:abc","status:TASK_STATE_COMPLETED"]`,
+		"cancel":   `{"after":"TASK_STATE_CANCELED","cancelled":"TASK_STATE_CANCELED","got":"TASK_STATE_WORKING","resubscribed":["task:TASK_STATE_WORKING","status:TASK_STATE_CANCELED"]}`,
+		"wire":     `["POST /v1/message:send","POST /v1/message:stream","GET /v1/tasks/{id}","GET /v1/tasks/{id}:subscribe","POST /v1/tasks/{id}:cancel"]`,
 		"nodeCall": `{"artifacts":["VIA THE NODE"],"state":"TASK_STATE_COMPLETED"}`,
 	} {
 		if s := jsonOf(got[what]); s != want {
