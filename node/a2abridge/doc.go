@@ -1,5 +1,5 @@
 // Package a2abridge bridges the node to the Agent2Agent protocol (A2A
-// 1.0, JSON-RPC and HTTP+JSON bindings, and 0.3, JSON-RPC binding), both
+// 1.0 and 0.3, each over the JSON-RPC and HTTP+JSON bindings), both
 // ways.
 //
 // Every lmos:Agent the node may see, its own and those of other nodes, is
@@ -15,6 +15,10 @@
 //	GET  {base}/tasks/{id}, {base}/tasks                   /a2a/{publisher}/{id} or /a2a: each request
 //	POST {base}/tasks/{id}:cancel, {base}/tasks/{id}:subscribe   is the call of its JSON-RPC method
 //	GET  {base}/extendedAgentCard, {base}/tasks/{id}/pushNotificationConfigs[/{configId}]
+//	POST {base}/v0.3/v1/message:send, …/v1/message:stream   A2A 0.3's HTTP+JSON binding (rest03.go):
+//	GET  {base}/v0.3/v1/tasks/{id}, …/v1/card               0.3's proto JSON through pbconv and
+//	POST {base}/v0.3/v1/tasks/{id}:cancel, …:subscribe      the 0.3 JSON-RPC translation
+//	     {base}/v0.3/v1/tasks/{id}/pushNotificationConfigs[/{configId}]
 //	GET  /a2a/jwks.json                            the key the cards are signed with
 //	POST /api/v1/a2a/imports                       import an A2A agent (lmosnode a2a import)
 //
@@ -59,17 +63,19 @@
 // tasks/cancel, tasks/resubscribe) is translated to its 1.0 method and
 // its answer and stream events back (jsonrpc03.go): kind-tagged parts,
 // lower-case kebab states, the task itself as message/send's result,
-// status-update events with final. Every card is dual: beside the 1.0
-// supportedInterfaces (a 1.0 and a 0.3 JSON-RPC interface on the same
-// URL) it has the 0.3 members url, preferredTransport "JSONRPC",
-// protocolVersion "0.3.0" and security, and is signed twice, over its 1.0
+// status-update events with final. A request of 0.3's HTTP+JSON binding
+// (under {endpoint}/v0.3) is the call of its 0.3 method, its proto JSON
+// read and written with a2a-go's pbconv (rest03.go). Every card is dual:
+// beside the 1.0 supportedInterfaces (1.0 and 0.3 interfaces of both
+// bindings) it has the 0.3 members url, preferredTransport "JSONRPC",
+// additionalInterfaces, protocolVersion "0.3.0" and security, and is signed twice, over its 1.0
 // view and over the whole card (wire03.go). An imported agent whose card
 // offers JSON-RPC of 0.3 only is called with the 0.3 methods (client03.go).
 //
 // A2A 1.0 is implemented on net/http: github.com/a2aproject/a2a-go
 // v0.3.3, the Go SDK, speaks 0.3 only. The 0.3 side uses that SDK's a2a
 // package: its types are the 0.3 wire shapes the bridge translates to and
-// from. Its server (a2asrv) and client (a2aclient) are used by the tests
+// from (and its a2apb/pbconv their proto form, 0.3's HTTP+JSON). Its server (a2asrv) and client (a2aclient) are used by the tests
 // only: a2asrv would run a second task model beside the bridge's, and
 // a2aclient ends a stream at an event over 64 KiB and reads an answer
 // without a bound, where the bridge's JSON-RPC client bounds both to
