@@ -108,6 +108,14 @@ func TestA2A03RESTGo(t *testing.T) {
 		!strings.Contains(body, `"content":[{"text":"hello"}]`) {
 		t.Fatalf("message:send: %d %s %s", code, ct, body)
 	}
+	// a2a-go's later 0.3 proto names a message's parts "parts": taken too.
+	if code, _, body := a2aREST(t, http.MethodPost, rest+"/v1/message:send", `{"message":{"messageId":"m0","role":"ROLE_USER","parts":[{"text":"parts"}]}}`); code != http.StatusOK ||
+		!strings.Contains(body, `"text":"PARTS"`) {
+		t.Fatalf("message:send with parts: %d %s", code, body)
+	}
+	if !slices.Contains(card.SupportedInterfaces, a2abridge.AgentInterface{URL: rest, ProtocolBinding: "HTTP+JSON", ProtocolVersion: "0.3"}) {
+		t.Fatalf("1.0 interfaces: %+v", card.SupportedInterfaces)
+	}
 	code, _, body = a2aREST(t, http.MethodGet, rest+"/v1/tasks/"+task.GetId()+"?historyLength=0", "")
 	var got a2apb.Task
 	decode03(t, "GET task", body, &got)
