@@ -361,7 +361,10 @@ step_private() {
 # private_wave NAME...: start the private nodes NAME... and wait until each
 # holds a relay reservation.
 private_wave() {
-	local deadline=$((SECONDS + DEADLINE)) p relays=() hide=()
+	# Twice the usual deadline: AutoRelay retries a reservation that failed
+	# (e.g. before AutoNAT said private) on a backoff of its own; most runs
+	# hold one within 15-20 s, one of five on 2026-11-28 not within 90 s.
+	local deadline=$((SECONDS + 2 * DEADLINE)) p relays=() hide=()
 	relays=(--relay "$(addr_of relay1 "${PUB_IP[relay1]}")" --relay "$(addr_of relay2 "${PUB_IP[relay2]}")")
 	for p in "$@"; do
 		hide=()
