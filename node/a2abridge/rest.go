@@ -3,7 +3,6 @@ package a2abridge
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -128,11 +127,8 @@ var (
 // restParams are the params of a request: the members of its body (a
 // JSON object, if any), its query parameters and the task id of its path.
 func restParams(w http.ResponseWriter, r *http.Request, id string) (json.RawMessage, *RPCError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		return nil, rpcErr(CodeParseError, "reading the request: %v", err)
-	}
-	if rerr := checkText(r, body); rerr != nil {
+	body, rerr := readBody(w, r)
+	if rerr != nil {
 		return nil, rerr
 	}
 	m := map[string]json.RawMessage{}

@@ -3,7 +3,6 @@ package a2abridge
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -108,11 +107,8 @@ func (b *Bridge) serveREST03(setup func(*http.Request) func(*call), op func(*htt
 // sendParams03Proto reads the body of a message:send or message:stream,
 // a SendMessageRequest in the proto JSON form, as 0.3 params.
 func sendParams03Proto(w http.ResponseWriter, r *http.Request) (*a2a.MessageSendParams, *RPCError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		return nil, rpcErr(CodeParseError, "reading the request: %v", err)
-	}
-	if rerr := checkText(r, body); rerr != nil {
+	body, rerr := readBody(w, r)
+	if rerr != nil {
 		return nil, rerr
 	}
 	var req a2apb.SendMessageRequest

@@ -348,12 +348,8 @@ func metaBool(key string, metadata ...json.RawMessage) bool {
 // serveRPC reads a JSON-RPC request and dispatches it.
 func (b *Bridge) serveRPC(w http.ResponseWriter, r *http.Request, setup func(*call)) {
 	c := &call{w: w, r: r}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		writeRPC(w, nil, nil, rpcErr(CodeParseError, "reading the request: %v", err))
-		return
-	}
-	if rerr := checkText(r, body); rerr != nil {
+	body, rerr := readBody(w, r)
+	if rerr != nil {
 		writeRPC(w, nil, nil, rerr)
 		return
 	}
@@ -373,9 +369,23 @@ func (b *Bridge) serveRPC(w http.ResponseWriter, r *http.Request, setup func(*ca
 	b.dispatch(c)
 }
 
-// checkText refuses a body that is not UTF-8 (a charset parameter other
-// than utf-8, invalid UTF-8, an escaped lone surrogate), which decoding
-// would rewrite to U+FFFD: the bridge forwards text as sent or not at all.
+// readBody reads the body of a request of either binding, at most
+// maxBody bytes, and refuses one that is not UTF-8 (a charset parameter
+// other than utf-8, invalid UTF-8, an escaped lone surrogate), which
+// decoding would rewrite to U+FFFD: the bridge forwards text as sent or
+// not at all.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *RPCError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return nil, rpcErr(CodeParseError, "reading the request: %v", err)
+	}
+	if rerr := checkText(r, body); rerr != nil {
+		return nil, rerr
+	}
+	return body, nil
+}
+
+// checkText is readBody's check of the text.
 func checkText(r *http.Request, body []byte) *RPCError {
 	p := httpapi.CheckJSONCharset(r)
 	if p == nil {
