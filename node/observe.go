@@ -104,11 +104,14 @@ func hasProtocol(a ma.Multiaddr, code int) bool {
 	return err == nil
 }
 
-// topicKind names the kind of a gossipsub topic for lmos_gossip_messages_total.
+// topicKind names the kind of a gossipsub topic for lmos_gossip_messages_total
+// and lmos_gossip_received_bytes_total.
 func topicKind(topic string) string {
 	switch {
 	case topic == lmosproto.TopicAnnounce:
 		return "announce"
+	case topic == lmosproto.TopicPresence:
+		return "presence"
 	case strings.HasPrefix(topic, lmosproto.TopicGroupPrefix):
 		return "group"
 	case strings.HasPrefix(topic, lmosproto.TopicEventsPrefix):

@@ -9,7 +9,8 @@ import (
 )
 
 // GossipTracer returns a gossipsub tracer counting the messages received
-// in lmos_gossip_messages_total. kind names the kind of a topic (a fixed,
+// in lmos_gossip_messages_total and their bytes in
+// lmos_gossip_received_bytes_total. kind names the kind of a topic (a fixed,
 // small set, e.g. "announce", "group", "events"), never the topic itself.
 func (m *Metrics) GossipTracer(kind func(topic string) string) pubsub.RawTracer {
 	return gossipTracer{m: m, kind: kind}
@@ -24,8 +25,14 @@ func (t gossipTracer) count(msg *pubsub.Message, outcome, reason string) {
 	t.m.gossip.WithLabelValues(t.kind(msg.GetTopic()), outcome, reason).Inc()
 }
 
-func (t gossipTracer) DeliverMessage(msg *pubsub.Message)   { t.count(msg, "delivered", "") }
-func (t gossipTracer) DuplicateMessage(msg *pubsub.Message) { t.count(msg, "duplicate", "") }
+func (t gossipTracer) received(msg *pubsub.Message, outcome string) {
+	kind := t.kind(msg.GetTopic())
+	t.m.gossip.WithLabelValues(kind, outcome, "").Inc()
+	t.m.gossipBytes.WithLabelValues(kind, outcome).Add(float64(len(msg.GetData())))
+}
+
+func (t gossipTracer) DeliverMessage(msg *pubsub.Message)   { t.received(msg, "delivered") }
+func (t gossipTracer) DuplicateMessage(msg *pubsub.Message) { t.received(msg, "duplicate") }
 
 // RejectMessage counts a message by gossipsub's reason, a fixed set
 // ("validation failed", "validation ignored", "blacklisted peer", …)

@@ -37,6 +37,7 @@ type Metrics struct {
 	apiRequests        *prometheus.CounterVec
 	apiSeconds         *prometheus.HistogramVec
 	gossip             *prometheus.CounterVec
+	gossipBytes        *prometheus.CounterVec
 	dhtQueries         *prometheus.CounterVec
 	groupOps           *prometheus.CounterVec
 }
@@ -68,6 +69,10 @@ func New() *Metrics {
 			Namespace: namespace, Name: "gossip_messages_total",
 			Help: "Gossipsub messages received, by topic kind (announce, group, events, other), outcome (delivered, duplicate, rejected) and, for a rejection, gossipsub's reason (validation_failed, validation_ignored, …).",
 		}, []string{"topic", "outcome", "reason"}),
+		gossipBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "gossip_received_bytes_total",
+			Help: "Bytes of gossipsub message data received (delivered or duplicate, not rejected), by topic kind (announce, presence, group, events, other): what a node hears, without the RPC framing and control messages.",
+		}, []string{"topic", "outcome"}),
 		dhtQueries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "dht_queries_total",
 			Help: "DHT queries this node made, by operation (get, put, provide, find_providers, find_peer) and outcome (ok, not_found, error).",
@@ -81,7 +86,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.interactions, m.interactionSeconds, m.apiRequests, m.apiSeconds,
-		m.gossip, m.dhtQueries, m.groupOps,
+		m.gossip, m.gossipBytes, m.dhtQueries, m.groupOps,
 	)
 	return m
 }
