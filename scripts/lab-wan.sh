@@ -20,7 +20,12 @@
 #
 # `wanlab drive` in the router namespace links nodes and raw hosts alike
 # (a ring plus chords), then measures rows 1, 3 and 2 and prints them as
-# benchtab lines, turned into a table at the end. tc netem is not used:
+# benchtab lines, turned into a table at the end. With --scale (run as
+# `scripts/lab.sh scale`) it is the scale lab: 100 namespaces by default,
+# every node publishing --things Things in two stages (a tenth, then all),
+# per-node memory, Things held and gossip bytes at each stage, rows 1 and 2
+# on the loaded federation, then --kill of the nodes killed at once and
+# rows 1 and 2 again among the survivors. tc netem is not used:
 # the kernels this runs on may lack sch_netem (docs/lab.md). Needs root.
 # Namespaces and processes are removed on every exit, including Ctrl-C.
 set -euo pipefail
@@ -38,7 +43,15 @@ usage: scripts/lab.sh wan [options]
       --loss P        share of packets dropped (default 0.005: 0.5 %)
       --samples S     row 1 publications of each kind (default 40)
       --cold S        row 2 cold lookups of each kind (default 20)
-      --timeout S     stop the measurements after S seconds (default 600)
+      --timeout S     stop the measurements after S seconds (default 600;
+                      3600 with --scale)
+      --scale         the scale lab (also: scripts/lab.sh scale): nodes
+                      default 100 (up to 200), rows 1-2 on a loaded
+                      federation, row 3 skipped
+      --things T      --scale: Things each node publishes (default 1000)
+      --caps C        --scale: capabilities they spread over (default 100)
+      --kill F        --scale: share of the nodes killed at once after the
+                      loaded rows, then rows 1-2 again (default 0.1; 0: none)
       --keep          keep the work directory (always kept on failure)
       --clean         remove what a killed run of lab <ID> left behind
   -h, --help          this help
@@ -49,15 +62,19 @@ EOF
 }
 
 ARGS=("$@")
-NODES=${LAB_NODES:-30}
+NODES=${LAB_NODES:-}
 LAB=${LAB_ID:-0}
 RTT_MIN=20
 RTT_MAX=120
 LOSS=0.005
 SAMPLES=40
 COLD=20
-TIMEOUT=600
+TIMEOUT=""
 KEEP=${LAB_KEEP:-0}
+SCALE=0
+THINGS=1000
+CAPS=100
+KILL=0.1
 CLEAN_ONLY=0
 GO=${GO:-go}
 
@@ -71,6 +88,10 @@ while (($#)); do
 	--samples) SAMPLES=${2:?$1 needs a value}; shift 2 ;;
 	--cold) COLD=${2:?$1 needs a value}; shift 2 ;;
 	--timeout) TIMEOUT=${2:?$1 needs a value}; shift 2 ;;
+	--scale) SCALE=1; shift ;;
+	--things) THINGS=${2:?$1 needs a value}; shift 2 ;;
+	--caps) CAPS=${2:?$1 needs a value}; shift 2 ;;
+	--kill) KILL=${2:?$1 needs a value}; shift 2 ;;
 	--keep) KEEP=1; shift ;;
 	--clean) CLEAN_ONLY=1; shift ;;
 	-h | --help) usage; exit 0 ;;
@@ -80,7 +101,18 @@ done
 
 die() { echo "lab wan: $*" >&2; exit 1; }
 
-[[ $NODES =~ ^[0-9]+$ ]] && ((NODES >= 2 && NODES <= 100)) || die "--nodes: $NODES: want a number from 2 to 100"
+MAX_NODES=100
+if ((SCALE)); then
+	NODES=${NODES:-100}
+	TIMEOUT=${TIMEOUT:-3600}
+	MAX_NODES=200
+	[[ $THINGS =~ ^[0-9]+$ ]] && ((THINGS >= 10)) || die "--things: $THINGS: want a number ≥ 10"
+	[[ $CAPS =~ ^[0-9]+$ ]] && ((CAPS >= 1)) || die "--caps: $CAPS: want a positive number"
+	[[ $KILL =~ ^0?\.[0-9]+$|^0$ ]] || die "--kill: $KILL: want a share below 1, e.g. 0.1"
+fi
+NODES=${NODES:-30}
+TIMEOUT=${TIMEOUT:-600}
+[[ $NODES =~ ^[0-9]+$ ]] && ((NODES >= 2 && NODES <= MAX_NODES)) || die "--nodes: $NODES: want a number from 2 to $MAX_NODES"
 [[ $LAB =~ ^[0-9]$ ]] || die "--id: $LAB: want a digit 0..9"
 [[ $RTT_MIN =~ ^[0-9]+$ && $RTT_MAX =~ ^[0-9]+$ ]] && ((RTT_MIN <= RTT_MAX)) || die "--rtt-min/--rtt-max: want milliseconds, min ≤ max"
 [[ $LOSS =~ ^0?\.[0-9]+$|^0$ ]] || die "--loss: $LOSS: want a share below 1, e.g. 0.005"
@@ -177,7 +209,8 @@ step "nodes and peers: lmosnode up and wanlab peer in namespaces 1..$NODES"
 t0=$(now)
 for ((k = 1; k <= NODES; k++)); do
 	ip netns exec "$(ns "$k")" "$BIN/lmosnode" init --home "$(home "$k")" >/dev/null
-	jq '.mdns = false | .dhtMode = "server" | .autoNAT = false | .holePunching = false | .relayClient = false' \
+	jq --arg scale "$SCALE" --argjson things "$((THINGS * 2 + 100))" '.mdns = false | .dhtMode = "server" | .autoNAT = false | .holePunching = false | .relayClient = false
+		| if $scale == "1" then .quota.maxThings = $things else . end' \
 		"$(home "$k")/config.json" >"$WORK/config.tmp" && mv "$WORK/config.tmp" "$(home "$k")/config.json"
 	setsid ip netns exec "$(ns "$k")" "$BIN/lmosnode" up --home "$(home "$k")" \
 		--listen "/ip4/$(ip_of "$k")/tcp/$PORT" --api "$API" --mdns=false >"$WORK/node$k.log" 2>&1 &
@@ -195,8 +228,10 @@ echo "  started $NODES nodes, $NODES raw hosts and the cold peer in $(since "$t0
 step "measure: wanlab drive in $ROUTER (stops after ${TIMEOUT}s)"
 t0=$(now)
 rc=0
+SCALE_ARGS=()
+((SCALE)) && SCALE_ARGS=(-scale -things "$THINGS" -caps "$CAPS" -kill "$KILL" -ready 10m)
 timeout "$TIMEOUT" ip netns exec "$ROUTER" "$BIN/wanlab" drive -n "$NODES" -samples "$SAMPLES" -cold-samples "$COLD" \
-	-rtt-min "${RTT_MIN}ms" -rtt-max "${RTT_MAX}ms" >"$WORK/drive.out" 2>&1 &
+	-rtt-min "${RTT_MIN}ms" -rtt-max "${RTT_MAX}ms" "${SCALE_ARGS[@]}" >"$WORK/drive.out" 2>&1 &
 DRIVE_PID=$!
 PIDS+=($DRIVE_PID)
 # Show the driver's progress in the background: the script itself waits
@@ -210,8 +245,10 @@ wait "$SHOW_PID" || true
 
 DELAY_CPU=$(ps -o times= -p "$DELAY_PID" 2>/dev/null | tr -d ' ' || true)
 kill -TERM "$DELAY_PID" 2>/dev/null && wait "$DELAY_PID" 2>/dev/null || true
-printf '\n== summary (WAN lab %s: %d nodes + %d raw hosts, RTT %s..%s ms per pair, loss %s; measured in %s)\n\n' \
-	"$LAB" "$NODES" "$NODES" "$RTT_MIN" "$RTT_MAX" "$LOSS" "$(since "$t0")"
+KIND="WAN lab"
+((SCALE)) && KIND="scale lab, $THINGS Things per node over $CAPS capabilities, $KILL killed,"
+printf '\n== summary (%s %s: %d nodes + %d raw hosts, RTT %s..%s ms per pair, loss %s; measured in %s)\n\n' \
+	"$KIND" "$LAB" "$NODES" "$NODES" "$RTT_MIN" "$RTT_MAX" "$LOSS" "$(since "$t0")"
 if grep -q '^BENCHTAB ' "$WORK/drive.out"; then
 	"$BIN/benchtab" <"$WORK/drive.out"
 fi

@@ -31,6 +31,7 @@
 #        sudo scripts/lab.sh --clean
 #        sudo scripts/lab.sh nat [--help]   the NAT lab (scripts/lab-nat.sh)
 #        sudo scripts/lab.sh wan [--help]   the WAN lab (scripts/lab-wan.sh)
+#        sudo scripts/lab.sh scale [...]    the scale lab (lab-wan.sh --scale)
 set -euo pipefail
 
 # The NAT lab (relays, hole punching) is a scenario of its own.
@@ -38,10 +39,15 @@ if [[ ${1:-} == nat ]]; then
 	shift
 	exec bash "$(dirname "$0")/lab-nat.sh" "$@"
 fi
-# The WAN lab (rows 1-3 under internet latency) likewise.
+# The WAN lab (rows 1-3 under internet latency) likewise, and the scale
+# lab, which is the WAN lab with the federation loaded.
 if [[ ${1:-} == wan ]]; then
 	shift
 	exec bash "$(dirname "$0")/lab-wan.sh" "$@"
+fi
+if [[ ${1:-} == scale ]]; then
+	shift
+	exec bash "$(dirname "$0")/lab-wan.sh" --scale "$@"
 fi
 
 usage() {
@@ -70,7 +76,9 @@ usage: $0 [options]
   -h, --help          this help
 
 '$0 nat --help' describes the NAT lab (relays, hole punching);
-'$0 wan --help' the WAN lab (rows 1-3 under internet latency).
+'$0 wan --help' the WAN lab (rows 1-3 under internet latency);
+'$0 scale' is the scale lab: the WAN lab with --scale (100 nodes, 100k
+Things, 10 % killed; see '$0 wan --help').
 
 Environment: GO (go command, default go), LMOSNODE_BIN (use this lmosnode
 binary instead of building one).

@@ -28,6 +28,12 @@ type driver struct {
 	client  *http.Client
 	nodeIDs []string // by index - 1
 	delay   wandelay.Config
+	// alive are the indexes of the nodes still running (the scale lab
+	// kills some); loaded is how many Things each has published in the
+	// scale lab; suffix ends the name of every case measured.
+	alive  []int
+	loaded int
+	suffix string
 }
 
 func runDrive(args []string) error {
@@ -39,6 +45,14 @@ func runDrive(args []string) error {
 	calls := fs.Int("calls", 30, "row 3: calls of each kind per pair")
 	providers := fs.Int("providers", 5, "row 2: nodes that provide the capability")
 	ready := fs.Duration("ready", 3*time.Minute, "how long the nodes and peers may take to come up")
+	scaled := fs.Bool("scale", false, "the scale lab: load the federation in two stages, then rows 1 and 2, kill a share, rows 1 and 2 again")
+	sc := scaleConfig{}
+	fs.IntVar(&sc.things, "things", 1000, "scale: Things each node publishes in the end")
+	fs.IntVar(&sc.growth, "growth", 10, "scale: how many times more Things the second stage holds than the first")
+	fs.IntVar(&sc.caps, "caps", 100, "scale: capabilities the Things spread over")
+	fs.Float64Var(&sc.kill, "kill", 0.1, "scale: share of the nodes killed at once (0: none)")
+	fs.DurationVar(&sc.window, "window", 30*time.Second, "scale: the idle window after each stage")
+	fs.DurationVar(&sc.settle, "settle", 20*time.Minute, "scale: how long the directories may take to settle after a stage")
 	d := wandelay.DefaultConfig()
 	fs.DurationVar(&d.RTTMin, "rtt-min", d.RTTMin, "the lab's smallest RTT (for the report)")
 	fs.DurationVar(&d.RTTMax, "rtt-max", d.RTTMax, "the lab's largest RTT (for the report)")
@@ -46,16 +60,24 @@ func runDrive(args []string) error {
 		return err
 	}
 	dr := &driver{n: *n, cold: *n + 1, client: &http.Client{Timeout: 3 * time.Minute}, delay: d}
+	for k := 1; k <= *n; k++ {
+		dr.alive = append(dr.alive, k)
+	}
 	ctx := context.Background()
-	steps := []struct {
+	type step struct {
 		name string
 		fn   func() error
-	}{
+	}
+	steps := []step{
 		{"ready", func() error { return dr.waitReady(ctx, *ready) }},
 		{"links", func() error { return dr.link(ctx) }},
 		{"row 1", func() error { return dr.propagation(ctx, *samples) }},
 		{"row 3", func() error { return dr.calls(ctx, *pairs, *calls) }},
 		{"row 2", func() error { return dr.coldDiscovery(ctx, *providers, *coldSamples) }},
+	}
+	if *scaled {
+		sc.samples, sc.cold = *samples, *coldSamples
+		steps = append(steps[:2], step{"scale", func() error { return dr.scale(ctx, sc) }})
 	}
 	for _, s := range steps {
 		t0 := time.Now()
@@ -95,12 +117,12 @@ func (d *driver) status(ctx context.Context) ([]status, error) {
 	return st, err
 }
 
-// each runs fn(k) for every k in 1..n at once and returns the errors.
+// each runs fn(k) for every node k alive at once and returns the errors.
 func (d *driver) each(fn func(k int) error) error {
-	errs := make([]error, d.n)
+	errs := make([]error, len(d.alive))
 	var wg sync.WaitGroup
-	for k := 1; k <= d.n; k++ {
-		wg.Go(func() { errs[k-1] = fn(k) })
+	for i, k := range d.alive {
+		wg.Go(func() { errs[i] = fn(k) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -108,17 +130,7 @@ func (d *driver) each(fn func(k int) error) error {
 
 // poll runs cond every 200 ms until it holds, for at most limit.
 func poll(limit time.Duration, what string, cond func() (bool, string)) error {
-	deadline := time.Now().Add(limit)
-	for {
-		ok, why := cond()
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not within %s (%s)", what, limit, why)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return pollEvery(200*time.Millisecond, limit, what, cond)
 }
 
 func (d *driver) waitReady(ctx context.Context, limit time.Duration) error {
@@ -220,13 +232,16 @@ func retry(fn func() error) error {
 // arrivals waits until key arrived at every peer and returns the latest
 // arrival (unix ns).
 func (d *driver) arrivals(ctx context.Context, key string) (int64, error) {
-	at := make([]int64, d.n)
+	var mu sync.Mutex
+	var at []int64
 	err := d.each(func(k int) error {
 		var r struct {
 			At int64 `json:"at"`
 		}
 		err := d.ctl(ctx, k, http.MethodGet, "/wait", url.Values{"key": {key}, "timeout": {"60s"}}, &r)
-		at[k-1] = r.At
+		mu.Lock()
+		at = append(at, r.At)
+		mu.Unlock()
 		return err
 	})
 	return slices.Max(at), err
@@ -272,7 +287,7 @@ const pause = 500 * time.Millisecond
 // N directories (each node's thing_created event), against raw gossipsub
 // delivering a message of the record's size to all N raw hosts.
 func (d *driver) propagation(ctx context.Context, samples int) error {
-	warm, err := d.publishLMOS(ctx, 1, uuid(), "wan-propagation", false, true)
+	warm, err := d.publishLMOS(ctx, d.alive[0], uuid(), "wan-propagation", false, true)
 	if err != nil {
 		return err
 	}
@@ -283,7 +298,7 @@ func (d *driver) propagation(ctx context.Context, samples int) error {
 	fmt.Printf("records of about %d bytes\n", size)
 	var lm, rw []time.Duration
 	for i := range samples {
-		pub := (i*7)%d.n + 1
+		pub := d.alive[(i*7)%len(d.alive)]
 		var s started
 		if err := d.ctl(ctx, pub, http.MethodPost, "/raw/publish", url.Values{"size": {strconv.Itoa(size)}}, &s); err != nil {
 			return err
@@ -306,7 +321,7 @@ func (d *driver) propagation(ctx context.Context, samples int) error {
 		fmt.Printf("  sample %2d from node %2d: raw %6.1f ms, lmosnode %6.1f ms\n", i, pub, ms(rw[i]), ms(lm[i]))
 	}
 	for _, p := range percentiles {
-		benchtab.Print(benchtab.Row{Row: "1", Case: fmt.Sprintf("WAN propagation N=%d", d.n), Metric: p.metric, Unit: "ms",
+		benchtab.Print(benchtab.Row{Row: "1", Case: fmt.Sprintf("WAN propagation N=%d%s", len(d.alive), d.suffix), Metric: p.metric, Unit: "ms",
 			LMOS: percentile(lm, p.pct), Base: percentile(rw, p.pct), Baseline: "raw gossipsub", Target: p.target("p99", "≤ 1.5×")})
 	}
 	return nil
@@ -365,7 +380,7 @@ func (d *driver) coldDiscovery(ctx context.Context, providers, samples int) erro
 	providers = len(provs) // fewer when n is small
 	cs := coldSamples{d: d, capability: capability, providers: providers}
 	for i := range samples {
-		entry := (i*3)%d.n + 1
+		entry := d.alive[(i*3)%len(d.alive)]
 		first, second := cs.lmos, cs.raw
 		if i%2 == 1 {
 			first, second = cs.raw, cs.lmos
@@ -376,11 +391,14 @@ func (d *driver) coldDiscovery(ctx context.Context, providers, samples int) erro
 	}
 	fmt.Printf("%d samples, %d incomplete lookups\n", samples, cs.incomplete)
 	for _, p := range percentiles {
-		benchtab.Print(benchtab.Row{Row: "2", Case: fmt.Sprintf("WAN cold discovery, %d of %d nodes provide", providers, d.n), Metric: p.metric, Unit: "ms",
+		benchtab.Print(benchtab.Row{Row: "2", Case: fmt.Sprintf("WAN cold discovery, %d of %d nodes provide%s", providers, len(d.alive), d.suffix), Metric: p.metric, Unit: "ms",
 			LMOS: pct(cs.lm, p.pct), Base: pct(cs.rw, p.pct), Baseline: "raw kad-dht FindProviders", Target: p.target("p50", "≤ 3×")})
 	}
-	benchtab.Print(benchtab.Row{Row: "2", Case: "WAN raw lookup until it ends", Metric: "p50", Unit: "ms",
+	benchtab.Print(benchtab.Row{Row: "2", Case: "WAN raw lookup until it ends" + d.suffix, Metric: "p50", Unit: "ms",
 		LMOS: pct(cs.lm, 50), Base: pct(cs.rwEnd, 50), Baseline: "raw kad-dht, whole lookup"})
+	benchtab.Print(benchtab.Row{Row: "2", Case: "WAN cold discovery completeness" + d.suffix, Metric: "all providers found", Unit: "%",
+		LMOS: 100 * float64(cs.completeLM) / float64(max(len(cs.lm), 1)), Base: 100 * float64(cs.completeRaw) / float64(max(len(cs.rw), 1)),
+		Baseline: "raw kad-dht FindProviders", Target: "≥ 99 %"})
 	return nil
 }
 
@@ -390,7 +408,7 @@ func (d *driver) coldDiscovery(ctx context.Context, providers, samples int) erro
 func (d *driver) provideCapability(ctx context.Context, capability string, providers int) ([]int, error) {
 	var provs []int
 	for j := range providers {
-		if k := (2+j*d.n/providers)%d.n + 1; !slices.Contains(provs, k) {
+		if k := d.alive[(1+j*len(d.alive)/providers)%len(d.alive)]; !slices.Contains(provs, k) {
 			provs = append(provs, k)
 		}
 	}
@@ -408,7 +426,7 @@ func (d *driver) provideCapability(ctx context.Context, capability string, provi
 		var r struct {
 			Found float64 `json:"found"`
 		}
-		err := d.ctl(ctx, d.cold, http.MethodPost, "/raw/coldfind", url.Values{"capability": {capability}, "want": {want}, "entry": {"1"}}, &r)
+		err := d.ctl(ctx, d.cold, http.MethodPost, "/raw/coldfind", url.Values{"capability": {capability}, "want": {want}, "entry": {strconv.Itoa(d.alive[0])}}, &r)
 		return err == nil && r.Found >= 0, fmt.Sprint(err, r)
 	})
 	return provs, err
@@ -423,8 +441,10 @@ type coldSamples struct {
 	providers  int
 	lm, rw     []float64
 	rwEnd      []float64
-	// incomplete counts the lookups that did not find every provider.
-	incomplete int
+	// incomplete counts the lookups that did not find every provider;
+	// completeLM and completeRaw the lookups of each kind that did.
+	incomplete              int
+	completeLM, completeRaw int
 }
 
 // lmos takes sample i of a fresh node joining through node entry.
@@ -443,6 +463,8 @@ func (cs *coldSamples) lmos(ctx context.Context, i, entry int) error {
 	}
 	if r.Count < cs.providers {
 		cs.incomplete++
+	} else {
+		cs.completeLM++
 	}
 	cs.lm = append(cs.lm, r.MS)
 	fmt.Printf("  sample %2d via node %2d: lmosnode %6.1f ms (%d Things)\n", i, entry, r.MS, r.Count)
@@ -464,6 +486,8 @@ func (cs *coldSamples) raw(ctx context.Context, i, entry int) error {
 	if r.Found < 0 {
 		cs.incomplete++
 		r.Found = 60_000
+	} else {
+		cs.completeRaw++
 	}
 	cs.rw, cs.rwEnd = append(cs.rw, r.Found), append(cs.rwEnd, r.Ended)
 	fmt.Printf("  sample %2d via node %2d: raw      %6.1f ms (lookup ended %6.1f ms, %d providers)\n", i, entry, r.Found, r.Ended, r.Providers)

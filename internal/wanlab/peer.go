@@ -214,7 +214,7 @@ func (p *wanPeer) followEvents(ctx context.Context) error {
 		var ev struct {
 			ID string `json:"id"`
 		}
-		if json.Unmarshal([]byte(data), &ev) == nil && ev.ID != "" {
+		if json.Unmarshal([]byte(data), &ev) == nil && ev.ID != "" && !strings.HasPrefix(ev.ID, scalePrefix) {
 			p.arrive("lmos:"+ev.ID, at)
 		}
 	}
@@ -338,6 +338,9 @@ func (p *wanPeer) routes() http.Handler {
 	mux.HandleFunc("POST /raw/coldfind", p.rawColdFind)
 	mux.HandleFunc("POST /lmos/connect", p.lmosConnect)
 	mux.HandleFunc("POST /lmos/publish", p.lmosPublish)
+	mux.HandleFunc("POST /lmos/bulk", p.bulk)
+	mux.HandleFunc("GET /lmos/stats", p.stats)
+	mux.HandleFunc("POST /lmos/kill", p.kill)
 	mux.HandleFunc("POST /rtt", p.rtt)
 	mux.HandleFunc("POST /cold/start", p.coldStart)
 	mux.HandleFunc("POST /cold/find", p.coldFind)

@@ -1,0 +1,371 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/lmosnode/lmosnode/internal/benchtab"
+)
+
+// The scale lab (scripts/lab.sh scale) is the WAN lab with the federation
+// loaded: every node publishes Things in two stages, the second growth
+// times the first, and the lab measures what each node holds and hears at
+// each stage, then rows 1 and 2, then kills a share of the nodes at once
+// and measures rows 1 and 2 again among the survivors.
+
+// scaleID and scaleCapability name Thing i of node k and its capability:
+// caps capabilities spread over every node's Things.
+func scaleID(k, i int) string { return fmt.Sprintf("urn:lmos:scale:%d:%d", k, i) }
+
+func scaleCapability(k, i, caps int) string { return "scale-" + strconv.Itoa((k*131+i)%caps) }
+
+const scalePrefix = "urn:lmos:scale:"
+
+// bulk serves POST /lmos/bulk?from=F&to=T&caps=C: the node publishes its
+// Things F..T-1, four API requests at a time; the answer has how many
+// and how long it took.
+func (p *wanPeer) bulk(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	from, _ := strconv.Atoi(q.Get("from"))
+	to, _ := strconv.Atoi(q.Get("to"))
+	caps, _ := strconv.Atoi(q.Get("caps"))
+	if from < 0 || to < from || caps < 1 {
+		http.Error(w, "want 0 ≤ from ≤ to and caps ≥ 1", http.StatusBadRequest)
+		return
+	}
+	start := time.Now()
+	var next atomic.Int64
+	next.Store(int64(from))
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for g := range errs {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < to; i = int(next.Add(1) - 1) {
+				td := thingTD(scaleID(p.k, i), fmt.Sprintf("Scale lab %d/%d", p.k, i), scaleCapability(p.k, i, caps), false)
+				if err := p.callNode(r.Context(), p.home, http.MethodPost, "/api/v1/things", map[string]any{"td": td}, nil); err != nil {
+					errs[g] = fmt.Errorf("thing %d: %w", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, map[string]any{"published": to - from, "ms": ms(time.Since(start))})
+}
+
+// nodeStats is what a node's metrics say about its cost: heap in use and
+// resident memory (bytes), the Things its directory holds, and the
+// gossip message bytes it received, by topic kind.
+type nodeStats struct {
+	Heap        float64            `json:"heap"`
+	RSS         float64            `json:"rss"`
+	Things      float64            `json:"things"`
+	GossipBytes map[string]float64 `json:"gossipBytes"`
+	At          int64              `json:"at"`
+}
+
+// stats serves GET /lmos/stats: the local node's nodeStats, read from its
+// /metrics.
+func (p *wanPeer) stats(w http.ResponseWriter, r *http.Request) {
+	req, err := p.nodeRequest(r.Context(), http.MethodGet, "/metrics", nil)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	resp, err := p.api.Do(req)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		fail(w, fmt.Errorf("GET /metrics: %s", resp.Status))
+		return
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		fail(w, fmt.Errorf("GET /metrics: %w", err))
+		return
+	}
+	st := nodeStats{GossipBytes: map[string]float64{}, At: time.Now().UnixNano()}
+	sum := func(name string, each func(labels map[string]string, v float64)) {
+		f := families[name]
+		if f == nil {
+			return
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			each(labels, v)
+		}
+	}
+	sum("go_memstats_heap_inuse_bytes", func(_ map[string]string, v float64) { st.Heap = v })
+	sum("process_resident_memory_bytes", func(_ map[string]string, v float64) { st.RSS = v })
+	sum("lmos_directory_things", func(_ map[string]string, v float64) { st.Things += v })
+	sum("lmos_gossip_received_bytes_total", func(l map[string]string, v float64) { st.GossipBytes[l["topic"]] += v })
+	writeJSON(w, st)
+}
+
+// kill serves POST /lmos/kill: the node is killed (SIGKILL, no goodbye)
+// and the raw host closed, as a machine that loses power.
+func (p *wanPeer) kill(w http.ResponseWriter, _ *http.Request) {
+	pid, err := nodePID(p.home)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		fail(w, fmt.Errorf("kill %d: %w", pid, err))
+		return
+	}
+	if p.h != nil {
+		_ = p.dht.Close()
+		_ = p.h.Close()
+	}
+	writeJSON(w, map[string]int{"pid": pid})
+}
+
+// nodePID finds the `lmosnode up --home home` process in /proc.
+func nodePID(home string) (int, error) {
+	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) < 2 || filepath.Base(args[0]) != "lmosnode" || args[1] != "up" {
+			continue
+		}
+		if i := slices.Index(args, "--home"); i >= 0 && i+1 < len(args) && args[i+1] == home {
+			return strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		}
+	}
+	return 0, fmt.Errorf("no `lmosnode up --home %s` process", home)
+}
+
+// scaleConfig is the scale lab's load: things Things per node at the end,
+// the first stage growth times smaller, over caps capabilities; kill is
+// the share of nodes killed at once after the loaded rows.
+type scaleConfig struct {
+	things, growth, caps int
+	kill                 float64
+	window, settle       time.Duration
+	samples, cold        int
+}
+
+// stats returns the nodeStats of every node alive, by index - 1.
+func (d *driver) stats(ctx context.Context) (map[int]nodeStats, error) {
+	var mu sync.Mutex
+	out := map[int]nodeStats{}
+	err := d.each(func(k int) error {
+		var s nodeStats
+		err := d.ctl(ctx, k, http.MethodGet, "/lmos/stats", nil, &s)
+		mu.Lock()
+		out[k] = s
+		mu.Unlock()
+		return err
+	})
+	return out, err
+}
+
+// scale runs the scale lab's steps after ready and links.
+func (d *driver) scale(ctx context.Context, sc scaleConfig) error {
+	idle, err := d.stats(ctx)
+	if err != nil {
+		return err
+	}
+	d.report("idle, no Things", idle, nil, 0)
+	first := max(sc.things/sc.growth, 1)
+	for _, upto := range []int{first, sc.things} {
+		if err := d.load(ctx, sc, upto); err != nil {
+			return err
+		}
+	}
+	if err := d.propagation(ctx, sc.samples); err != nil {
+		return err
+	}
+	if err := d.coldDiscovery(ctx, 5, sc.cold); err != nil {
+		return err
+	}
+	if sc.kill <= 0 {
+		return nil
+	}
+	if err := d.killShare(ctx, sc.kill); err != nil {
+		return err
+	}
+	// Let the survivors notice: their connections to the dead reset, the
+	// DHT's and gossipsub's next rounds run without them.
+	time.Sleep(10 * time.Second)
+	if err := d.propagation(ctx, sc.samples); err != nil {
+		return err
+	}
+	return d.coldDiscovery(ctx, 5, sc.cold)
+}
+
+// load has every node publish its Things up to upto, waits until the
+// directories settle, and reports the nodes' cost loaded and then idle
+// for a window.
+func (d *driver) load(ctx context.Context, sc scaleConfig, upto int) error {
+	before, err := d.stats(ctx)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	from := d.loaded
+	err = d.each(func(k int) error {
+		q := url.Values{"from": {strconv.Itoa(from)}, "to": {strconv.Itoa(upto)}, "caps": {strconv.Itoa(sc.caps)}}
+		return d.ctl(ctx, k, http.MethodPost, "/lmos/bulk", q, nil)
+	})
+	if err != nil {
+		return err
+	}
+	d.loaded = upto
+	published := time.Since(t0)
+	fmt.Printf("%d nodes published Things %d..%d each in %.1fs\n", len(d.alive), from, upto-1, published.Seconds())
+	loaded, stable, err := d.settle(ctx, sc.settle)
+	if err != nil {
+		return err
+	}
+	settled := stable.Sub(t0)
+	fmt.Printf("directories held their final count %.1fs after the first publication (published in %.1fs)\n", settled.Seconds(), published.Seconds())
+	time.Sleep(sc.window)
+	idle, err := d.stats(ctx)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("%d Things in the federation (%d per node)", upto*len(d.alive), upto)
+	d.report(what, loaded, before, settled)
+	d.report(what+", idle", idle, loaded, sc.window)
+	return nil
+}
+
+// settle polls the nodes' directories every 5 s until the Things they hold
+// in all did not change for three polls in a row, and returns the last
+// stats and when the first of those polls was taken.
+func (d *driver) settle(ctx context.Context, limit time.Duration) (map[int]nodeStats, time.Time, error) {
+	var last map[int]nodeStats
+	var since time.Time
+	prev, same := -1.0, 0
+	err := pollEvery(5*time.Second, limit, "the directories to settle", func() (bool, string) {
+		st, err := d.stats(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		last = st
+		var total float64
+		for _, s := range st {
+			total += s.Things
+		}
+		if total == prev {
+			same++
+		} else {
+			same, since = 0, time.Now()
+		}
+		prev = total
+		fmt.Printf("  %.0f Things held over %d nodes\n", total, len(st))
+		return same >= 3, fmt.Sprintf("%.0f Things held", total)
+	})
+	return last, since, err
+}
+
+// report prints the scale rows of one moment: per-node heap, RSS and
+// Things held (p50 and max), and, against earlier stats from span before,
+// the gossip bytes each node received per second by topic kind.
+func (d *driver) report(what string, st, earlier map[int]nodeStats, span time.Duration) {
+	var heap, rss, held []float64
+	rates := map[string][]float64{}
+	for k, s := range st {
+		heap, rss, held = append(heap, s.Heap/1e6), append(rss, s.RSS/1e6), append(held, s.Things)
+		e, ok := earlier[k]
+		if !ok || span <= 0 {
+			continue
+		}
+		secs := float64(s.At-e.At) / 1e9
+		for kind, b := range s.GossipBytes {
+			rates[kind] = append(rates[kind], (b-e.GossipBytes[kind])/secs)
+		}
+	}
+	c := fmt.Sprintf("scale N=%d%s: %s", len(st), d.suffix, what)
+	for _, m := range []struct {
+		metric, unit string
+		v            []float64
+	}{{"heap", "MB", heap}, {"RSS", "MB", rss}, {"Things held", "Things", held}} {
+		benchtab.Print(benchtab.Row{Row: "S", Case: c, Metric: m.metric + " p50", Unit: m.unit, LMOS: pct(m.v, 50)})
+		benchtab.Print(benchtab.Row{Row: "S", Case: c, Metric: m.metric + " max", Unit: m.unit, LMOS: pct(m.v, 100)})
+	}
+	for _, kind := range []string{"announce", "presence"} {
+		if v := rates[kind]; len(v) > 0 {
+			benchtab.Print(benchtab.Row{Row: "S", Case: c, Metric: kind + " bytes/s p50", Unit: "B/s", LMOS: pct(v, 50)})
+			benchtab.Print(benchtab.Row{Row: "S", Case: c, Metric: kind + " bytes/s max", Unit: "B/s", LMOS: pct(v, 100)})
+		}
+	}
+	if span > 0 && earlier != nil {
+		benchtab.Print(benchtab.Row{Row: "S", Case: c, Metric: "span", Unit: "s", LMOS: span.Seconds()})
+	}
+}
+
+// killShare kills share of the nodes at once, spread over the lab (never
+// node 1, the one every row can start from), and keeps only the others.
+func (d *driver) killShare(ctx context.Context, share float64) error {
+	n := int(share * float64(len(d.alive)))
+	var dead []int
+	for i := 1; i <= n; i++ {
+		dead = append(dead, d.alive[i*len(d.alive)/(n+1)])
+	}
+	dead = slices.DeleteFunc(slices.Compact(dead), func(k int) bool { return k == 1 })
+	errs := make([]error, len(dead))
+	var wg sync.WaitGroup
+	for i, k := range dead {
+		wg.Go(func() { errs[i] = d.ctl(ctx, k, http.MethodPost, "/lmos/kill", nil, nil) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	d.alive = slices.DeleteFunc(d.alive, func(k int) bool { return slices.Contains(dead, k) })
+	d.suffix = fmt.Sprintf(", %d of %d killed", len(dead), d.n)
+	fmt.Printf("killed nodes %v at once; %d alive\n", dead, len(d.alive))
+	return nil
+}
+
+// pollEvery runs cond every interval until it holds, for at most limit.
+func pollEvery(interval, limit time.Duration, what string, cond func() (bool, string)) error {
+	deadline := time.Now().Add(limit)
+	for {
+		ok, why := cond()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not within %s (%s)", what, limit, why)
+		}
+		time.Sleep(interval)
+	}
+}
