@@ -215,16 +215,17 @@ func (d *driver) link(ctx context.Context) error {
 	return nil
 }
 
-// retry runs fn up to five times, a second apart, until it succeeds: a
-// dial can lose to one the other side (or its DHT) started at the same
-// moment.
+// retry runs fn up to eight times, three seconds apart, until it
+// succeeds: a dial can lose to one the other side (or its DHT) started at
+// the same moment, and on a loaded machine a failed dial leaves libp2p's
+// dial backoff (5 s at first) to wait out.
 func retry(fn func() error) error {
 	var err error
-	for range 5 {
+	for range 8 {
 		if err = fn(); err == nil {
 			return nil
 		}
-		time.Sleep(time.Second)
+		time.Sleep(3 * time.Second)
 	}
 	return err
 }
