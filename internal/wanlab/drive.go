@@ -186,7 +186,7 @@ func (d *driver) link(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	err := poll(time.Minute, "two topic peers on every raw host", func() (bool, string) {
+	err := poll(3*time.Minute, "two topic peers on every raw host", func() (bool, string) {
 		st, err := d.status(ctx)
 		if err != nil {
 			return false, err.Error()
