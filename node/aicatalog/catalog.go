@@ -375,14 +375,9 @@ func (h *Handler) agentEntry(r *http.Request, de directory.Entry) (Entry, bool) 
 // sign sets e's digest (of the artifact's bytes body) and the node's
 // trust manifest.
 func (h *Handler) sign(e *Entry, body []byte) {
-	e.Digest = Digest(body)
-	m, err := h.signer.manifest(e, h.now())
-	if err != nil {
+	if err := h.signer.signEntry(e, body, h.now()); err != nil {
 		h.cfg.Log.Warn("signing a trust manifest", "entry", e.Identifier, "err", err)
-		return
 	}
-	raw, _ := json.Marshal(m) // strings only
-	e.TrustManifests = []json.RawMessage{raw}
 }
 
 // publisher is the Publisher object of a Thing's publisher: its did:key.

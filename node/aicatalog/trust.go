@@ -111,6 +111,31 @@ func (s *signer) manifest(e *Entry, now time.Time) (TrustManifest, error) {
 	return m, nil
 }
 
+// SignEntry sets e's digest to that of artifact (the bytes its url
+// serves, or the JCS form of its data) and its trust manifests to one
+// signed with key at now, under ProfileDIDKey.
+func SignEntry(key ed25519.PrivateKey, e *Entry, artifact []byte, now time.Time) error {
+	s, err := newSigner(key)
+	if err != nil {
+		return err
+	}
+	return s.signEntry(e, artifact, now)
+}
+
+func (s *signer) signEntry(e *Entry, artifact []byte, now time.Time) error {
+	e.Digest = Digest(artifact)
+	m, err := s.manifest(e, now)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	e.TrustManifests = []json.RawMessage{raw}
+	return nil
+}
+
 // manifestPayload is the JWS payload of m: its JCS form without
 // signature.jws.
 func manifestPayload(m TrustManifest) ([]byte, error) {
