@@ -255,7 +255,7 @@ func (h *Handler) serveCatalog(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusInternalServerError, "listing agents: %v", err))
 		return
 	}
-	consumed := 0
+	consumed, listed := 0, 0
 	for _, de := range res.Entries {
 		e, ok := h.agentEntry(r, de)
 		consumed++
@@ -263,11 +263,12 @@ func (h *Handler) serveCatalog(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		b, _ := json.Marshal(e) // strings and JSON
-		if size+len(b) > MaxCatalogBytes && len(cat.Entries) > 2 {
+		if size+len(b) > MaxCatalogBytes && listed > 0 {
 			consumed--
 			break
 		}
 		size += len(b)
+		listed++
 		cat.Entries = append(cat.Entries, e)
 	}
 	if next := offset + consumed; next < res.Total && consumed > 0 {

@@ -88,8 +88,8 @@ func (h *Handler) serveSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	offset := 0
 	if req.PageToken != "" {
-		b, err := base64.RawURLEncoding.DecodeString(req.PageToken)
-		if offset, err = strconv.Atoi(string(b)); err != nil || offset < 0 {
+		b, berr := base64.RawURLEncoding.DecodeString(req.PageToken)
+		if offset, err = strconv.Atoi(string(b)); berr != nil || err != nil || offset < 0 {
 			writeARDError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "pageToken %q is not one this registry gave", req.PageToken)
 			return
 		}
