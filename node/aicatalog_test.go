@@ -29,11 +29,12 @@ import (
 
 var aiCatalogJSDir = filepath.Join("..", "scripts", "interop", "aicatalog")
 
-// catalogAgent registers on n an lmos:Agent of capability capID whose
-// action "chat" answers in upper case.
-func catalogAgent(t *testing.T, n *node.Node, id, capID string) {
+// catalogAgent registers on n an lmos:Agent of capability capID (scoped
+// to groups, if any) whose action "chat" answers in upper case.
+func catalogAgent(t *testing.T, n *node.Node, id, capID string, groups ...string) {
 	t.Helper()
 	td := testnet.TD(t, id, "CatalogAgent", capID)
+	td.Groups = groups
 	td.Actions = map[string]*lmosproto.ActionAffordance{"chat": {
 		Input: json.RawMessage(`{"type":"string"}`), Output: json.RawMessage(`{"type":"string"}`),
 		Forms: []lmosproto.Form{{Href: "https://agent.invalid/chat"}},
@@ -295,5 +296,40 @@ func TestAICatalogImport(t *testing.T) {
 	}
 	if got := invokeOutput(t, b, mcpImport.Things[0].ThingID, "greet", `{"name":"B"}`); got != `{"greeting":"Hello, B"}` {
 		t.Errorf("MCP tool from B: %s", got)
+	}
+}
+
+// TestAICatalogGroupScoped: an agent restricted to a group is in the
+// catalog and the search of a member's node only; an outsider's lists the
+// owner's public agent and not the group's.
+func TestAICatalogGroupScoped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nw := testnet.New(t, 2, testnet.Options{})
+	owner, outsider := nw.Nodes[0], nw.Nodes[1]
+	nw.Link(1, 0)
+	info, err := owner.Groups().Create(ctx, "catalog-members", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, public := testnet.UniqueID(t), testnet.UniqueID(t)
+	catalogAgent(t, owner, secret, "secret-"+secret[len(secret)-6:], info.ID)
+	catalogAgent(t, owner, public, "public-"+public[len(public)-6:])
+	testnet.WaitFor(t, "the outsider learns the public agent", waitLong, func() (bool, string) {
+		return len(outsider.Directory().Lookup(public)) > 0, "not yet"
+	})
+	for _, c := range []struct {
+		n    *node.Node
+		want bool
+	}{{owner, true}, {outsider, false}} {
+		base := "http://" + c.n.APIAddr()
+		_, cat := getJSONBody(t, base+aicatalog.PathCatalog)
+		_, found := postJSON(t, base+aicatalog.PathSearch, "", map[string]any{"query": map[string]any{"text": "CatalogAgent"}, "federation": "none"})
+		for what, doc := range map[string][]byte{"catalog": cat, "search": found} {
+			if !strings.Contains(string(doc), `"lmos:thingId":"`+public+`"`) ||
+				strings.Contains(string(doc), `"lmos:thingId":"`+secret+`"`) != c.want {
+				t.Errorf("%s of %s (member %v): %s", what, c.n.PeerID(), c.want, doc)
+			}
+		}
 	}
 }
