@@ -297,6 +297,20 @@ func TestAICatalogImport(t *testing.T) {
 	if got := invokeOutput(t, b, mcpImport.Things[0].ThingID, "greet", `{"name":"B"}`); got != `{"greeting":"Hello, B"}` {
 		t.Errorf("MCP tool from B: %s", got)
 	}
+
+	// B's search finds the imported tool as its MCP endpoint's entry,
+	// naming the tool B's MCP server offers for it.
+	code, body = postJSON(t, "http://"+b.APIAddr()+aicatalog.PathSearch, "", map[string]any{"query": map[string]any{
+		"text": "greet", "filter": map[string]any{"type": aicatalog.TypeServerCard}}, "federation": "none"})
+	var found aicatalog.SearchResponse
+	if code != http.StatusOK || json.Unmarshal(body, &found) != nil || len(found.Results) != 1 {
+		t.Fatalf("search for the tool: %d %s", code, body)
+	}
+	r := found.Results[0]
+	if r.Metadata[aicatalog.MetaThingID] != mcpImport.Things[0].ThingID || r.URL != "http://"+b.APIAddr()+"/.well-known/mcp/server-card.json" ||
+		!slices.Equal(r.Capabilities, b.MCP().ToolNames(a.PeerID(), mcpImport.Things[0].ThingID)) || len(r.Capabilities) != 1 {
+		t.Fatalf("search result: %s", body)
+	}
 }
 
 // TestAICatalogGroupScoped: an agent restricted to a group is in the
