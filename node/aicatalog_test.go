@@ -346,4 +346,33 @@ func TestAICatalogGroupScoped(t *testing.T) {
 			}
 		}
 	}
+
+	// Pages: the owner's catalog a page of one agent, then the next
+	// (Link rel="next"); its search a page of one, then the next
+	// (pageToken).
+	base := "http://" + owner.APIAddr()
+	resp, err := http.Get(base + aicatalog.PathCatalog + "?limit=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page1, page2 aicatalog.Catalog
+	_ = json.NewDecoder(resp.Body).Decode(&page1)
+	resp.Body.Close()
+	next := strings.TrimSuffix(strings.TrimPrefix(resp.Header.Get("Link"), "<"), `>; rel="next"`)
+	if len(page1.Entries) != 3 || next != base+aicatalog.PathCatalog+"?limit=1&offset=1" {
+		t.Fatalf("first page: %d entries, Link %q", len(page1.Entries), resp.Header.Get("Link"))
+	}
+	_, b := getJSONBody(t, next)
+	if json.Unmarshal(b, &page2) != nil || len(page2.Entries) != 1 || page2.Entries[0].Identifier == page1.Entries[2].Identifier {
+		t.Fatalf("second page: %s", b)
+	}
+	var s1, s2 aicatalog.SearchResponse
+	_, b = postJSON(t, base+aicatalog.PathSearch, "", map[string]any{"query": map[string]any{"text": "CatalogAgent"}, "pageSize": 1})
+	if json.Unmarshal(b, &s1) != nil || len(s1.Results) != 1 || s1.PageToken == "" {
+		t.Fatalf("search page 1: %s", b)
+	}
+	_, b = postJSON(t, base+aicatalog.PathSearch, "", map[string]any{"query": map[string]any{"text": "CatalogAgent"}, "pageSize": 1, "pageToken": s1.PageToken})
+	if json.Unmarshal(b, &s2) != nil || len(s2.Results) != 1 || s2.PageToken != "" || s2.Results[0].Identifier == s1.Results[0].Identifier {
+		t.Fatalf("search page 2: %s", b)
+	}
 }
