@@ -422,8 +422,12 @@ func (rec *recorder) Write(p []byte) (int, error) {
 	return rec.body.Write(p)
 }
 
-// invalidSegment matches what a urn:air segment may not hold.
-var invalidSegment = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
+// invalidSegment and invalidHost match what a urn:air segment and its
+// publisher segment may not hold.
+var (
+	invalidSegment = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
+	invalidHost    = regexp.MustCompile(`[^a-zA-Z0-9.-]+`)
+)
 
 // identifier is the urn:air identifier of an entry of this node reached
 // at r's host: urn:air:{host}:lmos:{kind}:{name} (ARD's pattern; the
@@ -433,7 +437,7 @@ func (h *Handler) identifier(r *http.Request, kind, name string) string {
 	if u, err := url.Parse("http://" + r.Host); err == nil && u.Hostname() != "" {
 		host = u.Hostname()
 	}
-	host = strings.Trim(regexp.MustCompile(`[^a-zA-Z0-9.-]+`).ReplaceAllString(host, "-"), "-")
+	host = strings.Trim(invalidHost.ReplaceAllString(host, "-"), "-")
 	if host == "" {
 		host = "localhost"
 	}
