@@ -18,6 +18,8 @@ func (n *Node) apiHandler() http.Handler {
 		A2A:        n.a2a,
 		MCP:        n.mcp.Handler(),
 		MCPImports: n.mcpImports.Handler(),
+		AICatalog:  n.aiCatalog,
+		ServerCard: n.serverCard,
 		WS:         n.ws,
 		WSAgent:    n.wsAgent,
 		Console:    n.console,

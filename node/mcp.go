@@ -18,7 +18,7 @@ func (n *Node) buildMCP() error {
 		Resolver:  n.own,
 		Invokers:  n.bridgeRouter,
 		Visible:   n.own.Visible,
-	}, mcpbridge.Config{}, mcpbridge.WithLogger(n.log.With("component", "mcp")))
+	}, mcpbridge.Config{BearerAuth: n.tokenForAll}, mcpbridge.WithLogger(n.log.With("component", "mcp")))
 	return err
 }
 

@@ -26,6 +26,7 @@ import (
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/aicatalog"
 	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/console"
@@ -118,6 +119,10 @@ type Node struct {
 	// before the own Things that use its backends, and the bridge.
 	a2aClient *a2abridge.Client
 	a2a       *a2abridge.Bridge
+	// The AI Catalog, its ARD search and import (aicatalog.go); the MCP
+	// Server Card.
+	aiCatalog  *aicatalog.Handler
+	serverCard http.Handler
 
 	// console is the web console at / of the API (api.go).
 	console *console.Console
@@ -428,6 +433,9 @@ func (n *Node) buildSurfaces(o *options, b *built) error {
 		return err
 	}
 	if err := n.buildA2A(b.signing, o.logger); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	if err := n.buildAICatalog(b.signing, o.logger); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.tdd, err = tdd.New(tdd.Deps{

@@ -3,6 +3,8 @@ package a2abridge
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -546,6 +548,9 @@ func (b *Bridge) Import(ctx context.Context, req ImportRequest) (ImportResult, e
 	card, raw, err := fetchCard(ctx, b.deps.Client.http, cardURL)
 	if err != nil {
 		return ImportResult{}, httpapi.Problemf(http.StatusBadGateway, "%v", err)
+	}
+	if sum := sha256.Sum256(raw); req.CardDigest != "" && req.CardDigest != "sha256:"+hex.EncodeToString(sum[:]) {
+		return ImportResult{}, httpapi.Problemf(http.StatusUnprocessableEntity, "the card %s is not the one whose digest was signed (%s)", cardURL, req.CardDigest)
 	}
 	trust := b.deps.Client.verifyCard(ctx, raw, card, cardURL, pinned)
 	if trust.Status != CardVerified && !req.AllowUnsigned {

@@ -52,7 +52,9 @@
 // Any A2A agent can join (Client): Bridge.Import reads its card, checks
 // its signature with a key the operator pins or one the card's own https
 // origin serves (a jku elsewhere is never followed; verify.go), refuses
-// an unsigned or unverified card unless allowed, and publishes an
+// an unsigned or unverified card unless allowed (a card whose bytes do
+// not hash to ImportRequest.CardDigest, set by the AI Catalog import, is
+// refused), and publishes an
 // lmos:Agent for it (recording the check as "lmos:cardSignature") with
 // one action, "message", whose backend (kind KindA2A, card URL as backend
 // URL, persisted with the Thing) forwards invocations over A2A.

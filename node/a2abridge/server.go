@@ -873,6 +873,10 @@ type ImportRequest struct {
 	// AllowUnsigned imports a card that is unsigned or whose signatures do
 	// not verify with a pinned key or a key of the card's https origin.
 	AllowUnsigned bool `json:"allowUnsigned,omitempty"`
+	// CardDigest, if set ("sha256:" and lowercase hex), is the SHA-256
+	// the card's bytes must have: an AI Catalog trust manifest bound the
+	// card to it (package aicatalog).
+	CardDigest string `json:"cardDigest,omitempty"`
 }
 
 // ImportResult is the answer of POST /api/v1/a2a/imports.

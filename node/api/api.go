@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/aicatalog"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/console"
 	"github.com/lmosnode/lmosnode/node/gateway"
@@ -79,6 +80,10 @@ type Deps struct {
 	// MCP is MCP's Streamable HTTP endpoint, MCPImports the MCP import
 	// routes (mcpbridge.ImportPatterns).
 	MCP, MCPImports http.Handler
+	// AICatalog is the AI Catalog, its ARD search and import
+	// (aicatalog.Patterns); ServerCard the MCP Server Card
+	// (mcpbridge.PathServerCard, PathServerCardMCP).
+	AICatalog, ServerCard http.Handler
 	// WS and WSAgent are the WebSocket gateways of consumers and agents.
 	WS, WSAgent http.Handler
 	// Console is the web console: its pages before the access guard,
@@ -127,6 +132,8 @@ func Handler(deps Deps, cfg Config) http.Handler {
 	mount(deps.A2A, a2abridge.Patterns()...)
 	mount(deps.MCP, PathMCP)
 	mount(deps.MCPImports, mcpbridge.ImportPatterns()...)
+	mount(deps.AICatalog, aicatalog.Patterns()...)
+	mount(deps.ServerCard, "GET "+mcpbridge.PathServerCard, "GET "+mcpbridge.PathServerCardMCP)
 	// The console's routes read the mux they are on (its snapshot).
 	mount(deps.Console.Routes(mux), console.Patterns()...)
 	mount(deps.WS, PathWS)
@@ -189,13 +196,16 @@ func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMu
 // token: every method but GET, HEAD and OPTIONS, except the invocations
 // of the WoT HTTP binding (writeProperty, invokeAction, cancelAction) and
 // of MCP (/mcp) and of the A2A bridge (their calls; an import acts as the
-// node); the agents' WebSocket (an agent registers Things as the node's
+// node) and ARD's search (a POST that reads); the agents' WebSocket (an agent registers Things as the node's
 // own); and Go's profiler (its command line, goroutine stacks and
 // profiles are the process's, not the directory's). pattern is the API
 // mux's pattern for r.
 func AdminRequest(r *http.Request, pattern string) bool {
 	if pattern == PathWSAgent || strings.HasPrefix(pattern, PathPprof) {
 		return true
+	}
+	if pattern == aicatalog.PathSearch { // ARD's search is a POST that reads
+		return false
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/aicatalog"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 )
 
@@ -57,4 +58,11 @@ func (c *Client) A2AAgents(ctx context.Context) ([]a2abridge.AgentRef, error) {
 		}
 	}
 	return all, nil
+}
+
+// ImportAICatalog asks the node to import the A2A and MCP entries of the
+// AI Catalog at req.URL.
+func (c *Client) ImportAICatalog(ctx context.Context, req aicatalog.ImportRequest) (aicatalog.ImportResult, error) {
+	return call[aicatalog.ImportResult](ctx, c, request{method: http.MethodPost, path: aicatalog.PathImports,
+		body: req, max: maxAgentIndex})
 }

@@ -42,6 +42,12 @@
 // endpoint (lmosnode mcp), in a session on 2025-11-25, request by request
 // on 2026-07-28 (stdio_modern.go).
 //
+// ServerCardHandler serves the endpoint's MCP Server Card (SEP 2127,
+// servercard.go) at PathServerCard and PathServerCardMCP: its name,
+// version, the streamable-http remote and the protocol revisions it
+// speaks (ProtocolRevisions), the bearer header when the API takes the
+// token for every request. The AI Catalog (package aicatalog) lists it.
+//
 // # MCP servers as Things
 //
 // Imports publishes the tools of MCP servers (Streamable HTTP URL or a

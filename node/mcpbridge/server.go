@@ -71,6 +71,9 @@ type Config struct {
 	// tools is announced at once all the same (list_changed). Default
 	// 1 min.
 	CacheTTL time.Duration
+	// BearerAuth declares the API's bearer token in the Server Card
+	// (every request to the endpoint carries it).
+	BearerAuth bool
 }
 
 // DefaultPageSize is the default Config.PageSize.
