@@ -46,6 +46,8 @@ func (n *Node) groupChanged(group string) {
 	n.own.Reauthorize()
 	n.mcp.Refresh()
 	n.a2a.Refresh()
+	n.agora.Refresh()
+	n.aitp.Refresh()
 	member := n.groups.MemberOf(group)
 	n.metrics.GroupChange(member)
 	st, _ := n.groups.State(group)
