@@ -141,3 +141,63 @@ func TestAgoraAITPJSClient(t *testing.T) {
 		t.Errorf("agent capabilities: %v", a)
 	}
 }
+
+// TestAgoraGroupScoped: an agent restricted to a group has Agora and
+// AITP endpoints on its members' nodes only: node B, not a member,
+// serves neither its documents nor its endpoints.
+func TestAgoraGroupScoped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	net := testnet.New(t, 2, testnet.Options{})
+	owner, outsider := net.Nodes[0], net.Nodes[1]
+	net.Link(1, 0)
+	info, err := owner.Groups().Create(ctx, "agora-members", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, public := testnet.UniqueID(t), testnet.UniqueID(t)
+	agoraAgent(t, owner, id, info.ID)
+	agoraAgent(t, owner, public)
+	testnet.WaitFor(t, "the outsider learns the public agent", waitLong, func() (bool, string) {
+		return len(outsider.Directory().Lookup(public)) > 0, "not yet"
+	})
+	post := func(url, body string) (int, string) {
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	// The owner, a member, serves it.
+	base := "http://" + owner.APIAddr()
+	status, wk := getJSONBody(t, base+agora.AgentPath(owner.PeerID(), id)+"/wellknown")
+	var m map[string][]string
+	if status != http.StatusOK || json.Unmarshal(wk, &m) != nil || len(m) != 1 {
+		t.Fatalf("member's wellknown: %d %s", status, wk)
+	}
+	if s, b := post(base+agora.AgentPath(owner.PeerID(), id), `{"body":"secret"}`); s != http.StatusOK || !strings.Contains(b, "SECRET") {
+		t.Fatalf("member's call: %d %s", s, b)
+	}
+	// The outsider does not.
+	base = "http://" + outsider.APIAddr()
+	for hash := range m {
+		if s, b := getJSONBody(t, base+agora.PathProtocols+"/"+hash); s != http.StatusNotFound {
+			t.Errorf("outsider serves the group agent's protocol: %d %s", s, b)
+		}
+	}
+	if s, b := getJSONBody(t, base+agora.AgentPath(owner.PeerID(), id)+"/wellknown"); s != http.StatusNotFound {
+		t.Errorf("outsider serves the wellknown: %d %s", s, b)
+	}
+	if s, b := post(base+agora.AgentPath(owner.PeerID(), id), `{"body":"secret"}`); s != http.StatusNotFound || strings.Contains(b, "SECRET") {
+		t.Errorf("outsider's Agora call: %d %s", s, b)
+	}
+	if s, b := post(base+aitp.AgentPath(owner.PeerID(), id)+"/v1/thread", `{"messages":["secret"]}`); s != http.StatusNotFound || !strings.Contains(b, `"code":"not_found"`) {
+		t.Errorf("outsider's AITP thread: %d %s", s, b)
+	}
+	if s, b := post(base+agora.AgentPath(owner.PeerID(), public), `{"body":"public"}`); s != http.StatusOK || !strings.Contains(b, "PUBLIC") {
+		t.Errorf("outsider's call of the public agent: %d %s", s, b)
+	}
+}
