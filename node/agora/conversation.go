@@ -27,8 +27,9 @@ type Target struct {
 // Conversations keeps the LMOS conversations (streaming sessions) of a
 // bridge: the Agora multi-round conversations and the AITP threads. Each
 // has an id, hard to guess, and expires TTL after its last round; at
-// most Max are kept, an expired one is dropped (its session cancelled)
-// when a new one opens or it is asked for. Safe for concurrent use.
+// most Max are kept, an expired one is dropped and its session cancelled
+// (by a sweep every TTL/4, and when a new one opens or it is asked for).
+// Safe for concurrent use.
 type Conversations struct {
 	invokers a2abridge.Invokers
 	ttl      time.Duration
@@ -42,12 +43,41 @@ type Conversations struct {
 	wg     sync.WaitGroup
 }
 
-// NewConversations returns a store of at most max conversations, each
-// expiring ttl after its last round, calling agents with invokers.
-func NewConversations(invokers a2abridge.Invokers, ttl time.Duration, max int) *Conversations {
-	c := &Conversations{invokers: invokers, ttl: ttl, max: max, byID: map[string]*Conversation{}}
+// NewConversations returns a store of at most maxOpen conversations,
+// each expiring ttl after its last round, calling agents with invokers.
+func NewConversations(invokers a2abridge.Invokers, ttl time.Duration, maxOpen int) *Conversations {
+	c := &Conversations{invokers: invokers, ttl: ttl, max: maxOpen, byID: map[string]*Conversation{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.wg.Go(c.sweepLoop)
 	return c
+}
+
+// sweepLoop ends the sessions of expired conversations, every ttl/4 (at
+// least every second), until Close.
+func (c *Conversations) sweepLoop() {
+	t := time.NewTicker(max(c.ttl/4, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			c.mu.Lock()
+			c.sweepLocked(time.Now())
+			c.mu.Unlock()
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// sweepLocked drops the conversations expired at now and ends their
+// sessions.
+func (c *Conversations) sweepLocked(now time.Time) {
+	for id, cv := range c.byID {
+		if cv.Expired(now) {
+			delete(c.byID, id)
+			cv.end()
+		}
+	}
 }
 
 // Close cancels every conversation's session and waits for their readers.
@@ -63,12 +93,7 @@ func (c *Conversations) Open(target Target) (*Conversation, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	for id, cv := range c.byID {
-		if cv.Expired(now) {
-			delete(c.byID, id)
-			cv.end()
-		}
-	}
+	c.sweepLocked(now)
 	if len(c.byID) >= c.max {
 		return nil, fmt.Errorf("%d conversations are open, the most this node keeps", c.max)
 	}

@@ -48,9 +48,12 @@ func Hash(text string) string {
 // Document renders the protocol document of action name of td (§8.1):
 // YAML metadata (name, description, multiround, and the Thing and action
 // it calls), a line "---", and the specification in Markdown with the
-// action's input and output schemas.
+// action's input and output schemas; "" when td has no such action.
 func Document(td *lmosproto.TD, name string) string {
 	a := td.Actions[name]
+	if a == nil {
+		return ""
+	}
 	title := td.Title
 	if title == "" {
 		title = td.ID

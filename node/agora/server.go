@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -101,6 +102,19 @@ type Server struct {
 	convs *Conversations
 	view  atomic.Uint64
 	docs  *httpapi.DocCache
+
+	// hashes maps the protocol hashes of the agents this node may see to
+	// their action, rebuilt when the directory or the view changes.
+	hashesMu  sync.Mutex
+	hashesRev string
+	hashes    map[string]hashRef
+}
+
+// hashRef is the agent and action of a protocol hash.
+type hashRef struct {
+	publisher peer.ID
+	thingID   string
+	action    string
 }
 
 // New returns the Server of deps; log may be nil.
@@ -154,34 +168,63 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// cached serves render's documents once per revision of the directory
-// and of what this node may see.
+// revision is the revision of the directory and of what this node may see.
+func (s *Server) revision() string {
+	return s.deps.Directory.Revision() + "/" + strconv.FormatUint(s.view.Load(), 10)
+}
+
+// cached serves render's documents once per revision.
 func (s *Server) cached(render http.HandlerFunc) http.Handler {
 	return s.docs.Handler(func(r *http.Request) (string, string, bool) {
-		return r.URL.Path, s.deps.Directory.Revision() + "/" + strconv.FormatUint(s.view.Load(), 10), true
+		return r.URL.Path, s.revision(), true
 	}, render)
+}
+
+// lookupHash finds the agent and action of a protocol hash among the
+// agents this node may see: the index of all their hashes is built once
+// per revision, so an unknown hash costs a map lookup.
+func (s *Server) lookupHash(hash string) (hashRef, bool, error) {
+	s.hashesMu.Lock()
+	defer s.hashesMu.Unlock()
+	if rev := s.revision(); rev != s.hashesRev || s.hashes == nil {
+		res, err := s.deps.Directory.Search(directory.Query{Type: lmosproto.TypeAgent, Visible: s.deps.Visible})
+		if err != nil {
+			return hashRef{}, false, err
+		}
+		s.hashes = map[string]hashRef{}
+		for _, e := range res.Entries {
+			td, ok := s.deps.TDs.TDOf(e.Publisher, e.ThingID)
+			if !ok {
+				continue
+			}
+			for _, p := range Protocols(td) {
+				s.hashes[p.Hash] = hashRef{publisher: e.Publisher, thingID: e.ThingID, action: p.Action}
+			}
+		}
+		s.hashesRev = rev
+	}
+	ref, ok := s.hashes[hash]
+	return ref, ok, nil
 }
 
 // serveProtocol serves the protocol document of a hash, of any agent this
 // node may see.
 func (s *Server) serveProtocol(w http.ResponseWriter, r *http.Request) {
 	hash := r.PathValue("hash")
-	res, err := s.deps.Directory.Search(directory.Query{Type: lmosproto.TypeAgent, Visible: s.deps.Visible})
+	ref, ok, err := s.lookupHash(hash)
 	if err != nil {
 		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusInternalServerError, "listing agents: %v", err))
 		return
 	}
-	for _, e := range res.Entries {
-		td, ok := s.deps.TDs.TDOf(e.Publisher, e.ThingID)
-		if !ok {
-			continue
-		}
-		for _, p := range Protocols(td) {
-			if p.Hash == hash {
-				w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
-				_, _ = w.Write([]byte(p.Text))
-				return
-			}
+	var td *lmosproto.TD
+	if ok {
+		td, ok = s.deps.TDs.TDOf(ref.publisher, ref.thingID)
+	}
+	if ok {
+		if text := Document(td, ref.action); Hash(text) == hash {
+			w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+			_, _ = w.Write([]byte(text))
+			return
 		}
 	}
 	httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusNotFound, "no agent this node knows has the protocol %q", hash))
