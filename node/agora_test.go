@@ -92,7 +92,8 @@ func TestAgoraHashAcrossNodes(t *testing.T) {
 // B: protocol document and hash, a protocol request, natural language, a
 // multi-round conversation (an LMOS streaming session), and an AITP
 // thread whose capability messages it checks against the official
-// schemas with ajv.
+// schemas with ajv (one the agent does not declare and one that breaks
+// its schema are refused).
 func TestAgoraAITPJSClient(t *testing.T) {
 	owner, consumer, id := a2aPair(t, agoraAgent)
 	dir := filepath.Join("..", "scripts", "interop", "agora-aitp")
@@ -123,6 +124,7 @@ func TestAgoraAITPJSClient(t *testing.T) {
 		"unknownConversation": `404`,
 		"agentActor":          `["` + decisionsURL + `"]`,
 		"refused":             `{"code":"capability_not_supported","hasMessage":true,"http":400,"type":"invalid_request_error"}`,
+		"invalid":             `{"code":"invalid_capability_message","http":400,"param":"content[0]","validLocally":false}`,
 		"thread":              `{"count":4,"first":["HELLO THREAD"],"roles":["user","assistant","user","assistant"]}`,
 		"replySchema":         `"` + decisionsURL + `"`,
 		"replyValid":          `true`,

@@ -60,3 +60,27 @@ func TestStringsOf(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckMessage: messages of the capabilities AITP defines are checked
+// against their official schemas (01 and 02 are OpenAPI documents).
+func TestCheckMessage(t *testing.T) {
+	const dec = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
+	const pay = "https://aitp.dev/capabilities/aitp-01-payments/v1.0.0/schema.json"
+	const evm = "https://aitp.dev/capabilities/aitp-05-evm-wallet/v1.0.0/schema.json"
+	for _, tc := range []struct {
+		url, content string
+		ok           bool
+	}{
+		{dec, `{"$schema":"` + dec + `","decision":{"options":[{"id":"f2"}]}}`, true},
+		{dec, `{"$schema":"` + dec + `","decision":{"options":[]}}`, false}, // minItems 1
+		{pay, `{"$schema":"` + pay + `","quote":{"quote_id":"q","merchant_id":"m","description":"d","merchant_signature":"s","payment_options":[]}}`, true},
+		{pay, `{"$schema":"` + pay + `","quote":{"quote_id":"q"}}`, false},
+		{evm, `{"$schema":"` + evm + `","request_address":{"request_id":"r","chain_id":1}}`, true},
+		{evm, `{"$schema":"` + evm + `","request_address":{"request_id":"r","chain_id":"one"}}`, false},
+		{"https://example.org/capabilities/my-own/v1.0.0/schema.json", `{"anything":1}`, true}, // not AITP's: not checked
+	} {
+		if err := checkMessage(tc.url, tc.content); (err == nil) != tc.ok {
+			t.Errorf("checkMessage(%s): %v, want ok %v", tc.content, err, tc.ok)
+		}
+	}
+}

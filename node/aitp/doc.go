@@ -29,7 +29,11 @@
 // object string whose "$schema" is a capability schema URL) that the
 // agent does not declare (same capability id and major version) is
 // refused with 400 and the error shape (below), code
-// "capability_not_supported".
+// "capability_not_supported". A message of a declared capability that
+// AITP defines is checked against the capability's official schema
+// (embedded, schemas/) and refused with code "invalid_capability_message"
+// when it does not match; one of a capability of another origin is not
+// checked (the node fetches no schema).
 //
 // Errors: AITP defines no error shape of its own; AITP-T01 follows the
 // OpenAI API, whose shape is used: HTTP status and {"error": {"message",

@@ -394,9 +394,18 @@ func (s *Server) serveCreateMessage(w http.ResponseWriter, r *http.Request) {
 // it; on an error it answers it and returns false.
 func (s *Server) post(w http.ResponseWriter, r *http.Request, th *thread, content []string) bool {
 	for i, c := range content {
-		if u := messageCapability(c); u != "" && !supports(th.td, u) {
+		u := messageCapability(c)
+		if u == "" {
+			continue
+		}
+		if !supports(th.td, u) {
 			writeError(w, http.StatusBadRequest, CodeCapabilityNotSupported, fmt.Sprintf("content[%d]", i),
 				fmt.Sprintf("agent %q does not support the capability %s (it declares %s: %s)", th.td.ID, u, PropCapabilities, strings.Join(Declared(th.td), ", ")))
+			return false
+		}
+		if err := checkMessage(u, c); err != nil {
+			writeError(w, http.StatusBadRequest, CodeInvalidCapabilityMessage, fmt.Sprintf("content[%d]", i),
+				fmt.Sprintf("the message does not match the schema of %s: %v", u, err))
 			return false
 		}
 	}

@@ -120,9 +120,12 @@ type ErrorBody struct {
 // Error codes of the AITP endpoints.
 const (
 	CodeCapabilityNotSupported = "capability_not_supported"
-	CodeInvalidRequest         = "invalid_request"
-	CodeNotFound               = "not_found"
-	CodeAgentError             = "agent_error"
+	// CodeInvalidCapabilityMessage: a message of a capability AITP
+	// defines that does not match its official schema.
+	CodeInvalidCapabilityMessage = "invalid_capability_message"
+	CodeInvalidRequest           = "invalid_request"
+	CodeNotFound                 = "not_found"
+	CodeAgentError               = "agent_error"
 )
 
 // writeError answers an error of HTTP status with code; param names the

@@ -150,6 +150,11 @@ async function aitp() {
       payment_options: [{ amount: "299.00", currency: "USD", payment_methods: [] }] },
   })] });
   out.refused = { http: r.status, code: r.json?.error?.code, type: r.json?.error?.type, hasMessage: typeof r.json?.error?.message === "string" };
+  // A decision that breaks the official schema (no option selected).
+  const bad = { $schema: capabilities["aitp-02-decisions"].url, decision: { request_decision_id: "flight_options", options: [] } };
+  const validLocally = capabilities["aitp-02-decisions"].validate(bad);
+  r = await post(messages, { role: "user", content: [JSON.stringify(bad)] });
+  out.invalid = { validLocally, http: r.status, code: r.json?.error?.code, param: r.json?.error?.param };
 
   const list = JSON.parse((await get(messages)).text);
   const replies = list.data.filter((m) => m.role === "assistant");
