@@ -190,17 +190,38 @@ func (cv *Conversation) Round(ctx context.Context, input lmosproto.Value, end bo
 	cv.expires = time.Now().Add(cv.store.ttl)
 	open := cv.sess != nil && !cv.done
 	cv.mu.Unlock()
-	if !open {
-		if !input.Present() && end && !cv.single {
-			return nil, nil
+	switch {
+	case open:
+		if err := cv.send(ctx, input, end); err != nil {
+			return nil, err
 		}
+	case !input.Present() && end && !cv.single:
+		return nil, nil
+	default:
 		if err := cv.invoke(input); err != nil {
 			return nil, err
 		}
-	} else if err := cv.send(ctx, input, end); err != nil {
-		return nil, err
+		if end && !cv.single {
+			// The session's first answer (it accepted), then its end.
+			first, err := cv.collect(ctx, false)
+			if err != nil || cv.isDone() {
+				return first, err
+			}
+			if err := cv.send(ctx, lmosproto.Value{}, true); err != nil {
+				return first, err
+			}
+			rest, err := cv.collect(ctx, true)
+			return append(first, rest...), err
+		}
 	}
 	return cv.collect(ctx, end)
+}
+
+// isDone reports whether the session ended.
+func (cv *Conversation) isDone() bool {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	return cv.done
 }
 
 // invoke opens the session with its first input.

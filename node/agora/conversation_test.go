@@ -86,6 +86,15 @@ func TestConversation(t *testing.T) {
 	if got := str(cv.Round(ctx, lmosproto.StringValue("c"), false)); got != `"C"` {
 		t.Fatalf("a round after the end: %s", got)
 	}
+	if got := str(cv.Round(ctx, lmosproto.StringValue("e"), true)); got != `"E"` {
+		t.Fatalf("a last chunk that ends the session: %s", got)
+	}
+	if got := str(cv.Round(ctx, lmosproto.StringValue("f"), true)); got != `"F"` || open.Load() != 0 {
+		t.Fatalf("a session of one round: %s, %d sessions", got, open.Load())
+	}
+	if got := str(cv.Round(ctx, lmosproto.StringValue("g"), false)); got != `"G"` {
+		t.Fatalf("a new session: %s", got)
+	}
 	if _, err := convs.Open(target); err == nil {
 		t.Fatal("a second conversation beyond the bound of 1")
 	}

@@ -91,7 +91,8 @@ type Server struct {
 
 // thread is a thread and the LMOS conversation it maps to.
 type thread struct {
-	mu   sync.Mutex // one message at a time; guards t
+	post sync.Mutex // one message (and the agent's reply) at a time
+	mu   sync.Mutex // guards t
 	t    Thread
 	conv *agora.Conversation
 	td   *lmosproto.TD
@@ -267,7 +268,7 @@ func (s *Server) serveCreateThread(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("messages[%d]", i), "a message is a string (or {role, content})")
 			return
 		}
-		if !s.post(w, r, th, content) {
+		if _, ok := s.post(w, r, th, content); !ok {
 			return
 		}
 	}
@@ -377,22 +378,15 @@ func (s *Server) serveCreateMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "content", "content is a string or an array of strings")
 		return
 	}
-	if !s.post(w, r, th, content) {
-		return
-	}
-	th.mu.Lock()
-	defer th.mu.Unlock()
-	for i := len(th.t.Messages) - 1; i >= 0; i-- {
-		if m := th.t.Messages[i]; m.Role == "user" {
-			httpapi.WriteJSON(w, http.StatusOK, m)
-			return
-		}
+	if m, ok := s.post(w, r, th, content); ok {
+		httpapi.WriteJSON(w, http.StatusOK, m)
 	}
 }
 
 // post adds a user message of content to th and the agent's reply after
-// it; on an error it answers it and returns false.
-func (s *Server) post(w http.ResponseWriter, r *http.Request, th *thread, content []string) bool {
+// it, and returns the user message; on an error it answers it and returns
+// false. The thread can be read meanwhile.
+func (s *Server) post(w http.ResponseWriter, r *http.Request, th *thread, content []string) (Message, bool) {
 	for i, c := range content {
 		u := messageCapability(c)
 		if u == "" {
@@ -401,48 +395,54 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, th *thread, conten
 		if !supports(th.td, u) {
 			writeError(w, http.StatusBadRequest, CodeCapabilityNotSupported, fmt.Sprintf("content[%d]", i),
 				fmt.Sprintf("agent %q does not support the capability %s (it declares %s: %s)", th.td.ID, u, PropCapabilities, strings.Join(Declared(th.td), ", ")))
-			return false
+			return Message{}, false
 		}
 		if err := checkMessage(u, c); err != nil {
 			writeError(w, http.StatusBadRequest, CodeInvalidCapabilityMessage, fmt.Sprintf("content[%d]", i),
 				fmt.Sprintf("the message does not match the schema of %s: %v", u, err))
-			return false
+			return Message{}, false
 		}
 	}
 	action := th.conv.Target.Action
 	input, err := a2abridge.TextInput(th.td.Actions[action], action, strings.Join(content, "\n"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "content", err.Error())
-		return false
+		return Message{}, false
 	}
+	th.post.Lock()
+	defer th.post.Unlock()
 	th.mu.Lock()
-	defer th.mu.Unlock()
-	if len(th.t.Messages)+2 > s.cfg.MaxMessages {
-		writeError(w, http.StatusConflict, CodeInvalidRequest, "", fmt.Sprintf("thread %s holds %d messages, the most this node keeps: start a new thread", th.t.ID, len(th.t.Messages)))
-		return false
+	if n := len(th.t.Messages); n+2 > s.cfg.MaxMessages {
+		th.mu.Unlock()
+		writeError(w, http.StatusConflict, CodeInvalidRequest, "", fmt.Sprintf("thread %s holds %d messages, the most this node keeps: start a new thread", th.t.ID, n))
+		return Message{}, false
 	}
 	client := "user"
 	if len(th.t.Metadata.Actors) > 1 {
 		client = th.t.Metadata.Actors[0].ID
 	}
-	th.t.Messages = append(th.t.Messages, s.message(th, "user", client, content))
+	m := s.message(th, "user", client, content)
+	th.t.Messages = append(th.t.Messages, m)
+	th.mu.Unlock()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReplyTimeout)
 	defer cancel()
 	out, err := th.conv.Round(ctx, input, false)
 	if err != nil {
 		writeProblem(w, agora.ProblemOf(err))
-		return false
+		return Message{}, false
 	}
 	reply := make([]string, 0, len(out))
 	for _, v := range out {
-		var s string
-		if v.Decode(&s) != nil {
-			s = v.String() // a structured output travels as its JSON text
+		var text string
+		if v.Decode(&text) != nil {
+			text = v.String() // a structured output travels as its JSON text
 		}
-		reply = append(reply, s)
+		reply = append(reply, text)
 	}
+	th.mu.Lock()
 	th.t.Messages = append(th.t.Messages, s.message(th, "assistant", th.td.ID, reply))
-	return true
+	th.mu.Unlock()
+	return m, true
 }
 
 func (s *Server) message(th *thread, role, actor string, content []string) Message {
