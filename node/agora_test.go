@@ -129,6 +129,7 @@ func TestAgoraAITPJSClient(t *testing.T) {
 		"replySchema":         `"` + decisionsURL + `"`,
 		"replyValid":          `true`,
 		"retrieved":           `4`,
+		"initial":             `["user:first words","assistant:FIRST WORDS"]`,
 	} {
 		if s := jsonOf(got[what]); s != want {
 			t.Errorf("%s: got %s\nwant %s", what, s, want)

@@ -1,6 +1,8 @@
 package a2abridge
 
 import (
+	"errors"
+
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -8,11 +10,12 @@ import (
 // invokes: the agent's free-text action, the one the A2A bridge sends an
 // A2A message without metadata "lmos:action" to (its only action). The
 // other bridges that take natural language (Agora, AITP) call it, so that
-// one rule picks the action for every protocol.
+// one rule picks the action for every protocol. Errors are the A2A
+// bridge's messages, without its JSON-RPC code.
 func TextAction(td *lmosproto.TD) (string, error) {
 	name, err := actionOf(td)
 	if err != nil {
-		return "", err
+		return "", errors.New(err.Message)
 	}
 	return name, nil
 }
@@ -24,7 +27,7 @@ func TextAction(td *lmosproto.TD) (string, error) {
 func TextInput(a *lmosproto.ActionAffordance, name, text string) (lmosproto.Value, error) {
 	v, err := inputOf(a, name, []Part{{Text: &text}})
 	if err != nil {
-		return lmosproto.Value{}, err
+		return lmosproto.Value{}, errors.New(err.Message)
 	}
 	return v, nil
 }

@@ -72,3 +72,16 @@ func TestBodyText(t *testing.T) {
 		t.Error("a missing body is an error")
 	}
 }
+
+// TestFreeTextAction: natural language goes to an agent's only action;
+// an agent of several is called by protocol.
+func TestFreeTextAction(t *testing.T) {
+	td := testTD(t, `{"type":"string"}`)
+	if _, err := FreeTextAction(td, "/agora/x/y/wellknown"); err == nil || !strings.Contains(err.Error(), "protocolHash") {
+		t.Fatalf("two actions: %v", err)
+	}
+	delete(td.Actions, "forecast")
+	if a, err := FreeTextAction(td, ""); err != nil || a != "ask" {
+		t.Fatalf("one action: %q %v", a, err)
+	}
+}

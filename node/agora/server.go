@@ -337,7 +337,7 @@ func (s *Server) serveRequest(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		var err error
-		if target.Action, input, err = naturalLanguage(td, req.Body); err != nil {
+		if target.Action, input, err = naturalLanguage(td, r.URL.Path+"/wellknown", req.Body); err != nil {
 			failure(w, "%v", err)
 			return
 		}
@@ -417,10 +417,22 @@ func actionOfHash(td *lmosproto.TD, hash string) (string, bool) {
 	return "", false
 }
 
+// FreeTextAction is the action of td that natural language goes to: the
+// A2A bridge's rule (a2abridge.TextAction), the agent's only action. An
+// agent of several actions is called by naming one: base is where its
+// protocols are listed.
+func FreeTextAction(td *lmosproto.TD, base string) (string, error) {
+	action, err := a2abridge.TextAction(td)
+	if err != nil && len(td.Actions) > 1 {
+		return "", fmt.Errorf("natural language goes to an agent's only action, and agent %q has %d: name one by its protocolHash (see %s)", td.ID, len(td.Actions), base)
+	}
+	return action, err
+}
+
 // naturalLanguage maps a request without protocol to the agent's
 // free-text action, as the A2A bridge maps a text message.
-func naturalLanguage(td *lmosproto.TD, body json.RawMessage) (string, lmosproto.Value, error) {
-	action, err := a2abridge.TextAction(td)
+func naturalLanguage(td *lmosproto.TD, base string, body json.RawMessage) (string, lmosproto.Value, error) {
+	action, err := FreeTextAction(td, base)
 	if err != nil {
 		return "", lmosproto.Value{}, err
 	}

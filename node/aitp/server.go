@@ -228,7 +228,7 @@ func (s *Server) serveCreateThread(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	action, err := a2abridge.TextAction(td)
+	action, err := agora.FreeTextAction(td, "the Agora endpoint "+agora.AgentPath(e.Publisher, e.ThingID)+"/wellknown")
 	if err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "", err.Error())
 		return

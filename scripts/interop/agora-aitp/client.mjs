@@ -165,6 +165,11 @@ async function aitp() {
   out.replyValid = capabilities["aitp-02-decisions"].validate(structured);
   const again = JSON.parse((await get(agent + "/v1/threads/" + thread.id)).text);
   out.retrieved = again.messages.length;
+  // A thread created with a message (AITP-T01: messages, an array of
+  // strings), retrieved with POST as the transport page writes it.
+  r = await post(agent + "/v1/thread", { messages: ["first words"], metadata: { actors: [{ id: "js-client", capabilities: [] }] } });
+  const second = (await post(agent + "/v1/threads/" + r.json.id, {})).json;
+  out.initial = second.messages.map((m) => `${m.role}:${m.content.join("|")}`);
 }
 
 try {
