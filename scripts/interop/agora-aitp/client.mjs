@@ -1,8 +1,8 @@
 // An Agora and AITP client written from the protocols' texts (the Agora
 // specification, AITP's threads, capabilities and AITP-T01 Threads API
 // pages), not from lmosnode's code. AITP capability payloads are checked
-// with ajv against the official capability schemas (schemas/, copied from
-// nearai/aitp, MIT).
+// with ajv against the official capability schemas: the verbatim copies
+// of nearai/aitp's (MIT) the repository keeps in node/aitp/schemas/.
 //
 // Usage: node client.mjs '{"base": "http://127.0.0.1:PORT", "agora": "/agora/<publisher>/<id>", "aitp": "/aitp/<publisher>/<id>"}'
 // Prints one line of JSON: what it saw, for the Go test to check; on a
@@ -109,7 +109,7 @@ const capabilities = {};
 for (const [id, root] of [["aitp-01-payments", "PaymentProtocol"], ["aitp-02-decisions", "DecisionProtocol"],
   ["aitp-03-data-request", null], ["aitp-04-near-wallet", null], ["aitp-05-evm-wallet", null]]) {
   const url = `https://aitp.dev/capabilities/${id}/v1.0.0/schema.json`;
-  const schema = JSON.parse(readFileSync(new URL(`./schemas/${id}.v1.0.0.json`, import.meta.url)));
+  const schema = JSON.parse(readFileSync(new URL(`../../../node/aitp/schemas/${id}.v1.0.0.json`, import.meta.url)));
   delete schema.$schema; // 2020-12 is the default of Ajv2020
   ajv.addSchema(schema, url);
   capabilities[id] = { url, validate: ajv.getSchema(root ? `${url}#/components/schemas/${root}` : url) };
