@@ -16,6 +16,8 @@ func (n *Node) apiHandler() http.Handler {
 		Groups:     n.groupAPI,
 		Trust:      n.trustAPI,
 		A2A:        n.a2a,
+		Agora:      n.agora,
+		AITP:       n.aitp,
 		MCP:        n.mcp.Handler(),
 		MCPImports: n.mcpImports.Handler(),
 		AICatalog:  n.aiCatalog,

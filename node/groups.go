@@ -47,6 +47,8 @@ func (n *Node) groupChanged(group string) {
 	n.mcp.Refresh()
 	n.a2a.Refresh()
 	n.aiCatalog.Refresh()
+	n.agora.Refresh()
+	n.aitp.Refresh()
 	member := n.groups.MemberOf(group)
 	n.metrics.GroupChange(member)
 	st, _ := n.groups.State(group)

@@ -92,7 +92,7 @@ func (n *Node) buildInteract() error {
 		}
 	}
 	n.router = interact.NewRouter(n.peerID, n.ownerLocal(), n.remote(), n.own)
-	// The MCP and A2A bridges' calls: the same rule, not instrumented
+	// The MCP, A2A, Agora and AITP bridges' calls: the same rule, not instrumented
 	// (unlike the HTTP binding's, WebSocket's and MQTT's).
 	n.bridgeRouter = interact.NewRouter(n.peerID, n.own.Engine(), n.remote(), n.own)
 	return nil

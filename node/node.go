@@ -26,7 +26,9 @@ import (
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/agora"
 	"github.com/lmosnode/lmosnode/node/aicatalog"
+	"github.com/lmosnode/lmosnode/node/aitp"
 	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/console"
@@ -123,6 +125,9 @@ type Node struct {
 	// Server Card.
 	aiCatalog  *aicatalog.Handler
 	serverCard http.Handler
+	// The Agora and AITP endpoints of the agents (agora.go).
+	agora *agora.Server
+	aitp  *aitp.Server
 
 	// console is the web console at / of the API (api.go).
 	console *console.Console
@@ -438,6 +443,9 @@ func (n *Node) buildSurfaces(o *options, b *built) error {
 	if err := n.buildAICatalog(b.signing, o.logger); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	if err := n.buildAgora(o.logger); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	n.tdd, err = tdd.New(tdd.Deps{
 		Directory: n.dir,
 		PeerID:    n.peerID,
@@ -609,6 +617,10 @@ func (n *Node) closeAPI() []error {
 	if n.a2a != nil {
 		// Ends A2A streams and followed tasks likewise.
 		errs = append(errs, n.a2a.Close())
+	}
+	if n.agora != nil {
+		// Ends Agora conversations and AITP threads likewise.
+		errs = append(errs, n.agora.Close(), n.aitp.Close())
 	}
 	errs = append(errs, n.closeGateways())
 	if srv != nil {

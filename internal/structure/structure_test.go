@@ -157,6 +157,10 @@ var nodeRank = map[string]int{
 	"node/federation": 4,
 	"node/groupsvc":   4,
 	"node/own":        4,
+	// Agora sits on the A2A bridge's rule of an agent's free-text action
+	// (a2abridge.TextAction), AITP on Agora's conversations.
+	"node/agora": 4,
+	"node/aitp":  5,
 	// The serialisable configuration: it validates what the
 	// directory, MQTT and API settings mean.
 	"node/config": 4,

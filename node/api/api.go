@@ -15,7 +15,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/agora"
 	"github.com/lmosnode/lmosnode/node/aicatalog"
+	"github.com/lmosnode/lmosnode/node/aitp"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/console"
 	"github.com/lmosnode/lmosnode/node/gateway"
@@ -77,6 +79,9 @@ type Deps struct {
 	Groups, Trust http.Handler
 	// A2A is the A2A bridge (a2abridge.Patterns).
 	A2A http.Handler
+	// Agora is the Agora server (agora.Patterns), AITP the AITP threads
+	// endpoints (aitp.Patterns).
+	Agora, AITP http.Handler
 	// MCP is MCP's Streamable HTTP endpoint, MCPImports the MCP import
 	// routes (mcpbridge.ImportPatterns).
 	MCP, MCPImports http.Handler
@@ -130,6 +135,8 @@ func Handler(deps Deps, cfg Config) http.Handler {
 	mount(deps.Groups, groupapi.Patterns()...)
 	mount(deps.Gateway, gateway.Patterns()...)
 	mount(deps.A2A, a2abridge.Patterns()...)
+	mount(deps.Agora, agora.Patterns()...)
+	mount(deps.AITP, aitp.Patterns()...)
 	mount(deps.MCP, PathMCP)
 	mount(deps.MCPImports, mcpbridge.ImportPatterns()...)
 	mount(deps.AICatalog, aicatalog.Patterns()...)
@@ -195,8 +202,9 @@ func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMu
 // AdminRequest reports whether r acts as the node and so always needs the
 // token: every method but GET, HEAD and OPTIONS, except the invocations
 // of the WoT HTTP binding (writeProperty, invokeAction, cancelAction) and
-// of MCP (/mcp) and of the A2A bridge (their calls; an import acts as the
-// node) and ARD's search (a POST that reads); the agents' WebSocket (an agent registers Things as the node's
+// of MCP (/mcp), of the A2A bridge (their calls; an import acts as the
+// node) and of the Agora and AITP endpoints, and ARD's search (a POST that
+// reads); the agents' WebSocket (an agent registers Things as the node's
 // own); and Go's profiler (its command line, goroutine stacks and
 // profiles are the process's, not the directory's). pattern is the API
 // mux's pattern for r.
@@ -218,7 +226,8 @@ func AdminRequest(r *http.Request, pattern string) bool {
 // (the WoT HTTP binding, MCP's Streamable HTTP endpoint, the A2A bridge's
 // JSON-RPC endpoints) rather than act as the node.
 func invocation(pattern string) bool {
-	if pattern == PathMCP || slices.Contains(gateway.Patterns(), pattern) {
+	if pattern == PathMCP || slices.Contains(gateway.Patterns(), pattern) ||
+		slices.Contains(agora.Patterns(), pattern) || slices.Contains(aitp.Patterns(), pattern) {
 		return true
 	}
 	return pattern != a2abridge.PathImports && slices.Contains(a2abridge.Patterns(), pattern)
