@@ -58,6 +58,8 @@ require (
 	rsc.io/qr v0.2.0
 )
 
+require github.com/dunglas/httpsfv v1.1.2
+
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/RaduBerinde/axisds v0.0.0-20250419182453-5135a0650657 // indirect

@@ -150,6 +150,7 @@ var nodeRank = map[string]int{
 	"node/tdd":       3,
 	"node/a2abridge": 3,
 	"node/mcpbridge": 3,
+	"node/anp":       3,
 	"node/console":   3,
 
 	"node/discovery":  4,
