@@ -46,6 +46,7 @@ func (n *Node) groupChanged(group string) {
 	n.own.Reauthorize()
 	n.mcp.Refresh()
 	n.a2a.Refresh()
+	n.anp.Refresh()
 	member := n.groups.MemberOf(group)
 	n.metrics.GroupChange(member)
 	st, _ := n.groups.State(group)

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +19,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -53,6 +54,35 @@ const acceptSignature = `sig1=("@method" "@target-uri" "@authority" "content-dig
 // Resolver to it. Its errors say why (ErrNoKey for a method not
 // authorized; others for a DID that does not resolve).
 type KeyOf func(ctx context.Context, keyID string) (ed25519.PublicKey, error)
+
+// ErrNoKey is the error of a DID document that does not authorize the
+// key a signature names for authentication.
+var ErrNoKey = errors.New("the DID document does not authorize this key for authentication")
+
+// Resolver resolves a did:wba or did:web DID to its document, checked as
+// its method requires (node/did's Resolver).
+type Resolver interface {
+	Resolve(ctx context.Context, did string) (*did.Document, error)
+}
+
+// KeyOfResolver is the KeyOf that resolves with r: the method keyID
+// names must carry an Ed25519 key and be in the document's
+// authentication relationship (ANP-02 §3.2.1 step 5), and the document
+// not deactivated.
+func KeyOfResolver(r Resolver) KeyOf {
+	return func(ctx context.Context, keyID string) (ed25519.PublicKey, error) {
+		id, _, _ := strings.Cut(keyID, "#")
+		doc, err := r.Resolve(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		m, ok := doc.Method(keyID)
+		if !ok || m.PublicKey == nil || doc.Deactivated || !slices.Contains(doc.Authentication, m.ID) {
+			return nil, fmt.Errorf("%s: %w", keyID, ErrNoKey)
+		}
+		return m.PublicKey, nil
+	}
+}
 
 // AuthConfig configures an Authenticator. The zero value of every field
 // selects its default.

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -245,7 +245,7 @@ func page(q url.Values) (offset, limit int, p *lmosproto.Problem) {
 // operator fronts the API with HTTPS there).
 func (s *Server) baseURL(r *http.Request) string {
 	scheme := schemeOf(r)
-	if s.deps.Identity != nil && strings.EqualFold(r.Host, s.deps.Identity.Host) {
+	if id := s.deps.Identity; id != nil && (strings.EqualFold(r.Host, id.Host) || strings.EqualFold(r.Host, id.HostPort())) {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host

@@ -2,17 +2,13 @@ package anp
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -24,92 +20,27 @@ import (
 // and assertionMethod and carries the eddsa-jcs-2022 proof the e1_
 // profile requires, made with it.
 
-// MethodPrefix starts every did:wba DID.
-const MethodPrefix = "did:wba:"
-
 // keyFragment names the node key in its document.
 const keyFragment = "#key-1"
 
-// Fingerprint is the e1_ path segment of pub: "e1_" and the base64url
-// RFC 7638 thumbprint of its OKP JWK.
-func Fingerprint(pub ed25519.PublicKey) string {
-	jwk := `{"crv":"Ed25519","kty":"OKP","x":"` + base64.RawURLEncoding.EncodeToString(pub) + `"}`
-	sum := sha256.Sum256([]byte(jwk))
-	return "e1_" + base64.RawURLEncoding.EncodeToString(sum[:])
-}
+// Fingerprint is the e1_ path segment of pub: "e1_" and the RFC 7638
+// thumbprint of its OKP JWK.
+func Fingerprint(pub ed25519.PublicKey) string { return "e1_" + did.JWKThumbprint(pub) }
 
-// WBA is a parsed did:wba DID.
-type WBA struct {
-	// DID is the DID.
-	DID string
-	// Host is the domain, with its port if the DID names one.
-	Host string
-	// Path is the segments after the domain; empty for a domain DID.
-	Path []string
+// ParseWBA parses a did:wba DID (node/did's rules: a domain name, never
+// an IP address, an optional percent-encoded port, path segments).
+func ParseWBA(s string) (did.ID, error) {
+	id, err := did.Parse(s)
+	if err == nil && id.Method != did.MethodWBA {
+		err = fmt.Errorf("anp: %q is not a did:wba DID", s)
+	}
+	return id, err
 }
-
-// ParseWBA parses a did:wba DID (ANP-03 §2.2): a domain name, not an IP
-// address, with an optional percent-encoded port, and path segments.
-func ParseWBA(did string) (WBA, error) {
-	rest, ok := strings.CutPrefix(did, MethodPrefix)
-	if !ok {
-		return WBA{}, fmt.Errorf("did %q: not a did:wba DID", did)
-	}
-	parts := strings.Split(rest, ":")
-	host, err := url.PathUnescape(parts[0])
-	if err != nil {
-		return WBA{}, fmt.Errorf("did %q: domain: %w", did, err)
-	}
-	name, port, err := net.SplitHostPort(host)
-	if err != nil {
-		name, port = host, ""
-	}
-	if _, err := netip.ParseAddr(strings.Trim(name, "[]")); err == nil {
-		return WBA{}, fmt.Errorf("did %q: an IP address is not a did:wba domain", did)
-	}
-	if !validDomain(name) || (port != "" && strings.Trim(port, "0123456789") != "") {
-		return WBA{}, fmt.Errorf("did %q: %q is not a domain name", did, host)
-	}
-	for _, seg := range parts[1:] {
-		if seg == "" || strings.Trim(seg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" {
-			return WBA{}, fmt.Errorf("did %q: path segment %q", did, seg)
-		}
-	}
-	return WBA{DID: did, Host: strings.ToLower(host), Path: parts[1:]}, nil
-}
-
-// validDomain reports whether name is a DNS name of letters, digits and
-// hyphens with at least two labels.
-func validDomain(name string) bool {
-	labels := strings.Split(name, ".")
-	if len(labels) < 2 || len(name) > 253 {
-		return false
-	}
-	for _, l := range labels {
-		if l == "" || len(l) > 63 || strings.Trim(strings.ToLower(l), "abcdefghijklmnopqrstuvwxyz0123456789-") != "" ||
-			strings.HasPrefix(l, "-") || strings.HasSuffix(l, "-") {
-			return false
-		}
-	}
-	return true
-}
-
-// DocumentPath is the path of the DID's document on its host (§2.5.2):
-// /.well-known/did.json for a domain DID, /<path>/did.json otherwise.
-func (w WBA) DocumentPath() string {
-	if len(w.Path) == 0 {
-		return "/.well-known/did.json"
-	}
-	return "/" + strings.Join(w.Path, "/") + "/did.json"
-}
-
-// DocumentURL is the HTTPS URL of the DID's document.
-func (w WBA) DocumentURL() string { return "https://" + w.Host + w.DocumentPath() }
 
 // Identity is the node's did:wba identity: its DID, the key's DID URL
 // and its signed DID document.
 type Identity struct {
-	WBA
+	did.ID
 	// KeyID is the DID URL of the node key, the keyid of its signatures.
 	KeyID string
 	key   ed25519.PrivateKey
@@ -125,6 +56,7 @@ func NewIdentity(configured string, key ed25519.PrivateKey, created time.Time) (
 	if err != nil {
 		return nil, err
 	}
+
 	pub := key.Public().(ed25519.PublicKey)
 	fp := Fingerprint(pub)
 	if n := len(w.Path); n > 0 {
@@ -137,11 +69,19 @@ func NewIdentity(configured string, key ed25519.PrivateKey, created time.Time) (
 			w.DID += ":" + fp
 		}
 	}
-	id := &Identity{WBA: w, KeyID: w.DID + keyFragment, key: key}
+	id := &Identity{ID: w, KeyID: w.DID + keyFragment, key: key}
 	if id.doc, err = id.document(pub, created); err != nil {
 		return nil, err
 	}
 	return id, nil
+}
+
+// DocumentPath is the path of the DID's document on its host (ANP-03
+// §2.5.2): /.well-known/did.json for a domain DID, /<path>/did.json
+// otherwise.
+func (id *Identity) DocumentPath() string {
+	u, _ := url.Parse(id.URL()) // node/did builds it
+	return u.Path
 }
 
 // Document is the node's DID document, signed.
@@ -183,7 +123,7 @@ func (id *Identity) document(pub ed25519.PublicKey, created time.Time) ([]byte, 
 		Authentication:  []string{id.KeyID},
 		AssertionMethod: []string{id.KeyID},
 		Service: []service{{ID: id.DID + "#ad", Type: "AgentDescription",
-			ServiceEndpoint: "https://" + id.Host + PathDescriptions}},
+			ServiceEndpoint: strings.TrimSuffix(id.URL(), id.DocumentPath()) + PathDescriptions}},
 	}
 	b, err := json.Marshal(d)
 	if err != nil {
@@ -191,7 +131,3 @@ func (id *Identity) document(pub ed25519.PublicKey, created time.Time) ([]byte, 
 	}
 	return lmosproto.SignDocumentAs(b, id.key, id.KeyID, created)
 }
-
-// ErrNoKey is the error of a DID document that does not authorize the
-// key a signature names for authentication.
-var ErrNoKey = errors.New("the DID document does not authorize this key for authentication")

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/anp"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/console"
 	"github.com/lmosnode/lmosnode/node/gateway"
@@ -79,6 +80,10 @@ type Deps struct {
 	// MCP is MCP's Streamable HTTP endpoint, MCPImports the MCP import
 	// routes (mcpbridge.ImportPatterns).
 	MCP, MCPImports http.Handler
+	// ANP serves the ANP documents and imports (anp.Patterns), the
+	// node's DID document before the guard, and checks DID-WBA signed
+	// requests (docs/identity.md#anp).
+	ANP *anp.Server
 	// WS and WSAgent are the WebSocket gateways of consumers and agents.
 	WS, WSAgent http.Handler
 	// Console is the web console: its pages before the access guard,
@@ -127,6 +132,7 @@ func Handler(deps Deps, cfg Config) http.Handler {
 	mount(deps.A2A, a2abridge.Patterns()...)
 	mount(deps.MCP, PathMCP)
 	mount(deps.MCPImports, mcpbridge.ImportPatterns()...)
+	mount(deps.ANP, anp.Patterns()...)
 	// The console's routes read the mux they are on (its snapshot).
 	mount(deps.Console.Routes(mux), console.Patterns()...)
 	mount(deps.WS, PathWS)
@@ -137,9 +143,10 @@ func Handler(deps Deps, cfg Config) http.Handler {
 	bodies := httpapi.Limits{BodyTimeout: time.Duration(lim.BodyTimeout), MaxBody: lim.MaxBodyBytes}
 	// Outermost: every request counted (refusals included) and, with
 	// tracing on, traced; the probes answer before the access guard.
-	guarded := guardAPI(cfg.Token, cfg.TokenForAll, cfg.CORS, mux)
+	guarded := guardAPI(cfg.Token, cfg.TokenForAll, cfg.CORS, mux, deps.ANP.Auth())
+	public := publicDocs(deps.ANP, withConsole(cfg.TokenForAll, deps.Console.Assets(), guarded))
 	return httpapi.Observe(deps.Metrics.APIRequest, traceAPI(deps.Tracing,
-		httpapi.Limit(bodies, httpapi.Recover(deps.Log, probes(deps.Ready, withConsole(cfg.TokenForAll, deps.Console.Assets(), guarded))))))
+		httpapi.Limit(bodies, httpapi.Recover(deps.Log, probes(deps.Ready, public)))))
 }
 
 // withConsole serves the web console's pages (/ and /console/…) before
@@ -159,6 +166,23 @@ func withConsole(all bool, assets, guarded http.Handler) http.Handler {
 	})
 }
 
+// publicDocs serves the node's did:wba DID document to anyone, before
+// the guard (it holds the node's public key only, and a resolver sends no
+// token), and everything else through next.
+func publicDocs(s *anp.Server, next http.Handler) http.Handler {
+	path := s.DocumentPath()
+	if path == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == path && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			s.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // guardAPI is the API's access control (docs/api.md#access): with all,
 // the bearer token for every request; else the loopback Host check, and
 // the token for the requests that act as the node (AdminRequest, by the
@@ -170,10 +194,41 @@ func withConsole(all bool, assets, guarded http.Handler) http.Handler {
 // calls from a web page of an origin cors does not allow, nor with a body
 // a page sends without a preflight. It runs after the token check, so
 // that a request without the token learns nothing but 401.
-func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMux) http.Handler {
+//
+// On the routes that call Things and ANP's documents (didRoute), a
+// request signed per ANP-02, or with the access token such a request
+// got, is checked by did instead (anp.Authenticator, DID-WBA), with no
+// token and on any Host: it is served as its DID's caller, whom the
+// owner's access decision sees; the token's 401 on those routes carries
+// the DIDWba challenge too.
+func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMux, did *anp.Authenticator) http.Handler {
 	routed := httpapi.BrowserConsent(cors, httpapi.Routed(mux))
+	byDID := httpapi.CORS(cors, did.Authenticate(routed))
+	challenge := func(h http.Header, r *http.Request) {
+		if _, pattern := mux.Handler(r); didRoute(pattern) {
+			did.Challenge(h, r, "invalid_request", "Sign the request (DID-WBA, ANP-02) or send the API token.")
+		}
+	}
+	byToken := guardToken(token, all, cors, mux, routed, challenge)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); didRoute(pattern) && did.Carries(r) {
+			byDID.ServeHTTP(w, r)
+			return
+		}
+		byToken.ServeHTTP(w, r)
+	})
+}
+
+// didRoute reports whether pattern accepts DID-WBA: the invocation
+// routes and ANP's documents.
+func didRoute(pattern string) bool {
+	return invocation(pattern) || (pattern != anp.PathImports && slices.Contains(anp.Patterns(), pattern))
+}
+
+// guardToken is guardAPI's check of the bearer token.
+func guardToken(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMux, routed http.Handler, challenge func(http.Header, *http.Request)) http.Handler {
 	if all {
-		return httpapi.CORS(cors, httpapi.RequireBearer(token, routed))
+		return httpapi.CORS(cors, httpapi.RequireBearerOr(token, challenge, routed))
 	}
 	admin := httpapi.RequireBearer(token, routed)
 	return httpapi.LoopbackHostOnly(httpapi.CORS(cors, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
