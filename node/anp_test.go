@@ -1,11 +1,15 @@
 package node_test
 
 import (
+	"bufio"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os/exec"
@@ -17,9 +21,11 @@ import (
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/anp"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/did/didtest"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -127,4 +133,122 @@ func TestANPClientJS(t *testing.T) {
 		rep.Report.Output != "HELLO ANP" || rep.Report.TokenCall != "HELLO ANP" {
 		t.Fatalf("report %+v (%v)", rep, err)
 	}
+}
+
+// anpService starts scripts/interop/anp/service.mjs, an ANP-described
+// hotel agent on 127.0.0.1 that checks DID-WBA signatures itself
+// (resolving callers' did:wba over HTTPS with the test CA of caFile),
+// and returns its port and the lines it logs.
+func anpService(t *testing.T, caFile string) (int, <-chan map[string]any) {
+	t.Helper()
+	cmd := exec.Command("node", "service.mjs")
+	cmd.Dir = anpDir
+	cmd.Env = append(cmd.Environ(), "CA_FILE="+caFile, "HOSTS=agents.example")
+	cmd.Stderr = t.Output()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan map[string]any, 16)
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatalf("service.mjs: no port: %v", sc.Err())
+	}
+	var first struct{ Port int }
+	if err := json.Unmarshal(sc.Bytes(), &first); err != nil || first.Port == 0 {
+		t.Fatalf("service.mjs: %q: %v", sc.Text(), err)
+	}
+	go func() {
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+	}()
+	return first.Port, lines
+}
+
+// TestANPImportCalledFromAnotherNode imports an ANP agent (an
+// independent JavaScript service described per ANP-07, with an openrpc
+// interface) on node A, whose did:wba is served behind an HTTPS front,
+// and calls it from node B over B's HTTP binding: the call reaches A over
+// libp2p and goes out to the service as a JSON-RPC request signed with
+// A's did:wba, which the service verifies by resolving A's DID. A call
+// the service cannot verify (a node without did:wba) is refused by it.
+func TestANPImportCalledFromAnotherNode(t *testing.T) {
+	testnet.NPM(t, anpDir)
+	front0 := didtest.NewServer(t, "agents.example")
+	configured := front0.DID("wba", "node", "a")
+	net := testnet.New(t, 3, testnet.Options{Configure: func(i int, cfg *config.Config) {
+		if i == 0 {
+			cfg.ANP.DID = configured
+		}
+	}})
+	a, b, unsigned := net.Nodes[0], net.Nodes[1], net.Nodes[2]
+	parsed, err := did.Parse(nodeDIDWBA(t, a, configured))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(parsed.URL())
+	front(front0, a, u.Path)
+	port, calls := anpService(t, front0.CAFile)
+	adURL := fmt.Sprintf("http://127.0.0.1:%d/agents/hotel/ad.json", port)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := apiclient.New("http://"+a.APIAddr(), httpapi.BearerClient(a.APIToken())).ImportANP(ctx, anp.ImportRequest{URL: adURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Endpoint != fmt.Sprintf("http://127.0.0.1:%d/api/v1/hotel/jsonrpc", port) || strings.Join(res.Methods, ",") != "searchRooms" {
+		t.Fatalf("import %+v", res)
+	}
+	net.Link(1, 0)
+	testnet.WaitFor(t, "B learns the ANP agent", 10*time.Second, func() (bool, string) {
+		return len(b.Directory().Lookup(res.ThingID)) > 0, "not yet"
+	})
+	status, body := postJSON(t, "http://"+b.APIAddr()+"/things/"+res.ThingID+"/actions/searchRooms",
+		`{"searchCriteria":{"checkIn":"2026-12-01","checkOut":"2026-12-03","guests":2}}`)
+	var out struct {
+		Total  int    `json:"total"`
+		Guests int    `json:"guests"`
+		Caller string `json:"caller"`
+	}
+	if status != http.StatusOK || json.Unmarshal(body, &out) != nil || out.Total != 1 || out.Guests != 2 || out.Caller != parsed.DID {
+		t.Fatalf("call from B: %d %s (want the caller %s)", status, body, parsed.DID)
+	}
+	if m := <-calls; m["did"] != parsed.DID {
+		t.Fatalf("the service logged %v", m)
+	}
+
+	// A node without did:wba calls unsigned: the service refuses (401),
+	// the caller gets 502 naming it.
+	if _, err := apiclient.New("http://"+unsigned.APIAddr(), httpapi.BearerClient(unsigned.APIToken())).ImportANP(ctx, anp.ImportRequest{URL: adURL}); err != nil {
+		t.Fatal(err)
+	}
+	status, body = postJSON(t, "http://"+unsigned.APIAddr()+"/things/"+res.ThingID+"/actions/searchRooms",
+		`{"searchCriteria":{"checkIn":"2026-12-01","checkOut":"2026-12-03","guests":2}}`)
+	if status != http.StatusBadGateway || !strings.Contains(string(body), "401") {
+		t.Fatalf("unsigned call: %d %s", status, body)
+	}
+	if m := <-calls; m["refused"] != "invalid_request" {
+		t.Fatalf("the service logged %v", m)
+	}
+}
+
+// postJSON posts body to u and returns the status and answer.
+func postJSON(t *testing.T, u, body string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(u, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }

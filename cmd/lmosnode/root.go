@@ -70,6 +70,7 @@ requires one. Exit codes: 0 success, 1 failure, 2 usage error, 3 not found,
 		newSubscribeCmd(),
 		newGroupCmd(),
 		newA2ACmd(),
+		newANPCmd(),
 		newDemoCmd(),
 		newMCPCmd(),
 	)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/anp"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 )
 
@@ -57,4 +58,11 @@ func (c *Client) A2AAgents(ctx context.Context) ([]a2abridge.AgentRef, error) {
 		}
 	}
 	return all, nil
+}
+
+// ImportANP asks the node to import the ANP agent whose agent description
+// is at req.URL: it publishes an lmos:Agent whose actions are the
+// description's JSON-RPC methods, called signed with the node's did:wba.
+func (c *Client) ImportANP(ctx context.Context, req anp.ImportRequest) (anp.ImportResult, error) {
+	return call[anp.ImportResult](ctx, c, request{method: http.MethodPost, path: anp.PathImports, body: req, max: maxAgentIndex})
 }

@@ -24,20 +24,11 @@
 // 127.0.0.1), AGENT_NAME, ACTION, INPUT (JSON). Prints a JSON report;
 // exits 1 on the first failed check.
 
-import https from 'node:https';
-import { createHash, createPrivateKey, createPublicKey, randomBytes, verify as edVerify } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import canonicalize from 'canonicalize';
-import bs58 from 'bs58';
+import { createHash, createPrivateKey, randomBytes } from 'node:crypto';
 import * as jose from 'jose';
 import { httpbis, createSigner } from 'http-message-signatures';
+import { env, request, didURL, resolve, authKey } from './did.mjs';
 
-const env = (k) => {
-  if (!process.env[k]) throw new Error(`${k} is not set`);
-  return process.env[k];
-};
-const hosts = new Set(env('HOSTS').split(','));
-const ca = readFileSync(env('CA_FILE'));
 const report = {};
 function check(cond, what) {
   if (!cond) {
@@ -46,66 +37,16 @@ function check(cond, what) {
   }
 }
 
-// lookup maps the test domains to 127.0.0.1 and refuses every other name.
-function lookup(hostname, options, cb) {
-  if (!hosts.has(hostname)) return cb(new Error(`not a test domain: ${hostname}`));
-  if (options && options.all) return cb(null, [{ address: '127.0.0.1', family: 4 }]);
-  return cb(null, '127.0.0.1', 4);
-}
-
-function request(method, url, headers = {}, body) {
-  return new Promise((resolve, reject) => {
-    const req = https.request(url, { method, headers, ca, lookup }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-    });
-    req.on('error', reject);
-    if (body !== undefined) req.write(body);
-    req.end();
-  });
-}
-
-// did:wba → the URL of its document (ANP-03 §2.5.2).
-function didURL(did) {
-  const parts = did.slice('did:wba:'.length).split(':');
-  const host = decodeURIComponent(parts[0]);
-  const path = parts.slice(1).map(decodeURIComponent);
-  return `https://${host}/${path.length ? path.join('/') : '.well-known'}/did.json`;
-}
-
-// multibase z + multicodec ed25519-pub → JWK.
-function multikeyJWK(mb) {
-  const b = Buffer.from(bs58.decode(mb.slice(1)));
-  if (mb[0] !== 'z' || b[0] !== 0xed || b[1] !== 0x01 || b.length !== 34) throw new Error(`not an Ed25519 Multikey: ${mb}`);
-  return { kty: 'OKP', crv: 'Ed25519', x: jose.base64url.encode(b.subarray(2)) };
-}
-
-// eddsa-jcs-2022 (vc-di-eddsa §3.3): SHA-256(JCS(proof options)) ||
-// SHA-256(JCS(document without proof)), Ed25519.
-function verifyProof(doc, jwk) {
-  const { proof, ...unsecured } = doc;
-  const { proofValue, ...options } = proof;
-  if (doc['@context'] && !options['@context']) options['@context'] = doc['@context'];
-  const sha = (o) => createHash('sha256').update(canonicalize(o), 'utf8').digest();
-  const data = Buffer.concat([sha(options), sha(unsecured)]);
-  return edVerify(null, data, createPublicKey({ key: jwk, format: 'jwk' }), Buffer.from(bs58.decode(proofValue.slice(1))));
-}
-
 async function resolveNode(did) {
-  const res = await request('GET', didURL(did));
-  check(res.status === 200, `GET ${didURL(did)}: ${res.status}`);
-  const doc = JSON.parse(res.body);
-  check(doc.id === did, `document id ${doc.id}`);
-  const vm = doc.verificationMethod.find((m) => m.id === doc.proof.verificationMethod);
-  check(vm && vm.type === 'Multikey', 'proof.verificationMethod names a Multikey of the document');
-  const jwk = multikeyJWK(vm.publicKeyMultibase);
-  const fp = did.split(':').pop();
-  check(fp === 'e1_' + (await jose.calculateJwkThumbprint(jwk, 'sha256')), 'the e1_ fingerprint is the proof key');
-  check(doc.proof.cryptosuite === 'eddsa-jcs-2022' && verifyProof(doc, jwk), 'the eddsa-jcs-2022 proof verifies');
-  check(doc.authentication.includes(vm.id), 'the key is in authentication');
-  report.nodeDocument = { id: doc.id, key: vm.id };
-  return jwk;
+  let doc;
+  try {
+    doc = await resolve(did);
+  } catch (e) {
+    check(false, `resolving ${did}: ${e.message}`);
+  }
+  const keyid = doc.proof.verificationMethod;
+  report.nodeDocument = { id: doc.id, key: keyid };
+  return authKey(doc, keyid);
 }
 
 const clientDID = env('CLIENT_DID');
