@@ -153,7 +153,7 @@ func (s *Server) serveDescription(w http.ResponseWriter, r *http.Request) {
 	visible, _ := s.visibility(r)
 	e, ok := s.deps.Directory.Get(pub, r.PathValue("id"))
 	td, tdOK := s.deps.TDs.TDOf(pub, r.PathValue("id"))
-	if !ok || !tdOK || e.Tombstone || !visible(e) || !(td.IsAgent() || td.IsTool()) {
+	if !ok || !tdOK || e.Tombstone || !visible(e) || (!td.IsAgent() && !td.IsTool()) {
 		httpapi.WriteProblem(w, r, httpapi.Problemf(http.StatusNotFound, "no agent or tool %q of %s", r.PathValue("id"), pub))
 		return
 	}

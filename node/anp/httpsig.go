@@ -190,41 +190,41 @@ func Sign(r *http.Request, scheme, label string, p SigParams, key ed25519.Privat
 func ReadSignature(r *http.Request) (Signed, error) {
 	inputs, err := httpsfv.UnmarshalDictionary(r.Header.Values(HeaderSignatureInput))
 	if err != nil {
-		return Signed{}, fmt.Errorf("Signature-Input: %w", err)
+		return Signed{}, fmt.Errorf("field Signature-Input: %w", err)
 	}
 	sigs, err := httpsfv.UnmarshalDictionary(r.Header.Values(HeaderSignature))
 	if err != nil {
-		return Signed{}, fmt.Errorf("Signature: %w", err)
+		return Signed{}, fmt.Errorf("field Signature: %w", err)
 	}
 	for _, label := range inputs.Names() {
 		m, _ := inputs.Get(label)
 		il, ok := m.(httpsfv.InnerList)
 		if !ok {
-			return Signed{}, fmt.Errorf("Signature-Input %s: not an inner list", label)
+			return Signed{}, fmt.Errorf("field Signature-Input, %s: not an inner list", label)
 		}
 		p, err := paramsOf(il)
 		if err != nil {
-			return Signed{}, fmt.Errorf("Signature-Input %s: %w", label, err)
+			return Signed{}, fmt.Errorf("field Signature-Input, %s: %w", label, err)
 		}
 		if p.KeyID == "" {
 			continue
 		}
 		sm, ok := sigs.Get(label)
 		if !ok {
-			return Signed{}, fmt.Errorf("Signature has no member %s", label)
+			return Signed{}, fmt.Errorf("field Signature has no member %s", label)
 		}
 		item, ok := sm.(httpsfv.Item)
 		sig, isBytes := item.Value.([]byte)
 		if !ok || !isBytes {
-			return Signed{}, fmt.Errorf("Signature %s: not a byte sequence", label)
+			return Signed{}, fmt.Errorf("field Signature, %s: not a byte sequence", label)
 		}
 		ser, err := httpsfv.Marshal(il)
 		if err != nil {
-			return Signed{}, fmt.Errorf("Signature-Input %s: %w", label, err)
+			return Signed{}, fmt.Errorf("field Signature-Input, %s: %w", label, err)
 		}
 		return Signed{Label: label, Params: p, paramsSFV: ser, Signature: sig}, nil
 	}
-	return Signed{}, errors.New("Signature-Input names no keyid")
+	return Signed{}, errors.New("field Signature-Input names no keyid")
 }
 
 // paramsOf reads the parameters of a Signature-Input member.
@@ -308,7 +308,7 @@ func ContentDigest(body []byte) string {
 func CheckContentDigest(values []string, body []byte) error {
 	d, err := httpsfv.UnmarshalDictionary(values)
 	if err != nil {
-		return fmt.Errorf("Content-Digest: %w", err)
+		return fmt.Errorf("field Content-Digest: %w", err)
 	}
 	checked := 0
 	for _, alg := range d.Names() {
@@ -325,16 +325,16 @@ func CheckContentDigest(values []string, body []byte) error {
 		item, _ := m.(httpsfv.Item)
 		want, ok := item.Value.([]byte)
 		if !ok {
-			return fmt.Errorf("Content-Digest %s: not a byte sequence", alg)
+			return fmt.Errorf("field Content-Digest, %s: not a byte sequence", alg)
 		}
 		h.Write(body)
 		if !bytes.Equal(h.Sum(nil), want) {
-			return fmt.Errorf("Content-Digest %s does not match the body", alg)
+			return fmt.Errorf("field Content-Digest, %s: does not match the body", alg)
 		}
 		checked++
 	}
 	if checked == 0 {
-		return errors.New("Content-Digest has no sha-256 or sha-512 member")
+		return errors.New("field Content-Digest has no sha-256 or sha-512 member")
 	}
 	return nil
 }
