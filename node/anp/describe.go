@@ -114,7 +114,7 @@ func (s *Server) describe(base string, e directory.Entry, td *lmosproto.TD) Agen
 			Description: "W3C WoT Thing Description whose forms are this node's HTTP binding (actions: POST, properties: GET/PUT, events: SSE).",
 		}, {
 			Type: "StructuredInterface", Protocol: "MCP", URL: base + "/mcp",
-			Description: "MCP Streamable HTTP endpoint of the node; each action of this Thing is a tool.",
+			Description: "MCP Streamable HTTP endpoint of the node; each action of this Thing is a tool. It takes the node's API token, not DID-WBA.",
 		}},
 	}
 	if s.deps.Identity != nil && e.Own {

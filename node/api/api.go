@@ -195,7 +195,8 @@ func publicDocs(s *anp.Server, next http.Handler) http.Handler {
 // a page sends without a preflight. It runs after the token check, so
 // that a request without the token learns nothing but 401.
 //
-// On the routes that call Things and ANP's documents (didRoute), a
+// On the routes that call Things (but /mcp) and ANP's documents
+// (didRoute), a
 // request signed per ANP-02, or with the access token such a request
 // got, is checked by did instead (anp.Authenticator, DID-WBA), with no
 // token and on any Host: it is served as its DID's caller, whom the
@@ -220,9 +221,11 @@ func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMu
 }
 
 // didRoute reports whether pattern accepts DID-WBA: the invocation
-// routes and ANP's documents.
+// routes but MCP's and ANP's documents. MCP's sessions outlive the
+// request that opens them (the SDK runs later calls in the session's
+// context), so a signature could not name the caller of each call there.
 func didRoute(pattern string) bool {
-	return invocation(pattern) || (pattern != anp.PathImports && slices.Contains(anp.Patterns(), pattern))
+	return (invocation(pattern) && pattern != PathMCP) || (pattern != anp.PathImports && slices.Contains(anp.Patterns(), pattern))
 }
 
 // guardToken is guardAPI's check of the bearer token.

@@ -57,8 +57,9 @@ var testDID = func() (d struct {
 
 // TestGuardDIDWBA: with the token required for all, a DID-WBA signed
 // request reaches the routes that call Things without the token, and not
-// the others; the token's 401 on a call route carries the DIDWba
-// challenge too.
+// the others (administration, and MCP, whose sessions outlive a signed
+// request); the token's 401 on a call route carries the DIDWba challenge
+// too.
 func TestGuardDIDWBA(t *testing.T) {
 	h, calls := guardedMux(true, httpapi.CORSConfig{})
 	n := 0
@@ -79,8 +80,10 @@ func TestGuardDIDWBA(t *testing.T) {
 		!strings.Contains(w.Header().Get("Authentication-Info"), "access_token=") {
 		t.Fatalf("signed call: %d %v, calls %d", w.Code, w.Header(), *calls)
 	}
-	if w := signed(http.MethodPost, "/api/v1/things"); w.Code != http.StatusUnauthorized || *calls != 1 {
-		t.Fatalf("signed admin request: %d, calls %d", w.Code, *calls)
+	for _, target := range []string{"/api/v1/things", PathMCP} {
+		if w := signed(http.MethodPost, target); w.Code != http.StatusUnauthorized || *calls != 1 {
+			t.Fatalf("signed request to %s: %d, calls %d", target, w.Code, *calls)
+		}
 	}
 	w := serve(h, http.MethodPost, "/things/x/actions/a")
 	if ch := w.Header().Values("WWW-Authenticate"); w.Code != http.StatusUnauthorized || len(ch) != 2 || !strings.HasPrefix(ch[1], "DIDWba ") {
