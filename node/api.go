@@ -18,6 +18,7 @@ func (n *Node) apiHandler() http.Handler {
 		A2A:        n.a2a,
 		Agora:      n.agora,
 		AITP:       n.aitp,
+		ANP:        n.anp,
 		MCP:        n.mcp.Handler(),
 		MCPImports: n.mcpImports.Handler(),
 		AICatalog:  n.aiCatalog,

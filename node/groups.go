@@ -49,6 +49,7 @@ func (n *Node) groupChanged(group string) {
 	n.aiCatalog.Refresh()
 	n.agora.Refresh()
 	n.aitp.Refresh()
+	n.anp.Refresh()
 	member := n.groups.MemberOf(group)
 	n.metrics.GroupChange(member)
 	st, _ := n.groups.State(group)

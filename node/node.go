@@ -29,10 +29,12 @@ import (
 	"github.com/lmosnode/lmosnode/node/agora"
 	"github.com/lmosnode/lmosnode/node/aicatalog"
 	"github.com/lmosnode/lmosnode/node/aitp"
+	"github.com/lmosnode/lmosnode/node/anp"
 	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/console"
 	"github.com/lmosnode/lmosnode/node/datastore"
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/discovery"
 	"github.com/lmosnode/lmosnode/node/fanout"
@@ -128,6 +130,13 @@ type Node struct {
 	// The Agora and AITP endpoints of the agents (agora.go).
 	agora *agora.Server
 	aitp  *aitp.Server
+	// ANP (anp.go): the node's did:wba identity (nil without
+	// Config.ANP.DID), the client of imported ANP agents, the surface.
+	anpID     *anp.Identity
+	anpClient *anp.Client
+	anp       *anp.Server
+	// didResolver resolves the DIDs of DID-WBA callers (node/did).
+	didResolver *did.Resolver
 
 	// console is the web console at / of the API (api.go).
 	console *console.Console
@@ -379,6 +388,9 @@ func (n *Node) buildOwn(o *options, b *built) error {
 	if n.a2aClient, err = a2abridge.NewClient(a2abridge.ClientConfig{}, a2abridge.WithLogger(o.logger.With("component", "a2a"))); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	if err := n.buildANPClient(b, o); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	n.own, err = own.New(own.Deps{
 		Directory: n.dir,
 		Self:      n.peerID,
@@ -386,7 +398,8 @@ func (n *Node) buildOwn(o *options, b *built) error {
 		Access:    b.access,
 		Fetcher:   n.fed,
 		Trust:     n.trust,
-		Kinds:     map[string]func(string) (interact.Backend, error){a2abridge.KindA2A: n.a2aClient.Backend},
+		Kinds: map[string]func(string) (interact.Backend, error){a2abridge.KindA2A: n.a2aClient.Backend,
+			anp.KindANP: n.anpClient.Backend},
 	}, own.Config{}, own.WithLogger(o.logger.With("component", "interact")))
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
@@ -446,6 +459,7 @@ func (n *Node) buildSurfaces(o *options, b *built) error {
 	if err := n.buildAgora(o.logger); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	n.buildANP(b, o)
 	n.tdd, err = tdd.New(tdd.Deps{
 		Directory: n.dir,
 		PeerID:    n.peerID,
@@ -623,6 +637,9 @@ func (n *Node) closeAPI() []error {
 		errs = append(errs, n.agora.Close(), n.aitp.Close())
 	}
 	errs = append(errs, n.closeGateways())
+	if n.didResolver != nil {
+		n.didResolver.Close()
+	}
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		if err := srv.Shutdown(ctx); err != nil {

@@ -286,6 +286,16 @@ func SignDocument(doc []byte, key ed25519.PrivateKey, created time.Time) ([]byte
 	if len(key) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("sign: private key has %d bytes, want %d", len(key), ed25519.PrivateKeySize)
 	}
+	return SignDocumentAs(doc, key, DIDKeyVerificationMethod(key.Public().(ed25519.PublicKey)), created)
+}
+
+// SignDocumentAs is SignDocument with the proof's verificationMethod given:
+// a DID document's own key ("did:wba:example.com:…#key-1") rather than the
+// key's did:key. VerifyDocumentKey verifies it.
+func SignDocumentAs(doc []byte, key ed25519.PrivateKey, verificationMethod string, created time.Time) ([]byte, error) {
+	if len(key) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("sign: private key has %d bytes, want %d", len(key), ed25519.PrivateKeySize)
+	}
 	pub := key.Public().(ed25519.PublicKey)
 	if !pub.Equal(ed25519.NewKeyFromSeed(key.Seed()).Public()) {
 		return nil, errors.New("sign: private key is inconsistent (its public half does not belong to its seed)")
@@ -308,7 +318,7 @@ func SignDocument(doc []byte, key ed25519.PrivateKey, created time.Time) ([]byte
 	proof := Proof{
 		Type:               ProofTypeDataIntegrity,
 		Cryptosuite:        CryptosuiteEdDSAJCS2022,
-		VerificationMethod: DIDKeyVerificationMethod(pub),
+		VerificationMethod: verificationMethod,
 		ProofPurpose:       ProofPurposeAssertionMethod,
 		Created:            created.Format(proofCreatedLayout),
 	}
@@ -346,6 +356,16 @@ func SignDocument(doc []byte, key ed25519.PrivateKey, created time.Time) ([]byte
 // ErrSignature, for a signature that does not match) otherwise; its text
 // names the member at fault.
 func VerifyDocument(doc []byte) (Signer, error) {
+	return VerifyDocumentKey(doc, nil)
+}
+
+// VerifyDocumentKey is VerifyDocument for a proof whose verification method
+// is not a did:key (a did:web or did:wba document's own key, say): keyOf
+// returns the Ed25519 key a verification method URL names, or an error when
+// the caller does not accept it. A nil keyOf accepts did:key methods only,
+// as VerifyDocument does. The proof's type, cryptosuite and purpose are
+// checked the same way.
+func VerifyDocumentKey(doc []byte, keyOf func(verificationMethod string) (ed25519.PublicKey, error)) (Signer, error) {
 	unsecured, proofObj, err := splitProof(doc)
 	if err != nil {
 		return Signer{}, err
@@ -354,7 +374,7 @@ func VerifyDocument(doc []byte) (Signer, error) {
 	if err != nil {
 		return Signer{}, fmt.Errorf("verify: %w: %w", ErrBadProof, err)
 	}
-	pub, err := acceptedKey(proof)
+	pub, err := acceptedKey(proof, keyOf)
 	if err != nil {
 		return Signer{}, err
 	}
@@ -429,8 +449,9 @@ func splitProof(doc []byte) (unsecured, proofObj orderedObject, err error) {
 
 // acceptedKey checks that proof is of the kind lmosnode accepts (a
 // DataIntegrityProof with eddsa-jcs-2022 for assertionMethod, by a did:key
-// verification method URL) and returns the verification method's key.
-func acceptedKey(proof Proof) (ed25519.PublicKey, error) {
+// verification method URL, or one keyOf accepts) and returns the
+// verification method's key.
+func acceptedKey(proof Proof, keyOf func(string) (ed25519.PublicKey, error)) (ed25519.PublicKey, error) {
 	if proof.Type != ProofTypeDataIntegrity {
 		return nil, badProof("proof.type %q is not supported, want %q", proof.Type, ProofTypeDataIntegrity)
 	}
@@ -443,9 +464,15 @@ func acceptedKey(proof Proof) (ed25519.PublicKey, error) {
 	if !strings.Contains(proof.VerificationMethod, "#") {
 		return nil, badProof("proof.verificationMethod %q is not a verification method URL (did:key:z6Mk…#z6Mk…)", proof.VerificationMethod)
 	}
-	pub, err := ParseDIDKey(proof.VerificationMethod)
+	if keyOf == nil {
+		keyOf = ParseDIDKey
+	}
+	pub, err := keyOf(proof.VerificationMethod)
 	if err != nil {
 		return nil, badProof("proof.verificationMethod: %w", err)
+	}
+	if len(pub) != ed25519.PublicKeySize {
+		return nil, badProof("proof.verificationMethod %q: not an Ed25519 key", proof.VerificationMethod)
 	}
 	return pub, nil
 }

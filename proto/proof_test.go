@@ -1026,3 +1026,34 @@ func TestCanonicalizeAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestSignDocumentAsNeedsKeyOf: a proof by a DID document's own method
+// verifies with the key VerifyDocumentKey is given, and not as a did:key.
+func TestSignDocumentAsNeedsKeyOf(t *testing.T) {
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := "did:wba:example.com#key-1"
+	doc, err := SignDocumentAs([]byte(`{"id":"did:wba:example.com"}`), priv, vm, time.Unix(1_700_000_000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyDocument(doc); !errors.Is(err, ErrBadProof) {
+		t.Errorf("VerifyDocument of a did:wba method: %v, want ErrBadProof", err)
+	}
+	keyOf := func(got string) (ed25519.PublicKey, error) {
+		if got != vm {
+			return nil, errors.New("unknown method")
+		}
+		return pub, nil
+	}
+	s, err := VerifyDocumentKey(doc, keyOf)
+	if err != nil || !s.PublicKey.Equal(pub) || s.VerificationMethod != vm {
+		t.Fatalf("VerifyDocumentKey: %+v %v", s, err)
+	}
+	other, _, _ := ed25519.GenerateKey(nil)
+	if _, err := VerifyDocumentKey(doc, func(string) (ed25519.PublicKey, error) { return other, nil }); !errors.Is(err, ErrSignature) {
+		t.Errorf("another key: %v, want ErrSignature", err)
+	}
+}

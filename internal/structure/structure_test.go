@@ -134,6 +134,8 @@ var nodeRank = map[string]int{
 	"node/trust":      0,
 	"node/version":    0,
 	"node/suggest":    0,
+	// The did:web / did:wba resolver: HTTPS, a cache, DID documents.
+	"node/did": 0,
 
 	// The trust list's HTTP API, beside the list.
 	"node/trust/trustapi": 1,
@@ -151,6 +153,7 @@ var nodeRank = map[string]int{
 	"node/a2abridge": 3,
 	"node/mcpbridge": 3,
 	"node/aicatalog": 3,
+	"node/anp":       3,
 	"node/console":   3,
 
 	"node/discovery":  4,

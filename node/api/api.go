@@ -18,6 +18,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/agora"
 	"github.com/lmosnode/lmosnode/node/aicatalog"
 	"github.com/lmosnode/lmosnode/node/aitp"
+	"github.com/lmosnode/lmosnode/node/anp"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/console"
 	"github.com/lmosnode/lmosnode/node/gateway"
@@ -89,6 +90,10 @@ type Deps struct {
 	// (aicatalog.Patterns); ServerCard the MCP Server Card
 	// (mcpbridge.PathServerCard, PathServerCardMCP).
 	AICatalog, ServerCard http.Handler
+	// ANP serves the ANP documents and imports (anp.Patterns), the
+	// node's DID document before the guard, and checks DID-WBA signed
+	// requests (docs/identity.md#anp).
+	ANP *anp.Server
 	// WS and WSAgent are the WebSocket gateways of consumers and agents.
 	WS, WSAgent http.Handler
 	// Console is the web console: its pages before the access guard,
@@ -141,6 +146,7 @@ func Handler(deps Deps, cfg Config) http.Handler {
 	mount(deps.MCPImports, mcpbridge.ImportPatterns()...)
 	mount(deps.AICatalog, aicatalog.Patterns()...)
 	mount(deps.ServerCard, "GET "+mcpbridge.PathServerCard, "GET "+mcpbridge.PathServerCardMCP)
+	mount(deps.ANP, anp.Patterns()...)
 	// The console's routes read the mux they are on (its snapshot).
 	mount(deps.Console.Routes(mux), console.Patterns()...)
 	mount(deps.WS, PathWS)
@@ -151,9 +157,10 @@ func Handler(deps Deps, cfg Config) http.Handler {
 	bodies := httpapi.Limits{BodyTimeout: time.Duration(lim.BodyTimeout), MaxBody: lim.MaxBodyBytes}
 	// Outermost: every request counted (refusals included) and, with
 	// tracing on, traced; the probes answer before the access guard.
-	guarded := guardAPI(cfg.Token, cfg.TokenForAll, cfg.CORS, mux)
+	guarded := guardAPI(cfg.Token, cfg.TokenForAll, cfg.CORS, mux, deps.ANP.Auth())
+	public := publicDocs(deps.ANP, withConsole(cfg.TokenForAll, deps.Console.Assets(), guarded))
 	return httpapi.Observe(deps.Metrics.APIRequest, traceAPI(deps.Tracing,
-		httpapi.Limit(bodies, httpapi.Recover(deps.Log, probes(deps.Ready, withConsole(cfg.TokenForAll, deps.Console.Assets(), guarded))))))
+		httpapi.Limit(bodies, httpapi.Recover(deps.Log, probes(deps.Ready, public)))))
 }
 
 // withConsole serves the web console's pages (/ and /console/…) before
@@ -173,6 +180,23 @@ func withConsole(all bool, assets, guarded http.Handler) http.Handler {
 	})
 }
 
+// publicDocs serves the node's did:wba DID document to anyone, before
+// the guard (it holds the node's public key only, and a resolver sends no
+// token), and everything else through next.
+func publicDocs(s *anp.Server, next http.Handler) http.Handler {
+	path := s.DocumentPath()
+	if path == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == path && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			s.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // guardAPI is the API's access control (docs/api.md#access): with all,
 // the bearer token for every request; else the loopback Host check, and
 // the token for the requests that act as the node (AdminRequest, by the
@@ -184,10 +208,44 @@ func withConsole(all bool, assets, guarded http.Handler) http.Handler {
 // calls from a web page of an origin cors does not allow, nor with a body
 // a page sends without a preflight. It runs after the token check, so
 // that a request without the token learns nothing but 401.
-func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMux) http.Handler {
+//
+// On the routes that call Things (but /mcp) and ANP's documents
+// (didRoute), a
+// request signed per ANP-02, or with the access token such a request
+// got, is checked by did instead (anp.Authenticator, DID-WBA), with no
+// token and on any Host: it is served as its DID's caller, whom the
+// owner's access decision sees; the token's 401 on those routes carries
+// the DIDWba challenge too.
+func guardAPI(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMux, did *anp.Authenticator) http.Handler {
 	routed := httpapi.BrowserConsent(cors, httpapi.Routed(mux))
+	byDID := httpapi.CORS(cors, did.Authenticate(routed))
+	challenge := func(h http.Header, r *http.Request) {
+		if _, pattern := mux.Handler(r); didRoute(pattern) {
+			did.Challenge(h, r, "invalid_request", "Sign the request (DID-WBA, ANP-02) or send the API token.")
+		}
+	}
+	byToken := guardToken(token, all, cors, mux, routed, challenge)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); didRoute(pattern) && did.Carries(r) {
+			byDID.ServeHTTP(w, r)
+			return
+		}
+		byToken.ServeHTTP(w, r)
+	})
+}
+
+// didRoute reports whether pattern accepts DID-WBA: the invocation
+// routes but MCP's and ANP's documents. MCP's sessions outlive the
+// request that opens them (the SDK runs later calls in the session's
+// context), so a signature could not name the caller of each call there.
+func didRoute(pattern string) bool {
+	return (invocation(pattern) && pattern != PathMCP) || (pattern != anp.PathImports && slices.Contains(anp.Patterns(), pattern))
+}
+
+// guardToken is guardAPI's check of the bearer token.
+func guardToken(token string, all bool, cors httpapi.CORSConfig, mux *http.ServeMux, routed http.Handler, challenge func(http.Header, *http.Request)) http.Handler {
 	if all {
-		return httpapi.CORS(cors, httpapi.RequireBearer(token, routed))
+		return httpapi.CORS(cors, httpapi.RequireBearerOr(token, challenge, routed))
 	}
 	admin := httpapi.RequireBearer(token, routed)
 	return httpapi.LoopbackHostOnly(httpapi.CORS(cors, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

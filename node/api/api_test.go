@@ -1,12 +1,17 @@
 package api
 
 import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/anp"
 	"github.com/lmosnode/lmosnode/node/gateway"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 )
@@ -27,7 +32,66 @@ func guardedMux(all bool, cors httpapi.CORSConfig) (http.Handler, *int) {
 		mux.Handle(p, count)
 	}
 	observeRoutes(mux, count, true)
-	return guardAPI(testToken, all, cors, mux), calls
+	return guardAPI(testToken, all, cors, mux, testDID.auth), calls
+}
+
+// testDID is a DID-WBA caller whose key the guard's Authenticator knows
+// (the resolution itself is node/did's, tested there and in package
+// node).
+var testDID = func() (d struct {
+	did  string
+	key  ed25519.PrivateKey
+	auth *anp.Authenticator
+}) {
+	d.did = "did:wba:client.example:agents:alice"
+	_, d.key, _ = ed25519.GenerateKey(rand.Reader)
+	_, node, _ := ed25519.GenerateKey(rand.Reader)
+	d.auth = anp.NewAuthenticator(func(_ context.Context, keyID string) (ed25519.PublicKey, error) {
+		if keyID != d.did+"#key-1" {
+			return nil, anp.ErrNoKey
+		}
+		return d.key.Public().(ed25519.PublicKey), nil
+	}, nil, node, "test", anp.AuthConfig{})
+	return d
+}()
+
+// TestGuardDIDWBA: with the token required for all, a DID-WBA signed
+// request reaches the routes that call Things without the token, and not
+// the others (administration, and MCP, whose sessions outlive a signed
+// request); the token's 401 on a call route carries the DIDWba challenge
+// too.
+func TestGuardDIDWBA(t *testing.T) {
+	h, calls := guardedMux(true, httpapi.CORSConfig{})
+	n := 0
+	signed := func(method, target string) *httptest.ResponseRecorder {
+		n++
+		r := httptest.NewRequest(method, "http://node.example"+target, strings.NewReader(`{}`))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(anp.HeaderContentDigest, anp.ContentDigest([]byte(`{}`)))
+		if err := anp.Sign(r, "http", "sig1", anp.SigParams{Components: []string{"@method", "@target-uri", "content-digest"},
+			Created: time.Now(), Nonce: strings.Repeat("n", n), KeyID: testDID.did + "#key-1"}, testDID.key); err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	if w := signed(http.MethodPost, "/things/x/actions/a"); w.Code != http.StatusNoContent || *calls != 1 ||
+		!strings.Contains(w.Header().Get("Authentication-Info"), "access_token=") {
+		t.Fatalf("signed call: %d %v, calls %d", w.Code, w.Header(), *calls)
+	}
+	for _, target := range []string{"/api/v1/things", PathMCP} {
+		if w := signed(http.MethodPost, target); w.Code != http.StatusUnauthorized || *calls != 1 {
+			t.Fatalf("signed request to %s: %d, calls %d", target, w.Code, *calls)
+		}
+	}
+	w := serve(h, http.MethodPost, "/things/x/actions/a")
+	if ch := w.Header().Values("WWW-Authenticate"); w.Code != http.StatusUnauthorized || len(ch) != 2 || !strings.HasPrefix(ch[1], "DIDWba ") {
+		t.Fatalf("unsigned call: %d %q", w.Code, ch)
+	}
+	if ch := serve(h, http.MethodGet, "/things").Header().Values("WWW-Authenticate"); len(ch) != 1 {
+		t.Fatalf("the directory's 401 offers %q", ch)
+	}
 }
 
 func serve(h http.Handler, method, target string, header ...string) *httptest.ResponseRecorder {

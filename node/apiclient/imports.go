@@ -8,6 +8,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
 	"github.com/lmosnode/lmosnode/node/aicatalog"
+	"github.com/lmosnode/lmosnode/node/anp"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 )
 
@@ -65,4 +66,11 @@ func (c *Client) A2AAgents(ctx context.Context) ([]a2abridge.AgentRef, error) {
 func (c *Client) ImportAICatalog(ctx context.Context, req aicatalog.ImportRequest) (aicatalog.ImportResult, error) {
 	return call[aicatalog.ImportResult](ctx, c, request{method: http.MethodPost, path: aicatalog.PathImports,
 		body: req, max: maxAgentIndex})
+}
+
+// ImportANP asks the node to import the ANP agent whose agent description
+// is at req.URL: it publishes an lmos:Agent whose actions are the
+// description's JSON-RPC methods, called signed with the node's did:wba.
+func (c *Client) ImportANP(ctx context.Context, req anp.ImportRequest) (anp.ImportResult, error) {
+	return call[anp.ImportResult](ctx, c, request{method: http.MethodPost, path: anp.PathImports, body: req, max: maxAgentIndex})
 }

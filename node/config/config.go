@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/lmosnode/lmosnode/node/anp"
 	"github.com/lmosnode/lmosnode/node/atomicfile"
 	"github.com/lmosnode/lmosnode/node/datastore"
 	"github.com/lmosnode/lmosnode/node/directory"
@@ -164,6 +165,27 @@ type Config struct {
 	// Pprof serves Go's profiler at /debug/pprof/ on the API, under the
 	// API's access rules (the token, or loopback only). Off by default.
 	Pprof bool `json:"pprof,omitempty"`
+	// ANP configures the Agent Network Protocol (package anp): the node's
+	// did:wba identity and DID-WBA authentication (docs/identity.md#anp).
+	ANP ANPConfig `json:"anp,omitzero"`
+}
+
+// ANPConfig configures ANP. The zero value serves no DID document (the
+// agent descriptions then name no DID, and imported agents are called
+// unsigned) and checks DID-WBA signatures with the defaults.
+type ANPConfig struct {
+	// DID is the node's did:wba DID: its domain and path
+	// ("did:wba:agents.example.com:node:alpha"). A path DID gets the e1_
+	// segment of the node key appended (ANP-03 §2.2.2); the document is
+	// served at the path the method maps the DID to, for an HTTPS front
+	// on the domain.
+	DID string `json:"did,omitempty"`
+	// SignatureWindow is how old a DID-WBA signature's created may be
+	// (default 5m).
+	SignatureWindow Duration `json:"signatureWindow,omitzero"`
+	// TokenTTL is the lifetime of the access token a verified request
+	// gets (default 1h).
+	TokenTTL Duration `json:"tokenTTL,omitzero"`
 }
 
 // Log formats accepted in Config.LogFormat.
@@ -539,6 +561,14 @@ func (c Config) validate() error {
 		if err := validateListenAddr(s); err != nil {
 			return fmt.Errorf("listen[%d]: %q: %w", i, s, err)
 		}
+	}
+	if c.ANP.DID != "" {
+		if _, err := anp.ParseWBA(c.ANP.DID); err != nil {
+			return fmt.Errorf("anp.did: %w", err)
+		}
+	}
+	if c.ANP.SignatureWindow < 0 || c.ANP.TokenTTL < 0 {
+		return errors.New("anp: signatureWindow and tokenTTL must not be negative")
 	}
 	for _, check := range []func() error{c.validateAPI, c.validateNetwork, c.validateFederation} {
 		if err := check(); err != nil {

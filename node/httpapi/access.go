@@ -25,11 +25,21 @@ const bearerRealm = "lmosnode"
 // challenge and an empty body, so that nothing about the node leaks to a
 // client without the token. The comparison takes constant time.
 func RequireBearer(token string, next http.Handler) http.Handler {
+	return RequireBearerOr(token, nil, next)
+}
+
+// RequireBearerOr is RequireBearer whose 401 also carries what challenge
+// adds to its header (nil: nothing): the challenge of another scheme the
+// request's route accepts (ANP's DIDWba, package anp).
+func RequireBearerOr(token string, challenge func(http.Header, *http.Request), next http.Handler) http.Handler {
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="`+bearerRealm+`"`)
+			if challenge != nil {
+				challenge(w.Header(), r)
+			}
 			w.Header().Set("Content-Length", "0")
 			w.WriteHeader(http.StatusUnauthorized)
 			return

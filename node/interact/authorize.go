@@ -144,3 +144,28 @@ func (e *Engine) Reauthorize() {
 		c.inv.actCancel(c.deny)
 	}
 }
+
+// DIDCaller is a caller authenticated by a DID (ANP's DID-WBA signed
+// HTTP requests, package anp): its DID and the peer ID of the Ed25519 key
+// that signed, which is how group membership and the trust list know it.
+type DIDCaller struct {
+	DID  string
+	Peer peer.ID
+}
+
+type didCallerKey struct{}
+
+// WithDIDCaller returns ctx marked with a caller that the node's API
+// authenticated by its DID: the owner's access decision (own) treats the
+// call as that caller's, not the owner's. Only the API's DID-WBA check
+// sets it.
+func WithDIDCaller(ctx context.Context, c DIDCaller) context.Context {
+	return context.WithValue(ctx, didCallerKey{}, c)
+}
+
+// DIDCallerFrom returns the caller WithDIDCaller put into ctx, and false
+// if there is none.
+func DIDCallerFrom(ctx context.Context) (DIDCaller, bool) {
+	c, ok := ctx.Value(didCallerKey{}).(DIDCaller)
+	return c, ok && c.Peer != ""
+}

@@ -33,10 +33,27 @@ func (t *Things) Visible(e directory.Entry) bool {
 // peers no longer allowed end with 403 Forbidden.
 func (t *Things) Reauthorize() { t.engine.Reauthorize() }
 
+// VisibleTo is what a caller authenticated by its DID (ANP, package anp)
+// may see and call through this node: public Things, and this node's own
+// Things of groups the caller's key is a member of. A group-scoped Thing
+// of another publisher is not: the call would go out as this node.
+func (t *Things) VisibleTo(c interact.DIDCaller) func(directory.Entry) bool {
+	return func(e directory.Entry) bool {
+		return e.Groups == nil || (e.Own && t.Allowed(e.Groups, e.ThingID, c.Peer))
+	}
+}
+
 // authorize is the engine's interact.EngineDeps.Authorize: a call from
-// another peer over libp2p needs Access's yes; a call through this node's
-// own API is the owner's.
+// another peer over libp2p, or from a caller the API authenticated by its
+// DID (interact.DIDCallerFrom, its key's peer ID), needs Access's yes; any
+// other call through this node's own API is the owner's.
 func (t *Things) authorize(ctx context.Context, td *lmosproto.TD, _ *lmosproto.Message) error {
+	if c, ok := interact.DIDCallerFrom(ctx); ok {
+		if t.Allowed(td.Groups, td.ID, c.Peer) {
+			return nil
+		}
+		return fmt.Errorf("%s (key %s): %w", c.DID, c.Peer, interact.ErrForbidden)
+	}
 	p, remote := interact.RemotePeerFrom(ctx)
 	if !remote || p == t.deps.Self || t.Allowed(td.Groups, td.ID, p) {
 		return nil

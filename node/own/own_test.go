@@ -256,3 +256,39 @@ func TestRegisterRemove(t *testing.T) {
 		t.Fatalf("read without a backend: %+v", m)
 	}
 }
+
+// TestResolveDIDCaller: a caller the API authenticated by its DID sees
+// public Things and the node's own Things of groups its key is a member
+// of, never another publisher's group-scoped Thing (the call would go out
+// as this node); a call of an own scoped Thing asks Access with the
+// caller's key, not this node's.
+func TestResolveDIDCaller(t *testing.T) {
+	member, stranger := peer.ID("12D3KooWmember"), peer.ID("12D3KooWstranger")
+	f := newThings(t, members{member: true})
+	ctx := context.Background()
+	if _, _, err := f.things.Publish(ctx, td(t, "urn:own-scoped", "g-alpha"), nil); err != nil {
+		t.Fatal(err)
+	}
+	learn(t, f.dir, td(t, "urn:public"))
+	learn(t, f.dir, td(t, "urn:their-scoped", "g-alpha"))
+	for _, tc := range []struct {
+		caller peer.ID
+		id     string
+		want   int
+	}{
+		{member, "urn:own-scoped", 0},
+		{stranger, "urn:own-scoped", http.StatusForbidden},
+		{member, "urn:public", 0},
+		{stranger, "urn:public", 0},
+		{member, "urn:their-scoped", http.StatusForbidden},
+	} {
+		dctx := interact.WithDIDCaller(ctx, interact.DIDCaller{DID: "did:wba:client.example:" + string(tc.caller), Peer: tc.caller})
+		if _, err := f.things.Resolve(dctx, tc.id, "", true); status(err) != tc.want {
+			t.Errorf("%s calls %s: %v, want status %d", tc.caller, tc.id, err, tc.want)
+		}
+	}
+	// Without a DID caller, the owner calls the own scoped Thing.
+	if _, err := f.things.Resolve(ctx, "urn:own-scoped", "", true); err != nil {
+		t.Fatalf("owner: %v", err)
+	}
+}

@@ -64,6 +64,9 @@ func (t *Things) Resolve(ctx context.Context, id string, publisher peer.ID, call
 // ResolveAs is Resolve for a caller whose view of the directory is
 // visible (the directory API's per-request visibility); nil is Visible.
 func (t *Things) ResolveAs(ctx context.Context, id string, publisher peer.ID, call bool, visible func(directory.Entry) bool) (directory.Entry, error) {
+	if c, ok := interact.DIDCallerFrom(ctx); ok && visible == nil {
+		visible = t.VisibleTo(c)
+	}
 	if visible == nil {
 		visible = t.Visible
 	}
