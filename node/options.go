@@ -10,6 +10,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/network"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lmosnode/lmosnode/node/did"
 )
 
 // Option configures what a serialisable Config cannot hold. Options check
@@ -34,6 +36,9 @@ type options struct {
 	// reachability, unless unknown, is forced on AutoNAT (tests on
 	// loopback, where AutoNAT never finds a public address).
 	reachability network.Reachability
+	// didOpts, if set, configures the resolver of organisation DIDs
+	// (WithDIDResolver).
+	didOpts *did.Options
 }
 
 func defaultOptions() options {

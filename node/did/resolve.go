@@ -95,8 +95,9 @@ type Resolver struct {
 	client *http.Client
 	flight singleflight.Group
 
-	mu    sync.Mutex
-	cache map[string]Result
+	mu       sync.Mutex
+	cache    map[string]Result
+	inFlight map[string]bool // Refresh's background fetches
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -106,7 +107,7 @@ type Resolver struct {
 // NewResolver returns a Resolver with opts (defaults filled in).
 func NewResolver(opts Options) *Resolver {
 	opts.fill()
-	r := &Resolver{opts: opts, cache: map[string]Result{}}
+	r := &Resolver{opts: opts, cache: map[string]Result{}, inFlight: map[string]bool{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	if opts.Client != nil {
 		c := *opts.Client
@@ -207,16 +208,28 @@ func (r *Resolver) Refresh(did string) {
 	if _, ok := r.Cached(did); ok || r.ctx.Err() != nil {
 		return
 	}
+	r.mu.Lock()
+	if r.inFlight[did] || r.ctx.Err() != nil {
+		r.mu.Unlock()
+		return
+	}
+	r.inFlight[did] = true
 	r.wg.Add(1)
+	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
 		_, _ = r.Resolve(r.ctx, did)
+		r.mu.Lock()
+		delete(r.inFlight, did)
+		r.mu.Unlock()
 	}()
 }
 
 // Close cancels the fetches under way and waits for background ones.
 func (r *Resolver) Close() {
+	r.mu.Lock()
 	r.cancel()
+	r.mu.Unlock()
 	r.wg.Wait()
 }
 
