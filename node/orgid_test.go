@@ -14,13 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/a2abridge"
 	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/did/didtest"
 	"github.com/lmosnode/lmosnode/node/httpapi"
+	"github.com/lmosnode/lmosnode/node/mcpbridge"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -142,6 +146,43 @@ func TestOrganizationBinding(t *testing.T) {
 		if w, ok := want[f.TD.ID]; ok && (f.Organization != w || f.TD.Organization() != org || f.VerifyErr != nil) {
 			t.Errorf("find %s: organization %q (claim %q, proof %v), want %s", f.TD.ID, f.Organization, f.TD.Organization(), f.VerifyErr, w)
 		}
+	}
+
+	// A2A's index and MCP's find_things show it beside the publisher too.
+	_, body := getJSONBody(t, "http://"+observer.APIAddr()+"/a2a/agents")
+	var idx a2abridge.AgentIndex
+	if err := json.Unmarshal(body, &idx); err != nil {
+		t.Fatal(err)
+	}
+	cl := connectMCP(t, observer)
+	mres, err := cl.CallTool(t.Context(), &mcp.CallToolParams{Name: mcpbridge.FindThings, Arguments: map[string]any{"capability": "weather-forecast"}})
+	if err != nil || mres.IsError {
+		t.Fatalf("find_things: %v %+v", err, mres)
+	}
+	var found mcpbridge.FindOutput
+	sc, _ := json.Marshal(mres.StructuredContent)
+	if err := json.Unmarshal(sc, &found); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, ref := range idx.Agents {
+		if w, ok := want[ref.ThingID]; ok {
+			seen["a2a"]++
+			if ref.Organization.Status() != w || (w == did.StatusVerified) != (ref.Organization.Domain == "org.example" && ref.Organization.Verified) {
+				t.Errorf("A2A index %s: %+v, want %s", ref.ThingID, ref.Organization, w)
+			}
+		}
+	}
+	for _, f := range found.Things {
+		if w, ok := want[f.ID]; ok {
+			seen["mcp"]++
+			if f.Organization.Status() != w {
+				t.Errorf("find_things %s: %+v, want %s", f.ID, f.Organization, w)
+			}
+		}
+	}
+	if seen["a2a"] != 3 || seen["mcp"] != 3 {
+		t.Errorf("the A2A index and find_things list %v of the three Things", seen)
 	}
 
 	// The fourth node trusts the organisation by domain.

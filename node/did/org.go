@@ -135,6 +135,15 @@ func (m *Members) Of(p peer.ID, claim string) *Organization {
 	return &o
 }
 
+// Generation is the resolver's Generation: what Of answers may have
+// changed since it was last read.
+func (m *Members) Generation() uint64 {
+	if m == nil {
+		return 0
+	}
+	return m.r.Generation()
+}
+
 // Verified returns the organisation p is a verified member of, by its
 // latest claim, and false when it claims none or the claim does not (yet)
 // verify.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -98,6 +99,7 @@ type Resolver struct {
 	mu       sync.Mutex
 	cache    map[string]Result
 	inFlight map[string]bool // Refresh's background fetches
+	gen      atomic.Uint64   // counts the results stored
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -247,7 +249,12 @@ func (r *Resolver) store(did string, res Result) {
 		delete(r.cache, oldest)
 	}
 	r.cache[did] = res
+	r.gen.Add(1)
 }
+
+// Generation counts the results the resolver has stored: a document
+// rendered from its answers (an A2A card) is stale once it changes.
+func (r *Resolver) Generation() uint64 { return r.gen.Load() }
 
 // fetch resolves did over HTTPS; the result carries its expiry.
 func (r *Resolver) fetch(ctx context.Context, did string) Result {
