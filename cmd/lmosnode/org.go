@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -123,14 +122,7 @@ once its DID document lists this node's key ('lmosnode org doc').`,
 			if err != nil {
 				return err
 			}
-			cfg, err := config.LoadFile(home)
-			if errors.Is(err, fs.ErrNotExist) {
-				if err := os.MkdirAll(home, 0o700); err != nil {
-					return err
-				}
-				cfg, err = config.Default(), nil
-				cfg.Home = home
-			}
+			cfg, err := loadFileOrDefault(home)
 			if err != nil {
 				return err
 			}
