@@ -117,10 +117,10 @@ func printFound(ctx context.Context, cmd *cobra.Command, d *daemon, res apiclien
 	names := groupNames(ctx, d)
 	marks := trustMarks(ctx, d)
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tGROUPS\tPUBLISHER\tORGANIZATION\tTRUST\tONLINE\tID")
+	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tGROUPS\tORGANIZATION\tPUBLISHER\tTRUST\tONLINE\tID")
 	for _, t := range res.Things {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
-			cell(t.TD.Vendor()), groupList(t.TD.Groups, names), publisherName(t, self), organizationCell(t), trustMark(t, self, marks), yesNo(t.Online), t.TD.ID)
+			cell(t.TD.Vendor()), groupList(t.TD.Groups, names), organizationCell(t), publisherName(t, self), trustMark(t, self, marks), yesNo(t.Online), t.TD.ID)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -142,8 +142,15 @@ once its DID document lists this node's key ('lmosnode org doc').`,
 	}
 }
 
+// orgBinding is what org show prints.
+type orgBinding struct {
+	Organization string `json:"organization"`
+	Domain       string `json:"domain,omitempty"`
+	Document     string `json:"document,omitempty"`
+}
+
 func newOrgShowCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "show",
 		Short: "Show the organisation this node is bound to and where its document lives",
 		Args:  cobra.NoArgs,
@@ -152,17 +159,25 @@ func newOrgShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if cfg.Organization == "" {
-				_, err := fmt.Fprintln(out, "not bound to an organisation ('lmosnode org set DID')")
-				return err
+			b := orgBinding{Organization: cfg.Organization}
+			if cfg.Organization != "" {
+				id, err := did.Parse(cfg.Organization)
+				if err != nil {
+					return err
+				}
+				b.Domain, b.Document = id.Domain(), id.URL()
 			}
-			id, err := did.Parse(cfg.Organization)
-			if err != nil {
+			return output(cmd, b, func(b orgBinding) error {
+				if b.Organization == "" {
+					_, err := fmt.Fprintln(cmd.OutOrStdout(), "not bound to an organisation ('lmosnode org set DID')")
+					return err
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "organization  %s\ndomain        %s\ndocument      %s\n", b.Organization, b.Domain, b.Document)
 				return err
-			}
-			_, err = fmt.Fprintf(out, "organization  %s\ndomain        %s\ndocument      %s\n", cfg.Organization, id.Domain(), id.URL())
-			return err
+			})
 		},
 	}
+	cmd.Flags().Bool("json", false, "print JSON")
+	cmd.Flags().Bool("file", false, "config.json over the defaults, without the environment")
+	return cmd
 }

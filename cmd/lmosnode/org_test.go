@@ -36,7 +36,7 @@ func TestOrgCommands(t *testing.T) {
 		t.Errorf("org set with an IP address: exit 0 %s", errOut)
 	}
 	mustRun(t, "org", "set", "--home", home, "did:wba:example.com")
-	if got := strings.TrimSpace(mustRun(t, "config", "get", "--home", home, "organization")); got != "did:wba:example.com" {
+	if got := strings.TrimSpace(mustRun(t, "config", "get", "--home", home, "organization")); got != `"did:wba:example.com"` {
 		t.Errorf("config get organization: %q", got)
 	}
 	if out := mustRun(t, "org", "show", "--home", home); !strings.Contains(out, "https://example.com/.well-known/did.json") || !strings.Contains(out, "example.com") {
