@@ -24,6 +24,7 @@ func (n *Node) buildA2A(key ed25519.PrivateKey, log *slog.Logger) error {
 		Key:       key,
 		Publisher: n.own,
 		Client:    n.a2aClient,
+		Orgs:      n.orgs,
 	}, a2abridge.Config{BearerAuth: n.tokenForAll}, a2abridge.WithLogger(log.With("component", "a2a")))
 	return err
 }

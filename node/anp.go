@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/anp"
-	"github.com/lmosnode/lmosnode/node/did"
 )
 
 // buildANPClient builds the node's did:wba identity (Config.ANP.DID) and
@@ -24,10 +23,9 @@ func (n *Node) buildANPClient(b *built, o *options) error {
 // buildANP builds the ANP surface: the node's DID document, the agent
 // descriptions of what the caller may see (the owner's view, or a DID
 // caller's), imports, and the DID-WBA check of the API's guard, which
-// resolves callers' DIDs with the node's DID resolver and refuses the
+// resolves callers' DIDs with the node's DID resolver (orgid.go) and refuses the
 // keys the trust list denies.
 func (n *Node) buildANP(b *built, o *options) {
-	n.didResolver = did.NewResolver(o.didOptions)
 	issuer := n.peerID.String()
 	if n.anpID != nil {
 		issuer = n.anpID.DID

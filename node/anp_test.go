@@ -98,7 +98,7 @@ func TestANPClientJS(t *testing.T) {
 			cfg.APIToken = "anp-test-token-0123456789abcdef0123456789"
 			cfg.ANP.DID = configured
 		},
-		NodeOptions: func(int) []node.Option { return []node.Option{node.WithDIDOptions(clientSrv.Options())} },
+		NodeOptions: func(int) []node.Option { return []node.Option{node.WithDIDResolver(clientSrv.Options())} },
 	})
 	n := net.Nodes[0]
 	id := testnet.UniqueID(t)

@@ -18,6 +18,7 @@ func (n *Node) buildMCP() error {
 		Resolver:  n.own,
 		Invokers:  n.bridgeRouter,
 		Visible:   n.own.Visible,
+		Orgs:      n.orgs,
 	}, mcpbridge.Config{BearerAuth: n.tokenForAll}, mcpbridge.WithLogger(n.log.With("component", "mcp")))
 	return err
 }

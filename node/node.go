@@ -78,6 +78,10 @@ type Node struct {
 	// trust is the operator's trust list, trustAPI its routes (trust.go).
 	trust    *trust.List
 	trustAPI *trustapi.Handler
+	// didResolver resolves DIDs: organisations' (orgs checks the
+	// organisations TDs claim, orgid.go) and DID-WBA callers' (anp.go).
+	didResolver *did.Resolver
+	orgs        *did.Members
 
 	unrouteLogs func()
 	// Observability (observe.go): the node's metrics, its tracer provider
@@ -135,8 +139,6 @@ type Node struct {
 	anpID     *anp.Identity
 	anpClient *anp.Client
 	anp       *anp.Server
-	// didResolver resolves the DIDs of DID-WBA callers (node/did).
-	didResolver *did.Resolver
 
 	// console is the web console at / of the API (api.go).
 	console *console.Console
@@ -317,6 +319,7 @@ func (n *Node) buildServices(o *options, b *built) error {
 	if n.trust, err = trust.New(n.peerID, cfg.Trust); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	n.buildOrganizations(o)
 	if n.trustAPI, err = trustapi.New(trustapi.Deps{List: n.trust, Self: n.peerID, Directory: n.dir,
 		Save: func(c trust.Config) error { return config.WriteTrust(cfg.Home, c) }}, trustapi.WithLogger(o.logger)); err != nil {
 		return fmt.Errorf("node: %w", err)
@@ -372,6 +375,8 @@ func (n *Node) buildServices(o *options, b *built) error {
 		MemberOf:  access.MemberOf,
 		Scoped:    access,
 		Allowed:   access.Allowed,
+		// Every TD published claims the organisation (docs/identity.md).
+		Organization: cfg.Organization,
 	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.WithDefaults().OfflineAfter) / 5},
 		federation.WithLogger(fedLog))
 	if err != nil {
@@ -438,6 +443,7 @@ func (n *Node) buildSurfaces(o *options, b *built) error {
 		// the owner side's.
 		Invokers: interact.InstrumentRouter(n.router, interact.SideConsumer, "http", n.instrumentation()),
 		Trust:    n.trust,
+		Orgs:     n.orgs,
 	}
 	if n.mqtt != nil {
 		gwDeps.Broker = n.mqtt
@@ -473,6 +479,7 @@ func (n *Node) buildSurfaces(o *options, b *built) error {
 		// the HTTP binding serves at /things/{id}/td.
 		ConsumerView: n.gateway.ConsumerViewOf,
 		Trust:        n.trust,
+		Orgs:         n.orgs,
 	}, tdd.Config{BearerAuth: n.tokenForAll, BearerWrites: !n.tokenForAll}, tdd.WithLogger(o.logger.With("component", "tdd")))
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
@@ -509,6 +516,9 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 
 	if err := p2p.Listen(n.host, n.cfg); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
+	if err := n.followClaims(); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
 	if err := n.fed.Start(ctx); err != nil {
@@ -637,9 +647,6 @@ func (n *Node) closeAPI() []error {
 		errs = append(errs, n.agora.Close(), n.aitp.Close())
 	}
 	errs = append(errs, n.closeGateways())
-	if n.didResolver != nil {
-		n.didResolver.Close()
-	}
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		if err := srv.Shutdown(ctx); err != nil {
@@ -661,6 +668,9 @@ func (n *Node) teardown() error {
 		errs = append(errs, n.groups.Close())
 	}
 	n.wg.Wait()
+	if n.didResolver != nil {
+		n.didResolver.Close()
+	}
 	if n.disc != nil {
 		errs = append(errs, n.disc.Close())
 	}

@@ -36,9 +36,9 @@ type options struct {
 	// reachability, unless unknown, is forced on AutoNAT (tests on
 	// loopback, where AutoNAT never finds a public address).
 	reachability network.Reachability
-	// didOptions configure the resolver of DID-WBA callers' DIDs
-	// (tests: a made-up domain on 127.0.0.1 with a test CA).
-	didOptions did.Options
+	// didOpts, if set, configures the resolver of organisation DIDs
+	// (WithDIDResolver).
+	didOpts *did.Options
 }
 
 func defaultOptions() options {
@@ -130,14 +130,3 @@ func WithConnectionGater(g connmgr.ConnectionGater) Option {
 	}
 }
 
-// WithDIDOptions configures the node's resolver of did:wba and did:web
-// DIDs (node/did), with which it checks DID-WBA signed requests: tests
-// map a made-up domain to 127.0.0.1 and trust a test CA with it
-// (didtest.Server.Options). The default resolves over the internet with
-// the system's CAs.
-func WithDIDOptions(opts did.Options) Option {
-	return func(o *options) error {
-		o.didOptions = opts
-		return nil
-	}
-}

@@ -298,6 +298,39 @@ func (td *TD) Vendor() string {
 	return td.Metadata.Vendor.Name
 }
 
+// MemberOrganization is "lmos:organization": the DID (did:web or
+// did:wba) of the organisation the publisher claims to belong to. It is a
+// member of the signed TD, so the publisher's proof covers the claim;
+// receivers check it against the organisation's DID document
+// (docs/identity.md).
+const MemberOrganization = "lmos:organization"
+
+// Organization returns the TD's lmos:organization, "" if it has none (or
+// not a string).
+func (td *TD) Organization() string {
+	if td == nil {
+		return ""
+	}
+	var s string
+	if raw, ok := td.Extra[MemberOrganization]; !ok || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// SetOrganization sets the TD's lmos:organization; "" removes it.
+func (td *TD) SetOrganization(did string) {
+	if did == "" {
+		delete(td.Extra, MemberOrganization)
+		return
+	}
+	raw, _ := json.Marshal(did) // a string always marshals
+	if td.Extra == nil {
+		td.Extra = map[string]json.RawMessage{}
+	}
+	td.Extra[MemberOrganization] = raw
+}
+
 // DataSchema returns the data schema of the property's value: the
 // affordance without the members that describe the interaction rather than
 // the value (forms, observable, uriVariables).

@@ -177,6 +177,8 @@ func TestJSONOnEveryCommand(t *testing.T) {
 		"lmosnode completion bash": "a shell script",
 		"lmosnode mcp":             "relays MCP's JSON-RPC on stdio",
 		"lmosnode mcp remove":      "prints nothing",
+		"lmosnode org doc":         "prints the DID document (JSON)",
+		"lmosnode org set":         "prints nothing",
 	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

@@ -127,16 +127,7 @@ is not written into the file.`,
 			if err != nil {
 				return err
 			}
-			// A fresh home gets its config.json only: the identity key
-			// and the rest are made by init or the first up.
-			cfg, err := config.LoadFile(home)
-			if errors.Is(err, fs.ErrNotExist) {
-				if err := os.MkdirAll(home, 0o700); err != nil {
-					return err
-				}
-				cfg, err = config.Default(), nil
-				cfg.Home = home
-			}
+			cfg, err := loadFileOrDefault(home)
 			if err != nil {
 				return err
 			}
@@ -149,6 +140,21 @@ is not written into the file.`,
 			return config.Write(home, cfg)
 		},
 	}
+}
+
+// loadFileOrDefault loads the home's config.json to change it; a fresh
+// home gets its config.json only (the identity key and the rest are made
+// by init or the first up), so the defaults, with the home created.
+func loadFileOrDefault(home string) (config.Config, error) {
+	cfg, err := config.LoadFile(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return config.Config{}, err
+		}
+		cfg, err = config.Default(), nil
+		cfg.Home = home
+	}
+	return cfg, err
 }
 
 // loadConfigFor loads the configuration of the command's home, with the

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lmosnode/lmosnode/node/apiclient"
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/trust"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -116,10 +117,10 @@ func printFound(ctx context.Context, cmd *cobra.Command, d *daemon, res apiclien
 	names := groupNames(ctx, d)
 	marks := trustMarks(ctx, d)
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tGROUPS\tPUBLISHER\tTRUST\tONLINE\tID")
+	fmt.Fprintln(tw, "TITLE\tTYPE\tCAPABILITIES\tVENDOR\tGROUPS\tORGANIZATION\tPUBLISHER\tTRUST\tONLINE\tID")
 	for _, t := range res.Things {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
-			cell(t.TD.Vendor()), groupList(t.TD.Groups, names), publisherName(t, self), trustMark(t, self, marks), yesNo(t.Online), t.TD.ID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.TD.Title), typeName(t.TD), capabilities(t.TD),
+			cell(t.TD.Vendor()), groupList(t.TD.Groups, names), organizationCell(t), publisherName(t, self), trustMark(t, self, marks), yesNo(t.Online), t.TD.ID)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -141,6 +142,26 @@ func publisherName(t apiclient.Found, self peer.ID) string {
 	return lmosproto.ShortPublisher(t.Publisher)
 }
 
+// organizationCell is the ORGANIZATION cell of a result: the domain of
+// the organisation its TD claims when the node verified the claim,
+// "unverified DID (pending|unverified)" otherwise, "-" without a claim.
+func organizationCell(t apiclient.Found) string {
+	claim := t.TD.Organization()
+	if claim == "" || t.Publisher == "" {
+		return "-"
+	}
+	if t.Organization == did.StatusVerified {
+		if id, err := did.Parse(claim); err == nil {
+			return id.Domain()
+		}
+	}
+	status := t.Organization
+	if status == "" || status == did.StatusVerified {
+		status = "not checked"
+	}
+	return "unverified " + claim + " (" + status + ")"
+}
+
 // trustMarks returns the marks of the node's trust list by peer ID; nil
 // if the node does not answer (every publisher then shows unknown).
 func trustMarks(ctx context.Context, d *daemon) map[string]trust.Mark {
@@ -158,6 +179,9 @@ func trustMark(t apiclient.Found, self peer.ID, marks map[string]trust.Mark) str
 		return "-"
 	case self:
 		return string(trust.Own)
+	}
+	if t.Trust != "" {
+		return t.Trust
 	}
 	if m, ok := marks[t.Publisher.String()]; ok {
 		return string(m)

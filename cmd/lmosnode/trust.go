@@ -29,11 +29,15 @@ the "trust" member of config.json.
 
 A PUBLISHER is a peer ID, a did:key, or the short form that 'lmosnode find'
 prints in its PUBLISHER column (…zRfVBq6e): the end of the peer ID of a
-publisher whose Things the node holds. Changing the list needs the node's
+publisher whose Things the node holds. It may also name an organisation,
+by DID (did:web:example.com, did:wba:…) or by domain (example.com): the
+level applies to every publisher whose TDs claim the organisation and whose
+key the organisation's DID document lists (docs/identity.md). Changing the list needs the node's
 API token, which the CLI reads from the home.`,
 		Example: `  lmosnode trust ls
   lmosnode trust add prefer …zRfVBq6e
   lmosnode trust add deny 12D3KooWJxLWSBaxuTCffiZvh7MV5Ht8m5rgEeq9vr6YMGoxzLF1
+  lmosnode trust add allow example.com
   lmosnode trust rm …zRfVBq6e`,
 	}
 	cmd.AddCommand(newTrustLsCmd(), newTrustAddCmd(), newTrustRmCmd())
@@ -94,6 +98,9 @@ func trustCmd(cmd *cobra.Command, call func(context.Context, *apiclient.Client, 
 // printTrust prints the trust list l as a table.
 func printTrust(cmd *cobra.Command, l trustapi.List) error {
 	err := table(cmd, "LEVEL\tSHORT\tPUBLISHER", l.Entries, "the trust list is empty: every publisher is unknown", func(e trustapi.Entry) []string {
+		if e.Organization != "" {
+			return []string{e.Level, "org", e.Organization}
+		}
 		return []string{e.Level, e.Short, e.Publisher}
 	})
 	if err == nil && len(l.Entries) > 0 && l.OnlyTrusted {

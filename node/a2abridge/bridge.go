@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -137,6 +138,26 @@ type Deps struct {
 	// Client reads the cards of imported agents and calls them; the
 	// node's own Things use its backends (own.Deps.Kinds).
 	Client *Client
+	// Orgs, if set, checks the organisation a TD claims: cards and the
+	// index show it beside the publisher.
+	Orgs Orgs
+}
+
+// Orgs is what the bridge asks about the organisations TDs claim
+// (*did.Members).
+type Orgs interface {
+	did.Lookup
+	// Generation changes whenever a claim's check may have changed.
+	Generation() uint64
+}
+
+// organization is the organisation td of publisher p claims, checked; nil
+// without a claim or without Deps.Orgs.
+func (b *Bridge) organization(p peer.ID, td *lmosproto.TD) *did.Organization {
+	if b.deps.Orgs == nil {
+		return nil
+	}
+	return b.deps.Orgs.Of(p, td.Organization())
 }
 
 // Option sets what Config cannot hold.

@@ -77,7 +77,12 @@ func (b *Bridge) cached(docs *httpapi.DocCache, query bool, render http.HandlerF
 		if query {
 			key += "?" + r.URL.RawQuery
 		}
-		return key, b.deps.Directory.Revision() + "/" + strconv.FormatUint(b.docs.view.Load(), 10), true
+		tag := b.deps.Directory.Revision() + "/" + strconv.FormatUint(b.docs.view.Load(), 10)
+		if b.deps.Orgs != nil {
+			// A claim verified (or failed) since: render again.
+			tag += "/" + strconv.FormatUint(b.deps.Orgs.Generation(), 10)
+		}
+		return key, tag, true
 	}, render)
 }
 
@@ -179,7 +184,7 @@ func (b *Bridge) serveAgents(w http.ResponseWriter, r *http.Request) {
 			continue // removed since the search
 		}
 		u := base + AgentPath(e.Publisher, e.ThingID)
-		ref := AgentRef{ThingID: e.ThingID, Publisher: e.Publisher.String(), Name: td.Title, URL: u, Card: u + agentCardFile}
+		ref := AgentRef{ThingID: e.ThingID, Publisher: e.Publisher.String(), Organization: b.organization(e.Publisher, td), Name: td.Title, URL: u, Card: u + agentCardFile}
 		rb, _ := json.Marshal(ref) // strings only
 		if len(idx.Agents) > 0 && size+len(rb) > MaxIndexPageBytes {
 			consumed = i

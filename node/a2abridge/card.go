@@ -11,6 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -27,11 +28,15 @@ type lmosParams struct {
 	ThingID   string   `json:"thingId"`
 	Publisher string   `json:"publisher"`
 	Actions   []string `json:"actions"`
+	// Organization is the organisation the TD claims, checked
+	// (docs/identity.md); absent without a claim.
+	Organization *did.Organization `json:"organization,omitempty"`
 }
 
 // cardOf builds the Agent Card of the Agent td published by publisher,
-// served at endpoint (the absolute URL of its JSON-RPC interface).
-func cardOf(td *lmosproto.TD, publisher peer.ID, endpoint string, bearer bool) AgentCard {
+// served at endpoint (the absolute URL of its JSON-RPC interface); org is
+// the organisation its TD claims, checked (nil for none).
+func cardOf(td *lmosproto.TD, publisher peer.ID, org *did.Organization, endpoint string, bearer bool) AgentCard {
 	yes, no := true, false
 	c := AgentCard{
 		Name:                td.Title,
@@ -57,7 +62,7 @@ func cardOf(td *lmosproto.TD, publisher peer.ID, endpoint string, bearer bool) A
 			c.IconURL = l.Href
 		}
 	}
-	params, _ := json.Marshal(lmosParams{ThingID: td.ID, Publisher: publisher.String(), Actions: actionNames(td)}) // strings only
+	params, _ := json.Marshal(lmosParams{ThingID: td.ID, Publisher: publisher.String(), Actions: actionNames(td), Organization: org}) // strings and a bool only
 	c.Capabilities.Extensions = []AgentExtension{{URI: ExtensionLMOS,
 		Description: "The LMOS Thing behind this card; a message invokes one of its actions (metadata lmos:action, else its only action).",
 		Params:      params}}

@@ -124,7 +124,7 @@ func TestCardSignature(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cardOf(td, peer.ID("p"), "http://h/a2a/p/urn:x/", true)
+	c := cardOf(td, peer.ID("p"), nil, "http://h/a2a/p/urn:x/", true)
 	if err := s.sign(&c, "http://h/a2a/jwks.json"); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -106,6 +107,10 @@ type AgentRef struct {
 	// ThingID and Publisher name the lmos:Agent.
 	ThingID   string `json:"thingId"`
 	Publisher string `json:"publisher"`
+	// Organization is the organisation the agent's TD claims, checked
+	// (docs/identity.md): its domain is the publisher's only when
+	// verified. Absent without a claim.
+	Organization *did.Organization `json:"organization,omitempty"`
 	// Name is the agent's title.
 	Name string `json:"name"`
 	// URL is the agent's A2A base URL: its JSON-RPC endpoint.
@@ -133,7 +138,7 @@ func (b *Bridge) index(r *http.Request) ([]AgentRef, []AgentSkill) {
 			continue
 		}
 		u := base + AgentPath(e.Publisher, e.ThingID)
-		refs = append(refs, AgentRef{ThingID: e.ThingID, Publisher: e.Publisher.String(), Name: td.Title, URL: u, Card: u + agentCardFile})
+		refs = append(refs, AgentRef{ThingID: e.ThingID, Publisher: e.Publisher.String(), Organization: b.organization(e.Publisher, td), Name: td.Title, URL: u, Card: u + agentCardFile})
 		s := AgentSkill{ID: e.Publisher.String() + "/" + e.ThingID, Name: td.Title, Description: td.Description, Tags: []string{lmosproto.TypeAgent}}
 		for _, c := range td.Capabilities {
 			s.Tags = append(s.Tags, c.ID)
@@ -231,7 +236,7 @@ func (b *Bridge) serveAgentCard(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteProblem(w, r, p)
 		return
 	}
-	c := cardOf(td, e.Publisher, baseURL(r)+AgentPath(e.Publisher, e.ThingID), false)
+	c := cardOf(td, e.Publisher, b.organization(e.Publisher, td), baseURL(r)+AgentPath(e.Publisher, e.ThingID), false)
 	b.secure(&c)
 	b.writeCard(w, r, c)
 }

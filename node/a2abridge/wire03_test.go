@@ -75,7 +75,7 @@ func TestDualCard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cardOf(td, peer.ID("p"), "http://h/a2a/p/urn:x/", true)
+	c := cardOf(td, peer.ID("p"), nil, "http://h/a2a/p/urn:x/", true)
 	dualCard(&c)
 	if err := newSigner(key).signDual(&c, "http://h/a2a/jwks.json"); err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestDualCardSchema03(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, key, _ := ed25519.GenerateKey(nil)
-	card := cardOf(td, peer.ID("p"), "http://h/a2a/p/urn:x/", true)
+	card := cardOf(td, peer.ID("p"), nil, "http://h/a2a/p/urn:x/", true)
 	dualCard(&card)
 	if err := newSigner(key).signDual(&card, "http://h/a2a/jwks.json"); err != nil {
 		t.Fatal(err)

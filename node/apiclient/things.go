@@ -101,6 +101,15 @@ type Found struct {
 	// Online is whether the node counts the Thing's publisher as online
 	// (the listing's LMOS-Online header); false if the node does not say.
 	Online bool
+	// Trust is the publisher's mark in the node's trust list (the
+	// listing's LMOS-Trust header): by its own entry or its verified
+	// organisation's; "" if the node does not say.
+	Trust string
+	// Organization is the state of the TD's organisation claim
+	// (lmos:organization) as the node checked it (the listing's
+	// LMOS-Organization header): none, verified, pending or unverified;
+	// "" if the node does not say.
+	Organization string
 }
 
 // FindResult is a page of Find.
@@ -127,6 +136,7 @@ func (c *Client) Find(ctx context.Context, q FindQuery) (FindResult, error) {
 	if len(online) != len(raws) {
 		online = nil
 	}
+	marks, orgs := perTD(a.header, tdd.HeaderTrust, len(raws)), perTD(a.header, tdd.HeaderOrganization, len(raws))
 	for i, raw := range raws {
 		td, err := lmosproto.ParseTD(raw)
 		if err != nil {
@@ -136,6 +146,12 @@ func (c *Client) Find(ctx context.Context, q FindQuery) (FindResult, error) {
 		if online != nil {
 			f.Online = strings.TrimSpace(online[i]) == "true"
 		}
+		if marks != nil {
+			f.Trust = marks[i]
+		}
+		if orgs != nil {
+			f.Organization = orgs[i]
+		}
 		if s, err := lmosproto.VerifyDocument(raw); err != nil {
 			f.VerifyErr = err
 		} else {
@@ -144,4 +160,21 @@ func (c *Client) Find(ctx context.Context, q FindQuery) (FindResult, error) {
 		res.Things = append(res.Things, f)
 	}
 	return res, nil
+}
+
+// perTD splits a listing header that gives one value per TD; nil when it
+// is absent or does not have n values.
+func perTD(h http.Header, name string, n int) []string {
+	v := h.Get(name)
+	if v == "" {
+		return nil
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) != n {
+		return nil
+	}
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
 }

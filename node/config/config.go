@@ -20,6 +20,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/anp"
 	"github.com/lmosnode/lmosnode/node/atomicfile"
 	"github.com/lmosnode/lmosnode/node/datastore"
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/mqttgw"
@@ -74,6 +75,13 @@ type Config struct {
 	// and denied (docs/api.md#trust). Empty by default; 'lmosnode trust'
 	// and the API's /api/v1/trust change it live and write it back here.
 	Trust trust.Config `json:"trust,omitzero"`
+	// Organization is the DID (did:web or did:wba) of the organisation
+	// this node belongs to: every TD it publishes claims it
+	// (lmos:organization, under the TD's proof), and receivers show the
+	// organisation's domain beside this node once its DID document lists
+	// this node's key ('lmosnode org doc' writes that document;
+	// docs/identity.md). Empty, the default: no claim.
+	Organization string `json:"organization,omitempty"`
 	// Bootstrap are multiaddrs, each ending in /p2p/<peer ID>, of peers the
 	// node connects to on start to join the DHT (and, through them, the
 	// federation's gossip). The DHT also falls back to them whenever its
@@ -548,6 +556,11 @@ func (c Config) Validate() error {
 func (c Config) validate() error {
 	if c.Home == "" {
 		return errors.New("home: must be set")
+	}
+	if c.Organization != "" {
+		if _, err := did.Parse(c.Organization); err != nil {
+			return fmt.Errorf("organization: %w", err)
+		}
 	}
 	if c.MQTT != "" {
 		if err := (mqttgw.Config{BrokerURL: c.MQTT}).Validate(); err != nil {

@@ -51,4 +51,15 @@
 // document must carry a proof (DataIntegrityProof, eddsa-jcs-2022) by one
 // of its own Ed25519 methods whose RFC 7638 JWK thumbprint is the
 // fingerprint (ANP did:wba §2.5.2); otherwise resolution fails.
+//
+// # Organisations
+//
+// A publisher claims an organisation with lmos:organization in its signed
+// TDs (docs/identity.md). Resolver.Organization checks a claim against the
+// organisation's document without waiting: the publisher's key must be in
+// assertionMethod; an unresolved claim is fetched in the background and
+// reported unverified with ReasonPending meanwhile. Members remembers each
+// publisher's latest claim (for the trust list's organisation entries:
+// Verified) and implements Lookup, which the node's surfaces ask.
+// NewDocument writes the document an organisation hosts.
 package did

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -95,8 +96,10 @@ type Resolver struct {
 	client *http.Client
 	flight singleflight.Group
 
-	mu    sync.Mutex
-	cache map[string]Result
+	mu       sync.Mutex
+	cache    map[string]Result
+	inFlight map[string]bool // Refresh's background fetches
+	gen      atomic.Uint64   // counts the results stored
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -106,7 +109,7 @@ type Resolver struct {
 // NewResolver returns a Resolver with opts (defaults filled in).
 func NewResolver(opts Options) *Resolver {
 	opts.fill()
-	r := &Resolver{opts: opts, cache: map[string]Result{}}
+	r := &Resolver{opts: opts, cache: map[string]Result{}, inFlight: map[string]bool{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	if opts.Client != nil {
 		c := *opts.Client
@@ -207,16 +210,28 @@ func (r *Resolver) Refresh(did string) {
 	if _, ok := r.Cached(did); ok || r.ctx.Err() != nil {
 		return
 	}
+	r.mu.Lock()
+	if r.inFlight[did] || r.ctx.Err() != nil {
+		r.mu.Unlock()
+		return
+	}
+	r.inFlight[did] = true
 	r.wg.Add(1)
+	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
 		_, _ = r.Resolve(r.ctx, did)
+		r.mu.Lock()
+		delete(r.inFlight, did)
+		r.mu.Unlock()
 	}()
 }
 
 // Close cancels the fetches under way and waits for background ones.
 func (r *Resolver) Close() {
+	r.mu.Lock()
 	r.cancel()
+	r.mu.Unlock()
 	r.wg.Wait()
 }
 
@@ -234,7 +249,12 @@ func (r *Resolver) store(did string, res Result) {
 		delete(r.cache, oldest)
 	}
 	r.cache[did] = res
+	r.gen.Add(1)
 }
+
+// Generation counts the results the resolver has stored: a document
+// rendered from its answers (an A2A card) is stale once it changes.
+func (r *Resolver) Generation() uint64 { return r.gen.Load() }
 
 // fetch resolves did over HTTPS; the result carries its expiry.
 func (r *Resolver) fetch(ctx context.Context, did string) Result {

@@ -46,6 +46,11 @@ type Deps struct {
 	// Key is the node's identity key, the one Host's peer ID is derived
 	// from; it signs the node's records.
 	Key ed25519.PrivateKey
+	// Organization is the organisation DID every published TD claims
+	// (lmos:organization); "" claims none. Publish writes it into each
+	// TD, and the first republication after start publishes a new version
+	// of each own Thing whose claim differs.
+	Organization string
 	// Directory holds the node's own Things and those it learns.
 	Directory *directory.Directory
 	// Intake checks and stores the records of other publishers; nil

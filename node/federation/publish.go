@@ -61,6 +61,7 @@ func (f *Federation) Publish(ctx context.Context, td *lmosproto.TD, local *direc
 	}
 	next := td.Clone()
 	next.Seq = max(next.Seq, last+1)
+	next.SetOrganization(f.p.Organization)
 	rec, err := lmosproto.SignThing(next, f.p.Key, f.now())
 	if err != nil {
 		return directory.Entry{}, 0, fmt.Errorf("federation: publish: %w", err)
@@ -245,6 +246,7 @@ func (f *Federation) spread(ctx context.Context, rec *lmosproto.Record) {
 // (re-signing those signed more than half a republish interval ago) and
 // then every RepublishInterval (re-signing all).
 func (f *Federation) republishLoop() {
+	f.reclaim()
 	f.republish(false)
 	t := time.NewTicker(f.cfg.RepublishInterval)
 	defer t.Stop()
@@ -254,6 +256,21 @@ func (f *Federation) republishLoop() {
 			return
 		case <-t.C:
 			f.republish(true)
+		}
+	}
+}
+
+// reclaim publishes a new version of every own Thing whose
+// lmos:organization is not Deps.Organization (the operator bound the
+// node to another organisation, or unbound it).
+func (f *Federation) reclaim() {
+	for _, e := range f.dir.OwnRecords() {
+		rec, err := e.Record()
+		if err != nil || rec.Tombstone() || rec.TD.Organization() == f.p.Organization {
+			continue
+		}
+		if _, _, err := f.Publish(f.ctx, rec.TD, nil); err != nil {
+			f.log.Error("republish with the organisation claim", "thing", e.ThingID, "err", err)
 		}
 	}
 }

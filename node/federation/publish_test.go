@@ -115,3 +115,47 @@ func TestRepublishResigns(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishClaimsOrganization: Publish writes Deps.Organization into the
+// TD (lmos:organization, under the proof); bound to another organisation,
+// the node publishes a new version of its Things with the new claim at
+// start (reclaim), and unbound, one without.
+func TestPublishClaimsOrganization(t *testing.T) {
+	m := newMember(t, func(d *Deps, _ *Config) { d.Organization = "did:web:example.com" })
+	ctx := context.Background()
+	id := uniqueID()
+	bind := func(org string) { // as a restart with another setting would
+		m.pubMu.Lock()
+		defer m.pubMu.Unlock()
+		m.p.Organization = org
+	}
+	if _, _, err := m.Publish(ctx, testTD(t, id, 0, "a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	claim := func() (string, uint64) {
+		t.Helper()
+		e, _ := m.dir.Latest(m.id, id)
+		rec, err := e.Record()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.TD.Organization(), rec.Seq
+	}
+	if c, seq := claim(); c != "did:web:example.com" || seq != 1 {
+		t.Fatalf("published: claim %q seq %d", c, seq)
+	}
+	m.reclaim()
+	if _, seq := claim(); seq != 1 {
+		t.Errorf("reclaim with the same organisation published seq %d", seq)
+	}
+	bind("did:wba:other.example")
+	m.reclaim()
+	if c, seq := claim(); c != "did:wba:other.example" || seq != 2 {
+		t.Errorf("rebound: claim %q seq %d, want the new claim at seq 2", c, seq)
+	}
+	bind("")
+	m.reclaim()
+	if c, seq := claim(); c != "" || seq != 3 {
+		t.Errorf("unbound: claim %q seq %d, want none at seq 3", c, seq)
+	}
+}

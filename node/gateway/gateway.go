@@ -13,6 +13,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
@@ -149,6 +150,10 @@ type Deps struct {
 	// Trust, if set, marks the publisher in consumer views (lmos:trust)
 	// and in the LMOS-Trust header of /things/{id}/td.
 	Trust Trust
+	// Orgs, if set, checks the organisation a TD claims: consumer views
+	// carry lmos:organizationStatus, /things/{id}/td the LMOS-Organization
+	// header.
+	Orgs did.Lookup
 }
 
 // Trust is what the handler asks the operator's trust list (trust.List).

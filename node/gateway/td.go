@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -48,6 +49,11 @@ func (h *Handler) getTD(w http.ResponseWriter, r *http.Request) {
 	if h.deps.Trust != nil {
 		w.Header().Set("LMOS-Trust", string(h.deps.Trust.Mark(t.entry.Publisher)))
 	}
+	if h.deps.Orgs != nil {
+		if rec, err := t.entry.Record(); err == nil {
+			w.Header().Set("LMOS-Organization", h.deps.Orgs.Of(t.entry.Publisher, rec.TD.Organization()).Status())
+		}
+	}
 	w.Header().Set("Link", fmt.Sprintf("</things/%s%s>; rel=\"canonical\"", url.PathEscape(t.entry.ThingID), t.query()))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(view)
@@ -77,6 +83,9 @@ func (h *Handler) view(r *http.Request, t target) ([]byte, *lmosproto.Problem) {
 	v := View{Base: base, Query: t.query(), Bearer: h.cfg.BearerAuth, Publisher: t.entry.Publisher.String()}
 	if h.deps.Trust != nil {
 		v.Trust = string(h.deps.Trust.Mark(t.entry.Publisher))
+	}
+	if h.deps.Orgs != nil {
+		v.Organization = h.deps.Orgs.Of(t.entry.Publisher, rec.TD.Organization())
 	}
 	if h.cfg.WebSocketPath != "" {
 		v.WebSocket = "ws" + strings.TrimPrefix(base, "http") + h.cfg.WebSocketPath
@@ -117,6 +126,10 @@ type View struct {
 	// dropped); Trust, if set, its mark in the node's trust list (own,
 	// trusted, denied, unknown), in lmos:trust.
 	Publisher, Trust string
+	// Organization, if set, is the organisation the TD claims, checked
+	// against its DID document: lmos:organizationStatus ({did, domain,
+	// verified, reason}; docs/identity.md).
+	Organization *did.Organization
 	// WebSocket, if set, is the URL of the node's lmosprotocol endpoint
 	// (e.g. "ws://127.0.0.1:5080/ws"): every affordance gets a form with
 	// subprotocol lmosprotocol there.
@@ -182,6 +195,10 @@ func ConsumerView(td []byte, v View) ([]byte, error) {
 	return json.Marshal(doc)
 }
 
+// MemberOrganizationStatus is the consumer view's member that shows the
+// organisation the TD claims, checked: {did, domain, verified, reason}.
+const MemberOrganizationStatus = lmosproto.PrefixLMOS + ":organizationStatus"
+
 // setConsumerMembers sets the Thing-level members of the consumer view
 // doc: "proof", "base" and "forms" dropped, the consumer @context,
 // lmos:publisher and lmos:trust as v names them, the security scheme.
@@ -195,6 +212,9 @@ func setConsumerMembers(doc map[string]any, v View) {
 	}
 	if v.Trust != "" {
 		doc[lmosproto.PrefixLMOS+":trust"] = v.Trust
+	}
+	if v.Organization != nil {
+		doc[MemberOrganizationStatus] = v.Organization
 	}
 	if v.Bearer {
 		doc["securityDefinitions"] = map[string]any{bearerName: map[string]any{"scheme": "bearer", "in": "header", "name": "Authorization"}}

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/directory"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -41,19 +42,20 @@ type FindInput struct {
 
 // FoundThing is one result of find_things.
 type FoundThing struct {
-	ID           string     `json:"id"`
-	Title        string     `json:"title"`
-	Types        []string   `json:"types"`
-	Publisher    string     `json:"publisher"`
-	Own          bool       `json:"own,omitempty" jsonschema:"published by this node"`
-	Vendor       string     `json:"vendor,omitempty"`
-	Capabilities []FoundCap `json:"capabilities,omitempty"`
-	Groups       []string   `json:"groups,omitempty"`
-	Tools        []string   `json:"tools,omitempty" jsonschema:"the MCP tools of the Thing's actions"`
-	Resource     string     `json:"resource" jsonschema:"the URI of the Thing's description (resources/read)"`
-	Expires      string     `json:"expires,omitempty" jsonschema:"when this node drops the Thing unless its publisher announces it again (RFC 3339); absent for own Things"`
-	Properties   []string   `json:"properties,omitempty" jsonschema:"the properties read_property can read"`
-	Score        float64    `json:"score,omitempty"`
+	ID           string            `json:"id"`
+	Title        string            `json:"title"`
+	Types        []string          `json:"types"`
+	Publisher    string            `json:"publisher"`
+	Organization *did.Organization `json:"organization,omitempty" jsonschema:"the organisation the publisher claims (lmos:organization): its domain is the publisher's only when verified is true"`
+	Own          bool              `json:"own,omitempty" jsonschema:"published by this node"`
+	Vendor       string            `json:"vendor,omitempty"`
+	Capabilities []FoundCap        `json:"capabilities,omitempty"`
+	Groups       []string          `json:"groups,omitempty"`
+	Tools        []string          `json:"tools,omitempty" jsonschema:"the MCP tools of the Thing's actions"`
+	Resource     string            `json:"resource" jsonschema:"the URI of the Thing's description (resources/read)"`
+	Expires      string            `json:"expires,omitempty" jsonschema:"when this node drops the Thing unless its publisher announces it again (RFC 3339); absent for own Things"`
+	Properties   []string          `json:"properties,omitempty" jsonschema:"the properties read_property can read"`
+	Score        float64           `json:"score,omitempty"`
 }
 
 // FoundCap is a capability of a FoundThing.
@@ -145,6 +147,9 @@ func (s *Server) found(e directory.Entry) FoundThing {
 		f.Expires = e.Expires.UTC().Format("2006-01-02T15:04:05Z")
 	}
 	if td, err := s.tds.TD(e); err == nil {
+		if s.deps.Orgs != nil {
+			f.Organization = s.deps.Orgs.Of(e.Publisher, td.Organization())
+		}
 		for name := range td.Properties {
 			f.Properties = append(f.Properties, name)
 		}

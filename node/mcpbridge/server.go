@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/tdcache"
@@ -52,6 +53,9 @@ type Deps struct {
 	// Visible says which Things this node may see (group-scoped Things
 	// of groups it is not a member of are not). Required.
 	Visible func(directory.Entry) bool
+	// Orgs, if set, checks the organisation a TD claims: find_things
+	// shows it beside the publisher (organization).
+	Orgs did.Lookup
 }
 
 // Config configures a Server. The zero value of every field selects its

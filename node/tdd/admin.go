@@ -75,7 +75,7 @@ func (h *Handler) adminPublish(w http.ResponseWriter, r *http.Request) {
 		h.writePublishErrorAt(w, r, td.ID, "/td", err)
 		return
 	}
-	info, err := thingInfo(e)
+	info, err := h.thingInfo(e)
 	if err != nil {
 		h.writeInternal(w, r, "read published", td.ID, err)
 		return
@@ -93,7 +93,7 @@ func (h *Handler) adminList(w http.ResponseWriter, r *http.Request) {
 	own := h.deps.Directory.Own()
 	out := make([]ThingInfo, 0, len(own))
 	for _, e := range own {
-		info, err := thingInfo(e)
+		info, err := h.thingInfo(e)
 		if err != nil {
 			continue // removed since Own returned
 		}

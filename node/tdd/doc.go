@@ -104,6 +104,8 @@
 //
 //	LMOS-Registration: created="2026-11-21T10:00:00Z", modified="…", expires="…", ttl=172800
 //	LMOS-Publisher: 12D3KooW…
+//	LMOS-Organization: verified (with Deps.Orgs: the TD's lmos:organization
+//	checked, docs/identity.md; LMOS-Organization-Reason when not verified)
 //	Last-Modified, Expires (HTTP dates)
 //
 // LMOS-Registration is an RFC 8941 dictionary; expires and ttl (seconds) are

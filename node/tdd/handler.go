@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/trust"
@@ -127,6 +128,11 @@ type Deps struct {
 	// preferred, then allowed publishers first, and a retrieved TD's
 	// LMOS-Trust header carries its publisher's mark.
 	Trust Trust
+	// Orgs, if set, checks the organisation a TD claims
+	// (lmos:organization) against the organisation's DID document: the
+	// listing's and a retrieved TD's LMOS-Organization header, and the
+	// admin listing's organization member (docs/identity.md).
+	Orgs did.Lookup
 }
 
 // Trust is what the handler asks the operator's trust list (trust.List).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/trust"
@@ -53,6 +54,12 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Add("Link", "<"+h.base(r)+`/things>; rel="canonical"; etag="`+tag+`"`)
 	w.Header().Set(HeaderOnline, strings.Join(lp.online, ", "))
+	if h.deps.Orgs != nil {
+		w.Header().Set(HeaderOrganization, strings.Join(lp.orgs, ", "))
+	}
+	if h.deps.Trust != nil {
+		w.Header().Set(HeaderTrust, strings.Join(lp.marks, ", "))
+	}
 
 	var buf bytes.Buffer
 	if lq.collection {
@@ -129,6 +136,11 @@ type listedPage struct {
 	members [][]byte
 	// online are their publishers' online flags (HeaderOnline).
 	online []string
+	// orgs are the states of their organisation claims
+	// (HeaderOrganization).
+	orgs []string
+	// marks are their publishers' trust marks (HeaderTrust).
+	marks []string
 	// consumed counts the page's entries served or skipped: the next page
 	// starts after them, also when the page ends early at MaxPageBytes.
 	consumed int
@@ -164,6 +176,10 @@ func (h *Handler) listMembers(w http.ResponseWriter, r *http.Request, lq listQue
 		size += len(doc)
 		lp.members = append(lp.members, doc)
 		lp.online = append(lp.online, strconv.FormatBool(e.Online))
+		lp.orgs = append(lp.orgs, h.organization(e.Publisher, rec.TD).Status())
+		if h.deps.Trust != nil {
+			lp.marks = append(lp.marks, string(h.deps.Trust.Mark(e.Publisher)))
+		}
 	}
 	return lp, true
 }
@@ -272,6 +288,12 @@ func (h *Handler) retrieve(w http.ResponseWriter, r *http.Request) {
 	if h.deps.Trust != nil {
 		w.Header().Set(HeaderTrust, string(h.deps.Trust.Mark(e.Publisher)))
 	}
+	if o := h.organization(e.Publisher, rec.TD); h.deps.Orgs != nil {
+		w.Header().Set(HeaderOrganization, o.Status())
+		if o != nil && !o.Verified {
+			w.Header().Set(HeaderOrganizationReason, o.Reason)
+		}
+	}
 	if l := h.consumerViewLink(r, e); l != "" {
 		w.Header().Add("Link", l)
 	}
@@ -304,4 +326,13 @@ func (h *Handler) listRank(p peer.ID) int {
 		return r
 	}
 	return 0
+}
+
+// organization is the organisation the TD of publisher p claims, checked;
+// nil without a claim or without Deps.Orgs.
+func (h *Handler) organization(p peer.ID, td *lmosproto.TD) *did.Organization {
+	if h.deps.Orgs == nil {
+		return nil
+	}
+	return h.deps.Orgs.Of(p, td.Organization())
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lmosnode/lmosnode/node/did"
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -37,8 +38,16 @@ const (
 	HeaderRegistration = "LMOS-Registration"
 	HeaderPublisher    = "LMOS-Publisher"
 	// HeaderTrust is the publisher's mark in the node's trust list: own,
-	// trusted, denied or unknown.
+	// trusted, denied or unknown (by its own entry or its verified
+	// organisation's); the listing gives one per TD, comma-separated.
 	HeaderTrust = "LMOS-Trust"
+	// HeaderOrganization is the state of the organisation the TD claims
+	// (lmos:organization): none, verified, pending or unverified; the
+	// listing gives one per TD, comma-separated, like HeaderOnline.
+	// HeaderOrganizationReason says why a retrieved TD's claim is not
+	// verified.
+	HeaderOrganization       = "LMOS-Organization"
+	HeaderOrganizationReason = "LMOS-Organization-Reason"
 	// HeaderOnline on a listing (GET /things) says, for each Thing of the
 	// page in order, whether it is online: "true, false, true".
 	HeaderOnline = "LMOS-Online"
@@ -165,10 +174,24 @@ type ThingInfo struct {
 	Seq uint64 `json:"seq"`
 	// Backend is the node-local backend URL of an own Thing.
 	Backend string `json:"backend,omitempty"`
+	// Organization is the organisation the TD claims, verified or not
+	// (absent without a claim).
+	Organization *did.Organization `json:"organization,omitempty"`
 	// Registration is the registration information.
 	Registration Registration `json:"registration"`
 	// TD is the signed TD exactly as published.
 	TD json.RawMessage `json:"td"`
+}
+
+// thingInfo is thingInfo with the organisation the TD claims, checked.
+func (h *Handler) thingInfo(e directory.Entry) (ThingInfo, error) {
+	info, err := thingInfo(e)
+	if err == nil {
+		if rec, rerr := e.Record(); rerr == nil {
+			info.Organization = h.organization(e.Publisher, rec.TD)
+		}
+	}
+	return info, err
 }
 
 func thingInfo(e directory.Entry) (ThingInfo, error) {

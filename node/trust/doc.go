@@ -12,6 +12,14 @@
 //   - Rank: how resolution and find order several publishers of one
 //     Thing: own, then preferred, then allowed, then unknown.
 //
+// Entries name publishers (peer ID or did:key) or organisations (a
+// did:web / did:wba DID, or a domain): an organisation's level applies to
+// every publisher that is a verified member of it (SetMembership; the
+// node wires node/did's Members, see docs/identity.md), unless the
+// publisher is listed itself. A publisher proves membership once the
+// organisation's DID document, resolved in the background, lists its key:
+// until then organisation entries do not apply to it.
+//
 // A List is safe for concurrent use; its changes (Set, Remove) apply at
 // once to every caller.
 package trust

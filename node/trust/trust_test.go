@@ -109,3 +109,54 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("New with the node itself denied: no error")
 	}
 }
+
+// TestOrganizations: an organisation entry (DID or domain) applies to the
+// publishers that prove membership, a publisher's own entry wins, and the
+// entries round-trip through Config.
+func TestOrganizations(t *testing.T) {
+	p := ids(t, 4)
+	self, member, other, listed := p[0], p[1], p[2], p[3]
+	l, err := trust.New(self, trust.Config{Allow: []string{"Org.Example."}, Deny: []string{"did:web:bad.example", listed.String()}, OnlyTrusted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Mark(member) != trust.Unknown || l.Admits(member) {
+		t.Fatal("an organisation applies before membership is known")
+	}
+	orgOf := map[peer.ID][2]string{
+		member: {"did:web:org.example", "org.example"},
+		other:  {"did:web:bad.example", "bad.example"},
+		listed: {"did:web:org.example", "org.example"},
+	}
+	l.SetMembership(func(q peer.ID) (string, string, bool) {
+		o, ok := orgOf[q]
+		return o[0], o[1], ok
+	})
+	if got := l.Mark(member); got != trust.Trusted || !l.Admits(member) || l.Rank(member) != trust.RankAllowed {
+		t.Errorf("member of an allowed domain: %s", got)
+	}
+	if got := l.Mark(other); got != trust.Denied || l.Admits(other) {
+		t.Errorf("member of a denied DID: %s", got)
+	}
+	if got := l.Mark(listed); got != trust.Denied {
+		t.Errorf("a publisher's own entry loses to its organisation's: %s", got)
+	}
+	if err := l.SetOrganization("did:web:org.example", trust.Prefer); err != nil {
+		t.Fatal(err)
+	}
+	if l.Rank(member) != trust.RankPreferred {
+		t.Error("the DID entry does not win over the domain entry")
+	}
+	c := l.Config()
+	if strings.Join(c.Allow, ",") != "org.example" || !strings.Contains(strings.Join(c.Deny, ","), "did:web:bad.example") {
+		t.Errorf("config %+v", c)
+	}
+	if !l.RemoveOrganization("org.example") || l.RemoveOrganization("org.example") {
+		t.Error("RemoveOrganization")
+	}
+	for _, bad := range []string{"did:web:", "no-dot", "did:web:a.example#x", "-bad.example"} {
+		if _, err := trust.New(self, trust.Config{Allow: []string{bad}}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -33,6 +33,19 @@ const TRUST = {
   unknown: ['not in your trust list', 'its publisher is neither allowed, preferred nor denied by your trust list; its signature is checked all the same'],
 };
 
+// orgBadge shows the organisation a TD claims (lmos:organization) as the
+// node checked it (LMOS-Organization: verified, pending or unverified):
+// the domain only when verified, the claim marked unverified otherwise.
+function orgBadge(td, status, reason) {
+  const claim = td['lmos:organization'];
+  if (typeof claim !== 'string' || !status || status === 'none') return null;
+  if (status === 'verified') {
+    const domain = decodeURIComponent(claim.split(':')[2] || '').replace(/:\d+$/, '');
+    return h('span', { class: 'badge valid org', title: `organisation ${claim}: its DID document lists the publisher's key` }, domain);
+  }
+  return h('span', { class: 'badge ' + (status === 'pending' ? 'muted' : 'invalid') + ' org', title: reason || '' }, `unverified organisation ${claim} (${status})`);
+}
+
 function trustBadge(mark) {
   if (!mark) return null;
   const cls = { own: 'valid', trusted: 'valid', denied: 'invalid', unknown: 'muted' }[mark] || 'muted';
@@ -94,18 +107,22 @@ export function thingsView(main, ctx, params) {
       const tds = res.value;
       // LMOS-Online: one true/false per Thing of the page, in order.
       const onl = (res.headers.get('LMOS-Online') || '').split(',').map(x => x.trim()).filter(Boolean);
+      // LMOS-Organization and LMOS-Trust: likewise one per Thing.
+      const orgs = (res.headers.get('LMOS-Organization') || '').split(',').map(x => x.trim()).filter(Boolean);
+      const marks = (res.headers.get('LMOS-Trust') || '').split(',').map(x => x.trim()).filter(Boolean);
       const filtered = [...query.keys()].some(k => k !== 'limit');
       status.textContent = `${tds.length} Thing${tds.length === 1 ? '' : 's'}` + (filtered ? ' match' : '') + ` · updated ${new Date().toLocaleTimeString()}`;
       const hasNext = /rel="next"/.test(res.headers.get('Link') || '');
       const next = new URLSearchParams(params); next.set('limit', String(Math.min(limit + 100, 1000)));
       clear(more, hasNext && limit < 1000 ? h('a', { href: '#/things?' + next, id: 'more' }, 'Show more') : null);
-      const items = await Promise.all(tds.map(async (td, i) => ({ td, v: await verifyTD(td), on: onl[i] === undefined ? undefined : onl[i] === 'true' })));
-      clear(list, items.map(({ td, v, on }) => h('li', { 'data-id': td.id },
+      const items = await Promise.all(tds.map(async (td, i) => ({ td, v: await verifyTD(td), on: onl[i] === undefined ? undefined : onl[i] === 'true', org: orgs[i], tm: marks[i] })));
+      clear(list, items.map(({ td, v, on, org, tm }) => h('li', { 'data-id': td.id },
         h('a', { href: thingLink(td, v.peerID) }, h('strong', {}, td.title || td.id)), ' ',
         types(td).map(t => h('span', { class: 'badge' }, t)),
         verdictBadge(v),
         online(on),
-        trustBadge(mark?.(v.peerID)),
+        orgBadge(td, v.valid ? org : 'unverified', v.valid ? '' : 'the TD\'s proof does not verify'),
+        trustBadge(tm || mark?.(v.peerID)),
         h('div', { class: 'muted' }, h('code', {}, td.id), ' · publisher ', h('code', { title: v.peerID }, v.peerID ? '…' + v.peerID.slice(-8) : '?'),
           td['lmos:capabilities'] ? ' · ' + td['lmos:capabilities'].map(c => c['lmos:id'] + (c['lmos:version'] ? '@' + c['lmos:version'] : '')).join(', ') : ''),
         td.description ? h('div', {}, td.description) : null)));
@@ -151,13 +168,16 @@ export function thingView(main, ctx, id, params) {
     const v = await verifyTD(td);
     const reg = onlineFrom(res.headers.get('LMOS-Registration'));
     const trust = res.headers.get('LMOS-Trust');
-    clear(head, h('h2', {}, td.title || td.id), h('p', {}, types(td).map(t => h('span', { class: 'badge' }, t)), verdictBadge(v), online(reg.online, reg.lastSeen), trustBadge(trust)), td.description ? h('p', {}, td.description) : null);
+    const org = v.valid ? res.headers.get('LMOS-Organization') : 'unverified';
+    const orgReason = v.valid ? res.headers.get('LMOS-Organization-Reason') : 'the TD\'s proof does not verify';
+    clear(head, h('h2', {}, td.title || td.id), h('p', {}, types(td).map(t => h('span', { class: 'badge' }, t)), verdictBadge(v), online(reg.online, reg.lastSeen), orgBadge(td, org, orgReason), trustBadge(trust)), td.description ? h('p', {}, td.description) : null);
     clear(proofBox, h('h3', {}, 'Proof'), h('p', { id: 'proof-verdict', class: v.valid ? 'valid' : 'invalid' },
       v.valid ? `Valid: signed by ${v.peerID} on ${when(v.created)}; this page checked the signature itself (eddsa-jcs-2022).`
         : `Invalid: ${v.reason}.` + (v.peerID ? ` The proof names ${v.peerID} as signer, created ${when(v.created)}.` : '')),
     h('dl', { class: 'kv' }, h('dt', {}, 'Signer'), h('dd', {}, h('code', {}, v.signer || '—')), h('dt', {}, 'Peer ID'), h('dd', {}, h('code', {}, v.peerID || '—')),
       h('dt', {}, 'Signed'), h('dd', {}, when(v.created) || '—'), h('dt', {}, 'Version (lmos:seq)'), h('dd', {}, String(td['lmos:seq'] ?? '—')),
       reg.lastSeen ? [h('dt', {}, 'Publisher last seen'), h('dd', {}, when(reg.lastSeen))] : null,
+      orgBadge(td, org, orgReason) ? [h('dt', {}, 'Organisation'), h('dd', { id: 'organization' }, orgBadge(td, org, orgReason), org !== 'verified' && orgReason ? ' ' + orgReason : '')] : null,
       trust ? [h('dt', {}, 'Trust'), h('dd', { id: 'trust-mark' }, (TRUST[trust] || [trust])[0], ' ', trust !== 'own' && v.peerID ? trustButtons(v.peerID, trust, load) : null)] : null));
     if (shownSeq === td['lmos:seq'] && body.childElementCount) return; // keep open forms and streams
     shownSeq = td['lmos:seq'];

@@ -97,9 +97,13 @@ func Of(l *trust.List) List {
 		ids   []string
 	}{{trust.Deny, c.Deny}, {trust.Prefer, c.Prefer}, {trust.Allow, c.Allow}} {
 		for _, s := range lv.ids {
+			if org, ok := trust.ParseOrganization(s); ok {
+				out.Entries = append(out.Entries, Entry{Organization: org, Level: string(lv.level)})
+				continue
+			}
 			id, err := peer.Decode(s)
 			if err != nil {
-				continue // Config holds peer IDs only
+				continue // Config holds peer IDs and organisations only
 			}
 			out.Entries = append(out.Entries, Entry{Publisher: s, Short: lmosproto.ShortPublisher(id), Level: string(lv.level)})
 		}
@@ -115,26 +119,17 @@ func (h *Handler) list(w http.ResponseWriter, _ *http.Request) {
 // did:key or a short form of a publisher the directory holds) goes to the
 // level of the body.
 func (h *Handler) set(w http.ResponseWriter, r *http.Request) {
+	level, ok := readLevel(w, r)
+	if !ok {
+		return
+	}
+	if org, isOrg := trust.ParseOrganization(r.PathValue("publisher")); isOrg {
+		h.setOrganization(w, r, org, level)
+		return
+	}
 	p, err := h.deps.Directory.ParsePublisher(r.PathValue("publisher"))
 	if err != nil {
-		writeProblem(w, r, http.StatusBadRequest, fmt.Sprintf("publisher: %v", err))
-		return
-	}
-	body, prob := httpapi.ReadBody(w, r, 1<<10)
-	if prob != nil {
-		httpapi.WriteProblem(w, r, prob)
-		return
-	}
-	var req Request
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeProblem(w, r, http.StatusBadRequest, fmt.Sprintf("body: want {\"level\": \"allow\"|\"prefer\"|\"deny\"}: %v", err))
-		return
-	}
-	level, err := trust.ParseLevel(req.Level)
-	if err != nil {
-		writeProblem(w, r, http.StatusBadRequest, err.Error())
+		writeProblem(w, r, http.StatusBadRequest, fmt.Sprintf("publisher: %v (nor an organisation DID or domain)", err))
 		return
 	}
 	if p == h.deps.Self && level == trust.Deny {
@@ -166,8 +161,81 @@ func (h *Handler) set(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
+// readLevel reads the body of a PUT: false when it wrote a problem.
+func readLevel(w http.ResponseWriter, r *http.Request) (trust.Level, bool) {
+	body, prob := httpapi.ReadBody(w, r, 1<<10)
+	if prob != nil {
+		httpapi.WriteProblem(w, r, prob)
+		return "", false
+	}
+	var req Request
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeProblem(w, r, http.StatusBadRequest, fmt.Sprintf("body: want {\"level\": \"allow\"|\"prefer\"|\"deny\"}: %v", err))
+		return "", false
+	}
+	level, err := trust.ParseLevel(req.Level)
+	if err != nil {
+		writeProblem(w, r, http.StatusBadRequest, err.Error())
+		return "", false
+	}
+	return level, true
+}
+
+// setOrganization puts an organisation (DID or domain) at level. Its
+// members' records already held stay; a deny applies to what they send
+// from then on, and marks them denied.
+func (h *Handler) setOrganization(w http.ResponseWriter, r *http.Request, org string, level trust.Level) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	prev := h.deps.List.OrganizationLevel(org)
+	if err := h.deps.List.SetOrganization(org, level); err != nil {
+		writeProblem(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := h.deps.Save(h.deps.List.Config()); err != nil {
+		h.restoreOrganization(org, prev)
+		writeProblem(w, r, http.StatusInternalServerError, err.Error())
+		return
+	}
+	h.log.Info("trust list changed", "organization", org, "level", level)
+	httpapi.WriteJSON(w, http.StatusOK, Of(h.deps.List))
+}
+
+// removeOrganization serves DELETE of an organisation entry.
+func (h *Handler) removeOrganization(w http.ResponseWriter, r *http.Request, org string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	prev := h.deps.List.OrganizationLevel(org)
+	if !h.deps.List.RemoveOrganization(org) {
+		writeProblem(w, r, http.StatusNotFound, fmt.Sprintf("organisation %s is not on the trust list", org))
+		return
+	}
+	if err := h.deps.Save(h.deps.List.Config()); err != nil {
+		h.restoreOrganization(org, prev)
+		writeProblem(w, r, http.StatusInternalServerError, err.Error())
+		return
+	}
+	h.log.Info("trust list changed", "organization", org, "level", "none")
+	httpapi.WriteJSON(w, http.StatusOK, Of(h.deps.List))
+}
+
+// restoreOrganization puts org back at level prev after a failed write.
+func (h *Handler) restoreOrganization(org string, prev trust.Level) {
+	if prev == "" {
+		h.deps.List.RemoveOrganization(org)
+		return
+	}
+	_ = h.deps.List.SetOrganization(org, prev)
+}
+
 // remove serves DELETE /api/v1/trust/{publisher}.
 func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
+	if org, isOrg := trust.ParseOrganization(r.PathValue("publisher")); isOrg {
+		h.removeOrganization(w, r, org)
+		return
+	}
 	p, err := h.listed(r.PathValue("publisher"))
 	if err != nil {
 		writeProblem(w, r, http.StatusNotFound, fmt.Sprintf("publisher: %v", err))
@@ -202,7 +270,7 @@ func (h *Handler) listed(s string) (peer.ID, error) {
 	}
 	var found []string
 	for _, e := range Of(h.deps.List).Entries {
-		if strings.HasSuffix(e.Publisher, suffix) {
+		if e.Publisher != "" && strings.HasSuffix(e.Publisher, suffix) {
 			found = append(found, e.Publisher)
 		}
 	}

@@ -2,13 +2,17 @@ package trustapi
 
 import "github.com/lmosnode/lmosnode/node/trust"
 
-// Entry is one publisher of the trust list.
+// Entry is one publisher, or one organisation, of the trust list.
 type Entry struct {
-	// Publisher is the peer ID.
-	Publisher string `json:"publisher"`
+	// Publisher is the peer ID ("" for an organisation).
+	Publisher string `json:"publisher,omitempty"`
 	// Short is its short form (proto.ShortPublisher), which the CLI shows
 	// and takes back.
-	Short string `json:"short"`
+	Short string `json:"short,omitempty"`
+	// Organization is an organisation's DID or domain ("" for a
+	// publisher): its level applies to every publisher that proves
+	// membership (docs/identity.md).
+	Organization string `json:"organization,omitempty"`
 	// Level is allow, prefer or deny.
 	Level string `json:"level"`
 }
@@ -40,6 +44,9 @@ type Request struct {
 func (l List) Marks() map[string]trust.Mark {
 	m := make(map[string]trust.Mark, len(l.Entries))
 	for _, e := range l.Entries {
+		if e.Publisher == "" {
+			continue
+		}
 		switch trust.Level(e.Level) {
 		case trust.Allow, trust.Prefer:
 			m[e.Publisher] = trust.Trusted
