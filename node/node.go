@@ -46,6 +46,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/p2p"
+	"github.com/lmosnode/lmosnode/node/rotation"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/trust"
 	"github.com/lmosnode/lmosnode/node/trust/trustapi"
@@ -73,6 +74,8 @@ type Node struct {
 	// trust is the operator's trust list, trustAPI its routes (trust.go).
 	trust    *trust.List
 	trustAPI *trustapi.Handler
+	// keys are the key records the node knows (keys.go).
+	keys *rotation.Registry
 
 	unrouteLogs func()
 	// Observability (observe.go): the node's metrics, its tracer provider
@@ -271,6 +274,9 @@ func (n *Node) buildNet(o *options, b *built) error {
 	// Likewise one cache of verified group operations for the DHT's
 	// validator of group logs and the group service.
 	b.ops = groups.NewOpCache(0)
+	if err := n.buildKeys(b); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	if n.dht, err = p2p.NewDHT(n.ctx, cfg, n.host, n.store, b.things, b.ops); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
@@ -487,6 +493,9 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.groups.Start(ctx, n.ps); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
+	if err := n.startKeys(); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
 	if err := n.disc.Start(); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
@@ -622,6 +631,10 @@ func (n *Node) teardown() error {
 	if n.groups != nil {
 		// Before the wait: its membership changes start syncs.
 		errs = append(errs, n.groups.Close())
+	}
+	if n.keys != nil {
+		// Before the wait: a record it takes in starts a group move.
+		errs = append(errs, n.keys.Close())
 	}
 	n.wg.Wait()
 	if n.disc != nil {

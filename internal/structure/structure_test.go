@@ -134,6 +134,9 @@ var nodeRank = map[string]int{
 	"node/trust":      0,
 	"node/version":    0,
 	"node/suggest":    0,
+	// Key records: the registry (its offline rotation of a home, which
+	// opens the directory and the home, sits with the API, rank 6).
+	"node/rotation": 0,
 
 	// The trust list's HTTP API, beside the list.
 	"node/trust/trustapi": 1,
@@ -172,7 +175,8 @@ var nodeRank = map[string]int{
 
 	// The local API: every surface's routes on one mux, the access
 	// guards, the limits, the node's own routes.
-	"node/api": 6,
+	"node/api":             6,
+	"node/rotation/rotate": 6,
 	// The one client of the local API: the wire types of every surface.
 	"node/apiclient": 7,
 
