@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -32,6 +31,9 @@ const (
 	// MaxRecords bounds the records a node holds and a sync answer
 	// carries.
 	MaxRecords = 1024
+	// MaxAnswerSize bounds the frame of a Protocol answer: MaxRecords
+	// records of the largest size, with their commas and brackets.
+	MaxAnswerSize = MaxRecords*(lmosproto.MaxKeyRecordSize+1) + 1
 	// SyncTimeout bounds one exchange of the sync protocol.
 	SyncTimeout = 10 * time.Second
 	// DatastorePrefix is where the records are kept.
@@ -236,19 +238,38 @@ func (r *Registry) RetiredAt(p peer.ID, created time.Time) error {
 }
 
 // Successor returns the key that succeeds p, following rotations to the
-// last one, and whether p was rotated at all.
+// last one, and whether p has a successor at all. A revoked key's
+// successor is the one its revocation names (a revocation signed by the
+// successor, with its rotation); a key revoked by itself has none,
+// whatever rotations of it are known: a thief who holds the key can sign
+// those too.
 func (r *Registry) Successor(p peer.ID) (peer.ID, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	cur, found := p, false
 	for range maxChain {
-		rec, ok := r.rotated[cur]
-		if !ok || rec.Successor == p {
+		next, ok := r.next(cur)
+		if !ok || next == p {
 			break
 		}
-		cur, found = rec.Successor, true
+		cur, found = next, true
 	}
 	return cur, found
+}
+
+// next is the successor of p by one step; the caller holds r.mu.
+func (r *Registry) next(p peer.ID) (peer.ID, bool) {
+	if rev, ok := r.revoked[p]; ok {
+		if rev.Rotation == nil {
+			return "", false
+		}
+		return rev.Rotation.Successor, true
+	}
+	rec, ok := r.rotated[p]
+	if !ok {
+		return "", false
+	}
+	return rec.Successor, true
 }
 
 // Records returns every record held, rotations first, each kind in key
@@ -349,7 +370,8 @@ func (r *Registry) Close() error {
 	return err
 }
 
-// serve answers Protocol: a JSON array of every record held.
+// serve answers Protocol: one frame holding a JSON array of every record
+// held; the asker sends nothing and closes its side.
 func (r *Registry) serve(s network.Stream) {
 	defer func() { _ = s.Close() }()
 	_ = s.SetDeadline(time.Now().Add(SyncTimeout))
@@ -358,7 +380,11 @@ func (r *Registry) serve(s network.Stream) {
 	for i, rec := range recs {
 		out[i] = rec.Raw
 	}
-	if err := json.NewEncoder(s).Encode(out); err != nil {
+	data, err := json.Marshal(out)
+	if err == nil {
+		err = lmosproto.WriteFrame(s, data)
+	}
+	if err != nil {
 		_ = s.Reset()
 	}
 }
@@ -391,7 +417,7 @@ func (r *Registry) Sync(ctx context.Context, p peer.ID) (int, error) {
 	defer func() { _ = s.Close() }()
 	_ = s.SetDeadline(time.Now().Add(SyncTimeout))
 	_ = s.CloseWrite()
-	body, err := io.ReadAll(io.LimitReader(s, MaxRecords*(lmosproto.MaxKeyRecordSize+2)+2))
+	body, err := lmosproto.ReadFrame(s, MaxAnswerSize)
 	if err != nil {
 		return 0, fmt.Errorf("rotation: sync with %s: %w", p, err)
 	}

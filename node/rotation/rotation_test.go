@@ -89,8 +89,28 @@ func TestRegistry(t *testing.T) {
 	if !errors.Is(r.Retired(a.id), ErrRevoked) {
 		t.Fatalf("A after the revocation: %v", r.Retired(a.id))
 	}
-	if len(heard) != 4 {
-		t.Fatalf("OnRecord heard %d records, want 4 (A→X, A→B, B→C, the revocation)", len(heard))
+	// X rotates to Y, then X is revoked by itself: X has no successor any
+	// more (whoever signed the rotation held the key the revocation says
+	// leaked).
+	y := newKey(t)
+	if _, _, err := r.Add(ctx, rotation(t, x, y, t0).Raw); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := r.Successor(x.id); !ok || got != y.id {
+		t.Fatalf("successor of X before its revocation: %s %v", got, ok)
+	}
+	selfRev, err := lmosproto.SignRevocation(x.priv, nil, "", t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Add(ctx, selfRev.Raw); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := r.Successor(x.id); ok {
+		t.Fatalf("a key revoked by itself has the successor %s", got)
+	}
+	if len(heard) != 6 {
+		t.Fatalf("OnRecord heard %d records, want 6 (A→X, A→B, B→C, A's revocation, X→Y, X's)", len(heard))
 	}
 
 	// The records outlive the registry.
