@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,8 +15,19 @@ import (
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
+// keyRecordOut is what key rotate and key revoke print with --json.
+type keyRecordOut struct {
+	// Key is the key retired, Successor its successor ("" if none).
+	Key       string `json:"key"`
+	Successor string `json:"successor,omitempty"`
+	// Things is how many own Things a rotation re-signed.
+	Things int `json:"things,omitempty"`
+	// Record is the signed key record.
+	Record json.RawMessage `json:"record"`
+}
+
 func newKeyRotateCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "rotate",
 		Short: "Replace the identity key (node stopped); announced at the next start",
 		Long: `rotate replaces the identity key of the node in --home, which must be
@@ -38,11 +50,16 @@ is finished by running rotate again.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "rotated %s\n     to %s (%d own Things re-signed)\nthe node announces the rotation at its next start\n",
-				res.Old, res.New, res.Things)
-			return nil
+			out := keyRecordOut{Key: res.Old.String(), Successor: res.New.String(), Things: res.Things, Record: res.Record.Raw}
+			return output(cmd, out, func(keyRecordOut) error {
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "rotated %s\n     to %s (%d own Things re-signed)\nthe node announces the rotation at its next start\n",
+					res.Old, res.New, res.Things)
+				return err
+			})
 		},
 	}
+	cmd.Flags().Bool("json", false, "print JSON")
+	return cmd
 }
 
 func newKeyRevokeCmd() *cobra.Command {
@@ -78,10 +95,14 @@ identity.key), signed by that key itself.`,
 			if err := homedir.SaveKeyRecord(home, "revocation-"+rec.Key.String(), rec.Raw); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\nthe node announces the revocation at its next start\n", rec.Key)
-			return nil
+			out := keyRecordOut{Key: rec.Key.String(), Successor: rec.Successor.String(), Record: rec.Raw}
+			return output(cmd, out, func(keyRecordOut) error {
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\nthe node announces the revocation at its next start\n", rec.Key)
+				return err
+			})
 		},
 	}
+	cmd.Flags().Bool("json", false, "print JSON")
 	cmd.Flags().String("reason", "", "why (at most 256 bytes, shown to operators)")
 	cmd.Flags().String("key-file", "", "revoke the key in this file, signed by itself")
 	return cmd
