@@ -71,6 +71,7 @@ type Registry struct {
 	rotated map[peer.ID]*lmosproto.KeyRecord
 	revoked map[peer.ID]*lmosproto.KeyRecord
 	hooks   []func(*lmosproto.KeyRecord)
+	closing bool
 
 	host  host.Host
 	topic *pubsub.Topic
@@ -143,7 +144,15 @@ func (r *Registry) Add(ctx context.Context, raw []byte) (*lmosproto.KeyRecord, b
 	}
 	changed := r.keep(rec)
 	hooks := slices.Clone(r.hooks)
-	topic := r.topic
+	if changed && r.topic != nil && !r.closing {
+		// Under r.mu: Close sets closing under it before it waits.
+		topic := r.topic
+		r.wg.Go(func() {
+			if err := topic.Publish(r.ctx, rec.Raw); err != nil && r.ctx.Err() == nil {
+				r.log.Debug("announce key record", "key", rec.Key, "err", err)
+			}
+		})
+	}
 	r.mu.Unlock()
 	if !changed {
 		return rec, false, nil
@@ -155,13 +164,6 @@ func (r *Registry) Add(ctx context.Context, raw []byte) (*lmosproto.KeyRecord, b
 		return rec, true, fmt.Errorf("rotation: keep record of %s: %w", rec.Key, err)
 	}
 	r.log.Info("key record accepted", "type", rec.Type, "key", rec.Key, "successor", rec.Successor)
-	if topic != nil {
-		r.wg.Go(func() {
-			if err := topic.Publish(r.ctx, rec.Raw); err != nil && r.ctx.Err() == nil {
-				r.log.Debug("announce key record", "key", rec.Key, "err", err)
-			}
-		})
-	}
 	for _, fn := range hooks {
 		fn(rec)
 	}
@@ -355,6 +357,9 @@ func (r *Registry) validate(ctx context.Context, _ peer.ID, msg *pubsub.Message)
 
 // Close stops the registry's goroutines and leaves Topic.
 func (r *Registry) Close() error {
+	r.mu.Lock()
+	r.closing = true
+	r.mu.Unlock()
 	r.stop()
 	if r.host != nil {
 		r.host.RemoveStreamHandler(Protocol)
