@@ -25,10 +25,10 @@ import (
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
-// TestKeyRotation rotates the key of node A, which publishes a Thing, is
-// trusted by node B and is a member of a group that node C administers;
-// then revokes the old key. After the rotation B and C hold A's Thing under
-// the new key only, B's trust entry names the new key, C's group lists the
+// TestKeyRotation rotates the key of node A, which publishes a Thing and a
+// Thing scoped to a group that node C administers and A is a member of, and
+// is trusted by node B; then revokes the old key. After the rotation B and
+// C hold A's Things under the new key only, B's trust entry names the new key, C's group lists the
 // new key instead of the old, and the new key calls the group's Thing and
 // posts on its topic. After the revocation, a node running the old key
 // has its Thing refused by every node, including D, which was offline
@@ -65,15 +65,19 @@ func TestKeyRotation(t *testing.T) {
 	if res, err := a.Groups().Join(ctx, inv.Token); err != nil || res.Pending {
 		t.Fatalf("A joins: %+v, %v", res, err)
 	}
-	groupThing := testnet.UniqueID(t)
+	groupThing, aGroupThing := testnet.UniqueID(t), testnet.UniqueID(t)
 	if _, err := c.Register(groupTD(t, groupThing, gid), diagnoser()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Register(groupTD(t, aGroupThing, gid), diagnoser()); err != nil {
 		t.Fatal(err)
 	}
 	testnet.WaitFor(t, "B and C learn A's Thing, A the group's", waitLong, func() (bool, string) {
 		_, bOK := b.Directory().Get(a.PeerID(), thingID)
 		_, cOK := c.Directory().Get(a.PeerID(), thingID)
 		_, aOK := a.Directory().Get(c.PeerID(), groupThing)
-		return bOK && cOK && aOK, fmt.Sprintf("B %v, C %v, A %v", bOK, cOK, aOK)
+		_, scopedOK := c.Directory().Get(a.PeerID(), aGroupThing)
+		return bOK && cOK && aOK && scopedOK, fmt.Sprintf("B %v, C %v, A %v, C has A's group Thing %v", bOK, cOK, aOK, scopedOK)
 	})
 	// D goes offline before the rotation and the revocation.
 	cfgD := d.Config()
@@ -92,7 +96,7 @@ func TestKeyRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Old != old || res.Things != 1 {
+	if res.Old != old || res.Things != 2 {
 		t.Fatalf("rotate: %+v", res)
 	}
 	begin := time.Now()
@@ -121,6 +125,10 @@ func TestKeyRotation(t *testing.T) {
 		return ok && st.IsMember(res.New) && !st.IsMember(old)
 	}))
 	t.Logf("rotation → group membership moved: %s", time.Since(begin).Round(time.Millisecond))
+	testnet.WaitFor(t, "C holds A's group-scoped Thing under the new key only", waitLong, func() (bool, string) {
+		entries := c.Directory().Lookup(aGroupThing)
+		return len(entries) == 1 && entries[0].Publisher == res.New, fmt.Sprintf("%d entries", len(entries))
+	})
 	if got := callThing(t, ctx, a.Invoker(), groupThing); got != "ok" {
 		t.Fatalf("the new key calls the group's Thing: %s", got)
 	}
