@@ -55,7 +55,10 @@
 //     signer (a peer can never write another peer's Thing) and its thing id
 //     is the record's;
 //   - the proof has a "created" time, not older than MaxRecordAge (48 h) and
-//     not more than MaxClockSkew (5 min) in the future.
+//     not more than MaxClockSkew (5 min) in the future;
+//   - the publisher's key is not retired (ThingValidator.Retired: a
+//     rotation away from it or a revocation of it is known; docs/wire.md,
+//     "Key rotation and revocation"), whatever the record's date.
 //
 // A publisher republishes each of its records every RepublishInterval
 // (12 h), re-signed with a fresh "created" and the same "lmos:seq", so a

@@ -54,6 +54,9 @@ var (
 	// ErrFuture: the record's proof was created more than MaxClockSkew in
 	// the future.
 	ErrFuture = errors.New("record created in the future")
+	// ErrRetiredKey: the record's publisher key is revoked or rotated away
+	// from (ThingValidator.Retired).
+	ErrRetiredKey = errors.New("record signed by a retired key")
 )
 
 // ThingValidator is the record.Validator of the "lmos-td" namespace: it
@@ -72,6 +75,11 @@ type ThingValidator struct {
 	// same bytes are verified once (see RecordCache). Copies of the
 	// validator share it.
 	Cache *RecordCache
+	// Retired, if set, reports why the key of a publisher no longer signs
+	// records (a revocation, or a rotation away from it: docs/wire.md, "Key
+	// rotation and revocation"), or nil if it does. Every record of a
+	// retired key is refused, whatever its date: a leaked key can backdate.
+	Retired func(peer.ID) error
 }
 
 var _ record.Validator = ThingValidator{}
@@ -112,6 +120,11 @@ func (v ThingValidator) check(publisher peer.ID, thingID string, byID bool, valu
 			return shortKey(ThingKey(publisher, thingID))
 		}
 		return "record of " + publisher.String()
+	}
+	if v.Retired != nil {
+		if err := v.Retired(publisher); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrRetiredKey, name(), err)
+		}
 	}
 	if len(value) > proto.MaxRecordSize {
 		return nil, fmt.Errorf("%w: %s: %d bytes, the limit is %d", ErrTooLarge, name(), len(value), proto.MaxRecordSize)

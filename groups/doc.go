@@ -42,6 +42,7 @@ package groups
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/lmosnode/lmosnode/proto"
 )
@@ -147,6 +148,9 @@ var (
 	ErrGroupFull = errors.New("group full")
 	// ErrBadKey: a DHT key is not "/lmos-group/<group ID>".
 	ErrBadKey = errors.New("bad group key")
+	// ErrRetiredKey: the operation's author key was revoked or rotated
+	// away from before the operation was created (OpCache.SetRetired).
+	ErrRetiredKey = fmt.Errorf("%w: key retired", ErrNotAuthorized)
 	// ErrBadMessage: a group topic message is malformed.
 	ErrBadMessage = errors.New("bad group message")
 )

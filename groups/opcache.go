@@ -2,7 +2,12 @@ package groups
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
@@ -28,6 +33,8 @@ const DefaultOpCacheBytes = 2 * MaxLogSize
 // concurrent use. Give each node its own: a cache shared by several nodes
 // in one process would let one verify for the others.
 type OpCache struct {
+	retired atomic.Pointer[func(author peer.ID, created time.Time) error]
+
 	mu    sync.Mutex
 	limit int
 	bytes int
@@ -53,6 +60,16 @@ func NewOpCache(limit int) *OpCache {
 	return c
 }
 
+// SetRetired sets the check of an operation's author key that ParseOp
+// applies to every operation, cached or not: fn returns why author's key
+// no longer signs operations created at created (a revocation, or a
+// rotation away from it, at or before created), or nil. Operations
+// created before a key was retired stay valid: they are the group's
+// history, which every node must fold alike.
+func (c *OpCache) SetRetired(fn func(author peer.ID, created time.Time) error) {
+	c.retired.Store(&fn)
+}
+
 // ParseOp is ParseOp(raw), from the cache if raw was parsed before. The
 // Op returned is the caller's own copy (its slices are shared and must
 // not be modified, as for any Op).
@@ -60,6 +77,19 @@ func (c *OpCache) ParseOp(raw []byte) (*Op, error) {
 	if c == nil {
 		return ParseOp(raw)
 	}
+	op, err := c.parseOp(raw)
+	if err != nil {
+		return nil, err
+	}
+	if fn := c.retired.Load(); fn != nil && *fn != nil {
+		if err := (*fn)(op.Author, op.Created); err != nil {
+			return nil, fmt.Errorf("%w: operation %s by %s: %w", ErrRetiredKey, op.ID, op.Author, err)
+		}
+	}
+	return op, nil
+}
+
+func (c *OpCache) parseOp(raw []byte) (*Op, error) {
 	sum := sha256.Sum256(raw)
 	c.mu.Lock()
 	held, ok := c.lru.Get(sum)

@@ -10,7 +10,8 @@
 // libp2p host, the private LMOS DHT and gossipsub (node/p2p, the one
 // translation of config.Config into their options), the directory of
 // Things (node/directory), the federation that publishes and learns
-// Things (node/federation), groups (node/groupsvc), peer discovery
+// Things (node/federation), groups (node/groupsvc), the key records that
+// retire node keys (node/rotation, keys.go), peer discovery
 // (node/discovery), the node's own Things (node/own), the interaction
 // engine and its router (node/interact), the transports and bridges
 // (node/gateway, node/wsgateway, node/mqttgw, node/fanout,

@@ -51,6 +51,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/mqttgw"
 	"github.com/lmosnode/lmosnode/node/own"
 	"github.com/lmosnode/lmosnode/node/p2p"
+	"github.com/lmosnode/lmosnode/node/rotation"
 	"github.com/lmosnode/lmosnode/node/tdd"
 	"github.com/lmosnode/lmosnode/node/trust"
 	"github.com/lmosnode/lmosnode/node/trust/trustapi"
@@ -82,6 +83,8 @@ type Node struct {
 	// organisations TDs claim, orgid.go) and DID-WBA callers' (anp.go).
 	didResolver *did.Resolver
 	orgs        *did.Members
+	// keys are the key records the node knows (keys.go).
+	keys *rotation.Registry
 
 	unrouteLogs func()
 	// Observability (observe.go): the node's metrics, its tracer provider
@@ -292,6 +295,9 @@ func (n *Node) buildNet(o *options, b *built) error {
 	// Likewise one cache of verified group operations for the DHT's
 	// validator of group logs and the group service.
 	b.ops = groups.NewOpCache(0)
+	if err := n.buildKeys(b); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	if n.dht, err = p2p.NewDHT(n.ctx, cfg, n.host, n.store, b.things, b.ops); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
@@ -527,6 +533,9 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.groups.Start(ctx, n.ps); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
+	if err := n.startKeys(); err != nil {
+		return fmt.Errorf("node: start: %w", err)
+	}
 	if err := n.disc.Start(); err != nil {
 		return fmt.Errorf("node: start: %w", err)
 	}
@@ -666,6 +675,10 @@ func (n *Node) teardown() error {
 	if n.groups != nil {
 		// Before the wait: its membership changes start syncs.
 		errs = append(errs, n.groups.Close())
+	}
+	if n.keys != nil {
+		// Before the wait: a record it takes in starts a group move.
+		errs = append(errs, n.keys.Close())
 	}
 	n.wg.Wait()
 	if n.didResolver != nil {

@@ -129,4 +129,3 @@ func WithConnectionGater(g connmgr.ConnectionGater) Option {
 		return nil
 	}
 }
-

@@ -23,6 +23,7 @@ import (
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/node/p2p"
+	"github.com/lmosnode/lmosnode/node/rotation"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -92,6 +93,11 @@ var wireLimits = map[string]any{
 	"interact.DefaultIdleTimeout":         interact.DefaultIdleTimeout,
 	"interact.DefaultMaxIdleStreams":      interact.DefaultMaxIdleStreams,
 	"interact.DefaultMaxPeerInteractions": interact.DefaultMaxPeerInteractions,
+	"proto.MaxKeyRecordSize":              lmosproto.MaxKeyRecordSize,
+	"proto.MaxRevocationReason":           lmosproto.MaxRevocationReason,
+	"rotation.MaxRecords":                 rotation.MaxRecords,
+	"rotation.MaxAnswerSize":              rotation.MaxAnswerSize,
+	"rotation.SyncTimeout":                rotation.SyncTimeout,
 }
 
 var (

@@ -14,14 +14,14 @@ import (
 func newKeyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "key",
-		Short: "Back up and restore the node's identity key",
+		Short: "Back up, restore, rotate and revoke the node's identity key",
 		Long: `key exports and imports the node's Ed25519 identity key: the key that is
 its peer ID and did:key and signs its Things. Whoever holds it can publish
 in the node's name: keep the export as secret as the home directory.`,
 		Example: `  lmosnode key export --out lmosnode-key.pem
   lmosnode key import lmosnode-key.pem --home /var/lib/lmosnode`,
 	}
-	cmd.AddCommand(newKeyExportCmd(), newKeyImportCmd())
+	cmd.AddCommand(newKeyExportCmd(), newKeyImportCmd(), newKeyRotateCmd(), newKeyRevokeCmd())
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lmosnode/lmosnode/node/homedir"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // TestKeyExportImport: a key exported from one home and imported into an
@@ -74,5 +76,61 @@ func TestKeyExportImport(t *testing.T) {
 	out, err := exec.Command(openssl, "pkey", "-in", file, "-noout", "-text").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "ED25519 Private-Key") {
 		t.Errorf("openssl pkey: %v\n%s", err, out)
+	}
+}
+
+// TestKeyRotateRevoke: key rotate gives the home a new identity and keeps
+// a rotation record from the old one; key revoke revokes the old key,
+// signed by the new one, or a key file's key, signed by itself; a home
+// that rotated nothing has nothing to revoke without --key-file.
+func TestKeyRotateRevoke(t *testing.T) {
+	t.Setenv(APIEnv, "")
+	home := t.TempDir()
+	mustRun(t, "init", "--home", home)
+	peerID := func(home string) string {
+		return strings.TrimPrefix(firstLine(mustRun(t, "id", "--home", home), "peer ID: "), "peer ID: ")
+	}
+	old := peerID(home)
+	var rot keyRecordOut
+	if err := json.Unmarshal([]byte(mustRun(t, "key", "rotate", "--json", "--home", home)), &rot); err != nil {
+		t.Fatal(err)
+	}
+	if rot.Key != old || rot.Successor == "" || rot.Successor == old {
+		t.Fatalf("rotate: %+v (old %s)", rot, old)
+	}
+	if got := peerID(home); got != rot.Successor {
+		t.Fatalf("identity after the rotation: %s, want %s", got, rot.Successor)
+	}
+	if rec, err := lmosproto.ParseKeyRecord(rot.Record); err != nil || rec.Key.String() != old {
+		t.Fatalf("rotation record: %v", err)
+	}
+	if _, err := homedir.LoadKeyRecord(home, "rotation-"+old); err != nil {
+		t.Fatal(err)
+	}
+
+	var rev keyRecordOut
+	if err := json.Unmarshal([]byte(mustRun(t, "key", "revoke", "--reason", "leaked", "--json", "--home", home)), &rev); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := lmosproto.ParseKeyRecord(rev.Record); err != nil || !rec.Revocation() || rec.Key.String() != old || rec.Successor.String() != rot.Successor {
+		t.Fatalf("revocation by the successor: %+v, %v", rec, err)
+	}
+
+	other := t.TempDir()
+	mustRun(t, "init", "--home", other)
+	if _, errOut, code := lmosnode(t, "", "key", "revoke", "--home", other); code != exitFailure || !strings.Contains(errOut, "rotate first") {
+		t.Errorf("revoke without a rotation: exit %d, %q", code, errOut)
+	}
+	keyFile := filepath.Join(t.TempDir(), "leaked.pem")
+	mustRun(t, "key", "export", "--out", keyFile, "--home", other)
+	otherID := peerID(other)
+	if err := json.Unmarshal([]byte(mustRun(t, "key", "revoke", "--key-file", keyFile, "--json", "--home", home)), &rev); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := lmosproto.ParseKeyRecord(rev.Record); err != nil || rec.Key.String() != otherID || rec.Rotation != nil {
+		t.Fatalf("revocation of a key file: %+v, %v", rec, err)
+	}
+	if recs, err := homedir.KeyRecords(home); err != nil || len(recs) != 3 {
+		t.Fatalf("the home keeps %d key records (%v), want 3", len(recs), err)
 	}
 }

@@ -136,6 +136,9 @@ var nodeRank = map[string]int{
 	"node/suggest":    0,
 	// The did:web / did:wba resolver: HTTPS, a cache, DID documents.
 	"node/did": 0,
+	// Key records: the registry (its offline rotation of a home, which
+	// opens the directory and the home, sits with the API, rank 6).
+	"node/rotation": 0,
 
 	// The trust list's HTTP API, beside the list.
 	"node/trust/trustapi": 1,
@@ -180,7 +183,8 @@ var nodeRank = map[string]int{
 
 	// The local API: every surface's routes on one mux, the access
 	// guards, the limits, the node's own routes.
-	"node/api": 6,
+	"node/api":             6,
+	"node/rotation/rotate": 6,
 	// The one client of the local API: the wire types of every surface.
 	"node/apiclient": 7,
 

@@ -9,7 +9,9 @@
 // # Local operations
 //
 // Every operation the node makes (Create, Remove, SetAdmin, Rename,
-// SetPolicy, Leave, Dissolve, and the add an admin signs for a joiner) goes
+// SetPolicy, Leave, Dissolve, the add an admin signs for a joiner, and the
+// add and remove with which Rekey moves a rotated or revoked key's
+// membership to its successor) goes
 // the same way: groups.Log.Sign, groups.Log.Add, the operation is
 // published on the group topic as {"op": …}, the log is persisted (durable
 // when the call returns; the fsync runs after the publication, and a crash

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node/groupsvc"
 )
 
@@ -50,6 +51,13 @@ func newMember(t *testing.T) *member {
 // were another member's).
 func startMember(t *testing.T, key ed25519.PrivateKey, store ds.Batching) *member {
 	t.Helper()
+	return startMemberOps(t, key, store, nil)
+}
+
+// startMemberOps is startMember with ops as the service's cache of
+// verified operations (nil: none).
+func startMemberOps(t *testing.T, key ed25519.PrivateKey, store ds.Batching, ops *groups.OpCache) *member {
+	t.Helper()
 	priv, err := crypto.UnmarshalEd25519PrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +71,7 @@ func startMember(t *testing.T, key ed25519.PrivateKey, store ds.Batching) *membe
 	// The service first: gossipsub is built with its peer and
 	// subscription filters, and handed to it at Start.
 	m.svc, err = groupsvc.New(groupsvc.Deps{
-		Host: h, Key: key, Datastore: store,
+		Host: h, Key: key, Datastore: store, Ops: ops,
 		OnChange: func(string) { m.changes.Add(1) },
 	}, groupsvc.Config{})
 	if err != nil {

@@ -57,6 +57,11 @@ func (s *Service) load(ctx context.Context) error {
 			continue
 		}
 		l, err := s.p.Ops.ParseLog(id, e.Value)
+		if errors.Is(err, groups.ErrRetiredKey) {
+			// An operation of a key retired after this node took it in:
+			// the log stays this node's history (docs/identity.md).
+			l, err = groups.ParseLog(id, e.Value)
+		}
 		if err != nil {
 			s.log.Error("persisted group log does not check; skipped", "group", id, "err", err)
 			continue

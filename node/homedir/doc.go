@@ -9,6 +9,9 @@
 //	api-token     the API's token (LoadOrCreateAPIToken; LoadAPIToken is
 //	              what a client of the node sends), mode 0600
 //	datastore/    the pebble datastore (package node/datastore)
+//	keys/         the key records (rotations, revocations) the operator
+//	              made for this node (SaveKeyRecord, KeyRecords), announced
+//	              on every start; docs/identity.md
 //	api           the URL of the running daemon's API (ReadAPIFile), only
 //	              while it runs
 //

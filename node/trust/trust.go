@@ -331,3 +331,20 @@ func (l *List) Config() Config {
 	slices.Sort(c.Deny)
 	return c
 }
+
+// Move gives successor the level of old, a key rotated away from, and
+// takes old off the list; it reports whether the list changed. A
+// successor listed already keeps its own level.
+func (l *List) Move(old, successor peer.ID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	level, ok := l.levels[old]
+	if !ok || old == successor {
+		return false
+	}
+	delete(l.levels, old)
+	if _, listed := l.levels[successor]; !listed && (successor != l.self || level != Deny) {
+		l.levels[successor] = level
+	}
+	return true
+}

@@ -160,3 +160,23 @@ func TestOrganizations(t *testing.T) {
 		}
 	}
 }
+
+// TestMove: a rotated key's level goes to its successor; a successor
+// listed already keeps its own; an unlisted key moves nothing.
+func TestMove(t *testing.T) {
+	p := ids(t, 6)
+	self, preferred, successor, denied, listed, unknown := p[0], p[1], p[2], p[3], p[4], p[5]
+	l, err := trust.New(self, trust.Config{Prefer: []string{preferred.String()}, Deny: []string{denied.String()}, Allow: []string{listed.String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Move(preferred, successor) || l.Level(successor) != trust.Prefer || l.Level(preferred) != "" {
+		t.Fatalf("move prefer: successor %q, old %q", l.Level(successor), l.Level(preferred))
+	}
+	if !l.Move(denied, listed) || l.Level(listed) != trust.Allow || l.Level(denied) != "" {
+		t.Fatalf("move onto a listed successor: %q, old %q", l.Level(listed), l.Level(denied))
+	}
+	if l.Move(unknown, successor) {
+		t.Fatal("an unlisted key moved")
+	}
+}
