@@ -59,6 +59,14 @@ type Query struct {
 	// of by relevance and title; free-text scores are still computed.
 	ByID bool
 
+	// After continues a listing after the entry a cursor was made from
+	// (Result.Next, Query.CursorAfter): only the results ordered after it
+	// are paged, so a page deep in a listing costs what the first one
+	// does (an Offset costs the results it skips). The cursor must come
+	// from a query in the same order (ByID or not); Offset then skips
+	// results after the cursor. Empty: from the start.
+	After string
+
 	// Offset skips that many results; Limit returns at most that many
 	// (0: all).
 	Offset int
@@ -72,8 +80,12 @@ type Result struct {
 	// thing id; with Query.ByID online first, then by thing id and
 	// publisher.
 	Entries []Entry
-	// Total is the number of matching Things, all pages together.
+	// Total is the number of matching Things, all pages together (those
+	// before Query.After included).
 	Total int
+	// Next is the cursor of the next page (Query.After) when there are
+	// results after this page and the query has a Limit; empty otherwise.
+	Next string
 }
 
 // filters is a Query checked and resolved.
@@ -83,6 +95,8 @@ type filters struct {
 	constraint                     *versionRange
 	terms                          []string
 	text                           bool
+	// after is the hit Query.After continues after; nil without.
+	after *hit
 }
 
 func (d *Directory) resolve(q *Query) (filters, error) {
@@ -129,6 +143,13 @@ func (d *Directory) resolve(q *Query) (filters, error) {
 		f.publisher = q.Publisher
 	}
 	f.group = q.Group
+	if q.After != "" {
+		h, err := decodeCursor(q.After, q.ByID)
+		if err != nil {
+			return f, fmt.Errorf("query: after: %w", err)
+		}
+		f.after = &h
+	}
 	if q.Text != "" {
 		f.text = true
 		f.terms = queryTerms(q.Text)
@@ -288,6 +309,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 	if q.ByID {
 		top.better = betterByID
 	}
+	before := 0 // matches ordered before f.after
 	// consider adds slot s if it is in the lists of pf.cursors[from:] and
 	// passes the checks that postings cannot do.
 	consider := func(s uint32, score float64, from int) {
@@ -319,6 +341,10 @@ func (d *Directory) Search(q Query) (Result, error) {
 		if q.Rank != nil {
 			h.rank = q.Rank(t.publisher)
 		}
+		if f.after != nil && !top.better(*f.after, h) {
+			before++
+			return
+		}
 		top.add(h)
 	}
 
@@ -337,7 +363,13 @@ func (d *Directory) Search(q Query) (Result, error) {
 			consider(uint32(s), 0, 0)
 		}
 	}
-	return d.page(&top, q.Offset), nil
+	res := d.page(&top, q.Offset)
+	res.Total += before
+	if q.Limit > 0 && len(res.Entries) == q.Limit && top.total > q.Offset+q.Limit {
+		last := top.heap[len(top.heap)-1]
+		res.Next = encodeCursor(last, q.ByID)
+	}
+	return res, nil
 }
 
 // page is the result of a search whose hits are top: the hits from
