@@ -238,7 +238,8 @@ func BenchmarkPut(b *testing.B) {
 // latency percentiles.
 func BenchmarkSearch(b *testing.B) {
 	for _, n := range benchSizes {
-		d := benchOpen(b, datastore.NewNullDatastore())
+		// Results read their titles and capabilities from the datastore.
+		d := benchOpen(b, memStore())
 		c := newCorpus(b)
 		c.fill(b, d, n)
 		qrng := rand.New(rand.NewPCG(3, 4))

@@ -45,7 +45,10 @@ type Query struct {
 	// Visible, if set, hides the Things it returns false for (the group
 	// layer: Things naming lmos:groups are visible to members only). It is
 	// called under the directory's read lock and must not call the
-	// Directory.
+	// Directory. It is called for every candidate with an entry of what
+	// the directory holds in memory: identity, version, Own, Local,
+	// Title, Groups, registration and liveness, but not Types, Vendor or
+	// Capabilities (read from the datastore for results only).
 	Visible func(Entry) bool
 
 	// Rank, if set, ranks publishers (higher first): results are ordered
@@ -217,7 +220,7 @@ type hit struct {
 	rank   int // Query.Rank of the publisher
 	online bool
 	score  float64
-	key    uint64 // titleKey(t.title), or of t.id when ordering by id
+	key    uint64 // titleKey of the title, or of t.id when ordering by id
 }
 
 // better orders hits: rank descending, online first, score descending,
@@ -302,6 +305,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 	x := &d.idx
 	var buf [maxFilterLists]cursor
 	pf, ok := x.postingFilter(&f, buf[:0])
+	pf.d = d
 	if !ok {
 		return Result{}, nil
 	}
@@ -330,7 +334,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 		if q.Online && !online {
 			return
 		}
-		if q.Visible != nil && !q.Visible(d.entry(t, 0)) {
+		if q.Visible != nil && !q.Visible(d.entryWith(t, 0, nil)) {
 			return
 		}
 		key := m.titleKey
@@ -405,6 +409,8 @@ type postingFilter struct {
 	// f is the query's (a pointer, so that the constraint, which the
 	// checks keep, does not take the cursors to the heap).
 	f *filters
+	// d reads the details of a Thing that lists the capability twice.
+	d *Directory
 }
 
 // postingFilter opens a cursor, appended to buf, per posting list of f's
@@ -451,16 +457,16 @@ func (pf *postingFilter) versionMatches(t *thing) bool {
 	case nil:
 		return false
 	case multiVersion:
-		return t.hasVersion(pf.f.capability, pf.f.constraint)
+		return pf.d.details(t).hasVersion(pf.f.capability, pf.f.constraint)
 	default:
 		return pf.f.constraint.check(v)
 	}
 }
 
-// hasVersion reports whether t has capability id at a version in c.
-func (t *thing) hasVersion(id string, r *versionRange) bool {
-	for i, cp := range t.caps {
-		if cp.ID == id && t.versions[i] != nil && r.check(t.versions[i]) {
+// hasVersion reports whether det has capability id at a version in c.
+func (det *details) hasVersion(id string, r *versionRange) bool {
+	for i, cp := range det.caps {
+		if cp.ID == id && det.versions[i] != nil && r.check(det.versions[i]) {
 			return true
 		}
 	}
