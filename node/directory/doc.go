@@ -89,7 +89,7 @@
 // distinct terms per Thing). The types, vendor and capabilities an
 // entry shows are read from the stored envelope's summary when an entry
 // is made — for the page of a query, an event, a Get — through a bounded
-// cache of the most recent 4096 (details); signed TDs are read when
+// cache of the most recent 32768 (details); signed TDs are read when
 // served (Entry.Raw, Entry.Record, Entry.TD). A Thing leaves the indexes
 // by its summary, read back before its record is replaced or deleted
 // (one read per update, as the update event's previous record needs

@@ -85,8 +85,9 @@ var liveMarker = &lmosproto.TD{}
 const maxVersionCache = 4096
 
 // detailCacheSize bounds the cache of entries' details read from the
-// datastore: a few pages of hot results (at ~200 bytes each, ~1 MB).
-const detailCacheSize = 4096
+// datastore: the pages of the popular queries (at ~200 bytes each, at
+// most ~7 MB).
+const detailCacheSize = 32768
 
 // A Directory is a node's persistent directory of Things. See the package
 // documentation for its rules, storage layout and concurrency.
