@@ -57,9 +57,10 @@ listing.`,
 	f.Bool("online", false, "only Things whose publisher is online")
 	f.Int("limit", 50, "at most this many results")
 	f.Int("offset", 0, "skip this many results")
+	f.String("cursor", "", "continue after the page that printed this cursor (\"more results: --cursor …\")")
 	f.Bool("json", false, "print the signed TDs as a JSON array")
 	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"agent", "tool"}, cobra.ShellCompDirectiveNoFileComp))
-	for _, name := range []string{"capability", "vendor", "publisher", "group", "limit", "offset"} {
+	for _, name := range []string{"capability", "vendor", "publisher", "group", "limit", "offset", "cursor"} {
 		_ = cmd.RegisterFlagCompletionFunc(name, cobra.NoFileCompletions)
 	}
 	return cmd
@@ -76,6 +77,7 @@ func runFind(cmd *cobra.Command, args []string) error {
 	q.Online, _ = f.GetBool("online")
 	q.Limit, _ = f.GetInt("limit")
 	q.Offset, _ = f.GetInt("offset")
+	q.Cursor, _ = f.GetString("cursor")
 	q.Text = strings.Join(args, " ")
 	if q.Limit < 1 {
 		return usageErrorf("--limit: %d: want at least 1", q.Limit)
@@ -125,7 +127,10 @@ func printFound(ctx context.Context, cmd *cobra.Command, d *daemon, res apiclien
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if res.More {
+	switch {
+	case res.Next != "":
+		fmt.Fprintf(cmd.ErrOrStderr(), "more results: --cursor %s\n", res.Next)
+	case res.More:
 		fmt.Fprintf(cmd.ErrOrStderr(), "more results: --offset %d\n", offset+len(res.Things))
 	}
 	return nil

@@ -139,8 +139,9 @@ func affordanceURL(ctx context.Context, cmd *cobra.Command, d *daemon, thing, ki
 // publisher's Thing must match.
 func resolveThing(ctx context.Context, d *daemon, arg, publisher string) (id, pub string, err error) {
 	var exact, prefix []apiclient.Found
-	for offset := 0; ; offset += listPage {
-		res, err := d.api.Find(ctx, apiclient.FindQuery{Publisher: publisher, Offset: offset, Limit: listPage})
+	q := apiclient.FindQuery{Publisher: publisher, Limit: listPage}
+	for {
+		res, err := d.api.Find(ctx, q)
 		if err != nil {
 			return "", "", err
 		}
@@ -154,6 +155,12 @@ func resolveThing(ctx context.Context, d *daemon, arg, publisher string) (id, pu
 		}
 		if !res.More || len(res.Things) == 0 {
 			break
+		}
+		// By cursor: a page cut short (its TDs over the node's page
+		// bytes) continues after its last TD; by offset from a node
+		// that has no cursors.
+		if q.Cursor = res.Next; q.Cursor == "" {
+			q.Offset += len(res.Things)
 		}
 	}
 	found := exact

@@ -236,8 +236,18 @@ func TestFindCommand(t *testing.T) {
 	}
 
 	out, errOut, _ := lmosnode(t, "", "find", "--limit", "1", "--home", home)
-	if len(strings.Split(strings.TrimSpace(out), "\n")) != 2 || !strings.Contains(errOut, "more results: --offset 1") {
+	_, cursor, _ := strings.Cut(strings.TrimSpace(errOut), "more results: --cursor ")
+	if len(strings.Split(strings.TrimSpace(out), "\n")) != 2 || cursor == "" {
 		t.Errorf("find --limit 1: %q %q", out, errOut)
+	}
+	// The cursor continues after the first Thing, as --offset 1 does.
+	next, _, _ := lmosnode(t, "", "find", "--limit", "1", "--cursor", cursor, "--home", home)
+	if atOffset, _, _ := lmosnode(t, "", "find", "--limit", "1", "--offset", "1", "--home", home); next != atOffset || next == out {
+		t.Errorf("find --cursor: %q, --offset 1: %q, first page %q", next, atOffset, out)
+	}
+	_, errOut, _ = lmosnode(t, "", "find", "weather", "--limit", "1", "--home", home)
+	if strings.Contains(errOut, "more results") && !strings.Contains(errOut, "more results: --offset 1") {
+		t.Errorf("find text --limit 1 (relevance order, paged by offset): %q", errOut)
 	}
 	_, errOut, code := lmosnode(t, "", "find", "--capability", "x@not a range", "--home", home)
 	if code != 1 || !strings.Contains(errOut, "capability") || !strings.Contains(errOut, "400") {

@@ -226,6 +226,24 @@ func TestFind(t *testing.T) {
 	}
 }
 
+// FindResult.Next is the cursor of the rel="next" link (not of another
+// link), and FindQuery.Cursor sends it back.
+func TestFindCursor(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Add("Link", `<http://127.0.0.1/things?cursor=wrong>; rel="canonical"; etag="1"`)
+		w.Header().Add("Link", `<http://127.0.0.1/things?cursor=AQE-x_&limit=2>; rel="next"`)
+		answerJSON(http.StatusOK, "[]")(w, nil)
+	})
+	c := apiclient.New(f.url, nil)
+	res, err := c.Find(context.Background(), apiclient.FindQuery{Cursor: "AQA", Limit: 2})
+	if err != nil || res.Next != "AQE-x_" || !res.More {
+		t.Fatalf("Find: %+v, %v", res, err)
+	}
+	if got := f.last().path; got != "/things?cursor=AQA&limit=2" {
+		t.Errorf("Find asked %s", got)
+	}
+}
+
 // Subscribe reads the group's posts from the event stream, skips other
 // events, and ends with io.EOF when the node ends the stream.
 func TestSubscribe(t *testing.T) {

@@ -64,6 +64,9 @@ type FindQuery struct {
 	Text       string
 	// Online selects the Things whose publisher is online.
 	Online bool
+	// Cursor continues a listing after the page whose FindResult.Next it
+	// is (the listing in id order); Offset skips results after it.
+	Cursor string
 	Offset int
 	Limit  int // 0: the server's default page size
 }
@@ -78,6 +81,9 @@ func (q FindQuery) values() url.Values {
 	}
 	if q.Online {
 		v.Set("online", "true")
+	}
+	if q.Cursor != "" {
+		v.Set("cursor", q.Cursor)
 	}
 	if q.Offset > 0 {
 		v.Set("offset", strconv.Itoa(q.Offset))
@@ -117,6 +123,10 @@ type FindResult struct {
 	Things []Found
 	// More is set when the directory has more results after this page.
 	More bool
+	// Next is the cursor of the next page (FindQuery.Cursor), from the
+	// rel="next" link; empty when that link pages by offset (an order
+	// other than by id, or an older node) or there is none.
+	Next string
 }
 
 // Find searches the node's directory (GET /things). Each result's proof is
@@ -131,7 +141,8 @@ func (c *Client) Find(ctx context.Context, q FindQuery) (FindResult, error) {
 	if err != nil {
 		return FindResult{}, err
 	}
-	res := FindResult{More: strings.Contains(a.header.Get("Link"), `rel="next"`)}
+	var res FindResult
+	res.Next, res.More = nextCursor(a.header.Values("Link"))
 	online := strings.Split(a.header.Get(tdd.HeaderOnline), ",")
 	if len(online) != len(raws) {
 		online = nil
@@ -177,4 +188,22 @@ func perTD(h http.Header, name string, n int) []string {
 		parts[i] = strings.TrimSpace(parts[i])
 	}
 	return parts
+}
+
+// nextCursor finds the rel="next" link among links (Link header values)
+// and returns its cursor parameter ("" if it pages by offset).
+func nextCursor(links []string) (cursor string, found bool) {
+	for _, h := range links {
+		for l := range strings.SplitSeq(h, ",") {
+			target, params, ok := strings.Cut(strings.TrimSpace(l), ";")
+			if !ok || !strings.Contains(params, `rel="next"`) {
+				continue
+			}
+			if u, err := url.Parse(strings.Trim(strings.TrimSpace(target), "<>")); err == nil {
+				cursor = u.Query().Get("cursor")
+			}
+			return cursor, true
+		}
+	}
+	return "", false
 }

@@ -2,10 +2,12 @@ package directory
 
 import (
 	"crypto/ed25519"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +146,26 @@ func (c *corpus) fill(tb testing.TB, d *Directory, n int) {
 
 var benchSizes = []int{10_000, 100_000}
 
+// tableSizes are the sizes BenchmarkTable runs: benchSizes, or those of
+// -dirbench.sizes (e.g. -args -dirbench.sizes=1000000 for the 1M row,
+// which the default suite leaves out: filling it takes minutes).
+var tableSizes = flag.String("dirbench.sizes", "", "comma-separated directory sizes for BenchmarkTable (default 10000,100000)")
+
+func tableBenchSizes(tb testing.TB) []int {
+	if *tableSizes == "" {
+		return benchSizes
+	}
+	var out []int
+	for _, f := range strings.Split(*tableSizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1000 {
+			tb.Fatalf("-dirbench.sizes: %q is not a size of at least 1000", f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
 func benchOpen(b *testing.B, ds datastore.Batching) *Directory {
 	b.Helper()
 	d, err := Open(Deps{Datastore: ds, Self: newPublisher(b, 1).id}, Config{})
@@ -216,7 +238,8 @@ func BenchmarkPut(b *testing.B) {
 // latency percentiles.
 func BenchmarkSearch(b *testing.B) {
 	for _, n := range benchSizes {
-		d := benchOpen(b, datastore.NewNullDatastore())
+		// Results read their titles and capabilities from the datastore.
+		d := benchOpen(b, memStore())
 		c := newCorpus(b)
 		c.fill(b, d, n)
 		qrng := rand.New(rand.NewPCG(3, 4))

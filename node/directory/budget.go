@@ -125,6 +125,8 @@ type room struct {
 	// evict are the things to evict, in order; gone marks them.
 	evict []*thing
 	gone  map[*thing]bool
+	// sums are the stored summaries of evict (stageEvictions).
+	sums []*summary
 	// batch are the Things the put writes, never evicted by it.
 	batch map[thingRef]bool
 	// cands are the learned things by increasing value, then least
@@ -252,8 +254,10 @@ func newRoom(items []putItem) *room {
 	return r
 }
 
-// stageEvictions adds the deletion of the evicted things to batch.
+// stageEvictions adds the deletion of the evicted things to batch, and
+// reads their summaries first (room.sums).
 func (d *Directory) stageEvictions(ctx context.Context, batch datastore.Batch, r *room) error {
+	r.sums = d.summaries(r.evict)
 	for _, t := range r.evict {
 		if err := batch.Delete(ctx, d.thingKey(t.publisher, t.id)); err != nil {
 			return err
@@ -262,13 +266,14 @@ func (d *Directory) stageEvictions(ctx context.Context, batch datastore.Batch, r
 	return nil
 }
 
-// evicted drops the evicted things from memory (callers hold mu for
-// writing) and returns their entries as they were.
-func (d *Directory) evicted(things []*thing) []Entry {
+// evicted drops the evicted things, whose summaries are sums, from
+// memory (callers hold mu for writing) and returns their entries as they
+// were.
+func (d *Directory) evicted(things []*thing, sums []*summary) []Entry {
 	out := make([]Entry, 0, len(things))
-	for _, t := range things {
-		out = append(out, d.entry(t, 0))
-		d.drop(t)
+	for i, t := range things {
+		out = append(out, d.entryWith(t, 0, d.summaryDetails(sums[i])))
+		d.drop(t, sums[i])
 	}
 	return out
 }

@@ -81,16 +81,31 @@
 //
 // # Memory
 //
-// Only what queries need lives in memory: per Thing its key, version, title,
-// types, vendor, capabilities, groups, registration times and its postings
-// in the inverted indexes (type, capability, vendor, publisher, group, text
-// tokens; at most 512 distinct terms per Thing). Signed TDs are read from
-// the datastore when served (Entry.Raw, Entry.Record, Entry.TD); the
-// event history keeps the records of its newest events only, up to 4 MiB.
+// Records live in the datastore; the heap keeps the indexes. Per Thing
+// it holds its key, version, registration times, title (interned: it
+// orders results), groups (visibility), the record's size and hash, and
+// its postings in the inverted indexes (type, capability with the
+// parsed version, vendor, publisher, group, text tokens; at most 512
+// distinct terms per Thing). The types, vendor and capabilities an
+// entry shows are read from the stored envelope's summary when an entry
+// is made — for the page of a query, an event, a Get — through a bounded
+// cache of the most recent 32768 (details); signed TDs are read when
+// served (Entry.Raw, Entry.Record, Entry.TD). A Thing leaves the indexes
+// by its summary, read back before its record is replaced or deleted
+// (one read per update, as the update event's previous record needs
+// anyway), so no per-Thing list of terms is kept. The event history keeps
+// the records of its newest events only, up to 4 MiB.
 // BenchmarkHeapPerByte measures the heap held per byte of learned
-// records: about 0.2 for 60 KB TDs of one padded description, 1.4 for
-// 60 KB TDs of distinct words (the term index), 0.8 for small TDs
-// (issue 24 bounds it to 2).
+// records (issue 24 bounds it to 2); BenchmarkTable the heap per 1,000
+// Things (docs/performance.md, row 5).
+//
+// # Paging
+//
+// Search pages by Offset and Limit, or by cursor: Result.Next (and
+// Query.CursorAfter of any entry returned) is an opaque cursor of the
+// sort key of the page's last entry, and Query.After continues with the
+// results ordered after it, so a page deep in a listing costs what the
+// first page does (cursor.go).
 //
 // # Concurrency
 //

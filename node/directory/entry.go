@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -82,31 +83,78 @@ type Entry struct {
 	rec *lmosproto.Record
 }
 
-// entry snapshots t. Callers hold d.mu (read or write) or own t.
+// entry snapshots t with its details (read from the datastore unless
+// cached). Callers hold d.mu (read or write) or own t.
 func (d *Directory) entry(t *thing, score float64) Entry {
+	return d.entryWith(t, score, d.details(t))
+}
+
+// entryWith snapshots t with det; nil det leaves the fields it fills
+// zero.
+func (d *Directory) entryWith(t *thing, score float64, det *details) Entry {
 	online, seen := d.liveness(t, d.now().UnixNano())
-	return Entry{
-		Online:       online,
-		LastSeen:     fromUnixNano(seen),
-		Publisher:    t.publisher,
-		ThingID:      t.id,
-		Seq:          t.seq,
-		Signed:       fromUnixNano(t.signed),
-		Tombstone:    t.tombstone,
-		Own:          t.own,
-		Local:        t.local,
-		Title:        t.title,
-		Types:        t.types,
-		Vendor:       t.vendor,
-		Capabilities: t.caps,
-		Groups:       t.groups,
-		Created:      fromUnixNano(t.created),
-		Modified:     fromUnixNano(t.modified),
-		Expires:      fromUnixNano(t.expires),
-		TTL:          time.Duration(t.ttl),
-		Score:        score,
-		dir:          d,
+	e := Entry{
+		Online:    online,
+		LastSeen:  fromUnixNano(seen),
+		Publisher: t.publisher,
+		ThingID:   t.id,
+		Seq:       t.seq,
+		Signed:    fromUnixNano(t.signed),
+		Tombstone: t.tombstone,
+		Own:       t.own,
+		Local:     t.localOf(),
+		Title:     t.title,
+		Groups:    t.groups,
+		Created:   fromUnixNano(t.created),
+		Modified:  fromUnixNano(t.modified),
+		Expires:   fromUnixNano(t.expires),
+		TTL:       time.Duration(t.ttl),
+		Score:     score,
+		dir:       d,
 	}
+	if det != nil {
+		e.Types, e.Vendor, e.Capabilities = det.types, det.vendor, det.caps
+	}
+	return e
+}
+
+// noDetails are the details of a tombstone, and of a Thing whose record
+// cannot be read.
+var noDetails = &details{}
+
+// details returns what an entry of live thing t shows beyond t: from the
+// cache of recently read ones, else from t's stored envelope (which then
+// joins the cache). Records live in the datastore; this is the only read
+// a query makes of it, for the entries of its page.
+func (d *Directory) details(t *thing) *details {
+	if t.tombstone {
+		return noDetails
+	}
+	if det, ok := d.cache.Get(t); ok {
+		return det
+	}
+	env, err := d.loadEnvelope(t.publisher, t.id)
+	if err != nil || env.Tombstone {
+		// Removed since t was taken (a snapshot outlives its record).
+		return noDetails
+	}
+	det := d.detailsOf(&env.Summary)
+	d.cache.Add(t, det)
+	return det
+}
+
+// detailsOf is the details of a summary.
+func (d *Directory) detailsOf(s *summary) *details {
+	det := &details{types: internAll(s.Types), vendor: intern(s.Vendor)}
+	if len(s.Capabilities) > 0 {
+		det.caps = make([]Capability, len(s.Capabilities))
+		det.versions = make([]*semver.Version, len(s.Capabilities))
+		for i, c := range s.Capabilities {
+			det.caps[i] = Capability{ID: intern(c.ID), Version: intern(c.Version)}
+			det.versions[i] = d.version(c.Version)
+		}
+	}
+	return det
 }
 
 // errNoRecord is returned by the record accessors of a zero Entry.

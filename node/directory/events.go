@@ -95,7 +95,7 @@ func (d *Directory) notify(op putOp) {
 		if op.old == nil || op.old.tombstone {
 			return // nothing visible went away
 		}
-		e := d.entry(op.old, 0)
+		e := d.entryWith(op.old, 0, d.summaryDetails(op.oldSum))
 		e.Tombstone, e.Seq, e.Signed, e.Modified, e.rec = true, op.t.seq, fromUnixNano(op.t.signed), fromUnixNano(op.t.modified), op.rec
 		d.events.emit(EventDeleted, e, nil)
 	}

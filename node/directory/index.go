@@ -2,7 +2,6 @@ package directory
 
 import (
 	"encoding/binary"
-	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -12,9 +11,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// thing is the in-memory state of one (publisher, id) entry. A thing is
-// immutable once the directory holds it; a change, even a refreshed expiry,
-// makes a new one, so readers may keep a thing after the lock is released.
+// thing is the in-memory state of one (publisher, id) entry: what a
+// writer decides a change by and what a query filters by without reading
+// the datastore. What a result shows (title, types, vendor, capabilities)
+// is read from the stored envelope when an entry is made (details, a
+// bounded cache of them). A thing is immutable once the directory holds
+// it; a change, even a refreshed expiry, makes a new one, so readers may
+// keep a thing after the lock is released.
 type thing struct {
 	publisher peer.ID
 	id        string
@@ -29,8 +32,9 @@ type thing struct {
 	ttl                        int64
 	// size is the length of the signed record, counted against the
 	// publisher's quota.
-	size           int64
-	local          Local
+	size int64
+	// local is an own Thing's node-local metadata; nil for none.
+	local          *Local
 	tombstone, own bool
 	// used is when the Thing was last used (Directory.Use), shared by its
 	// versions; the budget evicts the least recently used first.
@@ -41,13 +45,28 @@ type thing struct {
 	// dl is the weighted length of its text.
 	dl uint32
 
-	title    string
+	// title orders results (interned: many Things share one); groups
+	// are the groups the Thing is restricted to (nil: public), which
+	// visibility and the budget ask of every candidate.
+	title  string
+	groups []string
+}
+
+// details is what an entry shows of a live thing beyond what the thing
+// holds, read from its stored summary (Directory.details).
+type details struct {
 	types    []string
 	vendor   string
 	caps     []Capability
 	versions []*semver.Version // parallel to caps; nil where unparsable
-	groups   []string
-	terms    termSet // term numbers, for removal
+}
+
+// localOf is t's local metadata, zero for none.
+func (t *thing) localOf() Local {
+	if t.local == nil {
+		return Local{}
+	}
+	return *t.local
 }
 
 // expired reports whether t is past its expiry at now (Unix nanoseconds).
@@ -146,7 +165,8 @@ type term struct {
 type slotMeta struct {
 	expires int64 // as thing.expires
 	// titleKey is the title's first 8 bytes, big-endian: ordering by it
-	// agrees with ordering by title wherever the keys differ.
+	// agrees with ordering by title wherever the keys differ (where they
+	// do not, the order compares the titles).
 	titleKey uint64
 	dl       uint32
 }
@@ -177,9 +197,6 @@ type index struct {
 	termIDs   map[string]uint32
 	terms     []term // by term number
 	freeTerms []uint32
-	// Buffers of add.
-	scratch []uint32
-	termBuf []byte
 }
 
 func newIndex() index {
@@ -193,9 +210,9 @@ func newIndex() index {
 	}
 }
 
-// add indexes a live thing, assigning its slot and terms. t must not be
-// visible to readers yet.
-func (x *index) add(t *thing, tf []termFreq) {
+// add indexes a live thing with its details, assigning its slot and
+// terms. t must not be visible to readers yet.
+func (x *index) add(t *thing, det *details, tf []termFreq) {
 	if n := len(x.free); n > 0 {
 		t.slot = x.free[n-1]
 		x.free = x.free[:n-1]
@@ -208,19 +225,19 @@ func (x *index) add(t *thing, tf []termFreq) {
 	x.meta[t.slot] = slotMeta{expires: t.expires, titleKey: titleKey(t.title), dl: t.dl}
 	x.live++
 	x.totalDL += uint64(t.dl)
-	for _, ty := range t.types {
+	for _, ty := range det.types {
 		x.types[ty] = x.types[ty].insert(t.slot)
 	}
-	for i, c := range t.caps {
+	for i, c := range det.caps {
 		l := x.caps[c.ID]
 		if l == nil {
 			l = new(capList)
 			x.caps[c.ID] = l
 		}
-		l.insert(t.slot, t.versions[i])
+		l.insert(t.slot, det.versions[i])
 	}
-	if t.vendor != "" {
-		k := vendorKey(t.vendor)
+	if det.vendor != "" {
+		k := vendorKey(det.vendor)
 		x.vendors[k] = x.vendors[k].insert(t.slot)
 	}
 	for _, g := range t.groups {
@@ -228,7 +245,6 @@ func (x *index) add(t *thing, tf []termFreq) {
 	}
 	x.publishers[t.publisher] = x.publishers[t.publisher].insert(t.slot)
 
-	ids := x.scratch[:0]
 	for _, f := range tf {
 		text := f.term
 		id, ok := f.id-1, f.id != 0 && int(f.id) <= len(x.terms) && x.terms[f.id-1].text == text
@@ -250,10 +266,7 @@ func (x *index) add(t *thing, tf []termFreq) {
 		i, _ := searchSlot(tm.slots, t.slot)
 		tm.slots = slices.Insert(tm.slots, i, t.slot)
 		tm.tfs = slices.Insert(tm.tfs, i, uint8(min(f.tf, maxTF)))
-		ids = append(ids, id)
 	}
-	t.terms, x.termBuf = makeTermSet(ids, x.termBuf)
-	x.scratch = ids
 }
 
 // resolve looks up the number of each of tf's terms that the index has
@@ -272,85 +285,80 @@ func (x *index) resolve(tf []termFreq) {
 // replace puts u in t's place without reindexing: u has t's indexed
 // content (a refreshed expiry or new local metadata).
 func (x *index) replace(t, u *thing) {
-	u.slot, u.terms = t.slot, t.terms
+	u.slot = t.slot
 	x.slots[t.slot] = u
 	x.meta[t.slot].expires = u.expires
 }
 
-// remove drops a live thing from every index and frees its slot.
-func (x *index) remove(t *thing) {
-	s := t.slot
-	for _, ty := range t.types {
-		removeFrom(x.types, ty, s)
-	}
-	for _, c := range t.caps {
-		if l := x.caps[c.ID]; l != nil && l.remove(s) {
-			delete(x.caps, c.ID)
+// remove drops a live thing from every index and frees its slot. s is
+// the summary t was indexed with, read back from the datastore; if it is
+// nil (unreadable), every list is searched for t's slot.
+func (x *index) remove(t *thing, s *summary) {
+	slot := t.slot
+	if s == nil {
+		x.sweep(slot)
+	} else {
+		for _, ty := range s.Types {
+			removeFrom(x.types, ty, slot)
 		}
-	}
-	if t.vendor != "" {
-		removeFrom(x.vendors, vendorKey(t.vendor), s)
+		for _, c := range s.Capabilities {
+			if l := x.caps[c.ID]; l != nil && l.remove(slot) {
+				delete(x.caps, c.ID)
+			}
+		}
+		if s.Vendor != "" {
+			removeFrom(x.vendors, vendorKey(s.Vendor), slot)
+		}
+		tf, _ := termFreqs(s)
+		for _, f := range tf {
+			if id, ok := x.termIDs[f.term]; ok {
+				x.removeTerm(id, slot)
+			}
+		}
 	}
 	for _, g := range t.groups {
-		removeFrom(x.groups, g, s)
+		removeFrom(x.groups, g, slot)
 	}
-	removeFrom(x.publishers, t.publisher, s)
-	for id := range t.terms.all() {
-		tm := &x.terms[id]
-		if i, found := slices.BinarySearch(tm.slots, s); found {
-			tm.slots = slices.Delete(tm.slots, i, i+1)
-			tm.tfs = slices.Delete(tm.tfs, i, i+1)
-		}
-		if len(tm.slots) == 0 {
-			delete(x.termIDs, tm.text)
-			*tm = term{}
-			x.freeTerms = append(x.freeTerms, id)
-		}
-	}
-	x.slots[s] = nil
-	x.meta[s] = slotMeta{}
-	x.free = append(x.free, s)
+	removeFrom(x.publishers, t.publisher, slot)
+	x.slots[slot] = nil
+	x.meta[slot] = slotMeta{}
+	x.free = append(x.free, slot)
 	x.live--
 	x.totalDL -= uint64(t.dl)
 }
 
-// termSet is a set of term numbers, sorted and stored as the uvarints of
-// their differences: about half the memory of a []uint32, for a field that
-// is only read when the thing is removed.
-type termSet string
-
-// makeTermSet sorts ids and returns their set, encoded in buf (which it
-// returns for reuse).
-func makeTermSet(ids []uint32, buf []byte) (termSet, []byte) {
-	slices.Sort(ids)
-	b, prev := buf[:0], uint32(0)
-	for _, id := range ids {
-		b = binary.AppendUvarint(b, uint64(id-prev))
-		prev = id
+// removeTerm drops slot from the postings of term id, and the term when
+// no document has it any more.
+func (x *index) removeTerm(id, slot uint32) {
+	tm := &x.terms[id]
+	if i, found := slices.BinarySearch(tm.slots, slot); found {
+		tm.slots = slices.Delete(tm.slots, i, i+1)
+		tm.tfs = slices.Delete(tm.tfs, i, i+1)
 	}
-	return termSet(b), b
+	if len(tm.slots) == 0 && tm.text != "" {
+		delete(x.termIDs, tm.text)
+		*tm = term{}
+		x.freeTerms = append(x.freeTerms, id)
+	}
 }
 
-// all yields the term numbers in increasing order.
-func (s termSet) all() iter.Seq[uint32] {
-	return func(yield func(uint32) bool) {
-		var id uint32
-		for i := 0; i < len(s); {
-			var d uint64
-			var shift uint
-			for {
-				c := s[i]
-				i++
-				d |= uint64(c&0x7f) << shift
-				if c < 0x80 {
-					break
-				}
-				shift += 7
-			}
-			id += uint32(d)
-			if !yield(id) {
-				return
-			}
+// sweep drops slot from every type, capability, vendor and term list: the
+// removal of a thing whose summary cannot be read (slow, and rare).
+func (x *index) sweep(slot uint32) {
+	for k := range x.types {
+		removeFrom(x.types, k, slot)
+	}
+	for k, l := range x.caps {
+		if l.remove(slot) {
+			delete(x.caps, k)
+		}
+	}
+	for k := range x.vendors {
+		removeFrom(x.vendors, k, slot)
+	}
+	for id := range x.terms {
+		if x.terms[id].text != "" {
+			x.removeTerm(uint32(id), slot)
 		}
 	}
 }

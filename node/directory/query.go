@@ -45,7 +45,10 @@ type Query struct {
 	// Visible, if set, hides the Things it returns false for (the group
 	// layer: Things naming lmos:groups are visible to members only). It is
 	// called under the directory's read lock and must not call the
-	// Directory.
+	// Directory. It is called for every candidate with an entry of what
+	// the directory holds in memory: identity, version, Own, Local,
+	// Title, Groups, registration and liveness, but not Types, Vendor or
+	// Capabilities (read from the datastore for results only).
 	Visible func(Entry) bool
 
 	// Rank, if set, ranks publishers (higher first): results are ordered
@@ -58,6 +61,14 @@ type Query struct {
 	// strings, which is Unicode code point order), then publisher, instead
 	// of by relevance and title; free-text scores are still computed.
 	ByID bool
+
+	// After continues a listing after the entry a cursor was made from
+	// (Result.Next, Query.CursorAfter): only the results ordered after it
+	// are paged, so a page deep in a listing costs what the first one
+	// does (an Offset costs the results it skips). The cursor must come
+	// from a query in the same order (ByID or not); Offset then skips
+	// results after the cursor. Empty: from the start.
+	After string
 
 	// Offset skips that many results; Limit returns at most that many
 	// (0: all).
@@ -72,8 +83,12 @@ type Result struct {
 	// thing id; with Query.ByID online first, then by thing id and
 	// publisher.
 	Entries []Entry
-	// Total is the number of matching Things, all pages together.
+	// Total is the number of matching Things, all pages together (those
+	// before Query.After included).
 	Total int
+	// Next is the cursor of the next page (Query.After) when there are
+	// results after this page and the query has a Limit; empty otherwise.
+	Next string
 }
 
 // filters is a Query checked and resolved.
@@ -83,6 +98,8 @@ type filters struct {
 	constraint                     *versionRange
 	terms                          []string
 	text                           bool
+	// after is the hit Query.After continues after; nil without.
+	after *hit
 }
 
 func (d *Directory) resolve(q *Query) (filters, error) {
@@ -129,6 +146,13 @@ func (d *Directory) resolve(q *Query) (filters, error) {
 		f.publisher = q.Publisher
 	}
 	f.group = q.Group
+	if q.After != "" {
+		h, err := decodeCursor(q.After, q.ByID)
+		if err != nil {
+			return f, fmt.Errorf("query: after: %w", err)
+		}
+		f.after = &h
+	}
 	if q.Text != "" {
 		f.text = true
 		f.terms = queryTerms(q.Text)
@@ -196,7 +220,7 @@ type hit struct {
 	rank   int // Query.Rank of the publisher
 	online bool
 	score  float64
-	key    uint64 // titleKey(t.title), or of t.id when ordering by id
+	key    uint64 // titleKey of the title, or of t.id when ordering by id
 }
 
 // better orders hits: rank descending, online first, score descending,
@@ -281,6 +305,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 	x := &d.idx
 	var buf [maxFilterLists]cursor
 	pf, ok := x.postingFilter(&f, buf[:0])
+	pf.d = d
 	if !ok {
 		return Result{}, nil
 	}
@@ -288,6 +313,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 	if q.ByID {
 		top.better = betterByID
 	}
+	before := 0 // matches ordered before f.after
 	// consider adds slot s if it is in the lists of pf.cursors[from:] and
 	// passes the checks that postings cannot do.
 	consider := func(s uint32, score float64, from int) {
@@ -308,7 +334,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 		if q.Online && !online {
 			return
 		}
-		if q.Visible != nil && !q.Visible(d.entry(t, 0)) {
+		if q.Visible != nil && !q.Visible(d.entryWith(t, 0, nil)) {
 			return
 		}
 		key := m.titleKey
@@ -318,6 +344,10 @@ func (d *Directory) Search(q Query) (Result, error) {
 		h := hit{t: t, online: online, score: score, key: key}
 		if q.Rank != nil {
 			h.rank = q.Rank(t.publisher)
+		}
+		if f.after != nil && !top.better(*f.after, h) {
+			before++
+			return
 		}
 		top.add(h)
 	}
@@ -337,7 +367,13 @@ func (d *Directory) Search(q Query) (Result, error) {
 			consider(uint32(s), 0, 0)
 		}
 	}
-	return d.page(&top, q.Offset), nil
+	res := d.page(&top, q.Offset)
+	res.Total += before
+	if q.Limit > 0 && len(res.Entries) == q.Limit && top.total > q.Offset+q.Limit {
+		last := top.heap[len(top.heap)-1]
+		res.Next = encodeCursor(last, q.ByID)
+	}
+	return res, nil
 }
 
 // page is the result of a search whose hits are top: the hits from
@@ -373,6 +409,8 @@ type postingFilter struct {
 	// f is the query's (a pointer, so that the constraint, which the
 	// checks keep, does not take the cursors to the heap).
 	f *filters
+	// d reads the details of a Thing that lists the capability twice.
+	d *Directory
 }
 
 // postingFilter opens a cursor, appended to buf, per posting list of f's
@@ -419,16 +457,16 @@ func (pf *postingFilter) versionMatches(t *thing) bool {
 	case nil:
 		return false
 	case multiVersion:
-		return t.hasVersion(pf.f.capability, pf.f.constraint)
+		return pf.d.details(t).hasVersion(pf.f.capability, pf.f.constraint)
 	default:
 		return pf.f.constraint.check(v)
 	}
 }
 
-// hasVersion reports whether t has capability id at a version in c.
-func (t *thing) hasVersion(id string, r *versionRange) bool {
-	for i, cp := range t.caps {
-		if cp.ID == id && t.versions[i] != nil && r.check(t.versions[i]) {
+// hasVersion reports whether det has capability id at a version in c.
+func (det *details) hasVersion(id string, r *versionRange) bool {
+	for i, cp := range det.caps {
+		if cp.ID == id && det.versions[i] != nil && r.check(det.versions[i]) {
 			return true
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/ipfs/go-datastore/query"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	lmosdatastore "github.com/lmosnode/lmosnode/node/datastore"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -82,6 +84,11 @@ var liveMarker = &lmosproto.TD{}
 // maxVersionCache bounds the cache of parsed capability versions.
 const maxVersionCache = 4096
 
+// detailCacheSize bounds the cache of entries' details read from the
+// datastore: the pages of the popular queries (at ~200 bytes each, at
+// most ~7 MB).
+const detailCacheSize = 32768
+
 // A Directory is a node's persistent directory of Things. See the package
 // documentation for its rules, storage layout and concurrency.
 type Directory struct {
@@ -119,6 +126,8 @@ type Directory struct {
 
 	events      *events
 	constraints constraintCache
+	// cache holds the details of recently shown entries (Directory.details).
+	cache *lru.Cache[*thing, *details]
 
 	valuer  atomic.Pointer[Valuer]
 	onEvict atomic.Pointer[func([]Entry)]
@@ -164,6 +173,11 @@ func Open(deps Deps, cfg Config, opts ...Option) (*Directory, error) {
 		events:      newEvents(cfg.EventHistory, cfg.SubscriberBuffer),
 		done:        make(chan struct{}),
 	}
+	cache, err := lru.New[*thing, *details](detailCacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("directory: %w", err)
+	}
+	d.cache = cache
 	if err := d.checkLayout(); err != nil {
 		return nil, err
 	}
@@ -279,8 +293,9 @@ func (d *Directory) load() (err error) {
 	now := d.now()
 
 	type decoded struct {
-		t  *thing
-		tf []termFreq
+		t   *thing
+		det *details
+		tf  []termFreq
 	}
 	in := make(chan query.Result, 256)
 	out := make(chan decoded, 256)
@@ -299,8 +314,8 @@ func (d *Directory) load() (err error) {
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		workers.Go(func() {
 			for r := range in {
-				if t, tf, ok := d.decodeStored(r, now); ok {
-					out <- decoded{t, tf}
+				if t, det, tf, ok := d.decodeStored(r, now); ok {
+					out <- decoded{t, det, tf}
 				}
 			}
 		})
@@ -311,7 +326,7 @@ func (d *Directory) load() (err error) {
 	})
 	d.mu.Lock()
 	for x := range out {
-		d.insert(x.t, x.tf)
+		d.insert(x.t, x.det, x.tf)
 	}
 	d.mu.Unlock()
 	feeder.Wait()
@@ -323,11 +338,11 @@ func (d *Directory) load() (err error) {
 
 // decodeStored builds the entry of one stored envelope; false (logged) for
 // one that cannot be decoded.
-func (d *Directory) decodeStored(r query.Result, now time.Time) (*thing, []termFreq, bool) {
+func (d *Directory) decodeStored(r query.Result, now time.Time) (*thing, *details, []termFreq, bool) {
 	pub, id, err := parseThingKey(datastore.RawKey(r.Key))
 	if err != nil {
 		d.log.Warn("directory: skipping stored entry", "key", r.Key, "error", err)
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	env, err := unmarshalEnvelope(r.Value)
 	if err == nil && env.ThingID != id {
@@ -335,32 +350,39 @@ func (d *Directory) decodeStored(r query.Result, now time.Time) (*thing, []termF
 	}
 	if err != nil {
 		d.log.Warn("directory: skipping stored entry", "key", r.Key, "publisher", pub, "thing", id, "error", err)
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	t, tf := d.makeThing(pub, &env, maphash.Bytes(d.seed, env.Raw))
+	t, det, tf := d.makeThing(pub, &env, maphash.Bytes(d.seed, env.Raw))
 	if !t.own && t.expires == 0 {
 		// Stored as own under another node identity: now it is a learned
 		// Thing like any other, and expires unless seen again.
 		t.ttl = int64(d.cfg.TTL)
 		t.expires = now.Add(d.cfg.TTL).UnixNano()
-		t.local = Local{}
+		t.local = nil
 	}
-	return t, tf, true
+	return t, det, tf, true
 }
 
-// makeThing builds the in-memory form of an envelope, and the term
-// frequencies to index it with (nil for a tombstone).
-func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, []termFreq) {
+// makeThing builds the in-memory form of an envelope, the details it is
+// indexed by and the term frequencies to index it with (nil for a
+// tombstone).
+func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, *details, []termFreq) {
 	t := d.baseThing(pub, env, hash)
 	if t.tombstone {
-		return t, nil
+		return t, nil, nil
 	}
-	return t, d.indexed(t, &env.Summary)
+	det, tf := d.indexed(t, &env.Summary)
+	return t, det, tf
 }
 
 // baseThing is the in-memory form of an envelope without what the
 // indexes need (indexed adds it): what a writer decides a change by.
 func (d *Directory) baseThing(pub peer.ID, env *envelope, hash uint64) *thing {
+	var local *Local
+	if env.Local != (Local{}) {
+		l := env.Local // a copy: the envelope holds the record's bytes
+		local = &l
+	}
 	return &thing{
 		publisher: peer.ID(intern(string(pub))),
 		id:        env.ThingID,
@@ -371,7 +393,7 @@ func (d *Directory) baseThing(pub peer.ID, env *envelope, hash uint64) *thing {
 		modified:  unixNano(env.Modified),
 		expires:   unixNano(env.Expires),
 		ttl:       int64(env.TTL),
-		local:     env.Local,
+		local:     local,
 		tombstone: env.Tombstone,
 		own:       pub == d.self,
 		size:      int64(len(env.Raw)),
@@ -379,30 +401,20 @@ func (d *Directory) baseThing(pub peer.ID, env *envelope, hash uint64) *thing {
 	}
 }
 
-// indexed sets what the indexes need of live thing t from its summary and
-// returns the term frequencies to index it with.
-func (d *Directory) indexed(t *thing, s *summary) []termFreq {
-	t.title = s.Title
-	t.types = internAll(s.Types)
-	t.vendor = intern(s.Vendor)
+// indexed sets what the thing holds of live thing t's summary and
+// returns the details and term frequencies to index it with.
+func (d *Directory) indexed(t *thing, s *summary) (*details, []termFreq) {
+	t.title = intern(s.Title)
 	t.groups = internAll(s.Groups)
-	if len(s.Capabilities) > 0 {
-		t.caps = make([]Capability, len(s.Capabilities))
-		t.versions = make([]*semver.Version, len(s.Capabilities))
-		for i, c := range s.Capabilities {
-			t.caps[i] = Capability{ID: intern(c.ID), Version: intern(c.Version)}
-			t.versions[i] = d.version(c.Version)
-		}
-	}
 	tf, dl := termFreqs(s)
 	t.dl = dl
-	return tf
+	return d.detailsOf(s), tf
 }
 
-// copyIndexed gives t what the indexes need of src, a thing with the same
+// copyIndexed gives t what the thing holds of src, a thing with the same
 // indexed content.
 func copyIndexed(t, src *thing) {
-	t.dl, t.title, t.types, t.vendor, t.caps, t.versions, t.groups = src.dl, src.title, src.types, src.vendor, src.caps, src.versions, src.groups
+	t.dl, t.title, t.groups = src.dl, src.title, src.groups
 }
 
 // version parses a capability version, caching the result; nil if empty or
@@ -439,20 +451,21 @@ func (d *Directory) find(pub peer.ID, id string) *thing {
 }
 
 // insert adds a new entry to memory. Callers hold mu for writing.
-func (d *Directory) insert(t *thing, tf []termFreq) {
+func (d *Directory) insert(t *thing, det *details, tf []termFreq) {
 	d.byID[t.id] = append(d.byID[t.id], t)
 	if t.own {
 		d.own[t.id] = t
 	}
 	d.account(t, +1)
 	if !t.tombstone {
-		d.idx.add(t, tf)
+		d.idx.add(t, det, tf)
 	}
 }
 
 // swap replaces old by t in memory. refresh says that t has old's indexed
-// content. Callers hold mu for writing.
-func (d *Directory) swap(old, t *thing, tf []termFreq, refresh bool) {
+// content; else oldSum is the summary old was indexed with (nil:
+// unreadable). Callers hold mu for writing.
+func (d *Directory) swap(old, t *thing, det *details, tf []termFreq, refresh bool, oldSum *summary) {
 	list := d.byID[t.id]
 	i := slices.Index(list, old)
 	list[i] = t
@@ -468,18 +481,23 @@ func (d *Directory) swap(old, t *thing, tf []termFreq, refresh bool) {
 	switch {
 	case refresh && !old.tombstone:
 		d.idx.replace(old, t)
+		if det, ok := d.cache.Peek(old); ok {
+			d.cache.Add(t, det)
+		}
 	default:
 		if !old.tombstone {
-			d.idx.remove(old)
+			d.idx.remove(old, oldSum)
 		}
 		if !t.tombstone {
-			d.idx.add(t, tf)
+			d.idx.add(t, det, tf)
+			d.cache.Add(t, det)
 		}
 	}
 }
 
-// drop removes an entry from memory. Callers hold mu for writing.
-func (d *Directory) drop(t *thing) {
+// drop removes an entry from memory; s is the summary it was indexed
+// with (nil: unreadable). Callers hold mu for writing.
+func (d *Directory) drop(t *thing, s *summary) {
 	list := d.byID[t.id]
 	i := slices.Index(list, t)
 	list = slices.Delete(list, i, i+1)
@@ -493,7 +511,7 @@ func (d *Directory) drop(t *thing) {
 	}
 	d.account(t, -1)
 	if !t.tombstone {
-		d.idx.remove(t)
+		d.idx.remove(t, s)
 	}
 }
 
@@ -578,12 +596,17 @@ type putOp struct {
 	// env is the new envelope of a new version; nil when the record was
 	// seen again (refresh), whose t has old's indexed content.
 	env     *envelope
+	det     *details
 	tf      []termFreq
 	rec     *lmosproto.Record
 	change  Change
 	refresh bool
 	// prev is the signed record an update replaces (Event.Previous).
 	prev []byte
+	// oldSum is the summary of the live old that a new version
+	// replaces, read before the write (nil: unreadable), which its
+	// removal from the indexes and its deletion event need.
+	oldSum *summary
 }
 
 func checkRecord(rec *lmosproto.Record) error {
@@ -613,6 +636,7 @@ type thingRef struct {
 type staged struct {
 	t   *thing
 	raw []byte
+	sum *summary
 }
 
 // putReq is one caller's put waiting for the writer that commits it.
@@ -717,7 +741,7 @@ func (d *Directory) write(items []putItem, unsynced bool) (_ []Change, written b
 	if err := d.commit(ctx, batch, ops, build, unsynced); err != nil {
 		return nil, true, fmt.Errorf("directory: put: %w", err)
 	}
-	d.apply(ops, r.evict, now)
+	d.apply(ops, r, now)
 	return changes, true, nil
 }
 
@@ -737,9 +761,10 @@ func (d *Directory) stage(ctx context.Context, batch datastore.Batch, items []pu
 	for i, it := range items {
 		rec := it.rec
 		pub, id := rec.Publisher(), rec.ThingID
-		old, oldRaw := d.find(pub, id), []byte(nil)
-		if st, ok := pending[thingRef{pub, id}]; ok {
-			old, oldRaw = st.t, st.raw
+		old, oldRaw, oldSum := d.find(pub, id), []byte(nil), (*summary)(nil)
+		st, isPending := pending[thingRef{pub, id}]
+		if isPending {
+			old, oldRaw, oldSum = st.t, st.raw, st.sum
 		}
 		op, err := d.prepare(rec, it.local, old, oldRaw, now)
 		if err != nil {
@@ -755,15 +780,19 @@ func (d *Directory) stage(ctx context.Context, batch datastore.Batch, items []pu
 		if op.t == nil {
 			continue
 		}
-		if op.change == Updated && old != nil && !old.tombstone {
-			// The replaced record, for the update event's consumers that
-			// compute what changed (a merge patch): one read per update.
-			if oldRaw == nil {
+		if op.env != nil && old != nil && !old.tombstone {
+			// The replaced record: its summary to take it out of the
+			// indexes, its bytes for the update event's consumers that
+			// compute what changed (a merge patch). One read per update.
+			if !isPending {
 				if env, err := d.loadEnvelope(pub, id); err == nil {
-					oldRaw = env.Raw
+					oldRaw, oldSum = env.Raw, &env.Summary
 				}
 			}
-			op.prev = oldRaw
+			op.oldSum = oldSum
+			if op.change == Updated {
+				op.prev = oldRaw
+			}
 		}
 		if err := d.stageEnvelope(ctx, batch, &op); err != nil {
 			return nil, nil, nil, false, err
@@ -771,7 +800,11 @@ func (d *Directory) stage(ctx context.Context, batch datastore.Batch, items []pu
 		build = build || (op.env != nil && !op.t.tombstone)
 		ops = append(ops, op)
 		if pending != nil {
-			pending[thingRef{pub, id}] = staged{t: op.t, raw: rec.Raw}
+			sum := oldSum
+			if op.env != nil {
+				sum = &op.env.Summary
+			}
+			pending[thingRef{pub, id}] = staged{t: op.t, raw: rec.Raw, sum: sum}
 		}
 	}
 	return changes, ops, r, build, nil
@@ -820,14 +853,14 @@ func (d *Directory) commit(ctx context.Context, batch datastore.Batch, ops []put
 
 // apply puts the written ops in memory, under mu, and then tells the
 // subscribers.
-func (d *Directory) apply(ops []putOp, evict []*thing, now time.Time) {
+func (d *Directory) apply(ops []putOp, r *room, now time.Time) {
 	d.mu.Lock()
-	gone := d.evicted(evict)
+	gone := d.evicted(r.evict, r.sums)
 	for _, op := range ops {
 		if op.old == nil {
-			d.insert(op.t, op.tf)
+			d.insert(op.t, op.det, op.tf)
 		} else {
-			d.swap(op.old, op.t, op.tf, op.refresh)
+			d.swap(op.old, op.t, op.det, op.tf, op.refresh, op.oldSum)
 		}
 		if p := d.pubs[op.t.publisher]; p != nil && !op.t.own {
 			// A record's proof time is evidence its publisher was alive.
@@ -852,7 +885,7 @@ func (d *Directory) index(ops []putOp) {
 		case op.env == nil:
 			copyIndexed(op.t, op.old)
 		case !op.t.tombstone:
-			op.tf = d.indexed(op.t, &op.env.Summary)
+			op.det, op.tf = d.indexed(op.t, &op.env.Summary)
 			d.idx.resolve(op.tf)
 		}
 	}
@@ -936,8 +969,9 @@ func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, old
 		switch {
 		case !old.own:
 			u.expires = now.Add(time.Duration(old.ttl)).UnixNano()
-		case local != nil && *local != old.local:
-			u.local = *local
+		case local != nil && *local != old.localOf():
+			l := *local
+			u.local = &l
 		default:
 			return op, nil
 		}
@@ -985,7 +1019,7 @@ func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, old
 		case local != nil:
 			env.Local = *local
 		case old != nil:
-			env.Local = old.local
+			env.Local = old.localOf()
 		}
 	}
 	op.t, op.env = d.baseThing(pub, &env, hash), &env
@@ -1033,7 +1067,7 @@ func (d *Directory) envelopeOf(rec *lmosproto.Record, t *thing) *envelope {
 		Expires:   fromUnixNano(t.expires),
 		TTL:       time.Duration(t.ttl),
 		ThingID:   t.id,
-		Local:     t.local,
+		Local:     t.localOf(),
 		Summary:   summarize(rec.TD),
 		Raw:       rec.Raw,
 	}
@@ -1074,6 +1108,7 @@ func (d *Directory) Purge(now time.Time) int {
 // thing_deleted for the live ones. Callers hold wmu.
 func (d *Directory) remove(things []*thing) error {
 	ctx := context.Background()
+	sums := d.summaries(things)
 	batch, err := d.ds.Batch(ctx)
 	if err == nil {
 		for _, t := range things {
@@ -1092,18 +1127,42 @@ func (d *Directory) remove(things []*thing) error {
 		return err
 	}
 	d.mu.Lock()
-	for _, t := range things {
-		d.drop(t)
+	for i, t := range things {
+		d.drop(t, sums[i])
 	}
 	d.mu.Unlock()
-	for _, t := range things {
+	for i, t := range things {
 		if !t.tombstone {
-			e := d.entry(t, 0)
+			e := d.entryWith(t, 0, d.summaryDetails(sums[i]))
 			e.Tombstone = true
 			d.events.emit(EventDeleted, e, nil)
 		}
 	}
 	return nil
+}
+
+// summaries reads the stored summaries of the live things among things,
+// before they are deleted: what their removal from the indexes and their
+// deletion events need. nil for a tombstone or an unreadable record.
+func (d *Directory) summaries(things []*thing) []*summary {
+	out := make([]*summary, len(things))
+	for i, t := range things {
+		if t.tombstone {
+			continue
+		}
+		if env, err := d.loadEnvelope(t.publisher, t.id); err == nil && !env.Tombstone {
+			out[i] = &env.Summary
+		}
+	}
+	return out
+}
+
+// summaryDetails is the details of s; none for nil.
+func (d *Directory) summaryDetails(s *summary) *details {
+	if s == nil {
+		return noDetails
+	}
+	return d.detailsOf(s)
 }
 
 func (d *Directory) purgeLoop() {

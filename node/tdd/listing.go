@@ -35,19 +35,24 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tag := h.deps.Directory.Revision() // before the search: a change after it changes the tag
-	page, total, p := h.listPage(r, lq)
+	lr, p := h.listPage(r, lq)
 	if p != nil {
 		httpapi.WriteProblem(w, r, p)
 		return
 	}
-	lp, ok := h.listMembers(w, r, lq, consumer, page)
+	lp, ok := h.listMembers(w, r, lq, consumer, lr.page)
 	if !ok {
 		return
 	}
 
 	next := ""
-	if end := lq.offset + lp.consumed; end < total {
-		next = h.pageURL(r, end, lq.limit)
+	switch {
+	case lr.byID && lp.consumed > 0 && (lp.consumed < len(lr.page) || lr.more):
+		// The directory's own order: the next page continues after the
+		// last entry served, by cursor, at the cost of the first page.
+		next = h.pageURL(r, "cursor", lr.q.CursorAfter(lr.page[lp.consumed-1]), lq.limit)
+	case !lr.byID && lq.offset+lp.consumed < lr.total:
+		next = h.pageURL(r, "offset", strconv.Itoa(lq.offset+lp.consumed), lq.limit)
 	}
 	if next != "" {
 		w.Header().Add("Link", "<"+next+`>; rel="next"`)
@@ -63,7 +68,11 @@ func (h *Handler) listThings(w http.ResponseWriter, r *http.Request) {
 
 	var buf bytes.Buffer
 	if lq.collection {
-		writeCollection(&buf, h.pageURL(r, lq.offset, lq.limit), next, total, lp.members)
+		self := h.pageURL(r, "offset", strconv.Itoa(lq.offset), lq.limit)
+		if lq.cursor != "" {
+			self = h.pageURL(r, "cursor", lq.cursor, lq.limit)
+		}
+		writeCollection(&buf, self, next, lr.total, lp.members)
 	} else {
 		buf.WriteByte('[')
 		buf.Write(bytes.Join(lp.members, []byte{','}))
@@ -92,21 +101,36 @@ func (h *Handler) listRequest(r *http.Request) (lq listQuery, consumer bool, p *
 	return lq, consumer, nil
 }
 
+// listResult is a listing's page of entries before it is served.
+type listResult struct {
+	page []directory.Entry
+	// total counts the matches; more is set when the directory has
+	// matches after page (byID only).
+	total int
+	more  bool
+	// byID: the directory paged the listing itself, in id order, with
+	// query q.
+	byID bool
+	q    directory.Query
+}
+
 // listPage searches for the listing lq and returns its page of entries
-// and the number of matches. The directory pages in id order itself; any
-// other order needs every match, ordered here, then cut. A capability is
+// and the number of matches. The directory pages in id order itself
+// (from lq's cursor or offset); any other order needs every match,
+// ordered here, then cut. A capability is
 // asked of the Finder first, also when the directory holds Things that
 // offer it: the federation asks the network unless it did for the
 // capability lately (federation.LookupFresh) and stores what it finds, so
 // that the Things that reached this node first do not hide the other
 // providers (docs/security.md, eclipse). If the directory still has none,
 // the Finder's answer is listed.
-func (h *Handler) listPage(r *http.Request, lq listQuery) (page []directory.Entry, total int, p *lmosproto.Problem) {
-	byID := (lq.sortBy == sortID || (lq.sortBy == "" && lq.q.Text == "")) && !lq.desc
+func (h *Handler) listPage(r *http.Request, lq listQuery) (lr listResult, p *lmosproto.Problem) {
+	lr.byID = lq.byID()
 	q := lq.q
-	if byID {
-		q.ByID, q.Offset, q.Limit = true, lq.offset, lq.limit
+	if lr.byID {
+		q.ByID, q.After, q.Offset, q.Limit = true, lq.cursor, lq.offset, lq.limit
 	}
+	lr.q = q
 	var found []directory.Entry
 	find := lq.q.Capability != "" && h.deps.Finder != nil
 	if find {
@@ -114,20 +138,19 @@ func (h *Handler) listPage(r *http.Request, lq listQuery) (page []directory.Entr
 	}
 	res, err := h.deps.Directory.Search(q)
 	if err != nil {
-		return nil, 0, httpapi.Problemf(http.StatusBadRequest, "%v", err)
+		return lr, httpapi.Problemf(http.StatusBadRequest, "%v", err)
 	}
-	page, total = res.Entries, res.Total
-	if total == 0 && find {
-		page, total = found, 0
-		byID = false
+	lr.page, lr.total, lr.more = res.Entries, res.Total, res.Next != ""
+	if lr.total == 0 && find {
+		lr.page, lr.byID = found, false
 	}
-	if !byID {
-		order(page, lq)
-		total = len(page)
-		page = page[min(lq.offset, total):]
-		page = page[:min(len(page), lq.limit)]
+	if !lr.byID {
+		order(lr.page, lq)
+		lr.total = len(lr.page)
+		lr.page = lr.page[min(lq.offset, lr.total):]
+		lr.page = lr.page[:min(len(lr.page), lq.limit)]
 	}
-	return page, total, nil
+	return lr, nil
 }
 
 // listedPage is what a listing page serves.
@@ -184,12 +207,14 @@ func (h *Handler) listMembers(w http.ResponseWriter, r *http.Request, lq listQue
 	return lp, true
 }
 
-// pageURL is the URL of the page at offset of r's listing: every other
-// argument (filters, format, sorting) kept, so the page continues the same
-// ordered set.
-func (h *Handler) pageURL(r *http.Request, offset, limit int) string {
+// pageURL is the URL of a page of r's listing, at an offset (at "offset")
+// or after a cursor (at "cursor"): every other argument (filters, format,
+// sorting) kept, so the page continues the same ordered set.
+func (h *Handler) pageURL(r *http.Request, at, value string, limit int) string {
 	v := r.URL.Query()
-	v.Set("offset", strconv.Itoa(offset))
+	v.Del("offset")
+	v.Del("cursor")
+	v.Set(at, value)
 	v.Set("limit", strconv.Itoa(limit))
 	return h.base(r) + "/things?" + v.Encode()
 }

@@ -113,7 +113,7 @@ func TestListingPagination(t *testing.T) {
 
 	// Default page size and the cap.
 	r := do(t, http.MethodGet, env.URL+"/things", nil)
-	if n := len(tdList(t, r)); n != 2 || !strings.Contains(nextLink(r), "limit=2&offset=2") {
+	if n := len(tdList(t, r)); n != 2 || !strings.Contains(nextLink(r), "cursor=") || !strings.Contains(nextLink(r), "limit=2") {
 		t.Errorf("default page: %d TDs, next %q", n, nextLink(r))
 	}
 	r = do(t, http.MethodGet, env.URL+"/things?limit=100", nil)
@@ -315,4 +315,51 @@ func TestListingPageBytes(t *testing.T) {
 	if want := []string{"urn:a1", "urn:a2", "urn:b1", "urn:b2", "urn:t1"}; !slices.Equal(all, want) {
 		t.Errorf("ids %v, want %v", all, want)
 	}
+}
+
+// TestListingCursor: the next link of a listing in id order carries a
+// cursor, which continues after the last TD served also when a Thing
+// before it goes; offset still pages (old clients); a cursor is refused
+// for another order, whose next link keeps paging by offset, and a
+// cursor that is not one is a 400.
+func TestListingCursor(t *testing.T) {
+	env := tddtest.NewEnv(t, func(*tdd.Deps, *tdd.Config) {})
+	fleet(t, env)
+	first := do(t, http.MethodGet, env.URL+"/things?limit=2", nil)
+	if got := ids(tdList(t, first)); !slices.Equal(got, []string{"urn:a1", "urn:a2"}) {
+		t.Fatalf("first page %v", got)
+	}
+	next := nextLink(first)
+	if u, _ := url.Parse(next); u == nil || u.Query().Get("cursor") == "" {
+		t.Fatalf("next link %q without a cursor", next)
+	}
+	// urn:a1 goes: by offset the next page would skip urn:b1.
+	if r := do(t, http.MethodDelete, env.URL+"/things/urn:a1", nil); r.status != http.StatusNoContent {
+		t.Fatalf("DELETE urn:a1: %d %s", r.status, r.body)
+	}
+	if got := ids(tdList(t, do(t, http.MethodGet, next, nil))); !slices.Equal(got, []string{"urn:b1", "urn:b2"}) {
+		t.Errorf("page after the cursor: %v, want [urn:b1 urn:b2]", got)
+	}
+	if got := ids(tdList(t, do(t, http.MethodGet, env.URL+"/things?limit=2&offset=2", nil))); !slices.Equal(got, []string{"urn:b2", "urn:t1"}) {
+		t.Errorf("page at offset 2: %v", got)
+	}
+	byTitle := nextLink(do(t, http.MethodGet, env.URL+"/things?limit=1&sort_by=title", nil))
+	if u, _ := url.Parse(byTitle); u == nil || u.Query().Get("offset") != "1" || u.Query().Has("cursor") {
+		t.Errorf("next link by title %q: want offset=1", byTitle)
+	}
+	cursor := url.QueryEscape(mustQuery(t, next).Get("cursor"))
+	for _, bad := range []string{"cursor=x!", "cursor=", "sort_by=title&cursor=" + cursor, "q=rain&cursor=" + cursor, "sort_order=desc&cursor=" + cursor} {
+		if r := do(t, http.MethodGet, env.URL+"/things?"+bad, nil); r.status != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", bad, r.status)
+		}
+	}
+}
+
+func mustQuery(t *testing.T, u string) url.Values {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Query()
 }

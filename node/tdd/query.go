@@ -20,6 +20,9 @@ import (
 type listQuery struct {
 	q             directory.Query
 	offset, limit int
+	// cursor continues a listing in id order (Result.Next, the next
+	// link); "" from offset.
+	cursor string
 	// collection selects the ThingCollection body (format=collection).
 	collection bool
 	// enriched selects Enriched TDs (enriched=true).
@@ -55,7 +58,7 @@ var sortFields = map[string]sortField{
 // parseListQuery checks the query parameters of GET /things.
 func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem) {
 	v := r.URL.Query()
-	for _, p := range []string{"offset", "limit", "format", "sort_by", "sort_order", "enriched", "type", "capability", "vendor", "publisher", "group", "q", "online"} {
+	for _, p := range []string{"offset", "cursor", "limit", "format", "sort_by", "sort_order", "enriched", "type", "capability", "vendor", "publisher", "group", "q", "online"} {
 		if len(v[p]) > 1 {
 			return listQuery{}, httpapi.Problemf(http.StatusBadRequest, "query parameter %s: given %d times, want at most once", p, len(v[p]))
 		}
@@ -64,8 +67,13 @@ func (h *Handler) parseListQuery(r *http.Request) (listQuery, *lmosproto.Problem
 	if p != nil {
 		return lq, p
 	}
-	lq.q, p = h.parseFilters(v)
-	return lq, p
+	if lq.q, p = h.parseFilters(v); p != nil {
+		return lq, p
+	}
+	if lq.cursor != "" && !lq.byID() {
+		return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter cursor: a cursor pages the listing in ascending id order (no sort_by other than id, no sort_order=desc, no q); page this one with offset")
+	}
+	return lq, nil
 }
 
 // parsePaging checks the parameters that page, order and shape a
@@ -78,6 +86,12 @@ func (h *Handler) parsePaging(v url.Values) (listQuery, *lmosproto.Problem) {
 			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter offset: %q is not a non-negative integer", s)
 		}
 		lq.offset = n
+	}
+	if s, ok := single(v, "cursor"); ok {
+		if s == "" {
+			return lq, httpapi.Problemf(http.StatusBadRequest, "query parameter cursor: empty; omit it for the first page")
+		}
+		lq.cursor = s
 	}
 	if s, ok := single(v, "limit"); ok {
 		n, err := strconv.Atoi(s)
@@ -105,6 +119,13 @@ func (h *Handler) parsePaging(v url.Values) (listQuery, *lmosproto.Problem) {
 	lq.desc = sortOrder == "desc"
 	lq.enriched, p = boolParam(v, "enriched")
 	return lq, p
+}
+
+// byID reports whether the listing is in ascending id order, which the
+// directory pages itself (with a cursor or an offset); any other order is
+// sorted here from every match.
+func (lq listQuery) byID() bool {
+	return (lq.sortBy == sortID || (lq.sortBy == "" && lq.q.Text == "")) && !lq.desc
 }
 
 // parseFilters checks the parameters that select Things: online, type,
