@@ -343,6 +343,10 @@ func (n *Node) buildServices(o *options, b *built) error {
 			return fmt.Errorf("node: %w", err)
 		}
 	}
+	role, err := federation.ParseRole(cfg.WithFallbacks().Role)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	n.fed, err = federation.New(federation.Deps{
 		Host:      n.host,
 		Key:       b.signing,
@@ -353,7 +357,8 @@ func (n *Node) buildServices(o *options, b *built) error {
 		MemberOf:  access.MemberOf,
 		Scoped:    access,
 		Allowed:   access.Allowed,
-	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.WithDefaults().OfflineAfter) / 5},
+	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.WithDefaults().OfflineAfter) / 5,
+		Role: role, NoLegacyAnnounce: cfg.NoLegacyAnnounce},
 		federation.WithLogger(fedLog))
 	if err != nil {
 		return fmt.Errorf("node: %w", err)

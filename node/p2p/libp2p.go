@@ -314,9 +314,12 @@ const (
 // same {"thing": record} on both topics, and gossipsub's seen cache, which
 // is keyed by message ID across topics, would otherwise drop the second
 // publication, so members of the second group only would never get it.
+// The same holds for an announce shard (proto.TopicShardPrefix): a Thing
+// with capabilities in two shards is the same record on both, and on
+// proto.TopicAnnounce too.
 func MessageID(m *pubsubpb.Message) string {
 	h := sha256.New()
-	if t := m.GetTopic(); strings.HasPrefix(t, lmosproto.TopicGroupPrefix) {
+	if t := m.GetTopic(); strings.HasPrefix(t, lmosproto.TopicGroupPrefix) || strings.HasPrefix(t, lmosproto.TopicShardPrefix) {
 		h.Write([]byte(t))
 		h.Write([]byte{0})
 	}
@@ -385,8 +388,12 @@ func NewPubSub(ctx context.Context, h host.Host, o PubSubOptions) (*pubsub.PubSu
 // honest peers. IP colocation (P6) counts peers behind one address beyond
 // ten, except on loopback, where every peer of a multi-node test lives.
 func peerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
+	topics := map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: TopicScore(), lmosproto.TopicPresence: TopicScore()}
+	for n := range lmosproto.ShardCount {
+		topics[lmosproto.ShardTopic(n)] = TopicScore()
+	}
 	params := &pubsub.PeerScoreParams{
-		Topics:        map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: TopicScore(), lmosproto.TopicPresence: TopicScore()},
+		Topics:        topics,
 		TopicScoreCap: 50,
 
 		AppSpecificScore:  func(peer.ID) float64 { return 0 },
