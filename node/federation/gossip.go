@@ -51,10 +51,10 @@ func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult
 }
 
 // checkRecord is checkAnnounce for a record on shard n (n < 0: on
-// proto.TopicAnnounce). On a shard, a TD must belong to the shard, and a
-// record this node accepted already (on the v1 topic or another shard) is
-// accepted again, not stored again, so that gossipsub forwards it on this
-// shard too.
+// proto.TopicAnnounce). On a shard, a TD must belong to the shard. On a
+// node with shards, a record this node accepted already (on another of
+// its announce topics) is accepted again, not stored again, so that
+// gossipsub forwards it on this topic too.
 func (f *Federation) checkRecord(msg *pubsub.Message, n int) (pubsub.ValidationResult, error) {
 	data := msg.GetData()
 	if len(data) > lmosproto.MaxRecordSize {
@@ -97,7 +97,10 @@ func (f *Federation) checkRecord(msg *pubsub.Message, n int) (pubsub.ValidationR
 	switch {
 	case errors.Is(err, errReplay), errors.Is(err, directory.ErrQuota):
 		return pubsub.ValidationReject, err
-	case n >= 0 && errors.Is(err, errSame):
+	case f.sharded() && errors.Is(err, errSame):
+		// Heard already on another of the node's announce topics: it
+		// is forwarded on this one too, for the peers that carry only
+		// this one (a v1 node, a light node in one shard).
 		return pubsub.ValidationAccept, nil
 	case err != nil:
 		return pubsub.ValidationIgnore, err

@@ -304,6 +304,9 @@ const (
 	MaxMessageSize = lmosproto.MaxRecordSize + 64<<10
 )
 
+// peerOutboundQueue is the RPCs gossipsub queues per peer.
+const peerOutboundQueue = 128
+
 // MessageID is the gossipsub message ID of an LMOS message: the SHA-256
 // digest of its data, as raw bytes. It does not depend on the author's
 // sequence number, so every implementation derives the same ID, and a
@@ -356,6 +359,11 @@ func NewPubSub(ctx context.Context, h host.Host, o PubSubOptions) (*pubsub.PubSu
 		// one. go-libp2p-pubsub v0.16 has flood publishing off by default.
 		pubsub.WithFloodPublish(true),
 		pubsub.WithMaxMessageSize(MaxMessageSize),
+		// A directory node joins the 16 announce shards at once: one
+		// subscription announcement per topic and peer, queued while the
+		// stream to a new peer opens. Gossipsub's default queue (32)
+		// overflows then, and each overflow waits up to a second to retry.
+		pubsub.WithPeerOutboundQueueSize(peerOutboundQueue),
 		// docs/groups.md: on a group topic, only current members are
 		// meshed with, gossiped to and (their subscriptions kept) sent
 		// to, by the group service's view of each group.
