@@ -40,6 +40,11 @@ const (
 	// fetchWorkers is how many fetches a directory node runs at once, and
 	// how many a query starts at once.
 	fetchWorkers = 4
+	// syncBatch: a directory node with at least this many short
+	// announcements of one publisher unfetched asks it for all its
+	// records in one sync instead (a publisher that announces many Things
+	// at once, or republishes them).
+	syncBatch = 8
 )
 
 // fetchRequest is the request frame of the fetch protocol.
@@ -104,6 +109,33 @@ func (t *shortTable) done(ref thingRef, seq uint64) {
 	if s, ok := t.m[ref]; ok && s.Seq <= seq {
 		delete(t.m, ref)
 	}
+}
+
+// of returns the refs noted of publisher p.
+func (t *shortTable) of(p peer.ID) []thingRef {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []thingRef
+	for ref := range t.m {
+		if ref.publisher == p {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+// refs returns up to n refs noted.
+func (t *shortTable) refs(n int) []thingRef {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]thingRef, 0, min(n, len(t.m)))
+	for ref := range t.m {
+		if len(out) == n {
+			break
+		}
+		out = append(out, ref)
+	}
+	return out
 }
 
 // Len returns how many short announcements are noted.
@@ -234,20 +266,47 @@ func (f *Federation) queueFetch(ref thingRef) {
 	}
 }
 
-// fetchLoop fetches what queueFetch queues, until the federation closes.
+// fetchLoop fetches what queueFetch queues, until the federation closes;
+// every shardSweep it queues again what is still noted (what did not fit
+// the queue, or failed).
 func (f *Federation) fetchLoop() {
+	t := time.NewTicker(shardSweep)
+	defer t.Stop()
 	for {
 		select {
 		case <-f.ctx.Done():
 			return
+		case <-t.C:
+			for _, ref := range f.shorts.refs(maxFetchQueue / fetchWorkers) {
+				f.queueFetch(ref)
+			}
 		case ref := <-f.fetchq:
-			s, ok := f.shorts.get(ref)
-			if !ok {
-				continue
-			}
-			if err := f.fetchShort(f.ctx, ref, s); err != nil && f.ctx.Err() == nil {
-				f.log.Debug("fetch announced thing", "thing", ref.id, "publisher", ref.publisher, "err", err)
-			}
+			f.fetchQueued(ref)
 		}
+	}
+}
+
+// fetchQueued fetches the record of ref's short announcement, or, if
+// syncBatch or more of its publisher's are noted, syncs with the publisher.
+func (f *Federation) fetchQueued(ref thingRef) {
+	s, ok := f.shorts.get(ref)
+	if !ok {
+		return
+	}
+	if refs := f.shorts.of(ref.publisher); len(refs) >= syncBatch {
+		n, err := f.Sync(f.ctx, ref.publisher, Filter{})
+		if err == nil {
+			for _, r := range refs {
+				if e, ok := f.dir.Latest(r.publisher, r.id); ok {
+					f.shorts.done(r, e.Seq)
+				}
+			}
+			f.log.Debug("synced with the publisher of short announcements", "publisher", ref.publisher, "noted", len(refs), "changed", n)
+			return
+		}
+		f.log.Debug("sync for short announcements failed; fetching one", "publisher", ref.publisher, "err", err)
+	}
+	if err := f.fetchShort(f.ctx, ref, s); err != nil && f.ctx.Err() == nil {
+		f.log.Debug("fetch announced thing", "thing", ref.id, "publisher", ref.publisher, "err", err)
 	}
 }
