@@ -45,6 +45,9 @@ const (
 	// records in one sync instead (a publisher that announces many Things
 	// at once, or republishes them).
 	syncBatch = 8
+	// fetchRequeue is how often a directory node queues again the short
+	// announcements it has not fetched.
+	fetchRequeue = 5 * time.Second
 )
 
 // fetchRequest is the request frame of the fetch protocol.
@@ -267,10 +270,10 @@ func (f *Federation) queueFetch(ref thingRef) {
 }
 
 // fetchLoop fetches what queueFetch queues, until the federation closes;
-// every shardSweep it queues again what is still noted (what did not fit
-// the queue, or failed).
+// every fetchRequeue it queues again what is still noted (what did not
+// fit the queue, or failed).
 func (f *Federation) fetchLoop() {
-	t := time.NewTicker(shardSweep)
+	t := time.NewTicker(fetchRequeue)
 	defer t.Stop()
 	for {
 		select {
