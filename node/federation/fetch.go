@@ -11,6 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
@@ -213,6 +214,13 @@ func (f *Federation) fetchShort(ctx context.Context, ref thingRef, s shortAnnoun
 func (f *Federation) fetchFrom(ctx context.Context, ref thingRef, check func([]byte) (*lmosproto.Record, error)) (*lmosproto.Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
 	defer cancel()
+	// The announcement came through the shard's mesh: the publisher may
+	// be a peer this node knows no address of.
+	if f.p.DHT != nil && f.p.Host.Network().Connectedness(ref.publisher) != network.Connected && len(f.p.Host.Peerstore().Addrs(ref.publisher)) == 0 {
+		if ai, err := f.p.DHT.FindPeer(ctx, ref.publisher); err == nil {
+			f.p.Host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
+		}
+	}
 	s, err := f.p.Host.NewStream(network.WithAllowLimitedConn(ctx, "lmos-fetch"), ref.publisher, lmosproto.ProtocolFetch)
 	if err != nil {
 		return nil, fmt.Errorf("open stream: %w", err)

@@ -95,6 +95,13 @@ func shardTraffic(b *testing.B, role Role, budget int) {
 		}
 	}
 	user, dir := members[benchPublishers], members[benchNodes-1]
+	// The directory node fetches from every publisher: without a DHT to
+	// find their addresses, it connects to them.
+	for _, p := range members[:benchPublishers] {
+		if err := dir.host.Connect(ctx, peer.AddrInfo{ID: p.id, Addrs: p.host.Addrs()}); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if _, err := user.FindCapability(ctx, "cap-0"); err != nil {
 		b.Fatal(err)
 	}
