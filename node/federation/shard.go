@@ -137,6 +137,10 @@ func (f *Federation) joinShard(n int, now time.Time) (*shardSub, error) {
 		sub.used = now
 		return sub, nil
 	}
+	if f.ctx.Err() != nil {
+		// Closing: closeShards has left, or is about to leave, them all.
+		return nil, ErrClosed
+	}
 	name := lmosproto.ShardTopic(n)
 	if err := f.p.PubSub.RegisterTopicValidator(name, f.validator("shard message", f.checkShard(n))); err != nil {
 		return nil, fmt.Errorf("topic %s: validator: %w", name, err)
