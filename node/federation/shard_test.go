@@ -227,6 +227,13 @@ func TestShardValidator(t *testing.T) {
 	other.Publisher = self.id.String()
 	badHash := good
 	badHash.Hash = "ABC"
+	beat := func(p peer.ID) []byte {
+		b, err := json.Marshal(shardMessage{Beat: &presence{Peer: p.String(), At: self.clock.Now()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	in, out := shardOfCap(capA), shardOfCap(capB)
 	for _, step := range []struct {
 		name  string
@@ -235,6 +242,10 @@ func TestShardValidator(t *testing.T) {
 		want  pubsub.ValidationResult
 		is    error
 	}{
+		{"beat about another peer", in, beat(self.id), pubsub.ValidationReject, errNotAuthor},
+		// On a shard, a beat of a publisher held nothing of is relayed
+		// (on /lmos/1/presence it is ignored).
+		{"beat", out, beat(alice.id), pubsub.ValidationAccept, nil},
 		{"record on another shard", out, rec.Raw, pubsub.ValidationReject, errWrongShard},
 		{"short on another shard", out, short(good), pubsub.ValidationReject, errWrongShard},
 		{"short of another publisher", in, short(other), pubsub.ValidationReject, errNotAuthor},
