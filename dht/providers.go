@@ -48,29 +48,50 @@ func ProviderKeys(td *proto.TD) []cid.Cid {
 	if td == nil {
 		return nil
 	}
-	var keys []cid.Cid
-	seen := make(map[cid.Cid]bool)
-	add := func(c cid.Cid) {
-		if !seen[c] {
-			seen[c] = true
-			keys = append(keys, c)
-		}
+	caps := make([]string, len(td.Capabilities))
+	for i, c := range td.Capabilities {
+		caps[i] = c.ID
 	}
-	for _, c := range td.Capabilities {
-		if c.ID != "" {
-			add(CapabilityCID(c.ID))
-		}
-	}
-	for _, t := range td.Types {
-		if t != "" {
-			add(TypeCID(t))
-		}
-	}
-	if v := NormalizeVendor(td.Vendor()); v != "" {
-		add(providerCID(proto.ProvideVendor + v))
+	forms := ProviderForms(caps, td.Types, td.Vendor())
+	keys := make([]cid.Cid, len(forms))
+	for i, f := range forms {
+		keys[i] = providerCID(f)
 	}
 	return keys
 }
+
+// ProviderForms returns the string forms whose SHA-256 digests make the
+// provider keys of a Thing with these capability ids, types and vendor
+// (ProviderKeys): "lmos:capability:" + id, "lmos:type:" + type,
+// "lmos:vendor:" + NormalizeVendor(vendor), in that order, without
+// duplicates and without empty names.
+func ProviderForms(caps, types []string, vendor string) []string {
+	var forms []string
+	seen := make(map[string]bool)
+	add := func(f string) {
+		if !seen[f] {
+			seen[f] = true
+			forms = append(forms, f)
+		}
+	}
+	for _, c := range caps {
+		if c != "" {
+			add(proto.ProvideCapability + c)
+		}
+	}
+	for _, t := range types {
+		if t != "" {
+			add(proto.ProvideType + t)
+		}
+	}
+	if v := NormalizeVendor(vendor); v != "" {
+		add(proto.ProvideVendor + v)
+	}
+	return forms
+}
+
+// ProviderCID is the provider key of a string form (ProviderForms).
+func ProviderCID(form string) cid.Cid { return providerCID(form) }
 
 // providerCID is CIDv1, codec raw, of the sha2-256 multihash of s.
 func providerCID(s string) cid.Cid {

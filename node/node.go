@@ -371,6 +371,10 @@ func (n *Node) buildServices(o *options, b *built) error {
 			return fmt.Errorf("node: %w", err)
 		}
 	}
+	role, err := federation.ParseRole(cfg.WithFallbacks().Role)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	n.fed, err = federation.New(federation.Deps{
 		Host:      n.host,
 		Key:       b.signing,
@@ -383,7 +387,8 @@ func (n *Node) buildServices(o *options, b *built) error {
 		Allowed:   access.Allowed,
 		// Every TD published claims the organisation (docs/identity.md).
 		Organization: cfg.Organization,
-	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.WithDefaults().OfflineAfter) / 5},
+	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.WithDefaults().OfflineAfter) / 5,
+		Role: role, NoLegacyAnnounce: cfg.NoLegacyAnnounce},
 		federation.WithLogger(fedLog))
 	if err != nil {
 		return fmt.Errorf("node: %w", err)

@@ -112,6 +112,9 @@ func topicKind(topic string) string {
 		return "announce"
 	case topic == lmosproto.TopicPresence:
 		return "presence"
+	case strings.HasPrefix(topic, lmosproto.TopicShardPrefix):
+		// Records, short announcements and presence beats of one shard.
+		return "shard"
 	case strings.HasPrefix(topic, lmosproto.TopicGroupPrefix):
 		return "group"
 	case strings.HasPrefix(topic, lmosproto.TopicEventsPrefix):

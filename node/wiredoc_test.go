@@ -64,6 +64,13 @@ var wireLimits = map[string]any{
 	"federation.MaxFindRecords":           federation.MaxFindRecords,
 	"federation.MaxFindBytes":             federation.MaxFindBytes,
 	"federation.FindTimeout":              federation.FindTimeout,
+	"proto.ShardCount":                    lmosproto.ShardCount,
+	"federation.DefaultShortBudget":       federation.DefaultShortBudget,
+	"federation.MaxShortSize":             federation.MaxShortSize,
+	"federation.ShardIdle":                federation.ShardIdle,
+	"federation.FetchTimeout":             federation.FetchTimeout,
+	"federation.FetchEvery":               federation.FetchEvery,
+	"federation.FetchBurst":               federation.FetchBurst,
 	"groups.MaxMessageSize":               groups.MaxMessageSize,
 	"groups.MaxOpSize":                    groups.MaxOpSize,
 	"groups.MaxLogOps":                    groups.MaxLogOps,
@@ -172,6 +179,8 @@ func TestWireDoc(t *testing.T) {
 			"(normalised `" + lmosdht.NormalizeVendor(rec.TD.Vendor()) + "`)",
 			lmosdht.VendorCID(rec.TD.Vendor()).String(),
 			"`" + lmosproto.MDNSServiceName + "`",
+			fmt.Sprintf("`lmos:capability:weather-forecast`\n  is shard %d", lmosproto.ShardOf("lmos:capability:weather-forecast")),
+			fmt.Sprintf("`lmos:type:lmos:Agent` shard %d", lmosproto.ShardOf("lmos:type:lmos:Agent")),
 			"`" + fanout.TopicName(rec.Publisher(), "https://x.example/t 1")[len(lmosproto.TopicEventsPrefix)+len(rec.Publisher().String())+1:] + "`",
 		}
 		for _, w := range want {

@@ -32,7 +32,8 @@ const (
 	// that a cold lookup gets TDs from the peers it is connected to
 	// without a new connection per provider.
 	ProtocolFind = "/lmos/find/1.0.0"
-	// ProtocolFetch fetches one signed TD by publisher and id.
+	// ProtocolFetch asks a publisher for the newest signed record of one
+	// of its Things, by id: what a short announcement names.
 	ProtocolFetch = "/lmos/fetch/1.0.0"
 	// ProtocolInteract carries LMOS envelopes for one interaction (or one
 	// subscription or session) per stream.
@@ -52,6 +53,11 @@ const (
 	// TopicPresence carries the presence beats of publishers: that the
 	// author is alive (docs/wire.md).
 	TopicPresence = "/lmos/1/presence"
+	// TopicShardPrefix + shard number (0 … ShardCount-1, decimal) is an
+	// announce shard: the signed records, short announcements and presence
+	// beats of the Things whose capabilities fall in that shard
+	// (ShardOf; docs/wire.md, "Announce shards").
+	TopicShardPrefix = "/lmos/2/announce/"
 	// TopicGroupPrefix + group ID is a group's topic.
 	TopicGroupPrefix = "/lmos/1/group/"
 	// TopicEventsPrefix + publisher peer ID + "/" + thing ID is the

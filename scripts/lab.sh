@@ -32,12 +32,18 @@
 #        sudo scripts/lab.sh nat [--help]   the NAT lab (scripts/lab-nat.sh)
 #        sudo scripts/lab.sh wan [--help]   the WAN lab (scripts/lab-wan.sh)
 #        sudo scripts/lab.sh scale [...]    the scale lab (lab-wan.sh --scale)
+#        scripts/lab.sh mixed [--help]      the mixed-version lab (scripts/lab-mixed.sh)
 set -euo pipefail
 
 # The NAT lab (relays, hole punching) is a scenario of its own.
 if [[ ${1:-} == nat ]]; then
 	shift
 	exec bash "$(dirname "$0")/lab-nat.sh" "$@"
+fi
+# The mixed-version lab (old and new releases on 127.0.0.1) likewise.
+if [[ ${1:-} == mixed ]]; then
+	shift
+	exec bash "$(dirname "$0")/lab-mixed.sh" "$@"
 fi
 # The WAN lab (rows 1-3 under internet latency) likewise, and the scale
 # lab, which is the WAN lab with the federation loaded.

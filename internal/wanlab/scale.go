@@ -320,7 +320,7 @@ func (d *driver) report(what string, st, earlier map[int]nodeStats, span time.Du
 		benchtab.Print(benchtab.Row{Row: "S", Case: c, Metric: m.metric + " p50", Unit: m.unit, LMOS: pct(m.v, 50)})
 		benchtab.Print(benchtab.Row{Row: "S", Case: c, Metric: m.metric + " max", Unit: m.unit, LMOS: pct(m.v, 100)})
 	}
-	for _, kind := range []string{"announce", "presence"} {
+	for _, kind := range []string{"announce", "presence", "shard"} {
 		if v := rates[kind]; len(v) > 0 {
 			benchtab.Print(benchtab.Row{Row: "S", Case: c, Metric: kind + " bytes/s p50", Unit: "B/s", LMOS: pct(v, 50)})
 			benchtab.Print(benchtab.Row{Row: "S", Case: c, Metric: kind + " bytes/s max", Unit: "B/s", LMOS: pct(v, 100)})

@@ -144,6 +144,19 @@ type Config struct {
 	// publishes (protocol /lmos/sync/1.0.0), so that a node that missed
 	// gossip converges. The node answers such requests either way.
 	SyncOnConnect bool `json:"syncOnConnect"`
+	// Role says which Things the node holds (docs/wire.md, "Announce
+	// shards"): "directory" (the default) every Thing announced, on every
+	// announce shard and, during the transition, on /lmos/1/announce;
+	// "light" only the Things of the shards it publishes in and looked
+	// up in the last 30 minutes, learning the rest on demand (it does not
+	// sync with every peer it connects to); "v1" only /lmos/1/announce,
+	// as nodes before the shards.
+	Role string `json:"role"`
+	// NoLegacyAnnounce ends the transition to the shards: the node no
+	// longer publishes on (or relays) /lmos/1/announce and
+	// /lmos/1/presence. Set it on every node once none runs "v1" or an
+	// older release.
+	NoLegacyAnnounce bool `json:"noLegacyAnnounce,omitempty"`
 	// ThingTTL is how long a Thing learned from another node is kept after
 	// its record was last seen (announced, synced, fetched), however alive
 	// its publisher is. 0 means the default. Liveness.OfflineTTL, much
@@ -432,6 +445,13 @@ const (
 // sync).
 const minThingTTL = time.Minute
 
+// Roles of a node (Config.Role).
+const (
+	RoleDirectory = "directory"
+	RoleLight     = "light"
+	RoleV1        = "v1"
+)
+
 // Default returns the configuration a node runs with when config.json
 // says nothing else. Home is left empty: the caller sets it.
 func Default() Config {
@@ -498,6 +518,9 @@ func Default() Config {
 		// Without it a node that was down misses what was announced
 		// meanwhile until each publisher republishes (12 h).
 		SyncOnConnect: true,
+		// Holding every Thing is what a node did before the shards; a
+		// node that serves a few agents runs "light".
+		Role: RoleDirectory,
 		// The longest a DHT record lives (dht.MaxRecordAge): a publisher
 		// that is alive republishes well within it (every 12 h), so a
 		// Thing unseen for that long is gone.
@@ -540,6 +563,9 @@ func (c Config) WithFallbacks() Config {
 	}
 	if c.ThingTTL == 0 {
 		c.ThingTTL = def.ThingTTL
+	}
+	if c.Role == "" {
+		c.Role = def.Role
 	}
 	return c
 }
@@ -668,6 +694,11 @@ func (c Config) validateNetwork() error {
 // liveness, the log format, and the NAT settings (relays, announced
 // addresses).
 func (c Config) validateFederation() error {
+	switch c.Role {
+	case "", RoleDirectory, RoleLight, RoleV1:
+	default:
+		return fmt.Errorf("role: %q: must be %q, %q or %q", c.Role, RoleDirectory, RoleLight, RoleV1)
+	}
 	if c.ThingTTL < Duration(minThingTTL) {
 		return fmt.Errorf("thingTTL: %s: must be at least %s (0 means the default, %s)", c.ThingTTL, minThingTTL, directory.DefaultTTL)
 	}

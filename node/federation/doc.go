@@ -22,6 +22,34 @@
 //     long as it took to find the first; a node that knows a Thing's
 //     publisher and id reads the record from the DHT (FetchThing).
 //
+// # Shards
+//
+// Version 2 of the announce topic is split in proto.ShardCount (16)
+// shards, proto.ShardTopic(n) = "/lmos/2/announce/<n>", by the provider
+// key forms of a Thing's capabilities (proto.ShardOf; a Thing without
+// capabilities by all its forms). Config.Role says what a node carries
+// (shard.go): RoleV1 the v1 topics only, as before; RoleDirectory every
+// shard and the v1 topics, and it fetches every record announced short
+// at once; RoleLight the shards of its own Things (while it publishes
+// them) and of every key it looks up (FindCapability, FindType,
+// FindVendor), left ShardIdle after the last lookup in it. A light node
+// publishes on the v1 topics but does not subscribe to them, and does not
+// sync with every peer it connects to: it learns what it does not carry
+// on demand, by the lookups below.
+//
+// On a shard a publisher sends the signed record if it is at most
+// Config.ShortBudget bytes, else a short announcement (shardmsg.go:
+// publisher, id, seq, record hash, provider key forms); the receiver
+// notes it and fetches the record (fetch.go: proto.ProtocolFetch from the
+// publisher, else the DHT) when a lookup of one of its keys needs it,
+// checks it as every record and that it is the version announced or a
+// later one. Presence beats go on the shards of the publisher's Things
+// too. While Config.NoLegacyAnnounce is unset (the transition), every
+// node also announces each public record in full on proto.TopicAnnounce
+// and beats on proto.TopicPresence, so nodes of older versions keep
+// receiving what they received. docs/wire.md, "Announce shards", is the
+// wire.
+//
 // # Lookups and the freshness window
 //
 // A lookup asks the network (the DHT's providers, and for a capability

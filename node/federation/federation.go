@@ -104,6 +104,21 @@ type Config struct {
 	// DefaultPresenceInterval. Keep it well below the
 	// directory.Config.OfflineAfter of the federation's nodes.
 	PresenceInterval time.Duration
+	// Role says which announce topics the node carries: RoleV1 (the
+	// zero value) only the v1 topics, RoleDirectory every shard and the
+	// v1 topics, RoleLight the shards of what it publishes and looks up
+	// (shard.go; docs/wire.md, "Announce shards"). A light node does not
+	// sync with every peer it connects to, whatever SyncOnConnect says.
+	Role Role
+	// ShortBudget is the largest signed record announced in full on a
+	// shard; a larger one is announced short. 0 means DefaultShortBudget,
+	// a negative value announces every TD short.
+	ShortBudget int
+	// NoLegacyAnnounce ends the transition to the shards: a node with a
+	// role other than RoleV1 no longer publishes on (or, as a directory,
+	// relays) proto.TopicAnnounce and proto.TopicPresence. Set it once no
+	// node of the federation runs without shards.
+	NoLegacyAnnounce bool
 }
 
 // Validate reports every field out of range.
@@ -114,6 +129,9 @@ func (c Config) Validate() error {
 	if c.PresenceInterval < 0 {
 		return fmt.Errorf("federation: PresenceInterval: %s is negative", c.PresenceInterval)
 	}
+	if _, err := ParseRole(string(c.Role)); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -123,6 +141,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PresenceInterval == 0 {
 		c.PresenceInterval = DefaultPresenceInterval
+	}
+	switch {
+	case c.ShortBudget == 0:
+		c.ShortBudget = DefaultShortBudget
+	case c.ShortBudget < 0:
+		c.ShortBudget = 0
 	}
 	return c
 }
@@ -165,7 +189,7 @@ type Federation struct {
 	dir    *directory.Directory
 	intake *Intake
 
-	topic      *pubsub.Topic // nil without gossip
+	topic      *pubsub.Topic // proto.TopicAnnounce; nil without gossip or after the transition
 	validating bool          // the topic validator is registered
 	presence   *pubsub.Topic // proto.TopicPresence; nil without gossip
 	prValid    bool          // its validator is registered
@@ -194,6 +218,11 @@ type Federation struct {
 
 	dhtq  *dhtQueue
 	learn *learnQueue
+
+	shards     shardSet           // the shard topics joined
+	shorts     shortTable         // short announcements not fetched yet
+	fetchq     chan thingRef      // fetches a directory node queued
+	fetchLimit *peerlimit.Limiter // fetch requests this node answers, per peer
 
 	serveLimit *peerlimit.Limiter // requests this node answers, per peer
 	syncLimit  *peerlimit.Limiter // on-connect syncs this node starts, per peer
@@ -267,7 +296,10 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 		syncLimit:  peerlimit.New(SyncEvery, 1),
 		syncSem:    make(chan struct{}, maxConcurrentSyncs),
 		settled:    make(map[string]bool),
+		fetchq:     make(chan thingRef, maxFetchQueue),
+		fetchLimit: peerlimit.New(FetchEvery, FetchBurst),
 	}
+	f.shards.things = make(map[string][]int)
 	f.dhtq = newDHTQueue(f)
 	f.learn = newLearnQueue(p.Intake, p.Directory, o.log)
 	p.Directory.OnEvict(f.evicted)
@@ -277,7 +309,7 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 			err = errors.Join(err, f.leaveTopic())
 		}
 	}()
-	if p.PubSub != nil {
+	if p.PubSub != nil && (cfg.Role == RoleV1 || !cfg.NoLegacyAnnounce) {
 		if err := p.PubSub.RegisterTopicValidator(lmosproto.TopicAnnounce, f.validator("announcement", f.checkAnnounce)); err != nil {
 			return nil, fmt.Errorf("federation: topic %s: validator: %w", lmosproto.TopicAnnounce, err)
 		}
@@ -315,24 +347,39 @@ func (f *Federation) Start(ctx context.Context) error {
 	}
 	f.p.Host.SetStreamHandler(lmosproto.ProtocolSync, f.handleSync)
 	f.p.Host.SetStreamHandler(lmosproto.ProtocolFind, f.handleFind)
-	if f.topic != nil {
+	f.p.Host.SetStreamHandler(lmosproto.ProtocolFetch, f.handleFetch)
+	if f.p.PubSub != nil {
 		f.wg.Go(func() { f.learn.run(f.ctx.Done()) })
+	}
+	if err := f.startShards(); err != nil {
+		return fmt.Errorf("federation: start: %w", err)
+	}
+	if f.cfg.Role == RoleDirectory {
+		for range fetchWorkers {
+			f.wg.Go(f.fetchLoop)
+		}
+	}
+	// A light node publishes on the v1 topics (while the transition
+	// lasts) but does not relay them: it would hear every announcement.
+	if f.topic != nil && f.cfg.Role != RoleLight {
 		relay, err := f.topic.Relay()
 		if err != nil {
 			return fmt.Errorf("federation: start: topic %s: %w", lmosproto.TopicAnnounce, err)
 		}
 		f.relay = relay
+		prRelay, err := f.presence.Relay()
+		if err != nil {
+			return fmt.Errorf("federation: start: topic %s: %w", lmosproto.TopicPresence, err)
+		}
+		f.prRelay = prRelay
+	}
+	if f.topic != nil {
 		eh, err := f.topic.EventHandler()
 		if err != nil {
 			return fmt.Errorf("federation: start: topic %s: %w", lmosproto.TopicAnnounce, err)
 		}
 		f.topicEH = eh
 		f.wg.Go(func() { f.watchTopic(eh) })
-		prRelay, err := f.presence.Relay()
-		if err != nil {
-			return fmt.Errorf("federation: start: topic %s: %w", lmosproto.TopicPresence, err)
-		}
-		f.prRelay = prRelay
 	}
 	f.wg.Go(f.livenessLoop)
 	connSub, err := f.p.Host.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
@@ -341,7 +388,7 @@ func (f *Federation) Start(ctx context.Context) error {
 	}
 	f.connSub = connSub
 	f.wg.Go(func() { f.watchConnections(connSub) })
-	if f.cfg.SyncOnConnect {
+	if f.cfg.SyncOnConnect && f.cfg.Role != RoleLight {
 		sub, err := f.p.Host.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
 		if err != nil {
 			return fmt.Errorf("federation: start: identify events: %w", err)
@@ -372,6 +419,7 @@ func (f *Federation) Close() error {
 		f.cancel()
 		f.p.Host.RemoveStreamHandler(lmosproto.ProtocolSync)
 		f.p.Host.RemoveStreamHandler(lmosproto.ProtocolFind)
+		f.p.Host.RemoveStreamHandler(lmosproto.ProtocolFetch)
 		var errs []error
 		if idSub != nil {
 			errs = append(errs, idSub.Close())
@@ -389,7 +437,7 @@ func (f *Federation) Close() error {
 		if prRelay != nil {
 			prRelay()
 		}
-		errs = append(errs, f.leaveTopic())
+		errs = append(errs, f.leaveTopic(), f.closeShards())
 		// No publication is in flight once pubMu is held, and none
 		// starts after: f.ctx is cancelled. The run ends clean only if
 		// every seq it announced is durable: after a failed fsync the

@@ -47,6 +47,15 @@ func (f *Federation) validator(what string, check func(*pubsub.Message) (pubsub.
 // (learnQueue.admit); an accepted record is stored in the directory right
 // after, by the learn queue's worker, while gossipsub forwards it.
 func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult, error) {
+	return f.checkRecord(msg, -1)
+}
+
+// checkRecord is checkAnnounce for a record on shard n (n < 0: on
+// proto.TopicAnnounce). On a shard, a TD must belong to the shard. On a
+// node with shards, a record this node accepted already (on another of
+// its announce topics) is accepted again, not stored again, so that
+// gossipsub forwards it on this topic too.
+func (f *Federation) checkRecord(msg *pubsub.Message, n int) (pubsub.ValidationResult, error) {
 	data := msg.GetData()
 	if len(data) > lmosproto.MaxRecordSize {
 		return pubsub.ValidationReject, fmt.Errorf("%w: %d bytes, the limit is %d", lmosdht.ErrTooLarge, len(data), lmosproto.MaxRecordSize)
@@ -69,6 +78,9 @@ func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult
 	if !public(rec) {
 		return pubsub.ValidationReject, fmt.Errorf("from %s: thing %q: %w", author, rec.ThingID, errScopedAnnounced)
 	}
+	if n >= 0 && !inShard(rec, n) {
+		return pubsub.ValidationReject, fmt.Errorf("from %s: thing %q on shard %d: %w", author, rec.ThingID, n, errWrongShard)
+	}
 	if msg.ReceivedFrom == f.self {
 		// Our own announcement: Publish stored it already.
 		return pubsub.ValidationAccept, nil
@@ -85,6 +97,11 @@ func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult
 	switch {
 	case errors.Is(err, errReplay), errors.Is(err, directory.ErrQuota):
 		return pubsub.ValidationReject, err
+	case f.sharded() && errors.Is(err, errSame):
+		// Heard already on another of the node's announce topics: it
+		// is forwarded on this one too, for the peers that carry only
+		// this one (a v1 node, a light node in one shard).
+		return pubsub.ValidationAccept, nil
 	case err != nil:
 		return pubsub.ValidationIgnore, err
 	}
@@ -94,7 +111,11 @@ func (f *Federation) checkAnnounce(msg *pubsub.Message) (pubsub.ValidationResult
 // announce publishes rec on the announce topic. The caller holds pubMu, so
 // announcements leave in seq order.
 func (f *Federation) announce(ctx context.Context, rec *lmosproto.Record) {
-	if f.topic == nil || !public(rec) {
+	if !public(rec) {
+		return
+	}
+	f.announceShards(ctx, rec)
+	if f.topic == nil {
 		return
 	}
 	peers := len(f.topic.ListPeers())

@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -68,6 +69,8 @@ func (q *learnQueue) admit(rec *lmosproto.Record) error {
 		switch held := prev.rec; {
 		case rec.Seq < held.Seq:
 			return fmt.Errorf("thing %q of %s: seq %d, accepted %d: %w", rec.ThingID, ref.publisher, rec.Seq, held.Seq, errReplay)
+		case bytes.Equal(rec.Raw, held.Raw):
+			return fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, ref.publisher, rec.Seq, errSame)
 		case !rec.Newer(held):
 			return fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, ref.publisher, rec.Seq, ErrNotNewer)
 		}
@@ -102,10 +105,14 @@ func (q *learnQueue) admit(rec *lmosproto.Record) error {
 	if change == directory.Unchanged {
 		// The record held, again: storing it refreshes its expiry, as
 		// any path that brings it does; not news to forward.
-		return fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, ref.publisher, rec.Seq, ErrNotNewer)
+		return fmt.Errorf("thing %q of %s: seq %d: %w", rec.ThingID, ref.publisher, rec.Seq, errSame)
 	}
 	return nil
 }
+
+// errSame: the record is the one held or accepted, byte for byte (it
+// wraps ErrNotNewer).
+var errSame = fmt.Errorf("the record held, again: %w", ErrNotNewer)
 
 // run stores what is queued whenever admit wakes it, until done closes.
 // What is still queued then is dropped: learned records are soft state,

@@ -14,6 +14,7 @@ import (
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
 // Bounds of a cold lookup.
@@ -55,7 +56,7 @@ func (f *Federation) FindCapability(ctx context.Context, id string) ([]directory
 	// A trailing "@" ends the capability id with an empty version
 	// constraint, so an "@" inside the id is not read as one.
 	q := directory.Query{Capability: id + "@"}
-	return f.find(ctx, "capability", q, lmosdht.CapabilityCID(id), Filter{Capability: id})
+	return f.find(ctx, "capability", q, lmosproto.ProvideCapability+id, Filter{Capability: id})
 }
 
 // FindType is FindCapability for an @type as written in TDs (e.g.
@@ -64,7 +65,7 @@ func (f *Federation) FindType(ctx context.Context, typ string) ([]directory.Entr
 	if typ == "" {
 		return nil, errors.New("federation: find type: empty type")
 	}
-	return f.find(ctx, "type", directory.Query{Type: typ}, lmosdht.TypeCID(typ), Filter{Type: typ})
+	return f.find(ctx, "type", directory.Query{Type: typ}, lmosproto.ProvideType+typ, Filter{Type: typ})
 }
 
 // FindVendor is FindCapability for a vendor name (compared caselessly,
@@ -73,13 +74,19 @@ func (f *Federation) FindVendor(ctx context.Context, name string) ([]directory.E
 	if lmosdht.NormalizeVendor(name) == "" {
 		return nil, errors.New("federation: find vendor: empty name")
 	}
-	return f.find(ctx, "vendor", directory.Query{Vendor: name}, lmosdht.VendorCID(name), Filter{Vendor: name})
+	return f.find(ctx, "vendor", directory.Query{Vendor: name}, lmosproto.ProvideVendor+lmosdht.NormalizeVendor(name), Filter{Vendor: name})
 }
 
-// find answers q from the directory, after asking the network for key
-// (askProviders) unless the directory holds a match and the network was
-// asked for key less than LookupFresh ago (f.recent). A miss always asks.
-func (f *Federation) find(ctx context.Context, what string, q directory.Query, key cid.Cid, flt Filter) ([]directory.Entry, error) {
+// find answers q from the directory, after asking the network for the
+// provider key of form (askProviders) unless the directory holds a match
+// and the network was asked for the key less than LookupFresh ago
+// (f.recent). A miss always asks. First it joins the key's shard (a light
+// node) and fetches the records of the short announcements that name the
+// key (fetchShorts).
+func (f *Federation) find(ctx context.Context, what string, q directory.Query, form string, flt Filter) ([]directory.Entry, error) {
+	key := lmosdht.ProviderCID(form)
+	f.useShard(form)
+	f.fetchShorts(ctx, form)
 	q.Visible = f.visible
 	res, err := f.dir.Search(q)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 )
@@ -62,6 +63,17 @@ func (f *Federation) checkPresence(msg *pubsub.Message) (pubsub.ValidationResult
 	if err := json.Unmarshal(data, &beat); err != nil {
 		return pubsub.ValidationReject, fmt.Errorf("presence beat of %s: %w", author, err)
 	}
+	return f.checkBeat(author, beat, false)
+}
+
+// checkBeat decides on a presence beat of author, on the v1 presence topic
+// or (sharded) on an announce shard. On a shard a beat of a publisher this
+// node holds nothing of is accepted all the same: the shard is where the
+// publisher's Things are, and the nodes of the shard need its beats.
+func (f *Federation) checkBeat(author peer.ID, beat presence, sharded bool) (pubsub.ValidationResult, error) {
+	if err := author.Validate(); err != nil {
+		return pubsub.ValidationReject, fmt.Errorf("author: %w", err)
+	}
 	if beat.Peer != author.String() {
 		return pubsub.ValidationReject, fmt.Errorf("presence beat of %s names %q: %w", author, beat.Peer, errNotAuthor)
 	}
@@ -73,6 +85,9 @@ func (f *Federation) checkPresence(msg *pubsub.Message) (pubsub.ValidationResult
 		return pubsub.ValidationIgnore, fmt.Errorf("presence beat of %s at %s: %w", author, beat.At, errStaleBeat)
 	}
 	if !f.dir.Tracked(author) {
+		if sharded {
+			return pubsub.ValidationAccept, nil
+		}
 		return pubsub.ValidationIgnore, fmt.Errorf("presence beat of %s: no Thing of it held", author)
 	}
 	f.dir.Seen(author, beat.At)
@@ -99,12 +114,18 @@ func (f *Federation) livenessLoop() {
 }
 
 // beat publishes one presence beat, if the node has gossip and publishes
-// a Thing.
+// a Thing: on the v1 presence topic (while the node has it) and on the
+// shards of its Things.
 func (f *Federation) beat() {
-	if f.presence == nil || len(f.dir.Own()) == 0 {
+	if f.p.PubSub == nil || len(f.dir.Own()) == 0 {
 		return
 	}
-	data, err := json.Marshal(presence{Peer: f.self.String(), At: f.now().UTC()})
+	b := presence{Peer: f.self.String(), At: f.now().UTC()}
+	f.beatShards(b)
+	if f.presence == nil {
+		return
+	}
+	data, err := json.Marshal(b)
 	if err != nil {
 		f.log.Error("presence beat", "err", err)
 		return

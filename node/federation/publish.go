@@ -228,7 +228,7 @@ func (f *Federation) storeAndSpread(ctx context.Context, rec *lmosproto.Record, 
 // until it expires. An fsync that fails after the announcement leaves
 // the Thing unsettled the same way. The caller holds pubMu.
 func (f *Federation) publishAhead(rec *lmosproto.Record, last uint64, groups []string) bool {
-	return f.topic != nil && public(rec) && len(groups) == 0 && rec.Seq == last+1 && f.isSettled(rec.ThingID)
+	return (f.topic != nil || f.sharded()) && public(rec) && len(groups) == 0 && rec.Seq == last+1 && f.isSettled(rec.ThingID)
 }
 
 // spread announces rec and queues it for the DHT, or hands a group-scoped

@@ -71,7 +71,7 @@ func New() *Metrics {
 		}, []string{"topic", "outcome", "reason"}),
 		gossipBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "gossip_received_bytes_total",
-			Help: "Bytes of gossipsub message data received (delivered or duplicate, not rejected), by topic kind (announce, presence, group, events, other): what a node hears, without the RPC framing and control messages.",
+			Help: "Bytes of gossipsub message data received (delivered or duplicate, not rejected), by topic kind (announce, presence, shard, group, events, other): what a node hears, without the RPC framing and control messages.",
 		}, []string{"topic", "outcome"}),
 		dhtQueries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "dht_queries_total",

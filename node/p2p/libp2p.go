@@ -304,6 +304,9 @@ const (
 	MaxMessageSize = lmosproto.MaxRecordSize + 64<<10
 )
 
+// peerOutboundQueue is the RPCs gossipsub queues per peer.
+const peerOutboundQueue = 128
+
 // MessageID is the gossipsub message ID of an LMOS message: the SHA-256
 // digest of its data, as raw bytes. It does not depend on the author's
 // sequence number, so every implementation derives the same ID, and a
@@ -314,9 +317,12 @@ const (
 // same {"thing": record} on both topics, and gossipsub's seen cache, which
 // is keyed by message ID across topics, would otherwise drop the second
 // publication, so members of the second group only would never get it.
+// The same holds for an announce shard (proto.TopicShardPrefix): a Thing
+// with capabilities in two shards is the same record on both, and on
+// proto.TopicAnnounce too.
 func MessageID(m *pubsubpb.Message) string {
 	h := sha256.New()
-	if t := m.GetTopic(); strings.HasPrefix(t, lmosproto.TopicGroupPrefix) {
+	if t := m.GetTopic(); strings.HasPrefix(t, lmosproto.TopicGroupPrefix) || strings.HasPrefix(t, lmosproto.TopicShardPrefix) {
 		h.Write([]byte(t))
 		h.Write([]byte{0})
 	}
@@ -353,6 +359,11 @@ func NewPubSub(ctx context.Context, h host.Host, o PubSubOptions) (*pubsub.PubSu
 		// one. go-libp2p-pubsub v0.16 has flood publishing off by default.
 		pubsub.WithFloodPublish(true),
 		pubsub.WithMaxMessageSize(MaxMessageSize),
+		// A directory node joins the 16 announce shards at once: one
+		// subscription announcement per topic and peer, queued while the
+		// stream to a new peer opens. Gossipsub's default queue (32)
+		// overflows then, and each overflow waits up to a second to retry.
+		pubsub.WithPeerOutboundQueueSize(peerOutboundQueue),
 		// docs/groups.md: on a group topic, only current members are
 		// meshed with, gossiped to and (their subscriptions kept) sent
 		// to, by the group service's view of each group.
@@ -385,8 +396,12 @@ func NewPubSub(ctx context.Context, h host.Host, o PubSubOptions) (*pubsub.PubSu
 // honest peers. IP colocation (P6) counts peers behind one address beyond
 // ten, except on loopback, where every peer of a multi-node test lives.
 func peerScore() (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
+	topics := map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: TopicScore(), lmosproto.TopicPresence: TopicScore()}
+	for n := range lmosproto.ShardCount {
+		topics[lmosproto.ShardTopic(n)] = TopicScore()
+	}
 	params := &pubsub.PeerScoreParams{
-		Topics:        map[string]*pubsub.TopicScoreParams{lmosproto.TopicAnnounce: TopicScore(), lmosproto.TopicPresence: TopicScore()},
+		Topics:        topics,
 		TopicScoreCap: 50,
 
 		AppSpecificScore:  func(peer.ID) float64 { return 0 },

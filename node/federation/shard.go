@@ -1,0 +1,283 @@
+package federation
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+
+	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/directory"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// Role says which announce topics a node carries (docs/wire.md, "Announce
+// shards"; the package documentation, "Shards").
+type Role string
+
+// The roles.
+const (
+	// RoleV1 carries proto.TopicAnnounce and proto.TopicPresence only,
+	// as nodes did before the shards: it holds every Thing announced. It
+	// is the zero value.
+	RoleV1 Role = ""
+	// RoleDirectory holds everything: it joins every shard and, while the
+	// transition lasts (Config.NoLegacyAnnounce unset), relays the v1
+	// topics too, and fetches the TD of every short announcement at once.
+	RoleDirectory Role = "directory"
+	// RoleLight carries only the shards of the Things it publishes and of
+	// the capabilities it looked up in the last ShardIdle, and learns the
+	// rest on demand (DHT providers, find, fetch). It publishes on the v1
+	// topics while the transition lasts but does not subscribe to them,
+	// and it does not sync with every peer it connects to.
+	RoleLight Role = "light"
+)
+
+// ParseRole parses "v1", "directory" or "light" ("" is RoleV1).
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleV1, RoleDirectory, RoleLight:
+		return r, nil
+	case "v1":
+		return RoleV1, nil
+	}
+	return "", fmt.Errorf("federation: role %q: want v1, directory or light", s)
+}
+
+// Shard membership.
+const (
+	// ShardIdle is how long a light node stays in a shard it joined for a
+	// lookup after the last lookup of a key in it. The shards of its own
+	// Things it never leaves while it publishes them.
+	ShardIdle = 30 * time.Minute
+	// shardSweep is how often idle shards are left.
+	shardSweep = time.Minute
+)
+
+// errWrongShard: a record or short announcement on a shard its Thing does
+// not belong to.
+var errWrongShard = errors.New("announced on a shard its Thing does not belong to")
+
+// shardForms returns the provider key forms that place a Thing in shards:
+// its capabilities' if it has any, else all its forms (types, vendor).
+// Types and vendors are shared by many Things (every agent is an
+// lmos:Agent), so a Thing announced on their shards would put one shard
+// on every node.
+func shardForms(forms []string) []string {
+	var caps []string
+	for _, f := range forms {
+		if len(f) > len(lmosproto.ProvideCapability) && f[:len(lmosproto.ProvideCapability)] == lmosproto.ProvideCapability {
+			caps = append(caps, f)
+		}
+	}
+	if len(caps) > 0 {
+		return caps
+	}
+	return forms
+}
+
+// shardsOf returns the shards of a Thing with these provider key forms,
+// ascending, without duplicates.
+func shardsOf(forms []string) []int {
+	var out []int
+	for _, f := range shardForms(forms) {
+		if n := lmosproto.ShardOf(f); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// tdForms returns the provider key forms of td (nil for nil).
+func tdForms(td *lmosproto.TD) []string {
+	if td == nil {
+		return nil
+	}
+	caps := make([]string, len(td.Capabilities))
+	for i, c := range td.Capabilities {
+		caps[i] = c.ID
+	}
+	return lmosdht.ProviderForms(caps, td.Types, td.Vendor())
+}
+
+// entryForms returns the provider key forms of a directory entry's Thing.
+func entryForms(e directory.Entry) []string {
+	caps := make([]string, len(e.Capabilities))
+	for i, c := range e.Capabilities {
+		caps[i] = c.ID
+	}
+	return lmosdht.ProviderForms(caps, e.Types, e.Vendor)
+}
+
+// shardSub is a joined shard topic.
+type shardSub struct {
+	topic *pubsub.Topic
+	relay pubsub.RelayCancelFunc
+	used  time.Time // the last lookup of a key in the shard
+}
+
+// shardSet is the shards a node has joined.
+type shardSet struct {
+	mu   sync.Mutex
+	subs [lmosproto.ShardCount]*shardSub
+	// things is, per own Thing published in this run, its shards: a
+	// tombstone travels on the shards of the Thing it removes.
+	things map[string][]int
+}
+
+// joinShard joins shard n (registers its validator, joins and relays its
+// topic) unless joined, and dates its use now. The caller holds s.mu.
+func (f *Federation) joinShard(n int, now time.Time) (*shardSub, error) {
+	s := &f.shards
+	if sub := s.subs[n]; sub != nil {
+		sub.used = now
+		return sub, nil
+	}
+	if f.ctx.Err() != nil {
+		// Closing: closeShards has left, or is about to leave, them all.
+		return nil, ErrClosed
+	}
+	name := lmosproto.ShardTopic(n)
+	if err := f.p.PubSub.RegisterTopicValidator(name, f.validator("shard message", f.checkShard(n))); err != nil {
+		return nil, fmt.Errorf("topic %s: validator: %w", name, err)
+	}
+	t, err := f.p.PubSub.Join(name)
+	if err != nil {
+		_ = f.p.PubSub.UnregisterTopicValidator(name)
+		return nil, fmt.Errorf("topic %s: %w", name, err)
+	}
+	relay, err := t.Relay()
+	if err != nil {
+		_ = t.Close()
+		_ = f.p.PubSub.UnregisterTopicValidator(name)
+		return nil, fmt.Errorf("topic %s: relay: %w", name, err)
+	}
+	sub := &shardSub{topic: t, relay: relay, used: now}
+	s.subs[n] = sub
+	f.log.Debug("joined shard", "shard", n)
+	return sub, nil
+}
+
+// leaveShard leaves shard n. The caller holds s.mu.
+func (f *Federation) leaveShard(n int) error {
+	sub := f.shards.subs[n]
+	if sub == nil {
+		return nil
+	}
+	f.shards.subs[n] = nil
+	sub.relay()
+	name := lmosproto.ShardTopic(n)
+	err := errors.Join(sub.topic.Close(), f.p.PubSub.UnregisterTopicValidator(name))
+	f.log.Debug("left shard", "shard", n, "err", err)
+	return err
+}
+
+// sharded reports whether the node carries shards at all.
+func (f *Federation) sharded() bool { return f.p.PubSub != nil && f.cfg.Role != RoleV1 }
+
+// useShard joins the shard of a looked-up key form (a light node; a
+// directory node has joined every shard) and dates its use.
+func (f *Federation) useShard(form string) {
+	if !f.sharded() || f.ctx.Err() != nil {
+		return
+	}
+	f.shards.mu.Lock()
+	defer f.shards.mu.Unlock()
+	if _, err := f.joinShard(lmosproto.ShardOf(form), f.now()); err != nil {
+		f.log.Warn("join shard", "form", form, "err", err)
+	}
+}
+
+// Shards returns the shards the node has joined, ascending.
+func (f *Federation) Shards() []int {
+	f.shards.mu.Lock()
+	defer f.shards.mu.Unlock()
+	var out []int
+	for n, sub := range f.shards.subs {
+		if sub != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ownShards returns the shards of the own live public Things.
+func (f *Federation) ownShards() map[int]bool {
+	out := make(map[int]bool)
+	for _, e := range f.dir.Own() {
+		if e.Tombstone || len(e.Groups) > 0 {
+			continue
+		}
+		for _, n := range shardsOf(entryForms(e)) {
+			out[n] = true
+		}
+	}
+	return out
+}
+
+// sweepShards leaves the shards a light node has not used for ShardIdle
+// and that hold none of its own Things.
+func (f *Federation) sweepShards() {
+	if f.cfg.Role != RoleLight {
+		return
+	}
+	own := f.ownShards()
+	now := f.now()
+	f.shards.mu.Lock()
+	defer f.shards.mu.Unlock()
+	for n, sub := range f.shards.subs {
+		if sub != nil && !own[n] && now.Sub(sub.used) >= ShardIdle {
+			if err := f.leaveShard(n); err != nil {
+				f.log.Warn("leave shard", "shard", n, "err", err)
+			}
+		}
+	}
+}
+
+// shardLoop sweeps idle shards every shardSweep.
+func (f *Federation) shardLoop() {
+	t := time.NewTicker(shardSweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-t.C:
+			f.sweepShards()
+		}
+	}
+}
+
+// startShards joins every shard for a directory node.
+func (f *Federation) startShards() error {
+	if !f.sharded() {
+		return nil
+	}
+	if f.cfg.Role == RoleDirectory {
+		f.shards.mu.Lock()
+		defer f.shards.mu.Unlock()
+		for n := range lmosproto.ShardCount {
+			if _, err := f.joinShard(n, f.now()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	f.wg.Go(f.shardLoop)
+	return nil
+}
+
+// closeShards leaves every shard.
+func (f *Federation) closeShards() error {
+	f.shards.mu.Lock()
+	defer f.shards.mu.Unlock()
+	var errs []error
+	for n := range f.shards.subs {
+		errs = append(errs, f.leaveShard(n))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,299 @@
+package federation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/node/topicval"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// Capabilities in distinct shards (proto.TestShardOf): a in 14, b in 11.
+const (
+	capA = "a"
+	capB = "b"
+)
+
+func shardOfCap(c string) int { return lmosproto.ShardOf(lmosproto.ProvideCapability + c) }
+
+// newShardMember is a member with gossipsub and the given role; budget
+// is its Config.ShortBudget (0: the default).
+func newShardMember(t *testing.T, role Role, budget int) *member {
+	t.Helper()
+	return newMember(t, func(d *Deps, c *Config) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		ps, err := pubsub.NewGossipSub(ctx, d.Host, pubsub.WithFloodPublish(true), pubsub.WithMessageSignaturePolicy(pubsub.StrictSign))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.PubSub = ps
+		c.Role = role
+		c.ShortBudget = budget
+		c.SyncOnConnect = true // a light node ignores it
+	})
+}
+
+// subscribed waits until m knows that each of peers is subscribed to
+// topic.
+func subscribed(t *testing.T, m *member, topic string, peers ...*member) {
+	t.Helper()
+	waitFor(t, "subscriptions to "+topic, func() bool {
+		got := m.p.PubSub.ListPeers(topic)
+		for _, p := range peers {
+			if !slices.Contains(got, p.id) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func holds(m *member, publisher peer.ID, id string) bool {
+	e, ok := m.dir.Latest(publisher, id)
+	return ok && !e.Tombstone
+}
+
+// TestShardJoinLeave: a light node joins the shards of what it publishes
+// and looks up, leaves a looked-up one after ShardIdle without lookups,
+// never the shards of its own Things; a directory node joins every shard
+// and leaves none.
+func TestShardJoinLeave(t *testing.T) {
+	ctx := context.Background()
+	light := newShardMember(t, RoleLight, 0)
+	if got := light.Shards(); len(got) != 0 {
+		t.Fatalf("a fresh light node is in shards %v", got)
+	}
+	if _, _, err := light.Publish(ctx, testTD(t, uniqueID(), 1, capA), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := light.FindCapability(ctx, capB); err != nil {
+		t.Fatal(err)
+	}
+	want := []int{shardOfCap(capB), shardOfCap(capA)}
+	slices.Sort(want)
+	if got := light.Shards(); !slices.Equal(got, want) {
+		t.Fatalf("shards %v, want %v (own Thing's, looked up)", got, want)
+	}
+	light.clock.Add(ShardIdle - time.Second)
+	light.sweepShards()
+	if got := light.Shards(); !slices.Equal(got, want) {
+		t.Fatalf("shards %v before ShardIdle, want %v", got, want)
+	}
+	light.clock.Add(2 * time.Second)
+	light.sweepShards()
+	if got := light.Shards(); !slices.Equal(got, []int{shardOfCap(capA)}) {
+		t.Fatalf("shards %v after ShardIdle, want only the own Thing's %d", got, shardOfCap(capA))
+	}
+
+	dir := newShardMember(t, RoleDirectory, 0)
+	dir.clock.Add(2 * ShardIdle)
+	dir.sweepShards()
+	if got := dir.Shards(); len(got) != lmosproto.ShardCount {
+		t.Fatalf("a directory node is in shards %v, want all %d", got, lmosproto.ShardCount)
+	}
+	if v1 := newShardMember(t, RoleV1, 0); len(v1.Shards()) != 0 {
+		t.Fatalf("a v1 node is in shards %v", v1.Shards())
+	}
+}
+
+// shardNet is a publisher, a light node that looked up capA, a light node
+// that joined nothing and a directory node, all connected to each other.
+type shardNet struct {
+	pub, user, idle, dir *member
+}
+
+func newShardNet(t *testing.T, budget int) shardNet {
+	t.Helper()
+	n := shardNet{
+		pub:  newShardMember(t, RoleLight, budget),
+		user: newShardMember(t, RoleLight, 0),
+		idle: newShardMember(t, RoleLight, 0),
+		dir:  newShardMember(t, RoleDirectory, 0),
+	}
+	all := []*member{n.pub, n.user, n.idle, n.dir}
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			connect(t, a, b)
+		}
+	}
+	if _, err := n.user.FindCapability(context.Background(), capA); err != nil {
+		t.Fatal(err)
+	}
+	subscribed(t, n.pub, lmosproto.ShardTopic(shardOfCap(capA)), n.user, n.dir)
+	return n
+}
+
+// TestShardPropagation: a record announced in full on its shard reaches
+// the nodes in that shard (the light node that looked up its capability,
+// the directory node) and not a light node that never joined it.
+func TestShardPropagation(t *testing.T) {
+	n := newShardNet(t, 0)
+	id := uniqueID()
+	if _, _, err := n.pub.Publish(context.Background(), testTD(t, id, 1, capA), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the shard's nodes to hold the Thing", func() bool {
+		return holds(n.user, n.pub.id, id) && holds(n.dir, n.pub.id, id)
+	})
+	time.Sleep(500 * time.Millisecond) // what could still reach the idle node
+	if holds(n.idle, n.pub.id, id) {
+		t.Fatal("a light node holds a Thing of a shard it never joined")
+	}
+	if got := n.idle.dir.Len(); got != 0 {
+		t.Fatalf("the idle light node holds %d Things", got)
+	}
+}
+
+// TestShortAnnouncementFetch: a record over the budget is announced short;
+// the light node in its shard notes it, holds nothing, and fetches and
+// verifies the TD when a lookup needs it; the directory node fetches it at
+// once; a fetch that brings another version than the one announced is
+// refused.
+func TestShortAnnouncementFetch(t *testing.T) {
+	ctx := context.Background()
+	n := newShardNet(t, -1) // every TD short
+	id := uniqueID()
+	if _, _, err := n.pub.Publish(ctx, testTD(t, id, 1, capA), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the short announcement", func() bool { return n.user.shorts.Len() == 1 })
+	if holds(n.user, n.pub.id, id) {
+		t.Fatal("the light node holds the Thing before any query")
+	}
+	waitFor(t, "the directory node to fetch the Thing", func() bool { return holds(n.dir, n.pub.id, id) })
+	if n.dir.shorts.Len() != 0 {
+		t.Fatalf("the directory node keeps %d short announcements after fetching", n.dir.shorts.Len())
+	}
+
+	// A forged hash or a later seq than the publisher has: refused.
+	ref := thingRef{n.pub.id, id}
+	s, _ := n.user.shorts.get(ref)
+	for name, bad := range map[string]shortAnnouncement{
+		"other hash": {Publisher: s.Publisher, ID: id, Seq: s.Seq, Hash: recordHash([]byte("x")), Keys: s.Keys},
+		"later seq":  {Publisher: s.Publisher, ID: id, Seq: s.Seq + 1, Hash: s.Hash, Keys: s.Keys},
+	} {
+		if err := n.user.fetchShort(ctx, ref, bad); err == nil {
+			t.Errorf("%s: fetched", name)
+		}
+		if holds(n.user, n.pub.id, id) {
+			t.Fatalf("%s: stored", name)
+		}
+	}
+
+	got, err := n.user.FindCapability(ctx, capA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ThingID != id || got[0].Publisher != n.pub.id {
+		t.Fatalf("lookup found %v, want the Thing announced short", got)
+	}
+	if n.user.shorts.Len() != 0 {
+		t.Fatal("the short announcement is still noted after the fetch")
+	}
+	if holds(n.idle, n.pub.id, id) || n.idle.shorts.Len() != 0 {
+		t.Fatal("a light node outside the shard heard of the Thing")
+	}
+}
+
+func shardMessageFrom(author peer.ID, topic int, data []byte) *pubsub.Message {
+	name := lmosproto.ShardTopic(topic)
+	return &pubsub.Message{Message: &pubsubpb.Message{Data: data, From: []byte(author), Topic: &name}, ReceivedFrom: author}
+}
+
+// TestShardValidator: what a shard's validator refuses.
+func TestShardValidator(t *testing.T) {
+	self := newShardMember(t, RoleLight, 0)
+	alice := newMember(t, nil)
+	id := uniqueID()
+	rec := sign(t, alice.key, testTD(t, id, 1, capA), self.clock.Now())
+	short := func(s shortAnnouncement) []byte {
+		b, err := json.Marshal(shardMessage{Short: &s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	good := shortAnnouncement{Publisher: alice.id.String(), ID: id, Seq: 1, Hash: recordHash(rec.Raw), Keys: tdForms(rec.TD)}
+	other := good
+	other.Publisher = self.id.String()
+	badHash := good
+	badHash.Hash = "ABC"
+	beat := func(p peer.ID) []byte {
+		b, err := json.Marshal(shardMessage{Beat: &presence{Peer: p.String(), At: self.clock.Now()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	in, out := shardOfCap(capA), shardOfCap(capB)
+	for _, step := range []struct {
+		name  string
+		shard int
+		data  []byte
+		want  pubsub.ValidationResult
+		is    error
+	}{
+		{"beat about another peer", in, beat(self.id), pubsub.ValidationReject, errNotAuthor},
+		// On a shard, a beat of a publisher held nothing of is relayed
+		// (on /lmos/1/presence it is ignored).
+		{"beat", out, beat(alice.id), pubsub.ValidationAccept, nil},
+		{"record on another shard", out, rec.Raw, pubsub.ValidationReject, errWrongShard},
+		{"short on another shard", out, short(good), pubsub.ValidationReject, errWrongShard},
+		{"short of another publisher", in, short(other), pubsub.ValidationReject, errNotAuthor},
+		{"short with a bad hash", in, short(badHash), pubsub.ValidationReject, errBadShort},
+		{"short", in, short(good), pubsub.ValidationAccept, nil},
+		{"short again", in, short(good), pubsub.ValidationIgnore, ErrNotNewer},
+		{"record", in, rec.Raw, pubsub.ValidationAccept, nil},
+	} {
+		got, err := self.checkShard(step.shard)(shardMessageFrom(alice.id, step.shard, step.data))
+		if got != step.want || step.is != nil && !errors.Is(err, step.is) {
+			t.Errorf("%s: %s (%v), want %s (%v)", step.name, topicval.ResultName(got), err, topicval.ResultName(step.want), step.is)
+		}
+	}
+}
+
+// TestMixedVersions: a v1 node (as before the shards: /lmos/1/announce
+// only) and sharded nodes federate. The light node's publication reaches
+// the v1 node on the v1 topic; the v1 node's reaches the directory node,
+// and not the light node, which carries no v1 topic.
+func TestMixedVersions(t *testing.T) {
+	ctx := context.Background()
+	old := newShardMember(t, RoleV1, 0)
+	light := newShardMember(t, RoleLight, 0)
+	dir := newShardMember(t, RoleDirectory, 0)
+	all := []*member{old, light, dir}
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			connect(t, a, b)
+		}
+	}
+	subscribed(t, light, lmosproto.TopicAnnounce, old, dir)
+	subscribed(t, old, lmosproto.TopicAnnounce, dir)
+
+	newID, oldID := uniqueID(), uniqueID()
+	if _, _, err := light.Publish(ctx, testTD(t, newID, 1, capA), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := old.Publish(ctx, testTD(t, oldID, 1, capB), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both publications to cross", func() bool {
+		return holds(old, light.id, newID) && holds(dir, light.id, newID) && holds(dir, old.id, oldID)
+	})
+	time.Sleep(500 * time.Millisecond)
+	if holds(light, old.id, oldID) {
+		t.Fatal("the light node holds the v1 node's Thing of a shard it never joined")
+	}
+	if slices.Contains(light.p.PubSub.GetTopics(), lmosproto.TopicAnnounce) && slices.Contains(dir.p.PubSub.ListPeers(lmosproto.TopicAnnounce), light.id) {
+		t.Fatal("the light node subscribed to the v1 announce topic")
+	}
+}
