@@ -16,6 +16,7 @@ func (n *Node) apiHandler() http.Handler {
 		Groups:     n.groupAPI,
 		Trust:      n.trustAPI,
 		A2A:        n.a2a,
+		AgentsJSON: n.agentsJSON,
 		MCP:        n.mcp.Handler(),
 		MCPImports: n.mcpImports.Handler(),
 		WS:         n.ws,

@@ -26,6 +26,7 @@ import (
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/agentsjson"
 	"github.com/lmosnode/lmosnode/node/api"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/console"
@@ -118,6 +119,10 @@ type Node struct {
 	// before the own Things that use its backends, and the bridge.
 	a2aClient *a2abridge.Client
 	a2a       *a2abridge.Bridge
+	// agents.json (agentsjson.go): the client of imported flows, built
+	// with the own Things, and the export and import routes.
+	agentsJSONClient *agentsjson.Client
+	agentsJSON       *agentsjson.Handler
 
 	// console is the web console at / of the API (api.go).
 	console *console.Console
@@ -369,6 +374,9 @@ func (n *Node) buildOwn(o *options, b *built) error {
 	if n.a2aClient, err = a2abridge.NewClient(a2abridge.ClientConfig{}, a2abridge.WithLogger(o.logger.With("component", "a2a"))); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	if n.agentsJSONClient, err = agentsjson.NewClient(agentsjson.ClientConfig{}, agentsjson.WithLogger(o.logger.With("component", "agentsjson"))); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	n.own, err = own.New(own.Deps{
 		Directory: n.dir,
 		Self:      n.peerID,
@@ -376,7 +384,10 @@ func (n *Node) buildOwn(o *options, b *built) error {
 		Access:    b.access,
 		Fetcher:   n.fed,
 		Trust:     n.trust,
-		Kinds:     map[string]func(string) (interact.Backend, error){a2abridge.KindA2A: n.a2aClient.Backend},
+		Kinds: map[string]func(string) (interact.Backend, error){
+			a2abridge.KindA2A:         n.a2aClient.Backend,
+			agentsjson.KindAgentsJSON: n.agentsJSONClient.Backend,
+		},
 	}, own.Config{}, own.WithLogger(o.logger.With("component", "interact")))
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
@@ -428,6 +439,9 @@ func (n *Node) buildSurfaces(o *options, b *built) error {
 		return err
 	}
 	if err := n.buildA2A(b.signing, o.logger); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	if err := n.buildAgentsJSON(o.logger); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.tdd, err = tdd.New(tdd.Deps{

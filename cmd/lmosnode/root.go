@@ -72,6 +72,7 @@ requires one. Exit codes: 0 success, 1 failure, 2 usage error, 3 not found,
 		newA2ACmd(),
 		newDemoCmd(),
 		newMCPCmd(),
+		newImportCmd(),
 	)
 	root.SetFlagErrorFunc(suggestFlag)
 	refuseUnknownSubcommands(root)

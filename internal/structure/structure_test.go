@@ -152,6 +152,9 @@ var nodeRank = map[string]int{
 	"node/mcpbridge": 3,
 	"node/console":   3,
 
+	// The agents.json export and import.
+	"node/agentsjson": 3,
+
 	"node/discovery":  4,
 	"node/federation": 4,
 	"node/groupsvc":   4,

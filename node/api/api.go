@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/agentsjson"
 	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/console"
 	"github.com/lmosnode/lmosnode/node/gateway"
@@ -76,6 +77,9 @@ type Deps struct {
 	Groups, Trust http.Handler
 	// A2A is the A2A bridge (a2abridge.Patterns).
 	A2A http.Handler
+	// AgentsJSON is the agents.json export and import
+	// (agentsjson.Patterns).
+	AgentsJSON http.Handler
 	// MCP is MCP's Streamable HTTP endpoint, MCPImports the MCP import
 	// routes (mcpbridge.ImportPatterns).
 	MCP, MCPImports http.Handler
@@ -125,6 +129,7 @@ func Handler(deps Deps, cfg Config) http.Handler {
 	mount(deps.Groups, groupapi.Patterns()...)
 	mount(deps.Gateway, gateway.Patterns()...)
 	mount(deps.A2A, a2abridge.Patterns()...)
+	mount(deps.AgentsJSON, agentsjson.Patterns()...)
 	mount(deps.MCP, PathMCP)
 	mount(deps.MCPImports, mcpbridge.ImportPatterns()...)
 	// The console's routes read the mux they are on (its snapshot).

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/agentsjson"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 )
 
@@ -57,4 +58,12 @@ func (c *Client) A2AAgents(ctx context.Context) ([]a2abridge.AgentRef, error) {
 		}
 	}
 	return all, nil
+}
+
+// ImportAgentsJSON asks the node to import the agents.json at docURL: it
+// publishes one lmos:Tool per flow, whose calls go to the API the
+// document describes.
+func (c *Client) ImportAgentsJSON(ctx context.Context, docURL string) (agentsjson.ImportResult, error) {
+	return call[agentsjson.ImportResult](ctx, c, request{method: http.MethodPost, path: agentsjson.PathImports,
+		body: agentsjson.ImportRequest{URL: docURL}, max: maxAgentIndex})
 }
