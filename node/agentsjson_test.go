@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
 	"github.com/lmosnode/lmosnode/node/agentsjson"
+	"github.com/lmosnode/lmosnode/node/apiclient"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -209,17 +211,15 @@ func TestAgentsJSONImport(t *testing.T) {
 	net := testnet.New(t, 2, testnet.Options{})
 	owner, consumer := net.Nodes[0], net.Nodes[1]
 
-	body, _ := json.Marshal(agentsjson.ImportRequest{URL: srv.URL + "/agents.json"})
-	resp, err := httpapi.BearerClient(owner.APIToken()).Post("http://"+owner.APIAddr()+agentsjson.PathImports, "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	// The import acts as the node: it needs the API token.
+	base := "http://" + owner.APIAddr()
+	var p *lmosproto.Problem
+	if _, err := apiclient.New(base, nil).ImportAgentsJSON(context.Background(), srv.URL+"/agents.json"); !errors.As(err, &p) || p.Status != http.StatusUnauthorized {
+		t.Fatalf("import without the token: %v", err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var imp agentsjson.ImportResult
-	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &imp) != nil || len(imp.Tools) != 1 ||
-		imp.Tools[0].Flow != "linkup_search_flow" || imp.Tools[0].Operations[0] != "POST "+srv.URL+"/v1/search" {
-		t.Fatalf("import: %d %s", resp.StatusCode, b)
+	imp, err := apiclient.New(base, httpapi.BearerClient(owner.APIToken())).ImportAgentsJSON(context.Background(), srv.URL+"/agents.json")
+	if err != nil || len(imp.Tools) != 1 || imp.Tools[0].Flow != "linkup_search_flow" || imp.Tools[0].Operations[0] != "POST "+srv.URL+"/v1/search" {
+		t.Fatalf("import: %+v, %v", imp, err)
 	}
 	tool := imp.Tools[0].ThingID
 	td, ok := owner.Things().TD(tool)
@@ -232,16 +232,55 @@ func TestAgentsJSONImport(t *testing.T) {
 		return len(consumer.Directory().Lookup(tool)) > 0, "not yet"
 	})
 	in := `{"parameters":{"q":"women nobel physics","depth":"standard"}}`
-	resp, err = http.Post("http://"+consumer.APIAddr()+"/things/"+tool+"/actions/"+agentsjson.ActionRun, "application/json", strings.NewReader(in))
+	resp, err := http.Post("http://"+consumer.APIAddr()+"/things/"+tool+"/actions/"+agentsjson.ActionRun, "application/json", strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ = io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || string(b) != `{"answer":"five","sources":[{"name":"Wikipedia"}]}` {
 		t.Fatalf("call through B: %d %s", resp.StatusCode, b)
 	}
 	if q := queries(); len(q) != 1 || q[0] != "depth=standard&q=women+nobel+physics" {
+		t.Fatalf("the backend got %q", q)
+	}
+}
+
+// TestAgentsJSONImportSurvivesRestart: the Tool an import published
+// still calls the API after its node restarts (the backend reads the
+// document again at its first call).
+func TestAgentsJSONImportSurvivesRestart(t *testing.T) {
+	srv, queries := linkupAPI(t)
+	cfg := testnet.Config(t)
+	first, err := node.New(cfg, node.WithLogger(testnet.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := first.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	imp, err := apiclient.New("http://"+first.APIAddr(), httpapi.BearerClient(first.APIToken())).ImportAgentsJSON(ctx, srv.URL+"/agents.json")
+	if err != nil || len(imp.Tools) != 1 {
+		t.Fatalf("import: %+v, %v", imp, err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	again := restartNode(t, cfg, nil)
+	in := `{"parameters":{"q":"after restart","depth":"deep"}}`
+	resp, err := http.Post("http://"+again.APIAddr()+"/things/"+imp.Tools[0].ThingID+"/actions/"+agentsjson.ActionRun, "application/json", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"answer":"five"`) {
+		t.Fatalf("call after the restart: %d %s", resp.StatusCode, b)
+	}
+	if q := queries(); len(q) != 1 || q[0] != "depth=deep&q=after+restart" {
 		t.Fatalf("the backend got %q", q)
 	}
 }
