@@ -18,7 +18,7 @@ const importAgentsJSONTimeout = 90 * time.Second
 func init() { importFormats = append(importFormats, newImportAgentsJSONCmd) }
 
 func newImportAgentsJSONCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "agents-json URL",
 		Short: "Publish one lmos:Tool per flow of an agents.json",
 		Long: `agents-json makes the running node read the agents.json document at URL
@@ -57,4 +57,6 @@ them; 'lmosnode things rm ID' removes one (docs/bridges.md#agentsjson).`,
 			})
 		},
 	}
+	cmd.Flags().Bool("json", false, "print the API's answer as JSON")
+	return cmd
 }
