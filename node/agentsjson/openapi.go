@@ -45,7 +45,7 @@ func describe(view []byte, sourceID string) (thingAPI, error) {
 	}
 	title, _ := td["title"].(string)
 	desc, _ := td["description"].(string)
-	d := &describer{sourceID: sourceID, paths: obj{}, used: map[string]bool{}}
+	d := &describer{sourceID: sourceID, thing: title, paths: obj{}, used: map[string]bool{}}
 	actions, _ := td["actions"].(obj)
 	for _, name := range sortedKeys(actions) {
 		if a, ok := actions[name].(obj); ok {
@@ -81,6 +81,7 @@ const bearerSecurity = "bearer_sc"
 // describer collects the operations and flows of one Thing.
 type describer struct {
 	sourceID string
+	thing    string // the Thing's title
 	server   string // scheme://host of the forms
 	paths    obj
 	used     map[string]bool // operation ids
@@ -150,7 +151,7 @@ func (d *describer) action(name string, a obj) {
 	if opID == "" {
 		return
 	}
-	f := d.flow(opID, title, desc, a["output"])
+	f := d.flow(opID, title, desc, "Invokes the action "+name, a["output"])
 	if hasInput {
 		inputFields(&f, input)
 	}
@@ -182,16 +183,18 @@ func (d *describer) property(name string, p obj) {
 	if opID == "" {
 		return
 	}
-	d.flows = append(d.flows, d.flow(opID, "Read "+title, desc, value))
+	d.flows = append(d.flows, d.flow(opID, "Read "+title, desc, "Reads the property "+name, value))
 }
 
-// flow is the flow of the one operation opID, without fields yet.
-func (d *describer) flow(opID, title, desc string, output any) Flow {
+// flow is the flow of the one operation opID, without fields yet: its
+// title the Thing's and the affordance's, its description the
+// affordance's, else what (the operation's kind and name) of the Thing.
+func (d *describer) flow(opID, title, desc, what string, output any) Flow {
 	if desc == "" {
-		desc = title
+		desc = what + " of " + d.thing + "."
 	}
 	return Flow{
-		ID: d.sourceID + "_" + opID, Title: title, Description: desc,
+		ID: d.sourceID + "_" + opID, Title: d.thing + ": " + title, Description: desc,
 		Actions: []Action{{ID: opID, SourceID: d.sourceID, OperationID: opID}},
 		Fields:  Fields{Parameters: []Parameter{}, Responses: Responses{Success: mustJSON(schemaOr(output))}},
 	}
