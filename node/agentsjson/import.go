@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -69,9 +70,12 @@ type SkippedFlow struct {
 // Importing the same URL again publishes the next version of the same
 // Things. At most 256 flows are imported.
 func (h *Handler) Import(ctx context.Context, req ImportRequest) (ImportResult, error) {
-	if !httpURL(req.URL) {
+	u, err := url.Parse(req.URL)
+	if err != nil || !httpURL(req.URL) || u.Host == "" {
 		return ImportResult{}, httpapi.Problemf(http.StatusBadRequest, "url: %q is not an http(s) URL", req.URL)
 	}
+	u.Fragment, u.RawFragment = "", "" // the backend URL's fragment names the flow
+	req.URL = u.String()
 	c := h.deps.Client
 	doc, err := c.readDoc(ctx, req.URL)
 	if err != nil {
