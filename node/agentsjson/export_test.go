@@ -155,3 +155,24 @@ func TestExportInputs(t *testing.T) {
 		t.Fatalf("OpenAPI %s", d.Sources[0].OpenAPI)
 	}
 }
+
+// TestDescribeBearer: when the API requires the token (the consumer
+// view's bearer scheme), the OpenAPI document declares HTTP bearer
+// security.
+func TestDescribeBearer(t *testing.T) {
+	td := []byte(`{"@context":"https://www.w3.org/2022/wot/td/v1.1","id":"urn:b","title":"B","securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc",
+"actions":{"go":{"forms":[{"href":"http://127.0.0.1:1/go"}]}}}`)
+	view, err := gateway.ConsumerView(td, gateway.View{Base: "http://127.0.0.1:5080", Bearer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := describe(view, "b_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(api.openAPI)
+	if !strings.Contains(string(b), `"security":[{"bearer":[]}]`) || !strings.Contains(string(b), `"scheme":"bearer","type":"http"`) ||
+		len(api.flows) != 1 || api.flows[0].Fields.RequestBody != nil {
+		t.Fatalf("OpenAPI %s, flows %+v", b, api.flows)
+	}
+}
