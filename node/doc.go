@@ -16,7 +16,8 @@
 // (node/gateway, node/wsgateway, node/mqttgw, node/fanout,
 // node/mcpbridge, node/a2abridge, node/agentsjson), and the local HTTP
 // API (node/api, which mounts node/tdd, node/groupsvc/groupapi,
-// node/trust/trustapi and the console). Programs talk to a running node's API with node/apiclient.
+// node/trust/trustapi and the console). Programs talk to a running
+// node's API with node/apiclient.
 //
 // # Lifecycle
 //
