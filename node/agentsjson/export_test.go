@@ -32,13 +32,14 @@ func (noPublish) Publish(context.Context, *lmosproto.TD, *directory.Local) (dire
 // exportNode is a Handler over a directory of its own, with the HTTP
 // binding's consumer views (gateway.ConsumerView), served on 127.0.0.1.
 type exportNode struct {
+	h    *Handler
 	dir  *directory.Directory
 	key  ed25519.PrivateKey
 	self peer.ID
 	srv  *httptest.Server
 }
 
-func newExportNode(t *testing.T, cfg Config, visible func(directory.Entry) bool) *exportNode {
+func newExportNode(t testing.TB, cfg Config, visible func(directory.Entry) bool) *exportNode {
 	t.Helper()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	self, _ := lmosproto.PeerIDFromEd25519(key.Public().(ed25519.PublicKey))
@@ -61,12 +62,12 @@ func newExportNode(t *testing.T, cfg Config, visible func(directory.Entry) bool)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &exportNode{dir: dir, key: key, self: self, srv: srv}
+	return &exportNode{h: h, dir: dir, key: key, self: self, srv: srv}
 }
 
 // put signs and stores a Thing of key with one action whose input is
 // input.
-func (n *exportNode) put(t *testing.T, key ed25519.PrivateKey, id, title, input string) {
+func (n *exportNode) put(t testing.TB, key ed25519.PrivateKey, id, title, input string) {
 	t.Helper()
 	td, err := lmosproto.ParseTD([]byte(fmt.Sprintf(`{"@context":["https://www.w3.org/2022/wot/td/v1.1",{"lmos":"https://eclipse.dev/lmos/protocol/v1"}],
 "@type":"lmos:Tool","id":%q,"title":%q,"securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc",
@@ -175,4 +176,23 @@ func TestDescribeBearer(t *testing.T) {
 		len(api.flows) != 1 || api.flows[0].Fields.RequestBody != nil {
 		t.Fatalf("OpenAPI %s, flows %+v", b, api.flows)
 	}
+}
+
+// BenchmarkExportRender renders the agents.json of 200 Things (what a
+// miss of the document cache costs), reporting the document's size.
+func BenchmarkExportRender(b *testing.B) {
+	n := newExportNode(b, Config{}, func(directory.Entry) bool { return true })
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	for i := range 200 {
+		n.put(b, other, fmt.Sprintf("urn:bench:%d", i), fmt.Sprintf("Tool %d", i),
+			`{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}`)
+	}
+	r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:5080"+PathWellKnown, nil)
+	size := 0
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		n.h.renderDoc(w, r)
+		size = w.Body.Len()
+	}
+	b.ReportMetric(float64(size), "bytes/doc")
 }
