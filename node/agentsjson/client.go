@@ -145,6 +145,7 @@ func (c *Client) Backend(backendURL string) (interact.Backend, error) {
 		}
 		out, err := c.run(ctx, p, req.Input)
 		if err != nil {
+			c.log.Debug("agents.json flow failed", "flow", flowID, "document", docURL, "err", err)
 			return err
 		}
 		return x.Status(lmosproto.ActionCompleted, out)

@@ -111,6 +111,7 @@ func (h *Handler) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 		}
 		res.Tools = append(res.Tools, t)
 	}
+	h.log.Info("agents.json imported", "url", req.URL, "tools", len(res.Tools), "skipped", len(res.Skipped))
 	return res, nil
 }
 
