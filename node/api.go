@@ -19,6 +19,7 @@ func (n *Node) apiHandler() http.Handler {
 		Agora:      n.agora,
 		AITP:       n.aitp,
 		ANP:        n.anp,
+		AgentsJSON: n.agentsJSON,
 		MCP:        n.mcp.Handler(),
 		MCPImports: n.mcpImports.Handler(),
 		AICatalog:  n.aiCatalog,

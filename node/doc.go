@@ -15,10 +15,10 @@
 // (node/discovery), the node's own Things (node/own), the interaction
 // engine and its router (node/interact), the transports and bridges
 // (node/gateway, node/wsgateway, node/mqttgw, node/fanout,
-// node/mcpbridge, node/a2abridge, node/aicatalog, node/agora, node/aitp),
-// and the local HTTP API (node/api, which mounts node/tdd,
-// node/groupsvc/groupapi, node/trust/trustapi and the console). Programs
-// talk to a running node's API with node/apiclient.
+// node/mcpbridge, node/a2abridge, node/agentsjson, node/aicatalog,
+// node/agora, node/aitp, node/anp), and the local HTTP API (node/api,
+// which mounts node/tdd, node/groupsvc/groupapi, node/trust/trustapi and
+// the console). Programs talk to a running node's API with node/apiclient.
 //
 // # Lifecycle
 //

@@ -38,10 +38,10 @@ func (n *Node) Groups() *groupsvc.Service { return n.groups }
 
 // groupChanged is the service's OnChange, called only once the node is
 // started: each part that follows membership hears of it — running
-// interactions of peers no longer allowed end (own), the MCP tool list
-// and the A2A cards are refreshed, the metric counts it, and the
-// federation syncs with the members of a group this node became a member
-// of.
+// interactions of peers no longer allowed end (own), the MCP tool list,
+// the A2A cards and the agents.json are refreshed, the metric counts it,
+// and the federation syncs with the members of a group this node became
+// a member of.
 func (n *Node) groupChanged(group string) {
 	n.own.Reauthorize()
 	n.mcp.Refresh()
@@ -50,6 +50,7 @@ func (n *Node) groupChanged(group string) {
 	n.agora.Refresh()
 	n.aitp.Refresh()
 	n.anp.Refresh()
+	n.agentsJSON.Refresh()
 	member := n.groups.MemberOf(group)
 	n.metrics.GroupChange(member)
 	st, _ := n.groups.State(group)

@@ -26,6 +26,7 @@ import (
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/groups"
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/agentsjson"
 	"github.com/lmosnode/lmosnode/node/agora"
 	"github.com/lmosnode/lmosnode/node/aicatalog"
 	"github.com/lmosnode/lmosnode/node/aitp"
@@ -142,6 +143,10 @@ type Node struct {
 	anpID     *anp.Identity
 	anpClient *anp.Client
 	anp       *anp.Server
+	// agents.json (agentsjson.go): the client of imported flows, built
+	// with the own Things, and the export and import routes.
+	agentsJSONClient *agentsjson.Client
+	agentsJSON       *agentsjson.Handler
 
 	// console is the web console at / of the API (api.go).
 	console *console.Console
@@ -407,6 +412,9 @@ func (n *Node) buildOwn(o *options, b *built) error {
 	if err := n.buildANPClient(b, o); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	if n.agentsJSONClient, err = agentsjson.NewClient(agentsjson.ClientConfig{}, agentsjson.WithLogger(o.logger.With("component", "agentsjson"))); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	n.own, err = own.New(own.Deps{
 		Directory: n.dir,
 		Self:      n.peerID,
@@ -414,8 +422,11 @@ func (n *Node) buildOwn(o *options, b *built) error {
 		Access:    b.access,
 		Fetcher:   n.fed,
 		Trust:     n.trust,
-		Kinds: map[string]func(string) (interact.Backend, error){a2abridge.KindA2A: n.a2aClient.Backend,
-			anp.KindANP: n.anpClient.Backend},
+		Kinds: map[string]func(string) (interact.Backend, error){
+			a2abridge.KindA2A:         n.a2aClient.Backend,
+			anp.KindANP:               n.anpClient.Backend,
+			agentsjson.KindAgentsJSON: n.agentsJSONClient.Backend,
+		},
 	}, own.Config{}, own.WithLogger(o.logger.With("component", "interact")))
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
@@ -477,6 +488,9 @@ func (n *Node) buildSurfaces(o *options, b *built) error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.buildANP(b, o)
+	if err := n.buildAgentsJSON(o.logger); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	n.tdd, err = tdd.New(tdd.Deps{
 		Directory: n.dir,
 		PeerID:    n.peerID,

@@ -9,6 +9,6 @@ func newImportCmd() *cobra.Command {
 		Use:   "import",
 		Short: "Publish Things for agents described in another format",
 	}
-	cmd.AddCommand(newImportAICatalogCmd())
+	cmd.AddCommand(newImportAgentsJSONCmd(), newImportAICatalogCmd())
 	return cmd
 }

@@ -159,6 +159,9 @@ var nodeRank = map[string]int{
 	"node/anp":       3,
 	"node/console":   3,
 
+	// The agents.json export and import.
+	"node/agentsjson": 3,
+
 	"node/discovery":  4,
 	"node/federation": 4,
 	"node/groupsvc":   4,

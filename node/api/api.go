@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/agentsjson"
 	"github.com/lmosnode/lmosnode/node/agora"
 	"github.com/lmosnode/lmosnode/node/aicatalog"
 	"github.com/lmosnode/lmosnode/node/aitp"
@@ -83,6 +84,9 @@ type Deps struct {
 	// Agora is the Agora server (agora.Patterns), AITP the AITP threads
 	// endpoints (aitp.Patterns).
 	Agora, AITP http.Handler
+	// AgentsJSON is the agents.json export and import
+	// (agentsjson.Patterns).
+	AgentsJSON http.Handler
 	// MCP is MCP's Streamable HTTP endpoint, MCPImports the MCP import
 	// routes (mcpbridge.ImportPatterns).
 	MCP, MCPImports http.Handler
@@ -142,6 +146,7 @@ func Handler(deps Deps, cfg Config) http.Handler {
 	mount(deps.A2A, a2abridge.Patterns()...)
 	mount(deps.Agora, agora.Patterns()...)
 	mount(deps.AITP, aitp.Patterns()...)
+	mount(deps.AgentsJSON, agentsjson.Patterns()...)
 	mount(deps.MCP, PathMCP)
 	mount(deps.MCPImports, mcpbridge.ImportPatterns()...)
 	mount(deps.AICatalog, aicatalog.Patterns()...)

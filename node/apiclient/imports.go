@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lmosnode/lmosnode/node/a2abridge"
+	"github.com/lmosnode/lmosnode/node/agentsjson"
 	"github.com/lmosnode/lmosnode/node/aicatalog"
 	"github.com/lmosnode/lmosnode/node/anp"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
@@ -73,4 +74,12 @@ func (c *Client) ImportAICatalog(ctx context.Context, req aicatalog.ImportReques
 // description's JSON-RPC methods, called signed with the node's did:wba.
 func (c *Client) ImportANP(ctx context.Context, req anp.ImportRequest) (anp.ImportResult, error) {
 	return call[anp.ImportResult](ctx, c, request{method: http.MethodPost, path: anp.PathImports, body: req, max: maxAgentIndex})
+}
+
+// ImportAgentsJSON asks the node to import the agents.json at docURL: it
+// publishes one lmos:Tool per flow, whose calls go to the API the
+// document describes.
+func (c *Client) ImportAgentsJSON(ctx context.Context, docURL string) (agentsjson.ImportResult, error) {
+	return call[agentsjson.ImportResult](ctx, c, request{method: http.MethodPost, path: agentsjson.PathImports,
+		body: agentsjson.ImportRequest{URL: docURL}, max: maxAgentIndex})
 }
