@@ -52,6 +52,9 @@ usage: scripts/lab.sh wan [options]
       --caps C        --scale: capabilities they spread over (default 100)
       --kill F        --scale: share of the nodes killed at once after the
                       loaded rows, then rows 1-2 again (default 0.1; 0: none)
+      --roles R       --scale: light (default: node 1 a directory node, the
+                      others light), directory (all) or v1 (all: the
+                      announcements of the releases before the shards)
       --keep          keep the work directory (always kept on failure)
       --clean         remove what a killed run of lab <ID> left behind
   -h, --help          this help
@@ -75,6 +78,7 @@ SCALE=0
 THINGS=1000
 CAPS=100
 KILL=0.1
+ROLES=light
 CLEAN_ONLY=0
 GO=${GO:-go}
 
@@ -92,6 +96,7 @@ while (($#)); do
 	--things) THINGS=${2:?$1 needs a value}; shift 2 ;;
 	--caps) CAPS=${2:?$1 needs a value}; shift 2 ;;
 	--kill) KILL=${2:?$1 needs a value}; shift 2 ;;
+	--roles) ROLES=${2:?$1 needs a value}; shift 2 ;;
 	--keep) KEEP=1; shift ;;
 	--clean) CLEAN_ONLY=1; shift ;;
 	-h | --help) usage; exit 0 ;;
@@ -109,7 +114,18 @@ if ((SCALE)); then
 	[[ $THINGS =~ ^[0-9]+$ ]] && ((THINGS >= 10)) || die "--things: $THINGS: want a number ≥ 10"
 	[[ $CAPS =~ ^[0-9]+$ ]] && ((CAPS >= 1)) || die "--caps: $CAPS: want a positive number"
 	[[ $KILL =~ ^0?\.[0-9]+$|^0$ ]] || die "--kill: $KILL: want a share below 1, e.g. 0.1"
+	[[ $ROLES =~ ^(light|directory|v1)$ ]] || die "--roles: $ROLES: want light, directory or v1"
 fi
+# role K is the role of node K: node 1 holds every Thing with --roles light.
+role() {
+	if ((!SCALE)); then
+		echo directory
+	elif [[ $ROLES == light ]]; then
+		(($1 == 1)) && echo directory || echo light
+	else
+		echo "$ROLES"
+	fi
+}
 NODES=${NODES:-30}
 TIMEOUT=${TIMEOUT:-600}
 [[ $NODES =~ ^[0-9]+$ ]] && ((NODES >= 2 && NODES <= MAX_NODES)) || die "--nodes: $NODES: want a number from 2 to $MAX_NODES"
@@ -209,8 +225,8 @@ step "nodes and peers: lmosnode up and wanlab peer in namespaces 1..$NODES"
 t0=$(now)
 for ((k = 1; k <= NODES; k++)); do
 	ip netns exec "$(ns "$k")" "$BIN/lmosnode" init --home "$(home "$k")" >/dev/null
-	jq --arg scale "$SCALE" --argjson things "$((THINGS * 2 + 100))" '.mdns = false | .dhtMode = "server" | .autoNAT = false | .holePunching = false | .relayClient = false
-		| if $scale == "1" then .quota.maxThings = $things else . end' \
+	jq --arg scale "$SCALE" --arg role "$(role "$k")" --argjson things "$((THINGS * 2 + 100))" '.mdns = false | .dhtMode = "server" | .autoNAT = false | .holePunching = false | .relayClient = false
+		| if $scale == "1" then .quota.maxThings = $things | .role = $role else . end' \
 		"$(home "$k")/config.json" >"$WORK/config.tmp" && mv "$WORK/config.tmp" "$(home "$k")/config.json"
 	setsid ip netns exec "$(ns "$k")" "$BIN/lmosnode" up --home "$(home "$k")" \
 		--listen "/ip4/$(ip_of "$k")/tcp/$PORT" --api "$API" --mdns=false >"$WORK/node$k.log" 2>&1 &
@@ -229,7 +245,9 @@ step "measure: wanlab drive in $ROUTER (stops after ${TIMEOUT}s)"
 t0=$(now)
 rc=0
 SCALE_ARGS=()
-((SCALE)) && SCALE_ARGS=(-scale -things "$THINGS" -caps "$CAPS" -kill "$KILL" -ready 10m)
+DIRECTORY_NODES=0
+[[ $ROLES == light ]] && DIRECTORY_NODES=1
+((SCALE)) && SCALE_ARGS=(-scale -things "$THINGS" -caps "$CAPS" -kill "$KILL" -ready 10m -directory-nodes "$DIRECTORY_NODES")
 timeout "$TIMEOUT" ip netns exec "$ROUTER" "$BIN/wanlab" drive -n "$NODES" -samples "$SAMPLES" -cold-samples "$COLD" \
 	-rtt-min "${RTT_MIN}ms" -rtt-max "${RTT_MAX}ms" "${SCALE_ARGS[@]}" >"$WORK/drive.out" 2>&1 &
 DRIVE_PID=$!
@@ -246,7 +264,7 @@ wait "$SHOW_PID" || true
 DELAY_CPU=$(ps -o times= -p "$DELAY_PID" 2>/dev/null | tr -d ' ' || true)
 kill -TERM "$DELAY_PID" 2>/dev/null && wait "$DELAY_PID" 2>/dev/null || true
 KIND="WAN lab"
-((SCALE)) && KIND="scale lab, $THINGS Things per node over $CAPS capabilities, $KILL killed,"
+((SCALE)) && KIND="scale lab, roles $ROLES, $THINGS Things per node over $CAPS capabilities, $KILL killed,"
 printf '\n== summary (%s %s: %d nodes + %d raw hosts, RTT %s..%s ms per pair, loss %s; measured in %s)\n\n' \
 	"$KIND" "$LAB" "$NODES" "$NODES" "$RTT_MIN" "$RTT_MAX" "$LOSS" "$(since "$t0")"
 if grep -q '^BENCHTAB ' "$WORK/drive.out"; then

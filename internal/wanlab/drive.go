@@ -34,6 +34,8 @@ type driver struct {
 	alive  []int
 	loaded int
 	suffix string
+	// dirNodes are the directory nodes (1..dirNodes) among light ones.
+	dirNodes int
 }
 
 func runDrive(args []string) error {
@@ -45,6 +47,7 @@ func runDrive(args []string) error {
 	calls := fs.Int("calls", 30, "row 3: calls of each kind per pair")
 	providers := fs.Int("providers", 5, "row 2: nodes that provide the capability")
 	ready := fs.Duration("ready", 3*time.Minute, "how long the nodes and peers may take to come up")
+	var dirNodes int
 	scaled := fs.Bool("scale", false, "the scale lab: load the federation in two stages, then rows 1 and 2, kill a share, rows 1 and 2 again")
 	sc := scaleConfig{}
 	fs.IntVar(&sc.things, "things", 1000, "scale: Things each node publishes in the end")
@@ -53,13 +56,14 @@ func runDrive(args []string) error {
 	fs.Float64Var(&sc.kill, "kill", 0.1, "scale: share of the nodes killed at once (0: none)")
 	fs.DurationVar(&sc.window, "window", 30*time.Second, "scale: the idle window after each stage")
 	fs.DurationVar(&sc.settle, "settle", 20*time.Minute, "scale: how long the directories may take to settle after a stage")
+	fs.IntVar(&dirNodes, "directory-nodes", 0, "scale: nodes 1..this are directory nodes and the others light ones (reported apart); 0: all alike")
 	d := wandelay.DefaultConfig()
 	fs.DurationVar(&d.RTTMin, "rtt-min", d.RTTMin, "the lab's smallest RTT (for the report)")
 	fs.DurationVar(&d.RTTMax, "rtt-max", d.RTTMax, "the lab's largest RTT (for the report)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	dr := &driver{n: *n, cold: *n + 1, client: &http.Client{Timeout: 3 * time.Minute}, delay: d}
+	dr := &driver{n: *n, cold: *n + 1, client: &http.Client{Timeout: 3 * time.Minute}, delay: d, dirNodes: dirNodes}
 	for k := 1; k <= *n; k++ {
 		dr.alive = append(dr.alive, k)
 	}
@@ -288,6 +292,13 @@ const pause = 500 * time.Millisecond
 // N directories (each node's thing_created event), against raw gossipsub
 // delivering a message of the record's size to all N raw hosts.
 func (d *driver) propagation(ctx context.Context, samples int) error {
+	// The nodes that need the records: a light node holds the Things of
+	// the capabilities it looks up (a no-op for the others).
+	if err := d.each(func(k int) error {
+		return d.ctl(ctx, k, http.MethodPost, "/lmos/use", url.Values{"capability": {"wan-propagation"}}, nil)
+	}); err != nil {
+		return err
+	}
 	warm, err := d.publishLMOS(ctx, d.alive[0], uuid(), "wan-propagation", false, true)
 	if err != nil {
 		return err

@@ -340,6 +340,7 @@ func (p *wanPeer) routes() http.Handler {
 	mux.HandleFunc("POST /lmos/publish", p.lmosPublish)
 	mux.HandleFunc("POST /lmos/bulk", p.bulk)
 	mux.HandleFunc("GET /lmos/stats", p.stats)
+	mux.HandleFunc("POST /lmos/use", p.use)
 	mux.HandleFunc("POST /lmos/kill", p.kill)
 	mux.HandleFunc("POST /rtt", p.rtt)
 	mux.HandleFunc("POST /cold/start", p.coldStart)

@@ -72,6 +72,17 @@ func (p *wanPeer) bulk(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"published": to - from, "ms": ms(time.Since(start))})
 }
 
+// use serves POST /lmos/use?capability=…: the node looks the capability
+// up (GET /things?capability=), as a consumer that uses it would.
+func (p *wanPeer) use(w http.ResponseWriter, r *http.Request) {
+	q := url.Values{"capability": {r.URL.Query().Get("capability")}}
+	if err := p.callNode(r.Context(), p.home, http.MethodGet, "/things?"+q.Encode(), nil, nil); err != nil {
+		fail(w, err)
+		return
+	}
+	writeOK(w)
+}
+
 // nodeStats is what a node's metrics say about its cost: heap in use and
 // resident memory (bytes), the Things its directory holds, and the
 // gossip message bytes it received, by topic kind.
@@ -295,10 +306,29 @@ func (d *driver) settle(ctx context.Context, limit time.Duration) (map[int]nodeS
 	return last, since, err
 }
 
-// report prints the scale rows of one moment: per-node heap, RSS and
+// report prints the scale rows of one moment, for the light and the
+// directory nodes apart when the lab has both.
+func (d *driver) report(what string, st, earlier map[int]nodeStats, span time.Duration) {
+	if d.dirNodes == 0 {
+		d.reportNodes(what, st, earlier, span)
+		return
+	}
+	light, dir := map[int]nodeStats{}, map[int]nodeStats{}
+	for k, s := range st {
+		if k <= d.dirNodes {
+			dir[k] = s
+		} else {
+			light[k] = s
+		}
+	}
+	d.reportNodes(what+", light nodes", light, earlier, span)
+	d.reportNodes(what+", directory nodes", dir, earlier, span)
+}
+
+// reportNodes prints the scale rows of nodes st: per-node heap, RSS and
 // Things held (p50 and max), and, against earlier stats from span before,
 // the gossip bytes each node received per second by topic kind.
-func (d *driver) report(what string, st, earlier map[int]nodeStats, span time.Duration) {
+func (d *driver) reportNodes(what string, st, earlier map[int]nodeStats, span time.Duration) {
 	var heap, rss, held []float64
 	rates := map[string][]float64{}
 	for k, s := range st {
@@ -312,7 +342,7 @@ func (d *driver) report(what string, st, earlier map[int]nodeStats, span time.Du
 			rates[kind] = append(rates[kind], (b-e.GossipBytes[kind])/secs)
 		}
 	}
-	c := fmt.Sprintf("scale N=%d%s: %s", len(st), d.suffix, what)
+	c := fmt.Sprintf("scale N=%d%s: %s", len(d.alive), d.suffix, what)
 	for _, m := range []struct {
 		metric, unit string
 		v            []float64
