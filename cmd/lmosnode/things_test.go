@@ -167,14 +167,14 @@ func TestFindCommand(t *testing.T) {
 
 	out := mustRun(t, "find", "--home", home)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "TITLE TYPE CAPABILITIES VENDOR GROUPS PUBLISHER TRUST ONLINE ID" {
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "TITLE TYPE CAPABILITIES VENDOR GROUPS ORGANIZATION PUBLISHER TRUST ONLINE ID" {
 		t.Fatalf("find:\n%s", out)
 	}
 	short := "…" + other.ID.String()[len(other.ID.String())-8:]
-	if row := strings.Join(strings.Fields(lines[1]), " "); row != "Geocoder tool geocode@2.0.0 Example Maps AG - "+short+" unknown yes "+geocoderID {
+	if row := strings.Join(strings.Fields(lines[1]), " "); row != "Geocoder tool geocode@2.0.0 Example Maps AG - - "+short+" unknown yes "+geocoderID {
 		t.Errorf("row %q", row)
 	}
-	if row := strings.Join(strings.Fields(lines[2]), " "); row != "WeatherAgent agent weather-forecast@1.2.0,weather-alerts@0.3.1 Example Weather GmbH - self own yes "+weatherID {
+	if row := strings.Join(strings.Fields(lines[2]), " "); row != "WeatherAgent agent weather-forecast@1.2.0,weather-alerts@0.3.1 Example Weather GmbH - - self own yes "+weatherID {
 		t.Errorf("row %q", row)
 	}
 
