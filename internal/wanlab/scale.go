@@ -29,10 +29,17 @@ import (
 // and measures rows 1 and 2 again among the survivors.
 
 // scaleID and scaleCapability name Thing i of node k and its capability:
-// caps capabilities spread over every node's Things.
+// a node's Things offer nodeCapabilities of the caps capabilities (an
+// organisation's node hosts agents of a few kinds), the nodes' sets spread
+// over all of them.
 func scaleID(k, i int) string { return fmt.Sprintf("urn:lmos:scale:%d:%d", k, i) }
 
-func scaleCapability(k, i, caps int) string { return "scale-" + strconv.Itoa((k*131+i)%caps) }
+func scaleCapability(k, i, caps int) string {
+	return "scale-" + strconv.Itoa((k*nodeCapabilities+i%nodeCapabilities)%caps)
+}
+
+// nodeCapabilities is how many capabilities one node's Things offer.
+const nodeCapabilities = 2
 
 const scalePrefix = "urn:lmos:scale:"
 
