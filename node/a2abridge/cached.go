@@ -165,7 +165,7 @@ func clip(s string, n int) string {
 // thing id), with the total and the URL of the next page (also as a Link
 // header).
 func (b *Bridge) serveAgents(w http.ResponseWriter, r *http.Request) {
-	offset, limit, p := indexPage(r.URL.Query())
+	offset, limit, p := httpapi.PageQuery(r.URL.Query(), DefaultIndexLimit, MaxIndexLimit)
 	if p != nil {
 		httpapi.WriteProblem(w, r, p)
 		return
@@ -198,25 +198,4 @@ func (b *Bridge) serveAgents(w http.ResponseWriter, r *http.Request) {
 		w.Header().Add("Link", "<"+idx.Next+`>; rel="next"`)
 	}
 	httpapi.WriteJSON(w, http.StatusOK, idx)
-}
-
-// indexPage reads the offset and limit of an index page.
-func indexPage(q url.Values) (offset, limit int, p *lmosproto.Problem) {
-	limit = DefaultIndexLimit
-	for _, f := range []struct {
-		name     string
-		v        *int
-		min, max int
-	}{{"offset", &offset, 0, int(^uint(0) >> 1)}, {"limit", &limit, 1, MaxIndexLimit}} {
-		vs, ok := q[f.name]
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(vs[0])
-		if len(vs) > 1 || err != nil || n < f.min || n > f.max {
-			return 0, 0, httpapi.Problemf(http.StatusBadRequest, "query parameter %s: %q: want one integer in %d..%d", f.name, vs[0], f.min, f.max)
-		}
-		*f.v = n
-	}
-	return offset, limit, nil
 }

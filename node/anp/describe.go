@@ -179,7 +179,7 @@ type CollectionItem struct {
 // serveCollection serves a page of PathDescriptions: the agents, then the
 // tools, the caller may see, by id.
 func (s *Server) serveCollection(w http.ResponseWriter, r *http.Request) {
-	offset, limit, p := page(r.URL.Query())
+	offset, limit, p := httpapi.PageQuery(r.URL.Query(), DefaultPage, MaxPage)
 	if p != nil {
 		httpapi.WriteProblem(w, r, p)
 		return
@@ -217,27 +217,6 @@ func (s *Server) serveCollection(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/ld+json")
 	httpapi.WriteJSON(w, http.StatusOK, c)
-}
-
-// page reads the offset and limit of a collection page.
-func page(q url.Values) (offset, limit int, p *lmosproto.Problem) {
-	limit = DefaultPage
-	for _, f := range []struct {
-		name     string
-		v        *int
-		min, max int
-	}{{"offset", &offset, 0, int(^uint(0) >> 1)}, {"limit", &limit, 1, MaxPage}} {
-		vs, ok := q[f.name]
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(vs[0])
-		if len(vs) > 1 || err != nil || n < f.min || n > f.max {
-			return 0, 0, httpapi.Problemf(http.StatusBadRequest, "query parameter %s: %q: want one integer in %d..%d", f.name, vs[0], f.min, f.max)
-		}
-		*f.v = n
-	}
-	return offset, limit, nil
 }
 
 // baseURL is the URL of the API as the client of r reaches it: https

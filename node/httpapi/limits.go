@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -292,4 +294,28 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *lmo
 		return nil, Problemf(http.StatusRequestTimeout, "request body: %v", err)
 	}
 	return nil, Problemf(http.StatusBadRequest, "request body: %v", err)
+}
+
+// PageQuery reads the offset and limit of a paged listing from q: offset
+// 0 or more (default 0), limit 1 to max (default def), each given at most
+// once as a decimal integer; anything else is a 400 problem naming the
+// parameter.
+func PageQuery(q url.Values, def, max int) (offset, limit int, p *lmosproto.Problem) {
+	limit = def
+	for _, f := range []struct {
+		name     string
+		v        *int
+		min, max int
+	}{{"offset", &offset, 0, int(^uint(0) >> 1)}, {"limit", &limit, 1, max}} {
+		vs, ok := q[f.name]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(vs[0])
+		if len(vs) > 1 || err != nil || n < f.min || n > f.max {
+			return 0, 0, Problemf(http.StatusBadRequest, "query parameter %s: %q: want one integer in %d..%d", f.name, vs[0], f.min, f.max)
+		}
+		*f.v = n
+	}
+	return offset, limit, nil
 }
