@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -291,9 +292,13 @@ func initialContent(raw json.RawMessage) ([]string, bool) {
 	return stringsOf(m.Content)
 }
 
-// threadOf finds the thread of r of the agent e; an expired one is
-// dropped.
-func (s *Server) threadOf(w http.ResponseWriter, r *http.Request, e directory.Entry) (*thread, bool) {
+// threadOf finds the agent of r (agentOf, call as there) and its thread
+// of r; an expired thread is dropped.
+func (s *Server) threadOf(w http.ResponseWriter, r *http.Request, call bool) (*thread, bool) {
+	e, _, ok := s.agentOf(w, r, call)
+	if !ok {
+		return nil, false
+	}
 	id := r.PathValue("thread")
 	s.mu.Lock()
 	th, ok := s.threads[id]
@@ -311,11 +316,7 @@ func (s *Server) threadOf(w http.ResponseWriter, r *http.Request, e directory.En
 
 // serveThread retrieves a thread.
 func (s *Server) serveThread(w http.ResponseWriter, r *http.Request) {
-	e, _, ok := s.agentOf(w, r, false)
-	if !ok {
-		return
-	}
-	th, ok := s.threadOf(w, r, e)
+	th, ok := s.threadOf(w, r, false)
 	if !ok {
 		return
 	}
@@ -327,11 +328,7 @@ func (s *Server) serveThread(w http.ResponseWriter, r *http.Request) {
 // serveMessages lists a thread's messages, oldest first (order=desc:
 // newest first).
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
-	e, _, ok := s.agentOf(w, r, false)
-	if !ok {
-		return
-	}
-	th, ok := s.threadOf(w, r, e)
+	th, ok := s.threadOf(w, r, false)
 	if !ok {
 		return
 	}
@@ -339,9 +336,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	data := append([]Message{}, th.t.Messages...)
 	th.mu.Unlock()
 	if r.URL.Query().Get("order") == "desc" {
-		for i, j := 0, len(data)-1; i < j; i, j = i+1, j-1 {
-			data[i], data[j] = data[j], data[i]
-		}
+		slices.Reverse(data)
 	}
 	l := MessageList{Object: "list", Data: data}
 	if len(data) > 0 {
@@ -353,11 +348,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 // serveCreateMessage posts a user message and answers with it once the
 // agent's reply is in the thread.
 func (s *Server) serveCreateMessage(w http.ResponseWriter, r *http.Request) {
-	e, _, ok := s.agentOf(w, r, true)
-	if !ok {
-		return
-	}
-	th, ok := s.threadOf(w, r, e)
+	th, ok := s.threadOf(w, r, true)
 	if !ok {
 		return
 	}
