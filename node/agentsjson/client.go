@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -33,7 +34,7 @@ const (
 	DefaultMaxResponse = 4 << 20
 	// maxRedirects bounds the redirects of one request, all on the
 	// request's host.
-	maxRedirects = 5
+	maxRedirects = 4
 )
 
 // ClientConfig configures a Client. The zero value of every field
@@ -78,22 +79,9 @@ func NewClient(cfg ClientConfig, opts ...Option) (*Client, error) {
 	o := applyOptions(opts)
 	c := o.client
 	if c == nil {
-		c = &http.Client{CheckRedirect: sameHost}
+		c = &http.Client{CheckRedirect: httpapi.SameOriginRedirects(maxRedirects)}
 	}
 	return &Client{cfg: cfg, http: c, log: o.log, plans: map[string]*plan{}}, nil
-}
-
-// sameHost refuses a redirect to another host (or scheme) than the
-// request's, and more than maxRedirects.
-func sameHost(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxRedirects)
-	}
-	first := via[0].URL
-	if req.URL.Host != first.Host || req.URL.Scheme != first.Scheme {
-		return fmt.Errorf("refused a redirect from %s to another host: %s", first.Redacted(), req.URL.Redacted())
-	}
-	return nil
 }
 
 // fetch reads the document at u (at most MaxDocument bytes, within

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/lmosnode/lmosnode/node/httpapi"
@@ -249,17 +248,6 @@ func sameHostClient(c *http.Client) *http.Client {
 	if c != nil {
 		*out = *c
 	}
-	out.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		first := via[0].URL
-		if len(via) > maxRedirects {
-			return fmt.Errorf("more than %d redirects", maxRedirects)
-		}
-		if !sameOrigin(req.URL, first) {
-			return fmt.Errorf("redirect from %s to another host (%s) refused", first.Host, req.URL.Host)
-		}
-		return nil
-	}
+	out.CheckRedirect = httpapi.SameOriginRedirects(maxRedirects)
 	return out
 }
-
-func sameOrigin(a, b *url.URL) bool { return a.Scheme == b.Scheme && a.Host == b.Host }

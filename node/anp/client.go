@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/node/interact"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -58,15 +58,7 @@ func NewClient(id *Identity, hc *http.Client, log *slog.Logger) *Client {
 		hc = &http.Client{}
 	}
 	c := *hc
-	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if len(via) >= 3 {
-			return errors.New("anp: more than 3 redirects")
-		}
-		if req.URL.Scheme != via[0].URL.Scheme || req.URL.Host != via[0].URL.Host {
-			return fmt.Errorf("anp: redirect off %s to %s refused", via[0].URL.Host, req.URL.Host)
-		}
-		return nil
-	}
+	c.CheckRedirect = httpapi.SameOriginRedirects(2)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

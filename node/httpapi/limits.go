@@ -319,3 +319,20 @@ func PageQuery(q url.Values, def, max int) (offset, limit int, p *lmosproto.Prob
 	}
 	return offset, limit, nil
 }
+
+// SameOriginRedirects is a CheckRedirect for an http.Client that fetches
+// what a remote party names: it follows at most max redirects, each to
+// the scheme and host (port included) of the request's first URL, so a
+// document cannot send the node to another host.
+func SameOriginRedirects(max int) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		first := via[0].URL
+		if len(via) > max {
+			return fmt.Errorf("more than %d redirects", max)
+		}
+		if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+			return fmt.Errorf("refused a redirect from %s to another host: %s", first.Redacted(), req.URL.Redacted())
+		}
+		return nil
+	}
+}
