@@ -2,7 +2,9 @@ package did_test
 
 import (
 	"crypto/ed25519"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +23,16 @@ func TestMembers(t *testing.T) {
 	other, _ := newKey(t)
 	org := srv.DID("web")
 	body, _ := did.NewDocument(org, []ed25519.PublicKey{listed})
-	srv.Handle("/.well-known/did.json", body, "")
+	// The document is held back until the first look is checked: that
+	// look must find the claim pending, whatever the scheduler does.
+	gate := make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	defer release()
+	srv.HandleFunc("/.well-known/did.json", func(w http.ResponseWriter, _ *http.Request) {
+		<-gate
+		w.Header().Set("Content-Type", "application/did+json")
+		_, _ = w.Write(body)
+	})
 	r := did.NewResolver(srv.Options())
 	defer r.Close()
 	m := did.NewMembers(r)
@@ -38,6 +49,7 @@ func TestMembers(t *testing.T) {
 	if o := m.Of(member, org); o.Verified || o.Reason != did.ReasonPending || o.Status() != did.StatusPending || o.Domain != "org.example" {
 		t.Errorf("first look: %+v, want pending", o)
 	}
+	release()
 	deadline := time.Now().Add(5 * time.Second)
 	for m.Of(member, org).Status() == did.StatusPending {
 		if time.Now().After(deadline) {
