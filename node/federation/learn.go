@@ -20,8 +20,9 @@ import (
 // record per Thing, the newest; a worker (run) stores what it holds in
 // one batch (Intake.StoreMany) whenever it is woken.
 //
-// A record is in the queue or in the directory at every moment (the
-// worker drops it from the queue after storing it), so the validator
+// A record is in the queue or in the directory at every moment, and never
+// counted in both (the worker stores and drops it under the queue's
+// lock), so the validator
 // decides against the newest record this node has accepted: one older
 // than that is a replay, one no newer a duplicate. The publisher's quota
 // is checked against what the directory holds plus what is queued.
@@ -128,36 +129,26 @@ func (q *learnQueue) run(done <-chan struct{}) {
 	}
 }
 
-// flush stores every queued record in one batch.
+// flush stores every queued record in one batch. It holds mu while it
+// stores: a stored record counts in the directory's usage of its
+// publisher from the moment the directory applies it, and in the queue's
+// until it is dropped from the queue, so admit, deciding in between,
+// would count it twice and refuse a record within its publisher's quota
+// as over it (a refusal that costs the sender, and the record is lost:
+// gossipsub has marked it seen). Validators wait for one batch at most.
 func (q *learnQueue) flush() {
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.pending) == 0 {
+		return
+	}
 	recs := make([]*lmosproto.Record, 0, len(q.pending))
 	for _, p := range q.pending {
 		recs = append(recs, p.rec)
 	}
-	q.mu.Unlock()
-	if len(recs) == 0 {
-		return
-	}
 	if _, err := q.intake.StoreMany(recs); err != nil && !errors.Is(err, directory.ErrClosed) {
 		q.log.Warn("store learned records", "records", len(recs), "err", err)
 	}
-	q.mu.Lock()
-	for _, r := range recs {
-		ref := thingRef{r.Publisher(), r.ThingID}
-		p, ok := q.pending[ref]
-		if !ok || p.rec != r {
-			continue // replaced by a newer one meanwhile
-		}
-		delete(q.pending, ref)
-		u := q.usage[ref.publisher]
-		u.Things -= p.usage.Things
-		u.Bytes -= p.usage.Bytes
-		if u == (directory.Delta{}) {
-			delete(q.usage, ref.publisher)
-		} else {
-			q.usage[ref.publisher] = u
-		}
-	}
-	q.mu.Unlock()
+	clear(q.pending)
+	clear(q.usage)
 }
