@@ -1,6 +1,8 @@
 package directory
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,11 @@ type pubState struct {
 	// and the sizes of their signed records. Changed by writers under mu.
 	things int
 	bytes  int64
+	// live and sum are the publisher's live public entries held and
+	// the XOR of their ThingDigest: what its presence beats are compared
+	// with (Holding). Changed by writers under mu.
+	live int
+	sum  uint64
 	// since is when this node began to hold the publisher's entries (or
 	// loaded them), in Unix nanoseconds: the start of the grace an entry
 	// has before Config.OfflineTTL removes it unseen.
@@ -59,9 +66,56 @@ func (d *Directory) account(t *thing, sign int) {
 	p.things += sign
 	p.bytes += int64(sign) * t.size
 	d.learned += int64(sign) * t.size
+	if t.public() {
+		p.live += sign
+		p.sum ^= ThingDigest(t.id, t.seq)
+	}
 	if p.things <= 0 {
 		delete(d.pubs, t.publisher)
 	}
+}
+
+// public reports whether t is a live Thing of no group: what a
+// publisher's presence beat counts.
+func (t *thing) public() bool { return !t.tombstone && len(t.groups) == 0 }
+
+// ThingDigest is a version of a Thing in a publisher's digest (Holding,
+// OwnDigest): the first 8 bytes of the SHA-256 of its id, a zero byte and
+// its seq (8 bytes, big-endian). A set's digest is the XOR of its
+// members', so it is kept as entries come and go.
+func ThingDigest(id string, seq uint64) uint64 {
+	h := sha256.New()
+	h.Write([]byte(id))
+	var b [9]byte
+	binary.BigEndian.PutUint64(b[1:], seq)
+	h.Write(b[:])
+	return binary.BigEndian.Uint64(h.Sum(nil))
+}
+
+// Holding returns how many live public Things of the learned publisher
+// the directory holds, and their digest (the XOR of their ThingDigest).
+func (d *Directory) Holding(publisher peer.ID) (live int, sum uint64) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if p := d.pubs[publisher]; p != nil {
+		return p.live, p.sum
+	}
+	return 0, 0
+}
+
+// OwnDigest is Holding for the node's own Things: what its presence
+// beats carry.
+func (d *Directory) OwnDigest() (live int, sum uint64) {
+	now := d.now().UnixNano()
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, t := range d.own {
+		if t.public() && !t.expired(now) {
+			live++
+			sum ^= ThingDigest(t.id, t.seq)
+		}
+	}
+	return live, sum
 }
 
 // usage is a put's change to one publisher's usage.

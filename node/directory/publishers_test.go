@@ -178,3 +178,37 @@ func TestLivenessAfterRestart(t *testing.T) {
 		t.Fatalf("purged %d OfflineTTL after the restart, want 1", n)
 	}
 }
+
+// TestHolding: a learned publisher's digest follows its live public
+// Things through creation, update, removal and purge, and equals the
+// digest the publisher computes of the same Things (OwnDigest); group
+// Things and tombstones count nothing.
+func TestHolding(t *testing.T) {
+	self, pub := newPublisher(t, 1), newPublisher(t, 2)
+	clock := newClock()
+	d := open(t, memStore(), self.id, clock, Config{})
+	theirs := open(t, memStore(), pub.id, newClock(), Config{})
+	put := func(rec *lmosproto.Record, want Change) {
+		t.Helper()
+		mustPut(t, d, rec, nil, want)
+		mustPut(t, theirs, rec, nil, want)
+		live, sum := d.Holding(pub.id)
+		ownLive, ownSum := theirs.OwnDigest()
+		if live != ownLive || sum != ownSum {
+			t.Fatalf("after %s of %s: holding %d Things, digest %016x; the publisher %d, %016x", want, rec.ThingID, live, sum, ownLive, ownSum)
+		}
+	}
+	put(pub.sign(t, thingSpec{id: "urn:h:0", seq: 1}, t0), Created)
+	put(pub.sign(t, thingSpec{id: "urn:h:1", seq: 1}, t0), Created)
+	put(pub.sign(t, thingSpec{id: "urn:h:g", seq: 1, groups: []string{"bafkgroup"}}, t0), Created)
+	put(pub.sign(t, thingSpec{id: "urn:h:0", title: "second", seq: 2}, t0.Add(time.Second)), Updated)
+	put(pub.tombstone(t, "urn:h:1", 2, t0.Add(time.Second)), Deleted)
+	if live, sum := d.Holding(pub.id); live != 1 || sum != ThingDigest("urn:h:0", 2) {
+		t.Fatalf("holding %d Things, digest %016x; want 1, that of urn:h:0 seq 2", live, sum)
+	}
+	clock.Advance(DefaultTTL + time.Minute)
+	d.Purge(clock.Now())
+	if live, sum := d.Holding(pub.id); live != 0 || sum != 0 {
+		t.Fatalf("after the purge: holding %d Things, digest %016x", live, sum)
+	}
+}

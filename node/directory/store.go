@@ -474,6 +474,14 @@ func (d *Directory) swap(old, t *thing, det *details, tf []termFreq, refresh boo
 	}
 	if p := d.pubs[t.publisher]; p != nil && !t.own {
 		p.bytes += t.size - old.size
+		if old.public() {
+			p.live--
+			p.sum ^= ThingDigest(old.id, old.seq)
+		}
+		if t.public() {
+			p.live++
+			p.sum ^= ThingDigest(t.id, t.seq)
+		}
 	}
 	if !t.own {
 		d.learned += t.size - old.size

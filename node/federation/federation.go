@@ -228,6 +228,7 @@ type Federation struct {
 	syncLimit  *peerlimit.Limiter // on-connect syncs this node starts, per peer
 	syncSem    chan struct{}
 
+	repairs     repairs     // beats whose digest differed from what is held
 	memberSyncs peerTimes   // SyncMember's last sync per peer
 	recent      *recentKeys // when lookups last asked the network, per key
 	joined      groupSet    // the groups this node was a member of (GroupChanged)
@@ -300,6 +301,7 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 		fetchLimit: peerlimit.New(FetchEvery, FetchBurst),
 	}
 	f.shards.things = make(map[string][]int)
+	f.repairs = repairs{odd: make(map[peer.ID]time.Time), done: make(map[peer.ID]time.Time), queue: make(chan peer.ID, maxRepairs)}
 	f.dhtq = newDHTQueue(f)
 	f.learn = newLearnQueue(p.Intake, p.Directory, o.log)
 	p.Directory.OnEvict(f.evicted)
@@ -382,6 +384,9 @@ func (f *Federation) Start(ctx context.Context) error {
 		f.wg.Go(func() { f.watchTopic(eh) })
 	}
 	f.wg.Go(f.livenessLoop)
+	if f.p.PubSub != nil && f.holdsAll() {
+		f.wg.Go(f.repairLoop)
+	}
 	connSub, err := f.p.Host.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
 	if err != nil {
 		return fmt.Errorf("federation: start: connection events: %w", err)

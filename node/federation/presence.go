@@ -39,6 +39,12 @@ type presence struct {
 	Peer string `json:"peer"`
 	// At is when the beat was sent.
 	At time.Time `json:"at"`
+	// Things and Digest are the author's live public Things and their
+	// digest (directory.OwnDigest, in 16 hex digits) when it sent the
+	// beat (repair.go); a beat without a digest (an older node's) is
+	// not compared.
+	Things int    `json:"things,omitempty"`
+	Digest string `json:"digest,omitempty"`
 }
 
 // errStaleBeat: a presence beat older than MaxPresenceAge or dated too far
@@ -86,11 +92,13 @@ func (f *Federation) checkBeat(author peer.ID, beat presence, sharded bool) (pub
 	}
 	if !f.dir.Tracked(author) {
 		if sharded {
+			f.compareBeat(author, beat)
 			return pubsub.ValidationAccept, nil
 		}
 		return pubsub.ValidationIgnore, fmt.Errorf("presence beat of %s: no Thing of it held", author)
 	}
 	f.dir.Seen(author, beat.At)
+	f.compareBeat(author, beat)
 	return pubsub.ValidationAccept, nil
 }
 
@@ -120,7 +128,8 @@ func (f *Federation) beat() {
 	if f.p.PubSub == nil || len(f.dir.Own()) == 0 {
 		return
 	}
-	b := presence{Peer: f.self.String(), At: f.now().UTC()}
+	live, sum := f.dir.OwnDigest()
+	b := presence{Peer: f.self.String(), At: f.now().UTC(), Things: live, Digest: digest(sum)}
 	f.beatShards(b)
 	if f.presence == nil {
 		return

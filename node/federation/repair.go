@@ -1,0 +1,124 @@
+package federation
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Repair: gossip loses messages (a peer's outbound queue full on a busy
+// node, a mesh not yet formed when a record was announced), and gossipsub
+// repairs a loss only for the few heartbeats its message cache remembers.
+// A node that holds everything it hears (roles directory and v1) would
+// miss a lost record until the next republication, a day later. So each
+// presence beat carries its author's digest — how many live public Things
+// it publishes, and the XOR of their directory.ThingDigest — and such a
+// node compares it with what it holds of the author (directory.Holding).
+// When two beats in a row differ from it (so that records still on their
+// way are not counted as lost), it syncs with the author, at most once per
+// repairEvery beat intervals. A light node holds only part of its shards
+// (short announcements are fetched on demand) and does not compare.
+const (
+	// repairEvery is, in presence intervals, the least time between two
+	// repairs from one publisher (10 min by default).
+	repairEvery = 10
+	// maxRepairs bounds the publishers with a mismatch noted or a repair
+	// queued.
+	maxRepairs = 1024
+)
+
+// repairs is what the node noted of beats that differ from what it holds.
+type repairs struct {
+	mu sync.Mutex
+	// odd is, per publisher, the time (its own) of a beat whose digest
+	// differed from what the node held.
+	odd map[peer.ID]time.Time
+	// done is, per publisher, when it was last repaired from.
+	done map[peer.ID]time.Time
+	// queue takes the publishers to sync with.
+	queue chan peer.ID
+}
+
+// holdsAll reports whether the node holds every public Thing it hears of:
+// only such a node compares digests.
+func (f *Federation) holdsAll() bool {
+	return f.cfg.Role == RoleDirectory || f.cfg.Role == RoleV1
+}
+
+// digest is how a beat writes a directory digest: 16 lowercase hex digits.
+func digest(sum uint64) string { return fmt.Sprintf("%016x", sum) }
+
+// compareBeat notes a beat of author that carries a digest, from a
+// validator (it does not block): a second one in a row that differs from
+// what the node holds queues a repair.
+func (f *Federation) compareBeat(author peer.ID, beat presence) {
+	if !f.holdsAll() || beat.Digest == "" || f.intake.Admits(author) != nil {
+		return
+	}
+	sum, err := strconv.ParseUint(beat.Digest, 16, 64)
+	if err != nil || len(beat.Digest) != 16 {
+		return // liberal: a beat with a malformed digest is still a beat
+	}
+	live, held := f.dir.Holding(author)
+	r := &f.repairs
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if live == beat.Things && held == sum {
+		delete(r.odd, author)
+		return
+	}
+	first, noted := r.odd[author]
+	if !noted {
+		if len(r.odd) < maxRepairs {
+			r.odd[author] = beat.At
+		}
+		return
+	}
+	if !beat.At.After(first) {
+		return // the same beat on another topic
+	}
+	delete(r.odd, author)
+	now := f.now()
+	if last, ok := r.done[author]; ok && now.Sub(last) < repairEvery*f.cfg.PresenceInterval || len(r.done) >= maxRepairs {
+		return
+	}
+	select {
+	case r.queue <- author:
+		r.done[author] = now
+	default:
+	}
+}
+
+// repairLoop syncs with each publisher compareBeat queued.
+func (f *Federation) repairLoop() {
+	r := &f.repairs
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case p := <-r.queue:
+			n, err := f.Sync(f.ctx, p, Filter{})
+			switch {
+			case err != nil && f.ctx.Err() == nil:
+				f.log.Debug("repair: sync failed", "publisher", p, "err", err)
+			case err == nil:
+				f.log.Info("repaired from publisher", "publisher", p, "changed", n)
+			}
+			r.prune(f.now(), repairEvery*f.cfg.PresenceInterval)
+		}
+	}
+}
+
+// prune forgets repairs older than every.
+func (r *repairs) prune(now time.Time, every time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, t := range r.done {
+		if now.Sub(t) >= every {
+			delete(r.done, p)
+		}
+	}
+}
