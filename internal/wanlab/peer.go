@@ -342,6 +342,7 @@ func (p *wanPeer) routes() http.Handler {
 	mux.HandleFunc("GET /lmos/stats", p.stats)
 	mux.HandleFunc("POST /lmos/use", p.use)
 	mux.HandleFunc("POST /lmos/kill", p.kill)
+	mux.HandleFunc("POST /lmos/heap", p.heap)
 	mux.HandleFunc("POST /rtt", p.rtt)
 	mux.HandleFunc("POST /cold/start", p.coldStart)
 	mux.HandleFunc("POST /cold/find", p.coldFind)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -147,6 +148,38 @@ func (p *wanPeer) stats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, st)
 }
 
+// heap serves POST /lmos/heap: the local node's heap profile, taken after
+// a GC (the node runs with pprof on in the scale lab), is written to
+// heap.pb.gz in its home; the answer names the file.
+func (p *wanPeer) heap(w http.ResponseWriter, r *http.Request) {
+	req, err := p.nodeRequest(r.Context(), http.MethodGet, "/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	resp, err := p.api.Do(req)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		fail(w, fmt.Errorf("GET /debug/pprof/heap: %s", resp.Status))
+		return
+	}
+	file := filepath.Join(p.home, "heap.pb.gz")
+	out, err := os.Create(file)
+	if err == nil {
+		_, err = io.Copy(out, resp.Body)
+		err = errors.Join(err, out.Close())
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, map[string]string{"file": file})
+}
+
 // kill serves POST /lmos/kill: the node is killed (SIGKILL, no goodbye)
 // and the raw host closed, as a machine that loses power.
 func (p *wanPeer) kill(w http.ResponseWriter, _ *http.Request) {
@@ -226,6 +259,7 @@ func (d *driver) scale(ctx context.Context, sc scaleConfig) error {
 			return err
 		}
 	}
+	d.heapProfiles(ctx)
 	if err := d.propagation(ctx, sc.samples); err != nil {
 		return err
 	}
@@ -245,6 +279,29 @@ func (d *driver) scale(ctx context.Context, sc scaleConfig) error {
 		return err
 	}
 	return d.coldDiscovery(ctx, 5, sc.cold)
+}
+
+// heapProfiles has the first directory node and the first light node
+// (or node 1, when all are alike) write their heap profile, loaded, and
+// prints where each is: the lab prints their top entries.
+func (d *driver) heapProfiles(ctx context.Context) {
+	nodes := map[string]int{"node": 1}
+	if d.dirNodes > 0 {
+		nodes = map[string]int{"directory": 1}
+		if d.dirNodes < d.n {
+			nodes["light"] = d.dirNodes + 1
+		}
+	}
+	for role, k := range nodes {
+		var out struct {
+			File string `json:"file"`
+		}
+		if err := d.ctl(ctx, k, http.MethodPost, "/lmos/heap", nil, &out); err != nil {
+			fmt.Printf("heap profile of node %d: %v\n", k, err)
+			continue
+		}
+		fmt.Printf("heap profile: %s node %d: %s\n", role, k, out.File)
+	}
 }
 
 // load has every node publish its Things up to upto, waits until the
@@ -273,6 +330,13 @@ func (d *driver) load(ctx context.Context, sc scaleConfig, upto int) error {
 	}
 	settled := stable.Sub(t0)
 	fmt.Printf("directories held their final count %.1fs after the first publication (published in %.1fs)\n", settled.Seconds(), published.Seconds())
+	if d.dirNodes > 0 {
+		if st, err := d.complete(ctx, sc.settle, upto*len(d.alive), t0); err == nil {
+			loaded = st
+		} else {
+			fmt.Println(err)
+		}
+	}
 	time.Sleep(sc.window)
 	idle, err := d.stats(ctx)
 	if err != nil {
@@ -282,6 +346,33 @@ func (d *driver) load(ctx context.Context, sc scaleConfig, upto int) error {
 	d.report(what, loaded, before, settled)
 	d.report(what+", idle", idle, loaded, sc.window)
 	return nil
+}
+
+// complete waits, polling every 5 s for at most limit, until every
+// directory node holds all the want Things of the federation: gossip that
+// lost a record is repaired from the publisher's presence beats (two beat
+// intervals), after the directories seemed settled. It returns the last
+// stats.
+func (d *driver) complete(ctx context.Context, limit time.Duration, want int, t0 time.Time) (map[int]nodeStats, error) {
+	var last map[int]nodeStats
+	err := pollEvery(5*time.Second, limit, "the directory nodes to hold every Thing", func() (bool, string) {
+		st, err := d.stats(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		last = st
+		for k := 1; k <= d.dirNodes; k++ {
+			if s, ok := st[k]; ok && s.Things < float64(want) {
+				return false, fmt.Sprintf("directory node %d holds %.0f of %d", k, s.Things, want)
+			}
+		}
+		return true, ""
+	})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("directory nodes held all %d Things %.1fs after the first publication\n", want, time.Since(t0).Seconds())
+	return last, nil
 }
 
 // settle polls the nodes' directories every 5 s until the Things they hold

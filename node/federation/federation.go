@@ -301,7 +301,7 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 		fetchLimit: peerlimit.New(FetchEvery, FetchBurst),
 	}
 	f.shards.things = make(map[string][]int)
-	f.repairs = repairs{odd: make(map[peer.ID]time.Time), done: make(map[peer.ID]time.Time), queue: make(chan peer.ID, maxRepairs)}
+	f.repairs = repairs{odd: make(map[peer.ID]time.Time), done: make(map[peer.ID]repairWait), queue: make(chan peer.ID, maxRepairs)}
 	f.dhtq = newDHTQueue(f)
 	f.learn = newLearnQueue(p.Intake, p.Directory, o.log)
 	p.Directory.OnEvict(f.evicted)

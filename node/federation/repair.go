@@ -18,17 +18,28 @@ import (
 // it publishes, and the XOR of their directory.ThingDigest — and such a
 // node compares it with what it holds of the author (directory.Holding).
 // When two beats in a row differ from it (so that records still on their
-// way are not counted as lost), it syncs with the author, at most once per
-// repairEvery beat intervals. A light node holds only part of its shards
-// (short announcements are fetched on demand) and does not compare.
+// way are not counted as lost), it syncs with the author. A mismatch that
+// a sync does not mend (the author's Things over this node's quota or
+// budget, or more than a sync carries) must not cost a sync every other
+// beat: after each repair the next waits twice as long, from two beat
+// intervals up to maxRepairWait; a beat that matches resets the wait. A
+// light node holds only part of its shards (short announcements are
+// fetched on demand) and does not compare.
 const (
-	// repairEvery is, in presence intervals, the least time between two
-	// repairs from one publisher (10 min by default).
-	repairEvery = 10
+	// maxRepairWait is, in presence intervals, the longest wait between
+	// two repairs from one publisher (an hour by default).
+	maxRepairWait = 64
 	// maxRepairs bounds the publishers with a mismatch noted or a repair
-	// queued.
+	// waiting.
 	maxRepairs = 1024
 )
+
+// repairWait is when a publisher was last repaired from, and how long the
+// next repair from it waits after that.
+type repairWait struct {
+	last time.Time
+	wait time.Duration
+}
 
 // repairs is what the node noted of beats that differ from what it holds.
 type repairs struct {
@@ -36,8 +47,9 @@ type repairs struct {
 	// odd is, per publisher, the time (its own) of a beat whose digest
 	// differed from what the node held.
 	odd map[peer.ID]time.Time
-	// done is, per publisher, when it was last repaired from.
-	done map[peer.ID]time.Time
+	// done is, per publisher, when it was last repaired from and the
+	// wait before the next repair.
+	done map[peer.ID]repairWait
 	// queue takes the publishers to sync with.
 	queue chan peer.ID
 }
@@ -68,6 +80,7 @@ func (f *Federation) compareBeat(author peer.ID, beat presence) {
 	defer r.mu.Unlock()
 	if live == beat.Things && held == sum {
 		delete(r.odd, author)
+		delete(r.done, author)
 		return
 	}
 	first, noted := r.odd[author]
@@ -82,12 +95,14 @@ func (f *Federation) compareBeat(author peer.ID, beat presence) {
 	}
 	delete(r.odd, author)
 	now := f.now()
-	if last, ok := r.done[author]; ok && now.Sub(last) < repairEvery*f.cfg.PresenceInterval || len(r.done) >= maxRepairs {
+	prev, ok := r.done[author]
+	if ok && now.Sub(prev.last) < prev.wait || !ok && len(r.done) >= maxRepairs {
 		return
 	}
 	select {
 	case r.queue <- author:
-		r.done[author] = now
+		wait := min(max(2*prev.wait, 2*f.cfg.PresenceInterval), maxRepairWait*f.cfg.PresenceInterval)
+		r.done[author] = repairWait{last: now, wait: wait}
 	default:
 	}
 }
@@ -107,17 +122,17 @@ func (f *Federation) repairLoop() {
 			case err == nil:
 				f.log.Info("repaired from publisher", "publisher", p, "changed", n)
 			}
-			r.prune(f.now(), repairEvery*f.cfg.PresenceInterval)
+			r.prune(f.now(), maxRepairWait*f.cfg.PresenceInterval)
 		}
 	}
 }
 
-// prune forgets repairs older than every.
-func (r *repairs) prune(now time.Time, every time.Duration) {
+// prune forgets the repairs older than the longest wait.
+func (r *repairs) prune(now time.Time, longest time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for p, t := range r.done {
-		if now.Sub(t) >= every {
+	for p, w := range r.done {
+		if now.Sub(w.last) >= longest {
 			delete(r.done, p)
 		}
 	}

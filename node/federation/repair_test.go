@@ -71,3 +71,61 @@ func ownSum(m *member) uint64 {
 	_, sum := m.dir.OwnDigest()
 	return sum
 }
+
+// TestRepairBackoff: a mismatch is repaired after two beats in a row, a
+// beat seen again on another topic does not count twice, a mismatch that
+// persists after a repair waits twice as long each time, and a beat that
+// matches resets the wait.
+func TestRepairBackoff(t *testing.T) {
+	const interval = time.Minute
+	m := newMember(t, func(_ *Deps, c *Config) { c.Role, c.PresenceInterval = RoleDirectory, interval })
+	pub := newMember(t, nil)
+	queued := func() int {
+		n := 0
+		for {
+			select {
+			case <-m.repairs.queue:
+				n++
+			default:
+				return n
+			}
+		}
+	}
+	at := m.clock.Now()
+	beat := func(b presence) int {
+		m.compareBeat(pub.id, b)
+		return queued()
+	}
+	odd := func() presence { return presence{Peer: pub.id.String(), At: at, Things: 1, Digest: digest(42)} }
+	next := func() { at = at.Add(interval); m.clock.Add(interval) }
+	for i, want := range []int{
+		0, 1, // two beats in a row: repaired
+		0, 1, // lost again, two beats after the repair: repaired (wait 2)
+		0, 0, 0, 1, // still different: the wait doubles (4)
+		0, 0, 0, 0, 0, 0, 0, 1, // (8)
+	} {
+		if got := beat(odd()); got != want {
+			t.Fatalf("beat %d: %d repairs queued, want %d", i, got, want)
+		}
+		if got := beat(odd()); got != 0 {
+			t.Fatalf("beat %d, seen again: %d repairs queued", i, got)
+		}
+		next()
+	}
+	// A beat that matches resets the wait: the next loss is repaired after
+	// two beats again.
+	if got := beat(presence{Peer: pub.id.String(), At: at, Digest: digest(0)}); got != 0 {
+		t.Fatalf("matching beat: %d repairs queued", got)
+	}
+	next()
+	for i, want := range []int{0, 1} {
+		if got := beat(odd()); got != want {
+			t.Fatalf("after the reset, beat %d: %d repairs queued, want %d", i, got, want)
+		}
+		next()
+	}
+	// A beat without a digest (an older node's) is not compared.
+	if got := beat(presence{Peer: pub.id.String(), At: at}); got != 0 {
+		t.Fatalf("beat without a digest: %d repairs queued", got)
+	}
+}
