@@ -226,7 +226,7 @@ t0=$(now)
 for ((k = 1; k <= NODES; k++)); do
 	ip netns exec "$(ns "$k")" "$BIN/lmosnode" init --home "$(home "$k")" >/dev/null
 	jq --arg scale "$SCALE" --arg role "$(role "$k")" --argjson things "$((THINGS * 2 + 100))" '.mdns = false | .dhtMode = "server" | .autoNAT = false | .holePunching = false | .relayClient = false
-		| if $scale == "1" then .quota.maxThings = $things | .role = $role else . end' \
+		| if $scale == "1" then .quota.maxThings = $things | .role = $role | .pprof = true else . end' \
 		"$(home "$k")/config.json" >"$WORK/config.tmp" && mv "$WORK/config.tmp" "$(home "$k")/config.json"
 	setsid ip netns exec "$(ns "$k")" "$BIN/lmosnode" up --home "$(home "$k")" \
 		--listen "/ip4/$(ip_of "$k")/tcp/$PORT" --api "$API" --mdns=false >"$WORK/node$k.log" 2>&1 &
@@ -273,6 +273,13 @@ fi
 echo
 echo "router: $(grep 'WANDELAY stats' "$WORK/wandelay.out" | tail -n1 | sed 's/^WANDELAY stats //'); wandelay CPU ${DELAY_CPU:-?} s"
 echo "load: $(uptime | sed 's/.*load average/load average/')"
+# The scale lab's heap profiles of a loaded directory and light node
+# (wanlab drive, heapProfiles): where the heap per Thing held goes.
+grep '^heap profile: ' "$WORK/drive.out" | while read -r _ _ role _ k file; do
+	[[ -s $file ]] || continue
+	printf '\n-- heap in use, %s node %s, top 15\n' "$role" "${k%:}"
+	go tool pprof -top -nodecount=15 -sample_index=inuse_space "$file" 2>/dev/null | sed -n '/^ *flat/,$p'
+done
 if ((rc != 0)); then
 	echo "FAIL: the measurements ended with status $rc (124: --timeout)"
 	for f in "$WORK"/peer*.log "$WORK"/node1.log; do
