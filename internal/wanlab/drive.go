@@ -168,6 +168,10 @@ func (d *driver) nodeAddr(k int) string {
 	return fmt.Sprintf("/ip4/%s/tcp/%d/p2p/%s", ipOf(k), nodePort, d.nodeIDs[k-1])
 }
 
+// maxLinking bounds the links made at once: a hundred handshakes at once
+// starve two cores.
+const maxLinking = 16
+
 // link connects every node and every raw host to its link peers, and
 // waits until each has two topic peers (its ring neighbours at least) and
 // the meshes had three heartbeats to graft, as the loopback benchmark.
@@ -175,8 +179,11 @@ func (d *driver) link(ctx context.Context) error {
 	l := links(d.n)
 	errs := make([]error, len(l))
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxLinking)
 	for i, e := range l {
 		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			errs[i] = errors.Join(
 				retry(func() error {
 					return d.ctl(ctx, e[0], http.MethodPost, "/lmos/connect", url.Values{"addr": {d.nodeAddr(e[1])}}, nil)

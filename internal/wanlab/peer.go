@@ -32,6 +32,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 
@@ -116,7 +117,11 @@ func (p *wanPeer) startRaw(ctx context.Context) error {
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
-		libp2p.DisableRelay(), libp2p.DisableMetrics())
+		libp2p.DisableRelay(), libp2p.DisableMetrics(),
+		// The lab's addresses are private, which go-libp2p dials with
+		// 5 s for the whole handshake: too short for a hundred peers
+		// starting at once on two cores.
+		libp2p.SwarmOpts(swarm.WithDialTimeoutLocal(labDialTimeout)), libp2p.WithDialTimeout(labDialTimeout))
 	if err != nil {
 		return err
 	}
@@ -222,6 +227,9 @@ func (p *wanPeer) followEvents(ctx context.Context) error {
 }
 
 // nodeRequest is a request to the local node's API, with its token.
+// labDialTimeout bounds a raw host's dial, handshakes included.
+const labDialTimeout = 30 * time.Second
+
 func (p *wanPeer) nodeRequest(ctx context.Context, method, path string, body any) (*http.Request, error) {
 	return apiRequest(ctx, p.home, method, path, body)
 }
@@ -588,7 +596,8 @@ func (p *wanPeer) rawColdFind(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	h, err := libp2p.New(libp2p.ListenAddrStrings(fmt.Sprintf("/ip4/%s/tcp/0", ipOf(p.k))),
 		libp2p.Transport(tcp.NewTCPTransport), libp2p.Security(noise.ID, noise.New),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.DisableRelay(), libp2p.DisableMetrics())
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.DisableRelay(), libp2p.DisableMetrics(),
+		libp2p.SwarmOpts(swarm.WithDialTimeoutLocal(labDialTimeout)), libp2p.WithDialTimeout(labDialTimeout))
 	if err != nil {
 		fail(w, err)
 		return

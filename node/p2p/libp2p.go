@@ -307,6 +307,14 @@ const (
 // peerOutboundQueue is the RPCs gossipsub queues per peer.
 const peerOutboundQueue = 128
 
+// validateQueue is the messages gossipsub queues for validation. Its
+// default (32), drained by one worker per CPU, overflows when a node
+// hears a burst of announcements (each from several mesh peers at once:
+// a message is not "seen" until validated), and an overflowing message is
+// dropped without being marked seen, so a burst lost what no later copy
+// brought. 256 queued messages are at most 256 records in memory.
+const validateQueue = 256
+
 // MessageID is the gossipsub message ID of an LMOS message: the SHA-256
 // digest of its data, as raw bytes. It does not depend on the author's
 // sequence number, so every implementation derives the same ID, and a
@@ -364,6 +372,7 @@ func NewPubSub(ctx context.Context, h host.Host, o PubSubOptions) (*pubsub.PubSu
 		// stream to a new peer opens. Gossipsub's default queue (32)
 		// overflows then, and each overflow waits up to a second to retry.
 		pubsub.WithPeerOutboundQueueSize(peerOutboundQueue),
+		pubsub.WithValidateQueueSize(validateQueue),
 		// docs/groups.md: on a group topic, only current members are
 		// meshed with, gossiped to and (their subscriptions kept) sent
 		// to, by the group service's view of each group.
