@@ -248,6 +248,7 @@ SCALE_ARGS=()
 DIRECTORY_NODES=0
 [[ $ROLES == light ]] && DIRECTORY_NODES=1
 ((SCALE)) && SCALE_ARGS=(-scale -things "$THINGS" -caps "$CAPS" -kill "$KILL" -ready 10m -directory-nodes "$DIRECTORY_NODES")
+: >"$WORK/drive.out" # for the progress display's tail, before the driver writes
 timeout "$TIMEOUT" ip netns exec "$ROUTER" "$BIN/wanlab" drive -n "$NODES" -samples "$SAMPLES" -cold-samples "$COLD" \
 	-rtt-min "${RTT_MIN}ms" -rtt-max "${RTT_MAX}ms" "${SCALE_ARGS[@]}" >"$WORK/drive.out" 2>&1 &
 DRIVE_PID=$!
