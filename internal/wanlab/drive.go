@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -194,8 +195,26 @@ func (d *driver) link(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	// A chord that did not link is reported, not fatal: the ring keeps
+	// every node and raw host connected (the wait below checks), and
+	// the DHT and gossipsub find other peers. (In the 100-node runs a
+	// few raw hosts' chords timed out at TCP, every retry, while the
+	// nodes in the same namespaces linked.)
+	var missing []string
+	for i, e := range l {
+		if errs[i] == nil {
+			continue
+		}
+		if e[1] != e[0]%d.n+1 {
+			missing = append(missing, fmt.Sprintf("%d-%d", e[0], e[1]))
+			errs[i] = nil
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	if len(missing) > 0 {
+		fmt.Printf("chords not linked (a node's, a raw host's or both): %s\n", strings.Join(missing, " "))
 	}
 	err := poll(3*time.Minute, "two topic peers on every raw host", func() (bool, string) {
 		st, err := d.status(ctx)
