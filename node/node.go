@@ -60,8 +60,14 @@ import (
 	"github.com/lmosnode/lmosnode/node/wsgateway"
 )
 
-// shutdownTimeout bounds how long Close waits for in-flight API requests.
-const shutdownTimeout = 5 * time.Second
+// shutdownTimeout bounds how long Close waits for in-flight API requests;
+// after shutdownGrace of it, the requests still running are cancelled
+// (their contexts end), which ends a stream that no closer above reached
+// (an MCP client's standalone stream opened as its session was closed).
+const (
+	shutdownTimeout = 5 * time.Second
+	shutdownGrace   = time.Second
+)
 
 // Node is one running lmosnode: identity, datastore, libp2p host, directory
 // of Things, DHT, gossipsub, the federation that keeps the directory in
@@ -165,6 +171,8 @@ type Node struct {
 	startedAt  time.Time         // when Start ran, for api.NodeInfo.Started
 	apiLn      *httpapi.Listener // the API's listener, under APILimits
 	apiAddr    string
+	// apiCancel ends the base context of every API request.
+	apiCancel context.CancelFunc
 
 	closeOnce sync.Once
 	closeErr  error
@@ -593,6 +601,8 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.apiAddr = ln.Addr().String()
 	n.api = api.NewServer(n.apiHandler(), n.cfg.APILimits, n.log)
+	base, cancel := context.WithCancel(context.Background())
+	n.api.BaseContext, n.apiCancel = func(net.Listener) context.Context { return base }, cancel
 	n.apiLn = api.Listener(ln, n.cfg.APILimits)
 	srv, limited := n.api, n.apiLn
 	n.wg.Go(func() {
@@ -677,9 +687,12 @@ func (n *Node) closeAPI() []error {
 	errs = append(errs, n.closeGateways())
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		grace := time.AfterFunc(shutdownGrace, n.apiCancel)
 		if err := srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("api: shutdown: %w", err), srv.Close())
 		}
+		grace.Stop()
+		n.apiCancel()
 		cancel()
 		errs = append(errs, homedir.RemoveAPIFile(n.cfg.Home))
 	}
