@@ -24,7 +24,6 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
-	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
@@ -84,13 +83,6 @@ func NewHost(cfg config.Config, key crypto.PrivKey, o HostOptions) (_ host.Host,
 
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
-
-		// go-libp2p gives a dial to a private address 5 s for the
-		// handshakes, a public one 15 s. Federations across companies
-		// run over private addressing too (VPNs, peering links), where a
-		// busy peer or a slow link takes longer: every dial gets 15 s.
-		libp2p.SwarmOpts(swarm.WithDialTimeoutLocal(dialTimeout)),
-		libp2p.WithDialTimeout(dialTimeout),
 	}
 	if cfg.Libp2pMetrics {
 		// go-libp2p's collectors are process-wide variables: several
@@ -311,9 +303,6 @@ const (
 	// (1 MiB) is below the largest record.
 	MaxMessageSize = lmosproto.MaxRecordSize + 64<<10
 )
-
-// dialTimeout bounds a dial, handshakes included, to any address.
-const dialTimeout = 15 * time.Second
 
 // peerOutboundQueue is the RPCs gossipsub queues per peer.
 const peerOutboundQueue = 128
