@@ -272,11 +272,14 @@ func TestJSPeerPublishes(t *testing.T) {
 		"id": id, "title": "Published by JS", "capability": "js-published",
 	})
 	var got struct {
-		Peer   string   `json:"peer"`
-		Record string   `json:"record"`
-		PutTo  []string `json:"putTo"`
+		Peer        string   `json:"peer"`
+		Record      string   `json:"record"`
+		SentTo      []string `json:"sentTo"`
+		SentAgainTo []string `json:"sentAgainTo"`
+		PutTo       []string `json:"putTo"`
 	}
 	p.next(&got)
+	t.Logf("the JS peer sent its announcement to %v, again to %v", got.SentTo, got.SentAgainTo)
 	jsID, err := peer.Decode(got.Peer)
 	if err != nil {
 		t.Fatal(err)

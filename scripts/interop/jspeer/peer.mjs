@@ -170,13 +170,19 @@ async function publish () {
     const record = wire.signRecord(td, raw.subarray(0, 32), raw.subarray(32))
     wire.verifyRecord(record, node.peerId.toString(), req.id)
     const res = await ps.publish(wire.TopicAnnounce, record)
+    // Once more a second later, as a node republishes when a peer joins:
+    // the same bytes are the same message ID, so a peer that has the
+    // first drops the second, and one that lost the first (sent as its
+    // gossipsub was still setting up the peer) gets it.
+    await sleep(1000)
+    const again = await ps.publish(wire.TopicAnnounce, record).catch((err) => ({ recipients: [], err: String(err) }))
     // And into the DHT, under its /lmos-td/ key, at the closest Go nodes.
     const key = new TextEncoder().encode(wire.thingKey(node.peerId.toString(), req.id))
     const putTo = new Set()
     for await (const ev of node.services.dht.put(key, record, { signal: AbortSignal.timeout(10000) })) {
       if (ev.name === 'PEER_RESPONSE' && ev.messageName === 'PUT_VALUE') putTo.add(ev.from.toString())
     }
-    out({ peer: node.peerId.toString(), record: record.toString('base64'), sentTo: res.recipients.map(String), putTo: [...putTo] })
+    out({ peer: node.peerId.toString(), record: record.toString('base64'), sentTo: res.recipients.map(String), sentAgainTo: again.recipients.map(String), putTo: [...putTo] })
     await lines.closed
   } finally {
     await node.stop()
