@@ -127,13 +127,19 @@ func (f *Federation) repairLoop() {
 	}
 }
 
-// prune forgets the repairs older than the longest wait.
+// prune forgets the repairs, and the mismatches noted, older than the
+// longest wait.
 func (r *repairs) prune(now time.Time, longest time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for p, w := range r.done {
 		if now.Sub(w.last) >= longest {
 			delete(r.done, p)
+		}
+	}
+	for p, at := range r.odd {
+		if now.Sub(at) >= longest {
+			delete(r.odd, p)
 		}
 	}
 }
