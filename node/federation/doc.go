@@ -131,7 +131,9 @@
 // publisher was seen (directory.Directory.Seen): the time of its beats,
 // the proof time of its records, a sync it answered, a connection to it
 // opening or closing. The directory derives Entry.Online from it and drops
-// the learned Things of a publisher unseen for its OfflineTTL.
+// the learned Things of a publisher unseen for its OfflineTTL. A beat
+// also carries its author's digest (its live public Things), from which
+// a directory or v1 node repairs what gossip lost (repair.go).
 //
 // # Sync protocol
 //
