@@ -118,7 +118,9 @@ func (f *Federation) repairLoop() {
 			n, err := f.Sync(f.ctx, p, Filter{})
 			switch {
 			case err != nil && f.ctx.Err() == nil:
-				f.log.Debug("repair: sync failed", "publisher", p, "err", err)
+				// Info, not debug: a repair that fails leaves records
+				// missing, and the backoff bounds these lines.
+				f.log.Info("repair from publisher failed", "publisher", p, "err", err)
 			case err == nil:
 				f.log.Info("repaired from publisher", "publisher", p, "changed", n)
 			}
