@@ -67,18 +67,32 @@ func browser(t *testing.T) (context.Context, *requestLog) {
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
 		chromedp.WindowSize(1280, 900),
 	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	t.Cleanup(cancel)
 	reqs := &requestLog{}
-	if err := chromedp.Listen(ctx, func(ev any) {
-		switch e := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			reqs.add(e.Request.URL)
+	var ctx context.Context
+	// Chromium now and then crashes as it starts on a busy CI machine
+	// (before any page): a second start is a new browser, not a retry of
+	// anything the test checks.
+	for attempt := 1; ; attempt++ {
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		var cancel context.CancelFunc
+		ctx, cancel = chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+		err := chromedp.Listen(ctx, func(ev any) {
+			switch e := ev.(type) {
+			case *network.EventRequestWillBeSent:
+				reqs.add(e.Request.URL)
+			}
+		})
+		if err == nil {
+			t.Cleanup(cancelAlloc)
+			t.Cleanup(cancel)
+			break
 		}
-	}); err != nil {
-		t.Fatalf("start chromium: %v", err)
+		cancel()
+		cancelAlloc()
+		if attempt == 3 {
+			t.Fatalf("start chromium (%d tries): %v", attempt, err)
+		}
+		t.Logf("start chromium: %v; starting it again", err)
 	}
 	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
 		t.Fatalf("chromium: network.enable: %v", err)
