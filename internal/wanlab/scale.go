@@ -102,24 +102,33 @@ type nodeStats struct {
 	At          int64              `json:"at"`
 }
 
+// nodeGet GETs path from the local node's API; a status other than 200
+// is an error. The caller closes the body.
+func (p *wanPeer) nodeGet(ctx context.Context, path string) (*http.Response, error) {
+	req, err := p.nodeRequest(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.api.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return resp, nil
+}
+
 // stats serves GET /lmos/stats: the local node's nodeStats, read from its
 // /metrics.
 func (p *wanPeer) stats(w http.ResponseWriter, r *http.Request) {
-	req, err := p.nodeRequest(r.Context(), http.MethodGet, "/metrics", nil)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	resp, err := p.api.Do(req)
+	resp, err := p.nodeGet(r.Context(), "/metrics")
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		fail(w, fmt.Errorf("GET /metrics: %s", resp.Status))
-		return
-	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
@@ -152,21 +161,12 @@ func (p *wanPeer) stats(w http.ResponseWriter, r *http.Request) {
 // a GC (the node runs with pprof on in the scale lab), is written to
 // heap.pb.gz in its home; the answer names the file.
 func (p *wanPeer) heap(w http.ResponseWriter, r *http.Request) {
-	req, err := p.nodeRequest(r.Context(), http.MethodGet, "/debug/pprof/heap?gc=1", nil)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	resp, err := p.api.Do(req)
+	resp, err := p.nodeGet(r.Context(), "/debug/pprof/heap?gc=1")
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		fail(w, fmt.Errorf("GET /debug/pprof/heap: %s", resp.Status))
-		return
-	}
 	file := filepath.Join(p.home, "heap.pb.gz")
 	out, err := os.Create(file)
 	if err == nil {
