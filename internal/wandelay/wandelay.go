@@ -95,21 +95,75 @@ type Shaper struct {
 	nf     *nfqueue.Nfqueue
 	cancel context.CancelFunc
 	rng    *rand.Rand // used by the queue's callback goroutine only
-	lanes  map[[8]byte]chan held
+	lanes  map[[8]byte]*lane
 	wg     sync.WaitGroup
 	closed atomic.Bool
+	epoch  time.Time
 
 	received, accepted, lost, unparsed, verdictErrs, readErrs atomic.Uint64
 }
 
+// held is a packet waiting in a lane: no pointers, so that the collector
+// does not scan the packets in flight.
 type held struct {
 	id  uint32
-	due time.Time
+	due time.Duration // since Shaper.epoch (monotonic)
 }
 
-// laneDepth bounds the packets one direction of one pair holds before the
-// callback waits (and the kernel queue fills instead).
-const laneDepth = 1 << 14
+// A lane holds the packets of one direction of one pair until they are
+// due: a queue that grows with the packets in flight, not a buffer per
+// pair (a hundred hosts talk in ~40k pairs), and that the queue's
+// callback never waits on.
+type lane struct {
+	mu   sync.Mutex
+	q    []held // due times increase: one pair, one delay
+	wake chan struct{}
+	done bool
+}
+
+func newLane() *lane { return &lane{wake: make(chan struct{}, 1)} }
+
+func (l *lane) push(h held) {
+	l.mu.Lock()
+	l.q = append(l.q, h)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pop waits for the next packet; false once the lane is closed and empty.
+func (l *lane) pop() (held, bool) {
+	for {
+		l.mu.Lock()
+		if len(l.q) > 0 {
+			h := l.q[0]
+			l.q = l.q[1:]
+			if len(l.q) == 0 {
+				l.q = nil // let a burst's array go
+			}
+			l.mu.Unlock()
+			return h, true
+		}
+		done := l.done
+		l.mu.Unlock()
+		if done {
+			return held{}, false
+		}
+		<-l.wake
+	}
+}
+
+func (l *lane) close() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
 
 // New binds to cfg.Queue and starts shaping. Close stops it.
 func New(cfg Config, log *slog.Logger) (s *Shaper, err error) {
@@ -133,7 +187,7 @@ func New(cfg Config, log *slog.Logger) (s *Shaper, err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s = &Shaper{cfg: cfg, log: log, nf: nf, cancel: cancel,
-		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), lanes: make(map[[8]byte]chan held)}
+		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), lanes: make(map[[8]byte]*lane), epoch: time.Now()}
 	if err := nf.RegisterWithErrorFunc(ctx, s.packet, s.readError); err != nil {
 		cancel()
 		return nil, errors.Join(fmt.Errorf("wandelay: bind queue %d: %w", cfg.Queue, err), nf.Close())
@@ -164,24 +218,28 @@ func (s *Shaper) packet(a nfqueue.Attribute) int {
 	}
 	var key [8]byte
 	copy(key[:], p[12:20]) // source, destination
-	lane, ok := s.lanes[key]
+	l, ok := s.lanes[key]
 	if !ok {
 		src := netip.AddrFrom4([4]byte(p[12:16]))
 		dst := netip.AddrFrom4([4]byte(p[16:20]))
-		lane = make(chan held, laneDepth)
-		s.lanes[key] = lane
-		s.wg.Go(func() { s.drain(lane) })
+		l = newLane()
+		s.lanes[key] = l
+		s.wg.Go(func() { s.drain(l) })
 		s.log.Debug("wandelay: new pair", "src", src, "dst", dst, "rtt", s.cfg.PairRTT(src, dst))
 	}
 	oneWay := s.cfg.PairRTT(netip.AddrFrom4([4]byte(p[12:16])), netip.AddrFrom4([4]byte(p[16:20]))) / 2
-	lane <- held{id: id, due: time.Now().Add(oneWay)}
+	l.push(held{id: id, due: time.Since(s.epoch) + oneWay})
 	return 0
 }
 
 // drain accepts the packets of one lane when they are due.
-func (s *Shaper) drain(lane <-chan held) {
-	for h := range lane {
-		if d := time.Until(h.due); d > 0 {
+func (s *Shaper) drain(l *lane) {
+	for {
+		h, ok := l.pop()
+		if !ok {
+			return
+		}
+		if d := h.due - time.Since(s.epoch); d > 0 {
 			time.Sleep(d)
 		}
 		s.verdict(h.id, nfqueue.NfAccept)
@@ -219,8 +277,8 @@ func (s *Shaper) Close() error {
 	s.closed.Store(true)
 	s.cancel()
 	err := s.nf.Close() // waits for the callback goroutine
-	for _, lane := range s.lanes {
-		close(lane)
+	for _, l := range s.lanes {
+		l.close()
 	}
 	s.wg.Wait()
 	return err

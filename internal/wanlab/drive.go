@@ -54,6 +54,7 @@ func runDrive(args []string) error {
 	fs.IntVar(&sc.things, "things", 1000, "scale: Things each node publishes in the end")
 	fs.IntVar(&sc.growth, "growth", 10, "scale: how many times more Things the second stage holds than the first")
 	fs.IntVar(&sc.caps, "caps", 100, "scale: capabilities the Things spread over")
+	transportFlag(fs)
 	fs.Float64Var(&sc.kill, "kill", 0.1, "scale: share of the nodes killed at once (0: none)")
 	fs.DurationVar(&sc.window, "window", 30*time.Second, "scale: the idle window after each stage")
 	fs.DurationVar(&sc.settle, "settle", 20*time.Minute, "scale: how long the directories may take to settle after a stage")
@@ -166,7 +167,7 @@ func (d *driver) waitReady(ctx context.Context, limit time.Duration) error {
 }
 
 func (d *driver) nodeAddr(k int) string {
-	return fmt.Sprintf("/ip4/%s/tcp/%d/p2p/%s", ipOf(k), nodePort, d.nodeIDs[k-1])
+	return hostAddr(ipOf(k), nodePort) + "/p2p/" + d.nodeIDs[k-1]
 }
 
 // maxLinking bounds the links made at once: a hundred handshakes at once

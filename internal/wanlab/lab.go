@@ -8,8 +8,13 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 )
 
 // The lab's addressing: namespace K (1-based) is 10.78.K.2 behind the
@@ -48,7 +53,40 @@ func rawID(k int) peer.ID {
 }
 
 func rawAddr(k int) string {
-	return fmt.Sprintf("/ip4/%s/tcp/%d/p2p/%s", ipOf(k), rawPort, rawID(k))
+	return hostAddr(ipOf(k), rawPort) + "/p2p/" + rawID(k).String()
+}
+
+// transport is what the lab's nodes and raw hosts listen and dial on:
+// "tcp" (TCP with Noise and yamux, the default) or "quic" (QUIC v1), set
+// by -transport of peer and drive alike.
+var transport = "tcp"
+
+func transportFlag(fs *flag.FlagSet) {
+	fs.Func("transport", `"tcp" (default) or "quic": what nodes and raw hosts listen and dial on`, func(s string) error {
+		if s != "tcp" && s != "quic" {
+			return fmt.Errorf("want tcp or quic, not %q", s)
+		}
+		transport = s
+		return nil
+	})
+}
+
+// hostAddr is the lab's multiaddr of port on ip.
+func hostAddr(ip string, port int) string {
+	if transport == "quic" {
+		return fmt.Sprintf("/ip4/%s/udp/%d/quic-v1", ip, port)
+	}
+	return fmt.Sprintf("/ip4/%s/tcp/%d", ip, port)
+}
+
+// rawTransport is the libp2p options of a raw host for the lab's
+// transport (QUIC brings its own security and muxer).
+func rawTransport() libp2p.Option {
+	if transport == "quic" {
+		return libp2p.Transport(libp2pquic.NewTransport)
+	}
+	return libp2p.ChainOptions(libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.Security(noise.ID, noise.New), libp2p.Muxer(yamux.ID, yamux.DefaultTransport))
 }
 
 // links is the lab's topology over nodes 1..n: a ring plus a chord from

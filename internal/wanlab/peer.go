@@ -31,10 +31,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
-	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
-	"github.com/libp2p/go-libp2p/p2p/security/noise"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/federation"
@@ -72,6 +69,7 @@ func runPeer(args []string) error {
 	home := fs.String("home", "", "home of this namespace's lmosnode (for its API token); for -cold, where cold nodes' homes go")
 	cold := fs.Bool("cold", false, "the cold-discovery namespace: no raw host of its own; starts fresh nodes on request")
 	bin := fs.String("lmosnode", "lmosnode", "the lmosnode binary (-cold)")
+	transportFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -109,14 +107,12 @@ func runPeer(args []string) error {
 }
 
 // startRaw starts the raw baseline host: built like the loopback
-// benchmark's raw hosts (node/bench_net_test.go), on TCP only, as the lab's
-// nodes listen.
+// benchmark's raw hosts (node/bench_net_test.go), on the lab's transport
+// only, as the lab's nodes listen.
 func (p *wanPeer) startRaw(ctx context.Context) error {
 	h, err := libp2p.New(libp2p.Identity(rawKey(p.k)),
-		libp2p.ListenAddrStrings(fmt.Sprintf("/ip4/%s/tcp/%d", ipOf(p.k), rawPort)),
-		libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.Security(noise.ID, noise.New),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.ListenAddrStrings(hostAddr(ipOf(p.k), rawPort)),
+		rawTransport(),
 		libp2p.DisableRelay(), libp2p.DisableMetrics(),
 		// The lab's addresses are private, which go-libp2p dials with
 		// 5 s for the whole handshake: too short for a hundred peers
@@ -279,7 +275,7 @@ func doJSON(c *http.Client, req *http.Request, out any) error {
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s: %.400s", req.Method, req.URL.Path, resp.Status, b)
+		return fmt.Errorf("%s %s: %s: %.2000s", req.Method, req.URL.Path, resp.Status, b)
 	}
 	if out != nil {
 		return json.Unmarshal(b, out)
@@ -594,9 +590,8 @@ func (p *wanPeer) rawColdFind(w http.ResponseWriter, r *http.Request) {
 	want, _ := strconv.Atoi(q.Get("want"))
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
-	h, err := libp2p.New(libp2p.ListenAddrStrings(fmt.Sprintf("/ip4/%s/tcp/0", ipOf(p.k))),
-		libp2p.Transport(tcp.NewTCPTransport), libp2p.Security(noise.ID, noise.New),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.DisableRelay(), libp2p.DisableMetrics(),
+	h, err := libp2p.New(libp2p.ListenAddrStrings(hostAddr(ipOf(p.k), 0)),
+		rawTransport(), libp2p.DisableRelay(), libp2p.DisableMetrics(),
 		libp2p.SwarmOpts(swarm.WithDialTimeoutLocal(labDialTimeout)), libp2p.WithDialTimeout(labDialTimeout))
 	if err != nil {
 		fail(w, err)
@@ -660,7 +655,7 @@ func (p *wanPeer) coldStart(w http.ResponseWriter, r *http.Request) {
 	}
 	for k, v := range map[string]any{"mdns": false, "dhtMode": "client", "gossip": false, "syncOnConnect": false,
 		"autoNAT": false, "holePunching": false, "relayClient": false,
-		"listen": []string{fmt.Sprintf("/ip4/%s/tcp/%d", ipOf(p.k), nodePort)}, "api": strings.TrimPrefix(nodeAPI, "http://"),
+		"listen": []string{hostAddr(ipOf(p.k), nodePort)}, "api": strings.TrimPrefix(nodeAPI, "http://"),
 		"bootstrap": []string{r.URL.Query().Get("bootstrap")}} {
 		cfg[k] = v
 	}
