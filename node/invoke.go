@@ -76,7 +76,7 @@ func (n *Node) buildInteract() error {
 		interact.TransportConfig{MaxPeerInteractions: n.cfg.Resources.MaxPeerInteractions}, interact.WithLogger(log)); err != nil {
 		return err
 	}
-	if n.interactClient, err = interact.NewClient(interact.ClientDeps{Host: n.host, Routing: n.dht}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
+	if n.interactClient, err = interact.NewClient(interact.ClientDeps{Host: n.host, Routing: n.dht, Asked: n.asked}, interact.TransportConfig{}, interact.WithLogger(log)); err != nil {
 		return err
 	}
 	if n.ps != nil {

@@ -104,6 +104,7 @@ type Node struct {
 
 	store    *datastore.Store
 	host     host.Host
+	asked    func(peer.ID) // marks a peer the node asks (p2p.KeepAsked)
 	nat      p2p.NAT // reachability, from the host's events
 	dir      *directory.Directory
 	dht      *kaddht.IpfsDHT
@@ -292,6 +293,9 @@ func (n *Node) buildNet(o *options, b *built) error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	if n.asked, err = p2p.KeepAsked(n.host); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	if err := p2p.FollowNAT(n.ctx, n.host, &n.nat, &n.wg); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
@@ -394,6 +398,7 @@ func (n *Node) buildServices(o *options, b *built) error {
 		Directory: n.dir,
 		Intake:    intake,
 		DHT:       dht,
+		Asked:     n.asked,
 		PubSub:    n.ps,
 		MemberOf:  access.MemberOf,
 		Scoped:    access,

@@ -55,6 +55,8 @@ usage: scripts/lab.sh wan [options]
       --roles R       --scale: light (default: node 1 a directory node, the
                       others light), directory (all) or v1 (all: the
                       announcements of the releases before the shards)
+      --transport T   tcp (default) or quic: what nodes and raw hosts listen
+                      and dial on
       --keep          keep the work directory (always kept on failure)
       --clean         remove what a killed run of lab <ID> left behind
   -h, --help          this help
@@ -79,6 +81,7 @@ THINGS=1000
 CAPS=100
 KILL=0.1
 ROLES=light
+TRANSPORT=tcp
 CLEAN_ONLY=0
 GO=${GO:-go}
 
@@ -97,6 +100,7 @@ while (($#)); do
 	--caps) CAPS=${2:?$1 needs a value}; shift 2 ;;
 	--kill) KILL=${2:?$1 needs a value}; shift 2 ;;
 	--roles) ROLES=${2:?$1 needs a value}; shift 2 ;;
+	--transport) TRANSPORT=${2:?$1 needs a value}; shift 2 ;;
 	--keep) KEEP=1; shift ;;
 	--clean) CLEAN_ONLY=1; shift ;;
 	-h | --help) usage; exit 0 ;;
@@ -129,6 +133,7 @@ role() {
 NODES=${NODES:-30}
 TIMEOUT=${TIMEOUT:-600}
 [[ $NODES =~ ^[0-9]+$ ]] && ((NODES >= 2 && NODES <= MAX_NODES)) || die "--nodes: $NODES: want a number from 2 to $MAX_NODES"
+[[ $TRANSPORT =~ ^(tcp|quic)$ ]] || die "--transport: $TRANSPORT: want tcp or quic"
 [[ $LAB =~ ^[0-9]$ ]] || die "--id: $LAB: want a digit 0..9"
 [[ $RTT_MIN =~ ^[0-9]+$ && $RTT_MAX =~ ^[0-9]+$ ]] && ((RTT_MIN <= RTT_MAX)) || die "--rtt-min/--rtt-max: want milliseconds, min ≤ max"
 [[ $LOSS =~ ^0?\.[0-9]+$|^0$ ]] || die "--loss: $LOSS: want a share below 1, e.g. 0.005"
@@ -148,6 +153,10 @@ PORT=4001
 ns() { echo "${NS_PREFIX}n$1"; }
 ip_of() { echo "10.78.$1.2"; }
 home() { echo "$WORK/node$1"; }
+# listen_addr K is node K's libp2p address on the lab's transport.
+listen_addr() {
+	if [[ $TRANSPORT == quic ]]; then echo "/ip4/$(ip_of "$1")/udp/$PORT/quic-v1"; else echo "/ip4/$(ip_of "$1")/tcp/$PORT"; fi
+}
 
 LAB_NAME="lab wan"
 # shellcheck source=scripts/lablib.sh
@@ -225,21 +234,27 @@ ip netns exec "$ROUTER" iptables -A FORWARD -j NFQUEUE --queue-num 0
 echo "  FORWARD -> NFQUEUE 0; $(head -n1 "$WORK/wandelay.out")"
 
 step "nodes and peers: lmosnode up and wanlab peer in namespaces 1..$NODES"
+# Each node and raw host runs on one OS thread of Go code: with two per
+# process, two hundred mostly idle processes on a few cores spend their
+# time spinning in Go's scheduler and waking each other (futex), and the
+# handshakes of the links time out behind them.
+export GOMAXPROCS=${LAB_GOMAXPROCS:-1}
 t0=$(now)
 for ((k = 1; k <= NODES; k++)); do
 	ip netns exec "$(ns "$k")" "$BIN/lmosnode" init --home "$(home "$k")" >/dev/null
 	jq --arg scale "$SCALE" --arg role "$(role "$k")" --argjson things "$((THINGS * 2 + 100))" '.mdns = false | .dhtMode = "server" | .autoNAT = false | .holePunching = false | .relayClient = false
+		| .connMgr.dialTimeout = "30s"
 		| if $scale == "1" then .quota.maxThings = $things | .role = $role | .pprof = true else . end' \
 		"$(home "$k")/config.json" >"$WORK/config.tmp" && mv "$WORK/config.tmp" "$(home "$k")/config.json"
 	setsid ip netns exec "$(ns "$k")" "$BIN/lmosnode" up --home "$(home "$k")" \
-		--listen "/ip4/$(ip_of "$k")/tcp/$PORT" --api "$API" --mdns=false >"$WORK/node$k.log" 2>&1 &
+		--listen "$(listen_addr "$k")" --api "$API" --mdns=false >"$WORK/node$k.log" 2>&1 &
 	PIDS+=($!)
-	setsid ip netns exec "$(ns "$k")" "$BIN/wanlab" peer -index "$k" -home "$(home "$k")" \
+	setsid ip netns exec "$(ns "$k")" "$BIN/wanlab" peer -index "$k" -home "$(home "$k")" -transport "$TRANSPORT" \
 		>"$WORK/peer$k.log" 2>&1 &
 	PIDS+=($!)
 done
 mkdir -p "$WORK/cold"
-setsid ip netns exec "$(ns "$COLD_K")" "$BIN/wanlab" peer -index "$COLD_K" -home "$WORK/cold" -cold -lmosnode "$BIN/lmosnode" \
+setsid ip netns exec "$(ns "$COLD_K")" "$BIN/wanlab" peer -index "$COLD_K" -home "$WORK/cold" -cold -lmosnode "$BIN/lmosnode" -transport "$TRANSPORT" \
 	>"$WORK/peer$COLD_K.log" 2>&1 &
 PIDS+=($!)
 echo "  started $NODES nodes, $NODES raw hosts and the cold peer in $(since "$t0")"
@@ -252,7 +267,7 @@ DIRECTORY_NODES=0
 [[ $ROLES == light ]] && DIRECTORY_NODES=1
 ((SCALE)) && SCALE_ARGS=(-scale -things "$THINGS" -caps "$CAPS" -kill "$KILL" -ready 10m -directory-nodes "$DIRECTORY_NODES")
 : >"$WORK/drive.out" # for the progress display's tail, before the driver writes
-timeout "$TIMEOUT" ip netns exec "$ROUTER" "$BIN/wanlab" drive -n "$NODES" -samples "$SAMPLES" -cold-samples "$COLD" \
+timeout "$TIMEOUT" ip netns exec "$ROUTER" "$BIN/wanlab" drive -n "$NODES" -samples "$SAMPLES" -cold-samples "$COLD" -transport "$TRANSPORT" \
 	-rtt-min "${RTT_MIN}ms" -rtt-max "${RTT_MAX}ms" "${SCALE_ARGS[@]}" >"$WORK/drive.out" 2>&1 &
 DRIVE_PID=$!
 PIDS+=($DRIVE_PID)
@@ -269,8 +284,8 @@ DELAY_CPU=$(ps -o times= -p "$DELAY_PID" 2>/dev/null | tr -d ' ' || true)
 kill -TERM "$DELAY_PID" 2>/dev/null && wait "$DELAY_PID" 2>/dev/null || true
 KIND="WAN lab"
 ((SCALE)) && KIND="scale lab, roles $ROLES, $THINGS Things per node over $CAPS capabilities, $KILL killed,"
-printf '\n== summary (%s %s: %d nodes + %d raw hosts, RTT %s..%s ms per pair, loss %s; measured in %s)\n\n' \
-	"$KIND" "$LAB" "$NODES" "$NODES" "$RTT_MIN" "$RTT_MAX" "$LOSS" "$(since "$t0")"
+printf '\n== summary (%s %s: %d nodes + %d raw hosts over %s, RTT %s..%s ms per pair, loss %s; measured in %s)\n\n' \
+	"$KIND" "$LAB" "$NODES" "$NODES" "$TRANSPORT" "$RTT_MIN" "$RTT_MAX" "$LOSS" "$(since "$t0")"
 if grep -q '^BENCHTAB ' "$WORK/drive.out"; then
 	"$BIN/benchtab" <"$WORK/drive.out"
 fi

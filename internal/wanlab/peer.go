@@ -659,6 +659,9 @@ func (p *wanPeer) coldStart(w http.ResponseWriter, r *http.Request) {
 		"bootstrap": []string{r.URL.Query().Get("bootstrap")}} {
 		cfg[k] = v
 	}
+	if cm, ok := cfg["connMgr"].(map[string]any); ok {
+		cm["dialTimeout"] = labDialTimeout.String() // as the raw hosts'
+	}
 	b, _ = json.Marshal(cfg)
 	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
 		fail(w, err)

@@ -225,6 +225,11 @@ type ConnMgrConfig struct {
 	High int `json:"high"`
 	// Grace is how long a new connection is exempt from trimming.
 	Grace Duration `json:"grace"`
+	// DialTimeout bounds one dial, handshakes included; zero keeps
+	// go-libp2p's: 5 s to a private address, 15 s to a public one. Raise
+	// it where peers are slow to answer: a lab of a hundred nodes on a
+	// few cores, long links.
+	DialTimeout Duration `json:"dialTimeout,omitzero"`
 }
 
 // ResourcesConfig caps the libp2p resource manager's system scope. Zero
@@ -665,6 +670,9 @@ func (c Config) validateNetwork() error {
 	}
 	if c.ConnMgr.Low > c.ConnMgr.High {
 		return fmt.Errorf("connMgr.low: %d: must not exceed connMgr.high (%d)", c.ConnMgr.Low, c.ConnMgr.High)
+	}
+	if c.ConnMgr.DialTimeout < 0 {
+		return fmt.Errorf("connMgr.dialTimeout: %s: must not be negative", c.ConnMgr.DialTimeout)
 	}
 	if c.ConnMgr.Grace < 0 {
 		return fmt.Errorf("connMgr.grace: %s: must not be negative", c.ConnMgr.Grace)

@@ -60,6 +60,10 @@ type Deps struct {
 	// DHT stores records and provider records; nil runs without (records
 	// travel by gossip and sync only, and lookups stay local).
 	DHT DHT
+	// Asked, if set, is told of each peer the node asked (a provider it
+	// synced with in a lookup, a publisher it fetched a record from), so
+	// that the host keeps the connection (p2p.KeepAsked). Optional.
+	Asked func(peer.ID)
 	// PubSub carries announcements on proto.TopicAnnounce; nil runs
 	// without gossip. It must use content-derived message IDs and strict
 	// signing, as the node configures it.

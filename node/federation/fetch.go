@@ -231,6 +231,7 @@ func (f *Federation) fetchFrom(ctx context.Context, ref thingRef, check func([]b
 		return nil, err
 	}
 	_ = s.Close()
+	f.asked(ref.publisher)
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("%w: the publisher sent no record that checks", ErrNotFound)
 	}

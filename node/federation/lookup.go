@@ -332,7 +332,11 @@ func (f *Federation) askProvider(ctx context.Context, ai peer.AddrInfo, flt Filt
 			return 0, fmt.Errorf("connect: %w", err)
 		}
 	}
-	return f.Sync(ctx, ai.ID, flt)
+	n, err := f.Sync(ctx, ai.ID, flt)
+	if err == nil {
+		f.asked(ai.ID)
+	}
+	return n, err
 }
 
 // FetchThing returns the Thing id of publisher: the node's own from the
@@ -386,4 +390,11 @@ func (f *Federation) fetchFromDHT(ctx context.Context, publisher peer.ID, id str
 		return fmt.Errorf("federation: fetch thing %q of %s: %w", id, publisher, err)
 	}
 	return nil
+}
+
+// asked tells Deps.Asked of p, if set.
+func (f *Federation) asked(p peer.ID) {
+	if f.p.Asked != nil {
+		f.p.Asked(p)
+	}
 }

@@ -41,6 +41,7 @@ var ErrClientClosed = errors.New("interact: client closed")
 type Client struct {
 	h     host.Host
 	rt    routing.PeerRouting // nil: no second dial with fresh addresses
+	asked func(peer.ID)
 	cfg   TransportConfig
 	codec proto.Codec
 	log   *slog.Logger
@@ -77,7 +78,7 @@ func NewClient(deps ClientDeps, cfg TransportConfig, opts ...Option) (*Client, e
 		return nil, err
 	}
 	return &Client{
-		h: deps.Host, rt: deps.Routing, cfg: cfg.withDefaults(), codec: o.codec, log: o.log,
+		h: deps.Host, rt: deps.Routing, asked: deps.Asked, cfg: cfg.withDefaults(), codec: o.codec, log: o.log,
 		open: map[*remoteSession]struct{}{}, idle: map[peer.ID][]*idleStream{}, cleared: cleared,
 	}, nil
 }
@@ -316,6 +317,9 @@ func (c *Client) openStream(ctx context.Context, owner peer.ID, protos ...protoc
 	str, err := c.h.NewStream(dialCtx, owner, protos...)
 	if err != nil && (c.refreshAddrs(dialCtx, owner, err) || c.clearBackoff(owner, err)) {
 		str, err = c.h.NewStream(dialCtx, owner, protos...)
+	}
+	if err == nil && c.asked != nil {
+		c.asked(owner)
 	}
 	return str, err
 }

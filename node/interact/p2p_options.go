@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/routing"
 
 	"github.com/lmosnode/lmosnode/proto"
@@ -69,6 +70,9 @@ type ClientDeps struct {
 	// ones: the relay the owner was reached through went away,
 	// docs/nat.md); the stream is then opened once more. Optional.
 	Routing routing.PeerRouting
+	// Asked, if set, is told of each owner a stream was opened to, so
+	// that the host keeps its connection (p2p.KeepAsked). Optional.
+	Asked func(peer.ID)
 }
 
 // TransportConfig configures the libp2p Server and Client. The zero value

@@ -24,6 +24,7 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
@@ -83,6 +84,9 @@ func NewHost(cfg config.Config, key crypto.PrivKey, o HostOptions) (_ host.Host,
 
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
+	}
+	if d := time.Duration(cfg.ConnMgr.DialTimeout); d > 0 {
+		opts = append(opts, libp2p.SwarmOpts(swarm.WithDialTimeoutLocal(d)), libp2p.WithDialTimeout(d))
 	}
 	if cfg.Libp2pMetrics {
 		// go-libp2p's collectors are process-wide variables: several
