@@ -105,7 +105,7 @@ type Node struct {
 	store    *datastore.Store
 	host     host.Host
 	asked    func(peer.ID) // marks a peer the node asks (p2p.KeepAsked)
-	nat      p2p.NAT // reachability, from the host's events
+	nat      p2p.NAT       // reachability, from the host's events
 	dir      *directory.Directory
 	dht      *kaddht.IpfsDHT
 	ps       *pubsub.PubSub // nil without Config.Gossip
