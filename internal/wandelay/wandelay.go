@@ -182,7 +182,7 @@ func New(cfg Config, log *slog.Logger) (s *Shaper, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("wandelay: open queue %d: %w", cfg.Queue, err)
 	}
-	if err := nf.Con.SetReadBuffer(16 << 20); err != nil {
+	if err := nf.Con.SetReadBuffer(64 << 20); err != nil {
 		log.Warn("wandelay: could not raise the queue socket's buffer", "err", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
