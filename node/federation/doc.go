@@ -32,7 +32,9 @@
 // shard and the v1 topics, and it fetches every record announced short
 // at once; RoleLight the shards of its own Things (while it publishes
 // them) and of every key it looks up (FindCapability, FindType,
-// FindVendor), left ShardIdle after the last lookup in it. A light node
+// FindVendor), left ShardIdle after the last lookup in it; of what they
+// bring it stores only the Things with a key form of its own Things or
+// looked up within ShardIdle, and relays the rest. A light node
 // publishes on the v1 topics but does not subscribe to them, and does not
 // sync with every peer it connects to: it learns what it does not carry
 // on demand, by the lookups below.

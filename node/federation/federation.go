@@ -305,6 +305,8 @@ func New(deps Deps, cfg Config, opts ...Option) (_ *Federation, err error) {
 		fetchLimit: peerlimit.New(FetchEvery, FetchBurst),
 	}
 	f.shards.things = make(map[string][]int)
+	f.shards.looked = make(map[string]time.Time)
+	f.shards.own = make(map[string]bool)
 	f.repairs = repairs{odd: make(map[peer.ID]time.Time), done: make(map[peer.ID]repairWait), queue: make(chan peer.ID, maxRepairs)}
 	f.dhtq = newDHTQueue(f)
 	f.learn = newLearnQueue(p.Intake, p.Directory, o.log)

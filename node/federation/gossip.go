@@ -90,6 +90,11 @@ func (f *Federation) checkRecord(msg *pubsub.Message, n int) (pubsub.ValidationR
 		// messages itself, this keeps the directory safe if it did not.
 		return pubsub.ValidationIgnore, fmt.Errorf("thing %q: own record received from %s", rec.ThingID, msg.ReceivedFrom)
 	}
+	if n >= 0 && !f.keepsRecord(author, rec) {
+		// A light node's shard brought a Thing it does not use: checked
+		// and relayed, not stored.
+		return pubsub.ValidationAccept, nil
+	}
 	// Storing it counts the record's proof time as a sighting of its
 	// publisher; the message itself is not (a replayed message is as
 	// validly signed as the original).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/directory"
@@ -29,8 +30,9 @@ const (
 	// topics too, and fetches the TD of every short announcement at once.
 	RoleDirectory Role = "directory"
 	// RoleLight carries only the shards of the Things it publishes and of
-	// the capabilities it looked up in the last ShardIdle, and learns the
-	// rest on demand (DHT providers, find, fetch). It publishes on the v1
+	// the capabilities it looked up in the last ShardIdle, stores of what
+	// they bring only the Things of those capabilities (keeps), and learns
+	// the rest on demand (DHT providers, find, fetch). It publishes on the v1
 	// topics while the transition lasts but does not subscribe to them,
 	// and it does not sync with every peer it connects to.
 	RoleLight Role = "light"
@@ -127,6 +129,45 @@ type shardSet struct {
 	// things is, per own Thing published in this run, its shards: a
 	// tombstone travels on the shards of the Thing it removes.
 	things map[string][]int
+	// A light node keeps of what its shards bring only the Things it
+	// uses (keeps): those with a key form it looked up in the last
+	// ShardIdle (looked, when) or that one of its own Things has (own;
+	// announceShards adds a Thing's forms, sweepShards rebuilds it from
+	// the directory). The rest it checks and relays, and does not store.
+	looked map[string]time.Time
+	own    map[string]bool
+}
+
+// keeps reports whether a light node stores a Thing of key forms forms
+// that came on a shard; a directory node stores all. The caller does not
+// hold s.mu.
+func (f *Federation) keeps(forms []string) bool {
+	if f.cfg.Role != RoleLight {
+		return true
+	}
+	now := f.now()
+	s := &f.shards
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, form := range forms {
+		if s.own[form] {
+			return true
+		}
+		if t, ok := s.looked[form]; ok && now.Sub(t) < ShardIdle {
+			return true
+		}
+	}
+	return false
+}
+
+// keepsRecord is keeps for a record of publisher: a tombstone is kept if
+// it removes a Thing the node holds.
+func (f *Federation) keepsRecord(publisher peer.ID, rec *lmosproto.Record) bool {
+	if rec.TD == nil {
+		_, held := f.dir.Latest(publisher, rec.ThingID)
+		return held
+	}
+	return f.keeps(tdForms(rec.TD))
 }
 
 // joinShard joins shard n (registers its validator, joins and relays its
@@ -187,6 +228,9 @@ func (f *Federation) useShard(form string) {
 	}
 	f.shards.mu.Lock()
 	defer f.shards.mu.Unlock()
+	if len(f.shards.looked) < maxLooked {
+		f.shards.looked[form] = f.now()
+	}
 	if _, err := f.joinShard(lmosproto.ShardOf(form), f.now()); err != nil {
 		f.log.Warn("join shard", "form", form, "err", err)
 	}
@@ -205,30 +249,45 @@ func (f *Federation) Shards() []int {
 	return out
 }
 
-// ownShards returns the shards of the own live public Things.
-func (f *Federation) ownShards() map[int]bool {
-	out := make(map[int]bool)
+// maxLooked bounds the looked-up key forms a light node remembers.
+const maxLooked = 4096
+
+// ownShards returns the shards of the own live public Things and their
+// key forms.
+func (f *Federation) ownShards() (map[int]bool, map[string]bool) {
+	shards, forms := make(map[int]bool), make(map[string]bool)
 	for _, e := range f.dir.Own() {
 		if e.Tombstone || len(e.Groups) > 0 {
 			continue
 		}
-		for _, n := range shardsOf(entryForms(e)) {
-			out[n] = true
+		ef := entryForms(e)
+		for _, n := range shardsOf(ef) {
+			shards[n] = true
+		}
+		for _, form := range ef {
+			forms[form] = true
 		}
 	}
-	return out
+	return shards, forms
 }
 
 // sweepShards leaves the shards a light node has not used for ShardIdle
-// and that hold none of its own Things.
+// and that hold none of its own Things, and forgets the key forms it has
+// not looked up for as long.
 func (f *Federation) sweepShards() {
 	if f.cfg.Role != RoleLight {
 		return
 	}
-	own := f.ownShards()
+	own, forms := f.ownShards()
 	now := f.now()
 	f.shards.mu.Lock()
 	defer f.shards.mu.Unlock()
+	f.shards.own = forms
+	for form, t := range f.shards.looked {
+		if now.Sub(t) >= ShardIdle {
+			delete(f.shards.looked, form)
+		}
+	}
 	for n, sub := range f.shards.subs {
 		if sub != nil && !own[n] && now.Sub(sub.used) >= ShardIdle {
 			if err := f.leaveShard(n); err != nil {
@@ -267,6 +326,10 @@ func (f *Federation) startShards() error {
 		}
 		return nil
 	}
+	_, forms := f.ownShards()
+	f.shards.mu.Lock()
+	f.shards.own = forms
+	f.shards.mu.Unlock()
 	f.wg.Go(f.shardLoop)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -153,6 +154,62 @@ func TestShardPropagation(t *testing.T) {
 	}
 }
 
+// sameShardCap returns a capability other than c on c's shard.
+func sameShardCap(t *testing.T, c string) string {
+	t.Helper()
+	for i := range 10_000 {
+		if o := fmt.Sprintf("mate-%d", i); shardOfCap(o) == shardOfCap(c) {
+			return o
+		}
+	}
+	t.Fatal("no capability shares the shard")
+	return ""
+}
+
+// TestLightKeepsWhatItUses: of the Things its shard brings, a light node
+// stores those of a capability it looked up and those of its own
+// Things' capabilities, not another capability's that shares the shard
+// (its validator accepts that record, so gossipsub relays it); the
+// directory node stores all.
+func TestLightKeepsWhatItUses(t *testing.T) {
+	ctx := context.Background()
+	mate := sameShardCap(t, capA)
+	n := newShardNet(t, 0) // n.user looked capA up
+	used, other := uniqueID(), uniqueID()
+	if _, _, err := n.pub.Publish(ctx, testTD(t, other, 1, mate), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.pub.Publish(ctx, testTD(t, used, 1, capA), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the directory node to hold both Things and the light node the one it uses", func() bool {
+		return holds(n.dir, n.pub.id, used) && holds(n.dir, n.pub.id, other) && holds(n.user, n.pub.id, used)
+	})
+	if holds(n.user, n.pub.id, other) {
+		t.Fatalf("the light node holds a Thing of %q, which shares the shard of %q and which it never used", mate, capA)
+	}
+	rec, ok := n.dir.dir.Latest(n.pub.id, other)
+	if !ok {
+		t.Fatal("the directory node lost the Thing")
+	}
+	raw, err := rec.Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := shardOfCap(capA)
+	if got, err := n.user.checkShard(shard)(shardMessageFrom(n.pub.id, shard, raw)); got != pubsub.ValidationAccept {
+		t.Fatalf("the light node's validator on the Thing it does not keep: %s (%v), want accept (relay)", topicval.ResultName(got), err)
+	}
+	// Its own Thing of the mate capability makes it use that capability.
+	if _, _, err := n.user.Publish(ctx, testTD(t, uniqueID(), 1, mate), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.pub.Publish(ctx, testTD(t, other, 2, mate), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the light node to hold a Thing of its own Thing's capability", func() bool { return holds(n.user, n.pub.id, other) })
+}
+
 // TestShortAnnouncementFetch: a record over the budget is announced short;
 // the light node in its shard notes it, holds nothing, and fetches and
 // verifies the TD when a lookup needs it; the directory node fetches it at
@@ -212,6 +269,7 @@ func shardMessageFrom(author peer.ID, topic int, data []byte) *pubsub.Message {
 // TestShardValidator: what a shard's validator refuses.
 func TestShardValidator(t *testing.T) {
 	self := newShardMember(t, RoleLight, 0)
+	self.useShard(lmosproto.ProvideCapability + capA) // it looked capA up
 	alice := newMember(t, nil)
 	id := uniqueID()
 	rec := sign(t, alice.key, testTD(t, id, 1, capA), self.clock.Now())

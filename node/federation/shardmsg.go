@@ -119,6 +119,11 @@ func (f *Federation) checkShort(msg *pubsub.Message, n int, s shortAnnouncement)
 		// The version held, announced again (republication): forward it.
 		return pubsub.ValidationAccept, nil
 	}
+	if !f.keeps(s.Keys) {
+		// A light node's shard named a Thing it does not use: relayed,
+		// not noted.
+		return pubsub.ValidationAccept, nil
+	}
 	if !f.shorts.add(ref, s) {
 		return pubsub.ValidationIgnore, fmt.Errorf("thing %q of %s: seq %d: %w", s.ID, author, s.Seq, ErrNotNewer)
 	}
@@ -159,6 +164,9 @@ func (f *Federation) announceShards(ctx context.Context, rec *lmosproto.Record) 
 		forms = tdForms(rec.TD)
 		shards = shardsOf(forms)
 		f.shards.things[rec.ThingID] = shards
+		for _, form := range forms {
+			f.shards.own[form] = true
+		}
 	} else {
 		shards = f.shards.things[rec.ThingID]
 		delete(f.shards.things, rec.ThingID)
@@ -201,7 +209,7 @@ func (f *Federation) beatShards(beat presence) {
 		f.log.Error("presence beat", "err", err)
 		return
 	}
-	own := f.ownShards()
+	own, _ := f.ownShards()
 	f.shards.mu.Lock()
 	var topics []*pubsub.Topic
 	for n := range own {
