@@ -131,9 +131,10 @@ type shardSet struct {
 	things map[string][]int
 	// A light node keeps of what its shards bring only the Things it
 	// uses (keeps): those with a key form it looked up in the last
-	// ShardIdle (looked, when) or that one of its own Things has (own;
-	// announceShards adds a Thing's forms, sweepShards rebuilds it from
-	// the directory). The rest it checks and relays, and does not store.
+	// ShardIdle (looked, when) or that places one of its own Things in
+	// its shards (own, shardForms: its capabilities, not the type every
+	// agent has; announceShards adds a Thing's, sweepShards rebuilds them
+	// from the directory). The rest it checks and relays, and does not store.
 	looked map[string]time.Time
 	own    map[string]bool
 }
@@ -260,11 +261,9 @@ func (f *Federation) ownShards() (map[int]bool, map[string]bool) {
 		if e.Tombstone || len(e.Groups) > 0 {
 			continue
 		}
-		ef := entryForms(e)
-		for _, n := range shardsOf(ef) {
-			shards[n] = true
-		}
-		for _, form := range ef {
+		sf := shardForms(entryForms(e))
+		for _, form := range sf {
+			shards[lmosproto.ShardOf(form)] = true
 			forms[form] = true
 		}
 	}

@@ -200,6 +200,19 @@ func TestLightKeepsWhatItUses(t *testing.T) {
 	if got, err := n.user.checkShard(shard)(shardMessageFrom(n.pub.id, shard, raw)); got != pubsub.ValidationAccept {
 		t.Fatalf("the light node's validator on the Thing it does not keep: %s (%v), want accept (relay)", topicval.ResultName(got), err)
 	}
+	// Its own Things make it use their capabilities, not their type
+	// (every Thing here has the same).
+	if _, _, err := n.user.Publish(ctx, testTD(t, uniqueID(), 1, capB), nil); err != nil {
+		t.Fatal(err)
+	}
+	n.user.sweepShards()
+	if got, err := n.user.checkShard(shard)(shardMessageFrom(n.pub.id, shard, raw)); got != pubsub.ValidationAccept {
+		t.Fatalf("the light node's validator: %s (%v), want accept", topicval.ResultName(got), err)
+	}
+	time.Sleep(300 * time.Millisecond) // what it admits is stored in batches
+	if holds(n.user, n.pub.id, other) {
+		t.Fatalf("after publishing a Thing of another capability, the light node kept the Thing of %q", mate)
+	}
 	// Its own Thing of the mate capability makes it use that capability.
 	if _, _, err := n.user.Publish(ctx, testTD(t, uniqueID(), 1, mate), nil); err != nil {
 		t.Fatal(err)

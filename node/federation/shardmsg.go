@@ -164,7 +164,7 @@ func (f *Federation) announceShards(ctx context.Context, rec *lmosproto.Record) 
 		forms = tdForms(rec.TD)
 		shards = shardsOf(forms)
 		f.shards.things[rec.ThingID] = shards
-		for _, form := range forms {
+		for _, form := range shardForms(forms) {
 			f.shards.own[form] = true
 		}
 	} else {
