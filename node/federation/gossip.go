@@ -153,13 +153,12 @@ func (f *Federation) watchTopic(eh *pubsub.TopicEventHandler) {
 		if ev.Type != pubsub.PeerJoin {
 			continue
 		}
-		f.pubMu.Lock()
-		unheard := f.unheard
-		f.pubMu.Unlock()
-		if unheard {
-			// Waiting must not hold up the events of other peers.
-			f.wg.Go(func() { f.republishTo(ev.Peer) })
-		}
+		// Whether announcements went out to nobody is asked once the
+		// peer is listed, not now: an announcement made between its
+		// subscription and its listing reaches no one, and this event
+		// has passed by then. Waiting must not hold up the events of
+		// other peers.
+		f.wg.Go(func() { f.republishTo(ev.Peer) })
 	}
 }
 
