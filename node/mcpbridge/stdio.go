@@ -37,8 +37,9 @@ import (
 // messages. When the node restarts (the endpoint refuses the connection,
 // or answers 404 for the session) the bridge asks endpoint for the URL
 // again (a restarted node may listen elsewhere), replays the host's
-// initialize and initialized to open a new session, and sends the message
-// again: the host keeps its session across restarts of the node. Nothing
+// initialize and initialized to open a new session (again, with
+// backoff, while a node still starting refuses them), and sends the
+// message again: the host keeps its session across restarts of the node. Nothing
 // else is retried, so a call is never run twice.
 func Bridge(ctx context.Context, endpoint func() (string, error), hc *http.Client, in io.Reader, out io.Writer) error {
 	if hc == nil {
@@ -324,7 +325,20 @@ func (b *bridge) fail(id json.RawMessage, detail string) {
 // the bridge ends; the endpoint's 405 means it has none.
 func (b *bridge) listen() {
 	bo := backoff.New(200*time.Millisecond, 10*time.Second)
+	// retry is set while a resume failed: it cleared the session, so
+	// nothing the endpoint answers would call for one again (a node
+	// still starting answers a GET without a session with 400).
+	retry := false
 	for b.ctx.Err() == nil {
+		if retry {
+			b.mu.Lock()
+			session := b.session
+			b.mu.Unlock()
+			if retry = b.resume(session) != nil; retry {
+				b.wait(bo)
+				continue
+			}
+		}
 		req, session, err := b.request(http.MethodGet, nil)
 		if err != nil {
 			return
@@ -337,7 +351,7 @@ func (b *bridge) listen() {
 			if resp != nil {
 				_ = resp.Body.Close()
 			}
-			_ = b.resume(session)
+			retry = b.resume(session) != nil
 		case err != nil:
 		case resp.StatusCode == http.StatusMethodNotAllowed:
 			_ = resp.Body.Close()
@@ -349,10 +363,15 @@ func (b *bridge) listen() {
 		default:
 			_ = resp.Body.Close()
 		}
-		select {
-		case <-b.ctx.Done():
-		case <-time.After(bo.NextBackOff()):
-		}
+		b.wait(bo)
+	}
+}
+
+// wait waits the next backoff, or until the bridge ends.
+func (b *bridge) wait(bo *backoff.Backoff) {
+	select {
+	case <-b.ctx.Done():
+	case <-time.After(bo.NextBackOff()):
 	}
 }
 
