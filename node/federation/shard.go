@@ -229,7 +229,7 @@ func (f *Federation) useShard(form string) {
 	}
 	f.shards.mu.Lock()
 	defer f.shards.mu.Unlock()
-	if len(f.shards.looked) < maxLooked {
+	if _, ok := f.shards.looked[form]; ok || len(f.shards.looked) < maxLooked {
 		f.shards.looked[form] = f.now()
 	}
 	if _, err := f.joinShard(lmosproto.ShardOf(form), f.now()); err != nil {

@@ -368,3 +368,32 @@ func TestMixedVersions(t *testing.T) {
 		t.Fatal("the light node subscribed to the v1 announce topic")
 	}
 }
+
+// TestLookedBound: a light node remembers at most maxLooked looked-up
+// key forms, and a form it remembers is dated again by each lookup even
+// when the set is full.
+func TestLookedBound(t *testing.T) {
+	light := newShardMember(t, RoleLight, 0)
+	form := lmosproto.ProvideCapability + capA
+	light.useShard(form)
+	light.shards.mu.Lock()
+	for i := len(light.shards.looked); i < maxLooked; i++ {
+		light.shards.looked[fmt.Sprintf("filler-%d", i)] = light.clock.Now()
+	}
+	light.shards.mu.Unlock()
+	light.clock.Add(ShardIdle - time.Second)
+	light.useShard(form)
+	light.useShard(lmosproto.ProvideCapability + capB) // one too many
+	light.clock.Add(2 * time.Second)
+	if !light.keeps([]string{form}) {
+		t.Error("a form looked up again while the set was full is forgotten")
+	}
+	if light.keeps([]string{lmosproto.ProvideCapability + capB}) {
+		t.Error("a form past the bound is remembered")
+	}
+	light.shards.mu.Lock()
+	defer light.shards.mu.Unlock()
+	if n := len(light.shards.looked); n != maxLooked {
+		t.Errorf("%d forms remembered, want %d", n, maxLooked)
+	}
+}
