@@ -47,7 +47,7 @@ func runDrive(args []string) error {
 	pairs := fs.Int("pairs", 6, "row 3: consumer → owner pairs")
 	calls := fs.Int("calls", 30, "row 3: calls of each kind per pair")
 	providers := fs.Int("providers", 5, "row 2: nodes that provide the capability")
-	ready := fs.Duration("ready", 3*time.Minute, "how long the nodes and peers may take to come up")
+	ready := fs.Duration("ready", 3*time.Minute, "how long the nodes and peers may take to come up, and the topic meshes to form once linked")
 	var dirNodes int
 	scaled := fs.Bool("scale", false, "the scale lab: load the federation in two stages, then rows 1 and 2, kill a share, rows 1 and 2 again")
 	sc := scaleConfig{}
@@ -76,7 +76,7 @@ func runDrive(args []string) error {
 	}
 	steps := []step{
 		{"ready", func() error { return dr.waitReady(ctx, *ready) }},
-		{"links", func() error { return dr.link(ctx) }},
+		{"links", func() error { return dr.link(ctx, *ready) }},
 		{"row 1", func() error { return dr.propagation(ctx, *samples) }},
 		{"row 3", func() error { return dr.calls(ctx, *pairs, *calls) }},
 		{"row 2", func() error { return dr.coldDiscovery(ctx, *providers, *coldSamples) }},
@@ -177,7 +177,7 @@ const maxLinking = 16
 // link connects every node and every raw host to its link peers, and
 // waits until each has two topic peers (its ring neighbours at least) and
 // the meshes had three heartbeats to graft, as the loopback benchmark.
-func (d *driver) link(ctx context.Context) error {
+func (d *driver) link(ctx context.Context, meshes time.Duration) error {
 	l := links(d.n)
 	errs := make([]error, len(l))
 	var wg sync.WaitGroup
@@ -217,7 +217,7 @@ func (d *driver) link(ctx context.Context) error {
 	if len(missing) > 0 {
 		fmt.Printf("chords not linked (a node's, a raw host's or both): %s\n", strings.Join(missing, " "))
 	}
-	err := poll(3*time.Minute, "two topic peers on every raw host", func() (bool, string) {
+	err := poll(meshes, "two topic peers on every raw host", func() (bool, string) {
 		st, err := d.status(ctx)
 		if err != nil {
 			return false, err.Error()
