@@ -31,10 +31,10 @@ const (
 	RoleDirectory Role = "directory"
 	// RoleLight carries only the shards of the Things it publishes and of
 	// the capabilities it looked up in the last ShardIdle, stores of what
-	// they bring only the Things of those capabilities (keeps), and learns
-	// the rest on demand (DHT providers, find, fetch). It publishes on the v1
-	// topics while the transition lasts but does not subscribe to them,
-	// and it does not sync with every peer it connects to.
+	// they bring only the Things of those capabilities (keeps), and
+	// learns the rest on demand (DHT providers, find, fetch). It publishes
+	// on the v1 topics while the transition lasts but does not subscribe
+	// to them, and it does not sync with every peer it connects to.
 	RoleLight Role = "light"
 )
 

@@ -39,8 +39,8 @@ import (
 // again (a restarted node may listen elsewhere), replays the host's
 // initialize and initialized to open a new session (again, with
 // backoff, while a node still starting refuses them), and sends the
-// message again: the host keeps its session across restarts of the node. Nothing
-// else is retried, so a call is never run twice.
+// message again: the host keeps its session across restarts of the
+// node. Nothing else is retried, so a call is never run twice.
 func Bridge(ctx context.Context, endpoint func() (string, error), hc *http.Client, in io.Reader, out io.Writer) error {
 	if hc == nil {
 		hc = http.DefaultClient
