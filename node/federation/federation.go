@@ -208,6 +208,9 @@ type Federation struct {
 	// version is read and written under it, and announcements leave in seq
 	// order.
 	pubMu sync.Mutex
+	// reclaimMu makes one reclaim at a time: the one at start and one
+	// asked meanwhile would each publish a new version for one change.
+	reclaimMu sync.Mutex
 	// unheard is set when a record was announced while the topic had no
 	// peers gossipsub sends to; the topic watcher republishes when one
 	// joins and gossipsub can send to it. Guarded by pubMu.

@@ -264,6 +264,8 @@ func (f *Federation) republishLoop() {
 // lmos:organization is not Deps.Organization (the operator bound the
 // node to another organisation, or unbound it).
 func (f *Federation) reclaim() {
+	f.reclaimMu.Lock()
+	defer f.reclaimMu.Unlock()
 	for _, e := range f.dir.OwnRecords() {
 		rec, err := e.Record()
 		if err != nil || rec.Tombstone() || rec.TD.Organization() == f.p.Organization {
