@@ -42,9 +42,18 @@ const (
 // answered as problems (problemErrors).
 type endpoint struct {
 	stateful, stateless http.Handler
+	// server ends when the Server closes, and every request with it.
+	// Closing the SDK's sessions is not enough: a subscriptions/listen
+	// whose session closed before its handler started waits on its
+	// request, and the session's Close on it, until the client goes.
+	server context.Context
 }
 
 func (e endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(e.server, cancel)()
+	r = r.WithContext(ctx)
 	h, p := e.route(w, r)
 	if p != nil {
 		httpapi.WriteProblem(w, r, p)

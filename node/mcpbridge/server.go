@@ -241,6 +241,7 @@ func New(deps Deps, cfg Config, opts ...Option) (*Server, error) {
 			PropagateRequestCancellation: true,
 			Logger:                       o.log,
 		}),
+		server: s.ctx,
 	}
 	ch, unsubscribe, err := deps.Directory.Subscribe("")
 	if err != nil {
@@ -263,7 +264,8 @@ func (s *Server) Handler() http.Handler { return s.http }
 // MCP returns the MCP server, e.g. to run it on another transport.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Close stops following the directory and closes the MCP sessions.
+// Close stops following the directory, ends the requests in flight and
+// closes the MCP sessions.
 func (s *Server) Close() error {
 	s.cancel()
 	s.wg.Wait()

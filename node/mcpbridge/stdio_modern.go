@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lmosnode/lmosnode/node/backoff"
+	"github.com/lmosnode/lmosnode/node/httpapi"
 )
 
 // The relay of a host that speaks 2026-07-28 over stdio: such a host
@@ -25,7 +26,8 @@ import (
 // status when it is JSON-RPC (UnsupportedProtocolVersion, HeaderMismatch
 // and the like are what the host negotiates with); and the host's
 // notifications/cancelled of such a request closes its POST, which is
-// 2026-07-28's cancellation over HTTP.
+// 2026-07-28's cancellation over HTTP. A subscriptions/listen outlives
+// restarts of the node (holdListen).
 
 // modernHeaders are the headers of msg if it is a request of the
 // stateless era (its _meta names 2026-07-28 or later), else nil.
@@ -69,7 +71,7 @@ func headerValue(s string) string {
 }
 
 // postModern sends the request msg of the stateless era and relays its
-// answer; a subscriptions/listen is held open (listenModern).
+// answer; a subscriptions/listen is held open (holdListen).
 func (b *bridge) postModern(msg, id json.RawMessage, h http.Header) {
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
@@ -89,11 +91,11 @@ func (b *bridge) postModern(msg, id json.RawMessage, h http.Header) {
 		}
 		return
 	}
-	switch {
-	case !b.relayModern(ctx, resp, id):
-	case h.Get("Mcp-Method") == "subscriptions/listen":
-		b.listenModern(ctx, msg, id, h)
-	default:
+	if h.Get("Mcp-Method") == "subscriptions/listen" {
+		b.holdListen(ctx, resp, msg, id, h)
+		return
+	}
+	if b.relayModern(ctx, resp, id) {
 		// The node went down during the call: the host must not wait
 		// for the response forever.
 		b.fail(id, "the node's answer ended before the response")
@@ -147,31 +149,107 @@ func (b *bridge) relayModern(ctx context.Context, resp *http.Response, id json.R
 	return true
 }
 
-// listenModern holds the host's subscriptions/listen open once its
-// stream dropped (the node went away): it POSTs it again, with backoff,
-// until the host cancels it or the bridge ends, and tells the host
-// notifications/tools/list_changed when it is back, since what the node
-// offers may have changed meanwhile (as resume does for a session).
-func (b *bridge) listenModern(ctx context.Context, msg, id json.RawMessage, h http.Header) {
-	bo := backoff.New(200*time.Millisecond, 10*time.Second)
+// holdListen relays the stream of the host's subscriptions/listen, resp,
+// and holds the subscription while the node goes away: when the stream
+// drops, or the node ends a subscription it agreed to (gracefully, with
+// the listen's result, as a node that shuts down does), the bridge POSTs
+// the listen again, with backoff, until the host cancels it or the bridge
+// ends, and tells the host notifications/tools/list_changed when the node
+// is back, since what it offers may have changed meanwhile (as resume
+// does for a session). The host sees the bridge as its server, and that
+// server did not end the subscription.
+func (b *bridge) holdListen(ctx context.Context, resp *http.Response, msg, id json.RawMessage, h http.Header) {
+	bo := backoff.New(200*time.Millisecond, listenBackoffMax)
 	for {
-		select {
-		case <-ctx.Done():
+		opened := time.Now()
+		if !b.relayListen(ctx, resp, id) {
 			return
-		case <-time.After(bo.NextBackOff()):
 		}
-		resp, err := b.sendModern(ctx, msg, h)
-		if err != nil {
-			continue
+		if time.Since(opened) > listenBackoffMax {
+			bo.Reset() // it was held a while: not a node that ends each one at once
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(bo.NextBackOff()):
+			}
+			var err error
+			if resp, err = b.sendModern(ctx, msg, h); err == nil {
+				break
+			}
 		}
 		if resp.StatusCode/100 == 2 {
-			bo.Reset()
 			b.emit([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`), false)
 		}
-		if !b.relayModern(ctx, resp, id) {
-			return
+	}
+}
+
+// listenBackoffMax bounds the wait between two POSTs of a held listen.
+const listenBackoffMax = 10 * time.Second
+
+// relayListen relays the answer resp to the subscriptions/listen id and
+// closes it. It reports whether the subscription is to be opened again:
+// the stream dropped, or the node ended with its result a subscription
+// it had acknowledged with some notification agreed (that result is not
+// relayed), and the host has not cancelled it. Any other answer (a
+// refusal, an error, or a listen that agreed to nothing and so ended at
+// once) goes to the host, and ends it.
+func (b *bridge) relayListen(ctx context.Context, resp *http.Response, id json.RawMessage) (again bool) {
+	defer func() { _ = resp.Body.Close() }()
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if ct != httpapi.ContentTypeEventStream {
+		// A JSON-RPC answer (an error, or the result of a listen that
+		// agreed to nothing), or a refusal; again if it dropped.
+		return b.relayModern(ctx, resp, id)
+	}
+	agreed := false
+	for ev, err := range httpapi.ReadEvents(resp.Body, maxMessage) {
+		if err != nil {
+			break
+		}
+		if ev.Data == "" {
+			continue
+		}
+		msg := []byte(ev.Data)
+		if answers(msg, id) {
+			if agreed && ctx.Err() == nil {
+				return true
+			}
+			b.emit(msg, false)
+			return false
+		}
+		agreed = agreed || agreesTo(msg)
+		b.emit(msg, false)
+	}
+	return ctx.Err() == nil
+}
+
+// agreesTo reports whether msg is a notifications/subscriptions/acknowledged
+// that agreed to some notification.
+func agreesTo(msg []byte) bool {
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			Notifications map[string]any `json:"notifications"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &n) != nil || n.Method != "notifications/subscriptions/acknowledged" {
+		return false
+	}
+	for _, v := range n.Params.Notifications {
+		switch v := v.(type) {
+		case bool:
+			if v {
+				return true
+			}
+		case []any:
+			if len(v) > 0 {
+				return true
+			}
 		}
 	}
+	return false
 }
 
 // cancelModern closes the POST of the request notifications/cancelled msg

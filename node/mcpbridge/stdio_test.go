@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -117,42 +118,7 @@ func TestBridgeResumesAfterAFailedResume(t *testing.T) {
 	e := &restartingEndpoint{}
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	hostIn, bridgeIn := io.Pipe()
-	bridgeOut, hostOut := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Bridge(ctx, func() (string, error) { return srv.URL, nil }, srv.Client(), hostIn, hostOut)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		_ = bridgeIn.Close()
-		_ = bridgeOut.Close()
-		if err := <-done; err != nil {
-			t.Logf("bridge: %v", err)
-		}
-	})
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(bridgeOut)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	next := func(what string) string {
-		t.Helper()
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("%s: the bridge's output ended", what)
-			}
-			return l
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s: nothing from the bridge in 20 s", what)
-		}
-		return ""
-	}
+	bridgeIn, next := runBridge(t, srv)
 	fmt.Fprintln(bridgeIn, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
 	if l := next("the initialize answer"); !strings.Contains(l, `"id":1`) {
 		t.Fatalf("first line %s, want the initialize answer", l)
@@ -183,5 +149,117 @@ func TestBridgeResumesAfterAFailedResume(t *testing.T) {
 	defer e.mu.Unlock()
 	if e.session != "s2" {
 		t.Fatalf("session %q after the restart, want s2", e.session)
+	}
+}
+
+// runBridge runs a Bridge to the endpoint srv until the test ends. It
+// returns the host's side: what the host writes to the bridge, and the
+// bridge's next line (the test fails if none comes in 20 s).
+func runBridge(t *testing.T, srv *httptest.Server) (io.Writer, func(what string) string) {
+	t.Helper()
+	hostIn, bridgeIn := io.Pipe()
+	bridgeOut, hostOut := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Bridge(ctx, func() (string, error) { return srv.URL, nil }, srv.Client(), hostIn, hostOut)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		_ = bridgeIn.Close()
+		_ = bridgeOut.Close()
+		if err := <-done; err != nil {
+			t.Logf("bridge: %v", err)
+		}
+	})
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(bridgeOut)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return bridgeIn, func(what string) string {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("%s: the bridge's output ended", what)
+			}
+			return l
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: nothing from the bridge in 20 s", what)
+		}
+		return ""
+	}
+}
+
+// TestBridgeHoldsAListen: a host that speaks 2026-07-28 listens for
+// tools/list_changed; the node restarts, and ends the listen gracefully
+// on its way down (the listen's result, as the specification asks of a
+// server that shuts down). The host does not see that result: the
+// bridge, its server, did not end the subscription. It listens on the
+// node that came back, and tells the host list_changed. (The host's
+// listen used to end there, and it heard of no change again.)
+func TestBridgeHoldsAListen(t *testing.T) {
+	e := &listenEndpoint{end: make(chan struct{})}
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	bridgeIn, next := runBridge(t, srv)
+	fmt.Fprintln(bridgeIn, `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"_meta":{`+
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",`+
+		`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},`+
+		`"io.modelcontextprotocol/clientCapabilities":{}},`+
+		`"notifications":{"toolsListChanged":true}}}`)
+	if l := next("the acknowledgement"); !strings.Contains(l, "notifications/subscriptions/acknowledged") {
+		t.Fatalf("first line %s, want the acknowledgement", l)
+	}
+	close(e.end)
+	for {
+		l := next("list_changed after the restart")
+		if answers([]byte(l), json.RawMessage("7")) {
+			t.Fatalf("the host got the end of its listen: %s", l)
+		}
+		if strings.Contains(l, "notifications/tools/list_changed") {
+			break
+		}
+	}
+	if n := e.listens.Load(); n != 2 {
+		t.Fatalf("%d listens reached the node, want 2", n)
+	}
+}
+
+// listenEndpoint answers subscriptions/listen as a 2026-07-28 node does:
+// the acknowledgement, then nothing until the request ends, or, for the
+// listens opened before end is closed, the listen's result when it is
+// (the node shuts down).
+type listenEndpoint struct {
+	end     chan struct{}
+	listens atomic.Int32
+}
+
+func (e *listenEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || r.Header.Get("Mcp-Method") != "subscriptions/listen" {
+		http.Error(w, "listen only", http.StatusBadRequest)
+		return
+	}
+	e.listens.Add(1)
+	ending := e.end
+	select {
+	case <-e.end:
+		ending = nil // opened after the restart: held
+	default:
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":%s},\"notifications\":{\"toolsListChanged\":true}}}\n\n", req.ID)
+	w.(http.Flusher).Flush()
+	select {
+	case <-r.Context().Done():
+	case <-ending:
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"resultType\":\"complete\",\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":%s}}}\n\n", req.ID, req.ID)
 	}
 }

@@ -1,0 +1,127 @@
+package mcpbridge
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-datastore"
+	dssync "github.com/ipfs/go-datastore/sync"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/interact"
+	lmosproto "github.com/lmosnode/lmosnode/proto"
+)
+
+// TestCloseEndsListens: Close ends a 2026-07-28 subscriptions/listen in
+// flight, and one that reaches the endpoint after it. The second is the
+// late end of a race seen in CI (TestMCPStdioNodeRestart): a listen whose
+// session the SDK closed before its handler registered it waited for its
+// client, and the node's Close with it, until the client went away.
+func TestCloseEndsListens(t *testing.T) {
+	s := newTestServer(t)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+
+	first, acked := listen(t, srv.URL)
+	if !acked {
+		t.Fatal("the listen was not acknowledged")
+	}
+	closed := make(chan struct{})
+	go func() {
+		_ = s.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return while a listen was open")
+	}
+	if _, err := io.Copy(io.Discard, first); err != nil {
+		t.Fatalf("the open listen: %v", err)
+	}
+
+	late, _ := listen(t, srv.URL)
+	if _, err := io.Copy(io.Discard, late); err != nil {
+		t.Fatalf("a listen after Close stayed open: %v", err)
+	}
+}
+
+// listen opens a subscriptions/listen to tools/list_changed on the
+// endpoint at url and returns the rest of its stream once the
+// acknowledgement came (acked), or what is left when the stream ended
+// without one. The stream fails after 20 s.
+func listen(t *testing.T, url string) (rest io.Reader, acked bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	body := `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{}},` +
+		`"notifications":{"toolsListChanged":true}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", RevisionStateless)
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	r := bufio.NewReader(resp.Body)
+	for {
+		line, err := r.ReadString('\n')
+		if strings.Contains(line, "notifications/subscriptions/acknowledged") {
+			return r, true
+		}
+		if errors.Is(err, io.EOF) {
+			return r, false
+		}
+		if err != nil {
+			t.Fatalf("the listen: %v", err)
+		}
+	}
+}
+
+func newTestServer(t *testing.T) *Server {
+	t.Helper()
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	self, err := lmosproto.PeerIDFromEd25519(key.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := directory.Open(directory.Deps{Datastore: dssync.MutexWrap(datastore.NewMapDatastore()), Self: self}, directory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dir.Close() })
+	s, err := New(Deps{Directory: dir, Self: self, Resolver: noThings{}, Invokers: noThings{}, Visible: func(directory.Entry) bool { return true }}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// noThings resolves and calls nothing.
+type noThings struct{}
+
+func (noThings) Resolve(context.Context, string, peer.ID, bool) (directory.Entry, error) {
+	return directory.Entry{}, errors.New("no Things here")
+}
+
+func (noThings) For(peer.ID) interact.Invoker { return nil }
