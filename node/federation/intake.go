@@ -112,6 +112,20 @@ func (in *Intake) CheckKey(key string, raw []byte) (*lmosproto.Record, error) {
 	return in.validator.Check(key, raw)
 }
 
+// Retired returns why the key of publisher no longer signs (revoked, or
+// rotated away from: dht.ThingValidator.Retired), or nil. What such a key
+// signs is refused as its records are: short announcements and presence
+// beats too.
+func (in *Intake) Retired(publisher peer.ID) error {
+	if in.validator.Retired == nil {
+		return nil
+	}
+	if err := in.validator.Retired(publisher); err != nil {
+		return fmt.Errorf("%w: %s: %w", lmosdht.ErrRetiredKey, publisher, err)
+	}
+	return nil
+}
+
 // Admits returns nil if the trust list lets records of publisher in, else
 // an error wrapping ErrNotAdmitted.
 func (in *Intake) Admits(publisher peer.ID) error {

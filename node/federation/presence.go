@@ -86,6 +86,9 @@ func (f *Federation) checkBeat(author peer.ID, beat presence, sharded bool) (pub
 	if author == f.self {
 		return pubsub.ValidationAccept, nil
 	}
+	if err := f.intake.Retired(author); err != nil {
+		return pubsub.ValidationReject, err
+	}
 	now := f.now()
 	if beat.At.Before(now.Add(-MaxPresenceAge)) || beat.At.After(now.Add(lmosdht.MaxClockSkew)) {
 		return pubsub.ValidationIgnore, fmt.Errorf("presence beat of %s at %s: %w", author, beat.At, errStaleBeat)

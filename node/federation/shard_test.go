@@ -13,6 +13,7 @@ import (
 	pubsubpb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	lmosdht "github.com/lmosnode/lmosnode/dht"
 	"github.com/lmosnode/lmosnode/node/topicval"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -29,7 +30,12 @@ func shardOfCap(c string) int { return lmosproto.ShardOf(lmosproto.ProvideCapabi
 // is its Config.ShortBudget (0: the default).
 func newShardMember(t *testing.T, role Role, budget int) *member {
 	t.Helper()
-	return newMember(t, func(d *Deps, c *Config) {
+	return newMember(t, shardConfig(t, role, budget))
+}
+
+// shardConfig configures newMember as newShardMember does.
+func shardConfig(t *testing.T, role Role, budget int) func(*Deps, *Config) {
+	return func(d *Deps, c *Config) {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
 		ps, err := pubsub.NewGossipSub(ctx, d.Host, pubsub.WithFloodPublish(true), pubsub.WithMessageSignaturePolicy(pubsub.StrictSign))
@@ -40,7 +46,7 @@ func newShardMember(t *testing.T, role Role, budget int) *member {
 		c.Role = role
 		c.ShortBudget = budget
 		c.SyncOnConnect = true // a light node ignores it
-	})
+	}
 }
 
 // subscribed waits until m knows that each of peers is subscribed to
@@ -329,6 +335,45 @@ func TestShardValidator(t *testing.T) {
 		if got != step.want || step.is != nil && !errors.Is(err, step.is) {
 			t.Errorf("%s: %s (%v), want %s (%v)", step.name, topicval.ResultName(got), err, topicval.ResultName(step.want), step.is)
 		}
+	}
+}
+
+// TestShardValidatorRetired: a retired key's short announcements and
+// presence beats are rejected as its records are; the node would fetch
+// from it, and count it alive, otherwise.
+func TestShardValidatorRetired(t *testing.T) {
+	alice := newMember(t, nil)
+	self := newMember(t, func(d *Deps, c *Config) {
+		shardConfig(t, RoleDirectory, 0)(d, c)
+		retired := func(p peer.ID) error {
+			if p == alice.id {
+				return errors.New("rotated away from")
+			}
+			return nil
+		}
+		var err error
+		d.Intake, err = NewIntake(IntakeDeps{Directory: d.Directory, Self: d.Host.ID(), Validator: lmosdht.ThingValidator{Retired: retired}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	id := uniqueID()
+	rec := sign(t, alice.key, testTD(t, id, 1, capA), self.clock.Now())
+	for _, m := range []shardMessage{
+		{Short: &shortAnnouncement{Publisher: alice.id.String(), ID: id, Seq: 1, Hash: recordHash(rec.Raw), Keys: tdForms(rec.TD)}},
+		{Beat: &presence{Peer: alice.id.String(), At: self.clock.Now()}},
+	} {
+		data, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := shardOfCap(capA)
+		if got, err := self.checkShard(n)(shardMessageFrom(alice.id, n, data)); got != pubsub.ValidationReject || !errors.Is(err, lmosdht.ErrRetiredKey) {
+			t.Errorf("%s: %s (%v), want reject (%v)", data, topicval.ResultName(got), err, lmosdht.ErrRetiredKey)
+		}
+	}
+	if got, err := self.checkShard(shardOfCap(capA))(shardMessageFrom(alice.id, shardOfCap(capA), rec.Raw)); got != pubsub.ValidationReject || !errors.Is(err, lmosdht.ErrRetiredKey) {
+		t.Errorf("record: %s (%v), want reject (%v)", topicval.ResultName(got), err, lmosdht.ErrRetiredKey)
 	}
 }
 

@@ -88,7 +88,7 @@ func (f *Federation) checkShard(n int) func(*pubsub.Message) (pubsub.ValidationR
 
 // checkShort is the validator's answer to a short announcement s on shard
 // n: Reject for one too large, malformed, of another publisher than its
-// author or not of shard n; Ignore for one older than what this node holds
+// author, not of shard n or of a retired key; Ignore for one older than what this node holds
 // or was told; Accept otherwise, after noting it (a directory node
 // fetches its record at once, a light one when a query needs it).
 func (f *Federation) checkShort(msg *pubsub.Message, n int, s shortAnnouncement) (pubsub.ValidationResult, error) {
@@ -110,6 +110,9 @@ func (f *Federation) checkShort(msg *pubsub.Message, n int, s shortAnnouncement)
 	}
 	if author == f.self {
 		return pubsub.ValidationAccept, nil
+	}
+	if err := f.intake.Retired(author); err != nil {
+		return pubsub.ValidationReject, err
 	}
 	ref := thingRef{author, s.ID}
 	if held, ok := f.dir.Latest(author, s.ID); ok && held.Seq >= s.Seq {
