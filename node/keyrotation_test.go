@@ -190,10 +190,15 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	refusers := map[string]*testnet.Tracer{"B": tracers[1], "C": tracers[2], "D": tracers[3]}
+	byName := map[string]*node.Node{"B": b, "C": c, "D": d}
 	testnet.WaitFor(t, "every node refuses the old key's announcement", waitLong, func() (bool, string) {
 		for name, tr := range refusers {
 			if len(tr.RefusedFrom(old)) == 0 {
-				return false, name + " has not refused it"
+				// Once seen in CI: B had refused nothing after 30 s.
+				n := byName[name]
+				return false, fmt.Sprintf("%s has not refused it (%s to the old key's node; lists it on the announce topic: %t; the old key's node lists it: %t)",
+					name, n.Host().Network().Connectedness(old), slices.Contains(n.PubSub().ListPeers(lmosproto.TopicAnnounce), old),
+					slices.Contains(e.PubSub().ListPeers(lmosproto.TopicAnnounce), n.PeerID()))
 			}
 		}
 		return true, ""
