@@ -405,7 +405,7 @@ func (n *Node) buildServices(o *options, b *built) error {
 		Allowed:   access.Allowed,
 		// Every TD published claims the organisation (docs/identity.md).
 		Organization: cfg.Organization,
-	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.WithDefaults().OfflineAfter) / 5,
+	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.WithDefaults().OfflineAfter) / 5, BeatRate: cfg.Liveness.BeatRate,
 		Role: role, NoLegacyAnnounce: cfg.NoLegacyAnnounce},
 		federation.WithLogger(fedLog))
 	if err != nil {

@@ -319,6 +319,12 @@ type LivenessConfig struct {
 	// learned Things are dropped, independent of their records' validity
 	// (ThingTTL). Default DefaultOfflineTTL; at least OfflineAfter.
 	OfflineTTL Duration `json:"offlineTTL"`
+	// BeatRate is the presence beats a second of other nodes the node
+	// aims to hear: while it hears more, it beats less often (as do the
+	// others), at most ten times less often, and says so in its beats,
+	// which keep it online for as many missed beats as usual. Default
+	// federation.DefaultBeatRate (1).
+	BeatRate float64 `json:"beatRate"`
 }
 
 // DefaultOfflineTTL is LivenessConfig.OfflineTTL's default: a publisher
@@ -380,6 +386,9 @@ func (l LivenessConfig) validate() error {
 	}
 	if l.OfflineTTL < 0 {
 		return fmt.Errorf("offlineTTL: %s: must not be negative (0 means the default, %s)", l.OfflineTTL, DefaultOfflineTTL)
+	}
+	if l.BeatRate < 0 {
+		return fmt.Errorf("beatRate: %g: must not be negative (0 means the default, 1)", l.BeatRate)
 	}
 	d := l.WithDefaults()
 	if d.OfflineAfter < Duration(minOfflineAfter) {

@@ -108,7 +108,7 @@ func (d *Directory) value(publisher peer.ID, groups []string, used, now int64) V
 		v = (*vp)(publisher, groups) &^ ValueUsed
 	}
 	if p := d.pubs[publisher]; p != nil {
-		if seen := p.seen.Load(); seen != 0 && now-seen < int64(d.cfg.OfflineAfter) {
+		if p.online(now, d.cfg.OfflineAfter) {
 			v |= ValueOnline
 		}
 	}

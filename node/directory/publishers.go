@@ -36,6 +36,18 @@ type pubState struct {
 	// seen is the latest evidence, in Unix nanoseconds, that the publisher
 	// was alive (Seen, the proof time of a record put); 0 if none.
 	seen atomic.Int64
+	// window is how long after seen the publisher counts as online, in
+	// nanoseconds, when it said it is seen less often than usual
+	// (SeenEvery); 0: Config.OfflineAfter.
+	window atomic.Int64
+}
+
+// online reports whether the publisher counts as online at now (Unix
+// nanoseconds), offline being how long after its last sighting it goes
+// offline unless it said otherwise (window).
+func (p *pubState) online(now int64, offline time.Duration) bool {
+	seen := p.seen.Load()
+	return seen != 0 && now-seen < max(int64(offline), p.window.Load())
 }
 
 // see records that the publisher was alive at at (Unix nanoseconds); an
@@ -178,13 +190,29 @@ func (d *Directory) Usage(publisher peer.ID) (things int, bytes int64) {
 // is not tracked. Safe to call from any goroutine, also from a gossip
 // validator.
 func (d *Directory) Seen(publisher peer.ID, at time.Time) {
-	n := min(unixNano(at), d.now().UnixNano())
-	d.mu.RLock()
-	p := d.pubs[publisher]
-	d.mu.RUnlock()
-	if p != nil {
-		p.see(n)
+	if p := d.tracked(publisher); p != nil {
+		p.see(min(unixNano(at), d.now().UnixNano()))
 	}
+}
+
+// SeenEvery is Seen of a publisher that said when it is seen next: at
+// most every after at (its presence beats, slowed as a federation grows).
+// Until the next sighting it counts as online for the longer of
+// Config.OfflineAfter and window, which the caller derives from every
+// (the federation allows as many missed beats as OfflineAfter does at
+// the usual pace).
+func (d *Directory) SeenEvery(publisher peer.ID, at time.Time, window time.Duration) {
+	if p := d.tracked(publisher); p != nil {
+		p.see(min(unixNano(at), d.now().UnixNano()))
+		p.window.Store(int64(window))
+	}
+}
+
+// tracked returns the state of publisher, nil if it is not tracked.
+func (d *Directory) tracked(publisher peer.ID) *pubState {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.pubs[publisher]
 }
 
 // Tracked reports whether the directory holds a learned entry of
@@ -206,8 +234,7 @@ func (d *Directory) liveness(t *thing, now int64) (bool, int64) {
 	if p == nil {
 		return false, 0
 	}
-	seen := p.seen.Load()
-	return seen != 0 && now-seen < int64(d.cfg.OfflineAfter), seen
+	return p.online(now, d.cfg.OfflineAfter), p.seen.Load()
 }
 
 // offlineExpired reports whether t is a learned entry whose publisher has

@@ -128,7 +128,10 @@
 // # Liveness
 //
 // A node that publishes Things sends a presence beat on
-// proto.TopicPresence every Config.PresenceInterval (presence.go). The
+// proto.TopicPresence every Config.PresenceInterval (presence.go), or less
+// often while it hears more beats of others than Config.BeatRate, stating
+// its pace in the beat (directory.Directory.SeenEvery keeps it online as
+// many missed beats). The
 // Intake and the presence validator tell the directory when each
 // publisher was seen (directory.Directory.Seen): the time of its beats,
 // the proof time of its records, a sync it answered, a connection to it

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -108,6 +109,11 @@ type Config struct {
 	// DefaultPresenceInterval. Keep it well below the
 	// directory.Config.OfflineAfter of the federation's nodes.
 	PresenceInterval time.Duration
+	// BeatRate is the presence beats a second (of other nodes) the node
+	// aims to hear: while it hears more, it sends its own beats less
+	// often, as do the others, up to MaxBeatSlowdown PresenceIntervals
+	// apart (presence.go, beatPace). 0 means DefaultBeatRate.
+	BeatRate float64
 	// Role says which announce topics the node carries: RoleV1 (the
 	// zero value) only the v1 topics, RoleDirectory every shard and the
 	// v1 topics, RoleLight the shards of what it publishes and looks up
@@ -133,6 +139,9 @@ func (c Config) Validate() error {
 	if c.PresenceInterval < 0 {
 		return fmt.Errorf("federation: PresenceInterval: %s is negative", c.PresenceInterval)
 	}
+	if c.BeatRate < 0 {
+		return fmt.Errorf("federation: BeatRate: %g is negative", c.BeatRate)
+	}
 	if _, err := ParseRole(string(c.Role)); err != nil {
 		return err
 	}
@@ -145,6 +154,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PresenceInterval == 0 {
 		c.PresenceInterval = DefaultPresenceInterval
+	}
+	if c.BeatRate == 0 {
+		c.BeatRate = DefaultBeatRate
 	}
 	switch {
 	case c.ShortBudget == 0:
@@ -197,6 +209,9 @@ type Federation struct {
 	validating bool          // the topic validator is registered
 	presence   *pubsub.Topic // proto.TopicPresence; nil without gossip
 	prValid    bool          // its validator is registered
+	// beatsHeard counts the beats of others accepted since the node's
+	// last beat (heardBeat), for the pace of its own.
+	beatsHeard atomic.Int64
 
 	// ctx is cancelled by Close; it scopes the federation's goroutines and
 	// the network calls they make.

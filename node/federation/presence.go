@@ -30,6 +30,20 @@ const (
 	// ignored (a beat only ever dates a sighting at its own time, so a
 	// replay makes no one look more alive than it was).
 	MaxPresenceAge = 10 * time.Minute
+	// DefaultBeatRate is the presence beats a second a node aims to hear
+	// (Config.BeatRate).
+	DefaultBeatRate = 1.0
+	// MaxBeatSlowdown bounds how much a node slows its beats: to at most
+	// this many PresenceIntervals apart.
+	MaxBeatSlowdown = 10
+	// MaxBeatEvery is the longest pace a beat may state (every) that
+	// its receivers take: a publisher keeps counting as online for
+	// beatsPerWindow such paces after its last beat, and no longer.
+	MaxBeatEvery = 10 * time.Minute
+	// beatsPerWindow is how many beats a publisher that slowed its beats
+	// may miss before it counts as offline: as many as at the usual pace
+	// (directory.DefaultOfflineAfter is five PresenceIntervals).
+	beatsPerWindow = 5
 )
 
 // presence is the data of a presence beat.
@@ -45,6 +59,21 @@ type presence struct {
 	// not compared.
 	Things int    `json:"things,omitempty"`
 	Digest string `json:"digest,omitempty"`
+	// Every is the author's pace when it slowed its beats (beatPace): its
+	// next beat comes at most this many seconds after this one. Absent
+	// at the usual pace.
+	Every float64 `json:"every,omitempty"`
+}
+
+// window is how long after b its author counts as online when it slowed
+// its beats: beatsPerWindow of its stated pace, at most MaxBeatEvery each;
+// 0 at the usual pace (the directory's OfflineAfter).
+func (b presence) window() time.Duration {
+	if b.Every <= 0 {
+		return 0
+	}
+	every := min(time.Duration(b.Every*float64(time.Second)), MaxBeatEvery)
+	return beatsPerWindow * every
 }
 
 // errStaleBeat: a presence beat older than MaxPresenceAge or dated too far
@@ -93,6 +122,7 @@ func (f *Federation) checkBeat(author peer.ID, beat presence, sharded bool) (pub
 	if beat.At.Before(now.Add(-MaxPresenceAge)) || beat.At.After(now.Add(lmosdht.MaxClockSkew)) {
 		return pubsub.ValidationIgnore, fmt.Errorf("presence beat of %s at %s: %w", author, beat.At, errStaleBeat)
 	}
+	f.heardBeat(sharded)
 	if !f.dir.Tracked(author) {
 		if sharded {
 			f.compareBeat(author, beat)
@@ -100,22 +130,43 @@ func (f *Federation) checkBeat(author peer.ID, beat presence, sharded bool) (pub
 		}
 		return pubsub.ValidationIgnore, fmt.Errorf("presence beat of %s: no Thing of it held", author)
 	}
-	f.dir.Seen(author, beat.At)
+	f.dir.SeenEvery(author, beat.At, beat.window())
 	f.compareBeat(author, beat)
 	return pubsub.ValidationAccept, nil
 }
 
+// heardBeat counts a beat of another node this node accepted on a topic
+// (sharded: on a shard) for the pace of its own (beatPace): on the
+// shards if it has them, else on the v1 presence topic, so that a beat
+// sent on both counts once.
+func (f *Federation) heardBeat(sharded bool) {
+	if sharded == f.sharded() {
+		f.beatsHeard.Add(1)
+	}
+}
+
 // livenessLoop, every PresenceInterval, counts each connected peer as
 // seen (a live connection is a sighting, also without gossip) and, with
-// gossip, sends a presence beat while the node publishes a Thing.
+// gossip, sends a presence beat while the node publishes a Thing: every
+// PresenceInterval, or less often while it hears more beats than
+// Config.BeatRate (beatPace).
 func (f *Federation) livenessLoop() {
-	t := time.NewTicker(f.cfg.PresenceInterval)
+	base := f.cfg.PresenceInterval
+	t := time.NewTicker(base)
 	defer t.Stop()
+	every, last := base, time.Now().Add(-base) // the first beat at once
 	for {
 		for _, p := range f.p.Host.Network().Peers() {
 			f.intake.Seen(p)
 		}
-		f.beat()
+		if since := time.Since(last); since >= every-base/2 {
+			f.beat(every)
+			next := beatPace(every, base, f.beatsHeard.Swap(0), since, f.cfg.BeatRate)
+			if next != every {
+				f.log.Debug("presence beats paced", "every", next, "was", every)
+			}
+			every, last = next, time.Now()
+		}
 		select {
 		case <-f.ctx.Done():
 			return
@@ -124,15 +175,36 @@ func (f *Federation) livenessLoop() {
 	}
 }
 
+// beatPace is the pace of a node's presence beats after it heard heard
+// beats of others over the last over at the pace every: the pace at which
+// it would have heard want a second, were the others to pace theirs
+// alike (as they do), changed by at most a factor of two at a time, and
+// between base and MaxBeatSlowdown times base. A node of a small
+// federation beats every base; as the federation grows, every node slows
+// its beats and what each hears stays about want a second.
+func beatPace(every, base time.Duration, heard int64, over time.Duration, want float64) time.Duration {
+	if over <= 0 || want <= 0 {
+		return every
+	}
+	rate := float64(heard) / over.Seconds()
+	next := time.Duration(float64(every) * rate / want)
+	next = min(max(next, every/2), 2*every)
+	return min(max(next, base), MaxBeatSlowdown*base)
+}
+
 // beat publishes one presence beat, if the node has gossip and publishes
 // a Thing: on the v1 presence topic (while the node has it) and on the
-// shards of its Things.
-func (f *Federation) beat() {
+// shards of its Things. every is the node's pace, stated in the beat when
+// slower than PresenceInterval.
+func (f *Federation) beat(every time.Duration) {
 	if f.p.PubSub == nil || len(f.dir.Own()) == 0 {
 		return
 	}
 	live, sum := f.dir.OwnDigest()
 	b := presence{Peer: f.self.String(), At: f.now().UTC(), Things: live, Digest: digest(sum)}
+	if every > f.cfg.PresenceInterval {
+		b.Every = every.Seconds()
+	}
 	f.beatShards(b)
 	if f.presence == nil {
 		return
