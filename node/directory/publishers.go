@@ -238,7 +238,8 @@ func (d *Directory) liveness(t *thing, now int64) (bool, int64) {
 }
 
 // offlineExpired reports whether t is a learned entry whose publisher has
-// not been seen for Config.OfflineTTL, counted from the later of its last
+// not been seen for Config.OfflineTTL (or, if longer, the window its
+// slowed beats keep it online: SeenEvery), counted from the later of its last
 // sighting and the time this node began to hold its entries. Callers hold
 // wmu.
 func (d *Directory) offlineExpired(t *thing, now int64) bool {
@@ -249,5 +250,5 @@ func (d *Directory) offlineExpired(t *thing, now int64) bool {
 	if p == nil {
 		return false
 	}
-	return now-max(p.seen.Load(), p.since) >= int64(d.cfg.OfflineTTL)
+	return now-max(p.seen.Load(), p.since) >= max(int64(d.cfg.OfflineTTL), p.window.Load())
 }
