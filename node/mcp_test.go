@@ -409,7 +409,8 @@ func TestMCPRevisions(t *testing.T) {
 			select {
 			case <-cl.changed:
 			case <-ctx.Done():
-				t.Fatal("no notifications/tools/list_changed after a publish on A")
+				_, learned := b.Directory().Latest(a.PeerID(), id2)
+				t.Fatalf("no notifications/tools/list_changed after a publish on A (B learned the new Thing: %t)", learned)
 			}
 			if cl.tools(t)[mcpbridge.ToolName("Matrix "+id2, "add", a.PeerID(), id2)] == nil {
 				t.Error("the new Thing's tool is not listed")
@@ -453,7 +454,8 @@ func TestMCPRevisions(t *testing.T) {
 			select {
 			case <-changed:
 			case <-ctx.Done():
-				t.Fatal("no notifications/tools/list_changed through the relay")
+				_, learned := b.Directory().Latest(a.PeerID(), id3)
+				t.Fatalf("no notifications/tools/list_changed through the relay (B learned the new Thing: %t)", learned)
 			}
 			_ = sess.Close()
 			_ = hostOut.Close()
