@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,19 +67,31 @@ func TestRendezvous(t *testing.T) {
 	if src, _ := b.s.Source(a.h.ID()); src != SourceInbound {
 		t.Errorf("b: source of a = %q, want %q (a dialled b)", src, SourceInbound)
 	}
+	// Each side notes a connection's source when go-libp2p tells it of
+	// the connection, which may be after the other side saw it: wait.
 	clients := []*node{a, c, d, e}
-	for i, x := range clients {
-		for _, y := range clients[i+1:] {
-			if !connected(x.h, y.h) {
-				continue
-			}
-			sx, _ := x.s.Source(y.h.ID())
-			sy, _ := y.s.Source(x.h.ID())
-			if sx != SourceDHT && sy != SourceDHT {
-				t.Errorf("%s–%s: sources %q and %q; one side must have found the other by rendezvous", x.name, y.name, sx, sy)
+	var odd []string
+	defer func() {
+		if len(odd) > 0 {
+			t.Errorf("one side must have found the other by rendezvous: %s", strings.Join(odd, "; "))
+		}
+	}()
+	waitFor(t, "every pair of clients linked by rendezvous", 10*time.Second, func() bool {
+		odd = nil
+		for i, x := range clients {
+			for _, y := range clients[i+1:] {
+				if !connected(x.h, y.h) {
+					continue
+				}
+				sx, _ := x.s.Source(y.h.ID())
+				sy, _ := y.s.Source(x.h.ID())
+				if sx != SourceDHT && sy != SourceDHT {
+					odd = append(odd, fmt.Sprintf("%s–%s: sources %q and %q", x.name, y.name, sx, sy))
+				}
 			}
 		}
-	}
+		return len(odd) == 0
+	})
 
 	peers := a.s.Peers()
 	if len(peers) != len(others) {
