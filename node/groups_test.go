@@ -107,12 +107,27 @@ func TestGroups(t *testing.T) {
 		posts[i] = ch
 	}
 	sse := openSSE(t, ctx, nodes[3], "/api/v1/groups/"+gid+"/messages")
-	testnet.WaitFor(t, "every member has a topic peer", waitLong, testnet.All(members, func(n *node.Node) bool {
-		return len(n.PubSub().ListPeers(topic)) > 0
-	}))
+	// Both ways: a member whose subscription its peers dropped (it
+	// arrived before they knew it as a member, and its announcement again
+	// has not) would hear nothing.
+	testnet.WaitFor(t, "every member has a topic peer, and is one", waitLong, func() (bool, string) {
+		for i, n := range members {
+			if len(n.PubSub().ListPeers(topic)) == 0 {
+				return false, fmt.Sprintf("member %d has no topic peer", i)
+			}
+			heard := false
+			for _, o := range members {
+				heard = heard || slices.Contains(o.PubSub().ListPeers(topic), n.PeerID())
+			}
+			if !heard {
+				return false, fmt.Sprintf("member %d is no member's topic peer", i)
+			}
+		}
+		return true, ""
+	})
 	apiDo(t, nodes[4], http.MethodPost, "/api/v1/groups/"+gid+"/messages", `"hello, group"`, http.StatusAccepted, nil)
 	for i, ch := range posts {
-		r := nextPost(t, ctx, ch)
+		r := nextPost(t, ctx, fmt.Sprintf("member %d", i), ch)
 		if r.From != nodes[4].PeerID() || string(r.Body) != `"hello, group"` {
 			t.Fatalf("member %d got %+v", i, r)
 		}
@@ -124,7 +139,7 @@ func TestGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ch := range posts {
-		nextPost(t, ctx, ch)
+		nextPost(t, ctx, "a member", ch)
 	}
 	for i, n := range members {
 		if slices.Contains(n.PubSub().ListPeers(topic), outsider.PeerID()) {
@@ -394,16 +409,16 @@ func apiDo(t *testing.T, n *node.Node, method, path, body string, want int, out 
 	}
 }
 
-func nextPost(t *testing.T, ctx context.Context, ch <-chan groupsvc.Received) groupsvc.Received {
+func nextPost(t *testing.T, ctx context.Context, who string, ch <-chan groupsvc.Received) groupsvc.Received {
 	t.Helper()
 	select {
 	case r, ok := <-ch:
 		if !ok {
-			t.Fatal("post subscription ended")
+			t.Fatalf("%s: post subscription ended", who)
 		}
 		return r
 	case <-ctx.Done():
-		t.Fatal("no post")
+		t.Fatalf("%s: no post", who)
 	}
 	return groupsvc.Received{}
 }

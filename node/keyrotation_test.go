@@ -144,7 +144,7 @@ func TestKeyRotation(t *testing.T) {
 		err := a.Groups().Publish(ctx, gid, []byte(`"from the new key"`))
 		return err == nil, fmt.Sprint(err)
 	})
-	if r := nextPost(t, ctx, posts); r.From != res.New {
+	if r := nextPost(t, ctx, "C", posts); r.From != res.New {
 		t.Fatalf("C got a post from %s", r.From)
 	}
 
