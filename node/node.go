@@ -406,7 +406,7 @@ func (n *Node) buildServices(o *options, b *built) error {
 		// Every TD published claims the organisation (docs/identity.md).
 		Organization: cfg.Organization,
 	}, federation.Config{SyncOnConnect: cfg.SyncOnConnect, PresenceInterval: time.Duration(cfg.Liveness.WithDefaults().OfflineAfter) / 5, BeatRate: cfg.Liveness.BeatRate,
-		Role: role, NoLegacyAnnounce: cfg.NoLegacyAnnounce},
+		Role: role, LightPast: cfg.Quota.WithDefaults().MaxLearnedBytes / 2, NoLegacyAnnounce: cfg.NoLegacyAnnounce},
 		federation.WithLogger(fedLog))
 	if err != nil {
 		return fmt.Errorf("node: %w", err)

@@ -62,6 +62,7 @@ func sybilRun(t *testing.T, budget int64) {
 	defer cancel()
 	net := testnet.New(t, 3, testnet.Options{Configure: func(_ int, cfg *config.Config) {
 		cfg.Quota.MaxLearnedBytes = budget
+		cfg.Role = config.RoleDirectory // what the flood fills, not a node that turns light
 	}})
 	net.Link(1, 0)
 	net.Link(2, 1)

@@ -145,12 +145,14 @@ type Config struct {
 	// gossip converges. The node answers such requests either way.
 	SyncOnConnect bool `json:"syncOnConnect"`
 	// Role says which Things the node holds (docs/wire.md, "Announce
-	// shards"): "directory" (the default) every Thing announced, on every
-	// announce shard and, during the transition, on /lmos/1/announce;
-	// "light" only the Things of the shards it publishes in and looked
-	// up in the last 30 minutes, learning the rest on demand (it does not
-	// sync with every peer it connects to); "v1" only /lmos/1/announce,
-	// as nodes before the shards.
+	// shards"): "directory" every Thing announced, on every announce
+	// shard and, during the transition, on /lmos/1/announce; "light" only
+	// the Things of the capabilities it publishes and looked up in the
+	// last 30 minutes, learning the rest on demand (it does not sync with
+	// every peer it connects to); "auto" (the default) "directory" until
+	// the records it learned pass half of quota.maxLearnedBytes, then
+	// "light" for the rest of its run; "v1" only /lmos/1/announce, as
+	// nodes before the shards.
 	Role string `json:"role"`
 	// NoLegacyAnnounce ends the transition to the shards: the node no
 	// longer publishes on (or relays) /lmos/1/announce and
@@ -461,6 +463,7 @@ const minThingTTL = time.Minute
 
 // Roles of a node (Config.Role).
 const (
+	RoleAuto      = "auto"
 	RoleDirectory = "directory"
 	RoleLight     = "light"
 	RoleV1        = "v1"
@@ -532,9 +535,11 @@ func Default() Config {
 		// Without it a node that was down misses what was announced
 		// meanwhile until each publisher republishes (12 h).
 		SyncOnConnect: true,
-		// Holding every Thing is what a node did before the shards; a
-		// node that serves a few agents runs "light".
-		Role: RoleDirectory,
+		// Every Thing while the federation is small, as before the
+		// shards; what the node serves and uses once it is large. An
+		// organisation's directory runs "directory", a node that serves
+		// a few agents "light".
+		Role: RoleAuto,
 		// The longest a DHT record lives (dht.MaxRecordAge): a publisher
 		// that is alive republishes well within it (every 12 h), so a
 		// Thing unseen for that long is gone.
@@ -712,9 +717,9 @@ func (c Config) validateNetwork() error {
 // addresses).
 func (c Config) validateFederation() error {
 	switch c.Role {
-	case "", RoleDirectory, RoleLight, RoleV1:
+	case "", RoleAuto, RoleDirectory, RoleLight, RoleV1:
 	default:
-		return fmt.Errorf("role: %q: must be %q, %q or %q", c.Role, RoleDirectory, RoleLight, RoleV1)
+		return fmt.Errorf("role: %q: must be %q, %q, %q or %q", c.Role, RoleAuto, RoleDirectory, RoleLight, RoleV1)
 	}
 	if c.ThingTTL < Duration(minThingTTL) {
 		return fmt.Errorf("thingTTL: %s: must be at least %s (0 means the default, %s)", c.ThingTTL, minThingTTL, directory.DefaultTTL)

@@ -37,7 +37,9 @@
 // looked up within ShardIdle, and relays the rest. A light node
 // publishes on the v1 topics but does not subscribe to them, and does not
 // sync with every peer it connects to: it learns what it does not carry
-// on demand, by the lookups below.
+// on demand, by the lookups below. RoleAuto is RoleDirectory until the
+// records it learned pass Config.LightPast bytes, then RoleLight for good
+// (autoLight).
 //
 // On a shard a publisher sends the signed record if it is at most
 // Config.ShortBudget bytes, else a short announcement (shardmsg.go:

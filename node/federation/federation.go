@@ -124,6 +124,9 @@ type Config struct {
 	// shard; a larger one is announced short. 0 means DefaultShortBudget,
 	// a negative value announces every TD short.
 	ShortBudget int
+	// LightPast is the learned bytes (directory.Directory.LearnedBytes)
+	// past which a RoleAuto node becomes light; 0 means DefaultLightPast.
+	LightPast int64
 	// NoLegacyAnnounce ends the transition to the shards: a node with a
 	// role other than RoleV1 no longer publishes on (or, as a directory,
 	// relays) proto.TopicAnnounce and proto.TopicPresence. Set it once no
@@ -138,6 +141,9 @@ func (c Config) Validate() error {
 	}
 	if c.PresenceInterval < 0 {
 		return fmt.Errorf("federation: PresenceInterval: %s is negative", c.PresenceInterval)
+	}
+	if c.LightPast < 0 {
+		return fmt.Errorf("federation: LightPast: %d is negative", c.LightPast)
 	}
 	if c.BeatRate < 0 {
 		return fmt.Errorf("federation: BeatRate: %g is negative", c.BeatRate)
@@ -157,6 +163,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BeatRate == 0 {
 		c.BeatRate = DefaultBeatRate
+	}
+	if c.LightPast == 0 {
+		c.LightPast = DefaultLightPast
 	}
 	switch {
 	case c.ShortBudget == 0:
@@ -209,6 +218,8 @@ type Federation struct {
 	validating bool          // the topic validator is registered
 	presence   *pubsub.Topic // proto.TopicPresence; nil without gossip
 	prValid    bool          // its validator is registered
+	// lit is set once a RoleAuto node became light (autoLight).
+	lit atomic.Bool
 	// beatsHeard counts the beats of others accepted since the node's
 	// last beat (heardBeat), for the pace of its own.
 	beatsHeard atomic.Int64
@@ -380,14 +391,14 @@ func (f *Federation) Start(ctx context.Context) error {
 	if err := f.startShards(); err != nil {
 		return fmt.Errorf("federation: start: %w", err)
 	}
-	if f.cfg.Role == RoleDirectory {
+	if f.role() == RoleDirectory {
 		for range fetchWorkers {
 			f.wg.Go(f.fetchLoop)
 		}
 	}
 	// A light node publishes on the v1 topics (while the transition
 	// lasts) but does not relay them: it would hear every announcement.
-	if f.topic != nil && f.cfg.Role != RoleLight {
+	if f.topic != nil && f.role() != RoleLight {
 		relay, err := f.topic.Relay()
 		if err != nil {
 			return fmt.Errorf("federation: start: topic %s: %w", lmosproto.TopicAnnounce, err)
@@ -417,7 +428,7 @@ func (f *Federation) Start(ctx context.Context) error {
 	}
 	f.connSub = connSub
 	f.wg.Go(func() { f.watchConnections(connSub) })
-	if f.cfg.SyncOnConnect && f.cfg.Role != RoleLight {
+	if f.cfg.SyncOnConnect && f.role() != RoleLight {
 		sub, err := f.p.Host.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
 		if err != nil {
 			return fmt.Errorf("federation: start: identify events: %w", err)

@@ -57,7 +57,7 @@ type repairs struct {
 // holdsAll reports whether the node holds every public Thing it hears of:
 // only such a node compares digests.
 func (f *Federation) holdsAll() bool {
-	return f.cfg.Role == RoleDirectory || f.cfg.Role == RoleV1
+	return f.role() == RoleDirectory || f.role() == RoleV1
 }
 
 // digest is how a beat writes a directory digest: 16 lowercase hex digits.

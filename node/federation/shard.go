@@ -36,17 +36,90 @@ const (
 	// on the v1 topics while the transition lasts but does not subscribe
 	// to them, and it does not sync with every peer it connects to.
 	RoleLight Role = "light"
+	// RoleAuto starts as RoleDirectory and becomes RoleLight for good
+	// once the records it learned pass Config.LightPast bytes
+	// (autoLight): a node holds the whole federation while that is
+	// small, and what it serves and uses once it is large.
+	RoleAuto Role = "auto"
 )
 
-// ParseRole parses "v1", "directory" or "light" ("" is RoleV1).
+// DefaultLightPast is Config.LightPast's default: half of a node's
+// default budget of learned records (config.DefaultMaxLearnedBytes),
+// about 50,000 typical TDs.
+const DefaultLightPast = 128 << 20
+
+// ParseRole parses "v1", "directory", "light" or "auto" ("" is RoleV1).
 func ParseRole(s string) (Role, error) {
 	switch r := Role(s); r {
-	case RoleV1, RoleDirectory, RoleLight:
+	case RoleV1, RoleDirectory, RoleLight, RoleAuto:
 		return r, nil
 	case "v1":
 		return RoleV1, nil
 	}
-	return "", fmt.Errorf("federation: role %q: want v1, directory or light", s)
+	return "", fmt.Errorf("federation: role %q: want v1, directory, light or auto", s)
+}
+
+// role is the role the node plays now: a RoleAuto node's is
+// RoleDirectory until autoLight makes it RoleLight.
+func (f *Federation) role() Role {
+	if f.cfg.Role != RoleAuto {
+		return f.cfg.Role
+	}
+	if f.lit.Load() {
+		return RoleLight
+	}
+	return RoleDirectory
+}
+
+// Role returns the role the node plays now (RoleDirectory or RoleLight for
+// a node configured RoleAuto).
+func (f *Federation) Role() Role { return f.role() }
+
+// autoLight makes a RoleAuto node light once the records it learned pass
+// Config.LightPast bytes: it stops relaying the v1 topics and syncing
+// with every peer, leaves the shards that hold neither its own Things nor
+// a capability it looked up in the last ShardIdle, and from then on
+// stores of its shards only what a light node keeps. What it learned
+// before stays until it expires or the budget evicts it.
+func (f *Federation) autoLight() {
+	if f.cfg.Role != RoleAuto || f.lit.Load() {
+		return
+	}
+	held := f.dir.LearnedBytes()
+	if held < f.cfg.LightPast {
+		return
+	}
+	f.lit.Store(true)
+	f.log.Warn("the federation outgrew this node: it now holds the Things it serves and uses (role light), not every Thing; set role to directory to hold every Thing",
+		"learnedBytes", held, "lightPast", f.cfg.LightPast)
+	f.mu.Lock()
+	relay, prRelay := f.relay, f.prRelay
+	f.relay, f.prRelay = nil, nil
+	f.mu.Unlock()
+	if relay != nil {
+		relay()
+	}
+	if prRelay != nil {
+		prRelay()
+	}
+	own, forms := f.ownShards()
+	now := f.now()
+	f.shards.mu.Lock()
+	defer f.shards.mu.Unlock()
+	f.shards.own = forms
+	looked := map[int]bool{}
+	for form, t := range f.shards.looked {
+		if now.Sub(t) < ShardIdle {
+			looked[lmosproto.ShardOf(form)] = true
+		}
+	}
+	for n, sub := range f.shards.subs {
+		if sub != nil && !own[n] && !looked[n] {
+			if err := f.leaveShard(n); err != nil {
+				f.log.Warn("leave shard", "shard", n, "err", err)
+			}
+		}
+	}
 }
 
 // Shard membership.
@@ -143,7 +216,7 @@ type shardSet struct {
 // that came on a shard; a directory node stores all. The caller does not
 // hold s.mu.
 func (f *Federation) keeps(forms []string) bool {
-	if f.cfg.Role != RoleLight {
+	if f.role() != RoleLight {
 		return true
 	}
 	now := f.now()
@@ -274,7 +347,7 @@ func (f *Federation) ownShards() (map[int]bool, map[string]bool) {
 // and that hold none of its own Things, and forgets the key forms it has
 // not looked up for as long.
 func (f *Federation) sweepShards() {
-	if f.cfg.Role != RoleLight {
+	if f.role() != RoleLight {
 		return
 	}
 	own, forms := f.ownShards()
@@ -296,7 +369,8 @@ func (f *Federation) sweepShards() {
 	}
 }
 
-// shardLoop sweeps idle shards every shardSweep.
+// shardLoop sweeps idle shards every shardSweep, after it asked whether a
+// RoleAuto node is to become light.
 func (f *Federation) shardLoop() {
 	t := time.NewTicker(shardSweep)
 	defer t.Stop()
@@ -305,23 +379,28 @@ func (f *Federation) shardLoop() {
 		case <-f.ctx.Done():
 			return
 		case <-t.C:
+			f.autoLight()
 			f.sweepShards()
 		}
 	}
 }
 
-// startShards joins every shard for a directory node.
+// startShards joins every shard for a directory node (and a RoleAuto one,
+// which also sweeps: shardLoop).
 func (f *Federation) startShards() error {
 	if !f.sharded() {
 		return nil
 	}
-	if f.cfg.Role == RoleDirectory {
+	if f.role() == RoleDirectory {
 		f.shards.mu.Lock()
 		defer f.shards.mu.Unlock()
 		for n := range lmosproto.ShardCount {
 			if _, err := f.joinShard(n, f.now()); err != nil {
 				return err
 			}
+		}
+		if f.cfg.Role == RoleAuto {
+			f.wg.Go(f.shardLoop)
 		}
 		return nil
 	}

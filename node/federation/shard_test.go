@@ -229,6 +229,59 @@ func TestLightKeepsWhatItUses(t *testing.T) {
 	waitFor(t, "the light node to hold a Thing of its own Thing's capability", func() bool { return holds(n.user, n.pub.id, other) })
 }
 
+// TestAutoLight: a RoleAuto node holds every Thing, as a directory node,
+// until what it learned passes LightPast; then it is light: it leaves the
+// shards it neither publishes in nor looked up in, stops relaying the v1
+// topics, and of its shards stores only the Things of what it uses.
+func TestAutoLight(t *testing.T) {
+	ctx := context.Background()
+	pub := newShardMember(t, RoleDirectory, 0)
+	auto := newMember(t, func(d *Deps, c *Config) {
+		shardConfig(t, RoleAuto, 0)(d, c)
+		c.LightPast = 1 // the first record learned
+	})
+	connect(t, pub, auto)
+	first := uniqueID()
+	if _, _, err := pub.Publish(ctx, testTD(t, first, 1, capB), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the auto node to hold a Thing of a capability it never used", func() bool { return holds(auto, pub.id, first) })
+	if got := auto.Role(); got != RoleDirectory {
+		t.Fatalf("before: role %q", got)
+	}
+	if got := len(auto.Shards()); got != lmosproto.ShardCount {
+		t.Fatalf("before: %d shards joined, want all %d", got, lmosproto.ShardCount)
+	}
+	auto.useShard(lmosproto.ProvideCapability + capA) // it looked capA up
+	auto.autoLight()
+	if got := auto.Role(); got != RoleLight {
+		t.Fatalf("after: role %q", got)
+	}
+	if got, want := auto.Shards(), []int{shardOfCap(capA)}; !slices.Equal(got, want) {
+		t.Fatalf("after: shards %v, want %v (the one it looked up in)", got, want)
+	}
+	if auto.relay != nil || auto.prRelay != nil {
+		t.Fatal("after: still relaying the v1 topics")
+	}
+	// The publisher no longer sends it capB's shard or the v1 topic.
+	waitFor(t, "the publisher to see the auto node leave", func() bool {
+		return !slices.Contains(pub.p.PubSub.ListPeers(lmosproto.ShardTopic(shardOfCap(capB))), auto.id) &&
+			!slices.Contains(pub.p.PubSub.ListPeers(lmosproto.TopicAnnounce), auto.id)
+	})
+	unused, used := uniqueID(), uniqueID()
+	if _, _, err := pub.Publish(ctx, testTD(t, unused, 1, capB), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pub.Publish(ctx, testTD(t, used, 1, capA), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the light node to hold the Thing it uses", func() bool { return holds(auto, pub.id, used) })
+	time.Sleep(300 * time.Millisecond) // what it admits is stored in batches
+	if holds(auto, pub.id, unused) {
+		t.Fatal("after: the node holds a Thing of a capability it does not use")
+	}
+}
+
 // TestShortAnnouncementFetch: a record over the budget is announced short;
 // the light node in its shard notes it, holds nothing, and fetches and
 // verifies the TD when a lookup needs it; the directory node fetches it at

@@ -130,7 +130,7 @@ func (f *Federation) checkShort(msg *pubsub.Message, n int, s shortAnnouncement)
 	if !f.shorts.add(ref, s) {
 		return pubsub.ValidationIgnore, fmt.Errorf("thing %q of %s: seq %d: %w", s.ID, author, s.Seq, ErrNotNewer)
 	}
-	if f.cfg.Role == RoleDirectory {
+	if f.role() == RoleDirectory {
 		f.queueFetch(ref)
 	}
 	return pubsub.ValidationAccept, nil

@@ -425,7 +425,7 @@ func (f *Federation) watchIdentify(sub event.Subscription) {
 // run in a goroutine of f.wg or hold f.mu before Close (so f.wg.Go is not
 // racing f.wg.Wait).
 func (f *Federation) maybeSync(p peer.ID) {
-	if p == f.self || f.ctx.Err() != nil {
+	if p == f.self || f.ctx.Err() != nil || f.role() == RoleLight {
 		return
 	}
 	if ok, err := f.p.Host.Peerstore().SupportsProtocols(p, lmosproto.ProtocolSync); err != nil || len(ok) == 0 {
