@@ -53,8 +53,14 @@ usage: scripts/lab.sh wan [options]
       --kill F        --scale: share of the nodes killed at once after the
                       loaded rows, then rows 1-2 again (default 0.1; 0: none)
       --roles R       --scale: light (default: node 1 a directory node, the
-                      others light), directory (all) or v1 (all: the
-                      announcements of the releases before the shards)
+                      others light), auto (node 1 a directory node, the
+                      others auto: the default role, light once what they
+                      learned passes half of quota.maxLearnedBytes),
+                      directory (all) or v1 (all: the announcements of the
+                      releases before the shards)
+      --auto-budget M --roles auto: the auto nodes' quota.maxLearnedBytes in
+                      MiB (they turn light past half of it; default: the
+                      node's, 256)
       --transport T   tcp (default) or quic: what nodes and raw hosts listen
                       and dial on
       --keep          keep the work directory (always kept on failure)
@@ -78,6 +84,7 @@ TIMEOUT=""
 KEEP=${LAB_KEEP:-0}
 SCALE=0
 THINGS=1000
+AUTO_BUDGET=0
 CAPS=100
 KILL=0.1
 ROLES=light
@@ -98,6 +105,7 @@ while (($#)); do
 	--scale) SCALE=1; shift ;;
 	--things) THINGS=${2:?$1 needs a value}; shift 2 ;;
 	--caps) CAPS=${2:?$1 needs a value}; shift 2 ;;
+	--auto-budget) AUTO_BUDGET=${2:?$1 needs a value}; shift 2 ;;
 	--kill) KILL=${2:?$1 needs a value}; shift 2 ;;
 	--roles) ROLES=${2:?$1 needs a value}; shift 2 ;;
 	--transport) TRANSPORT=${2:?$1 needs a value}; shift 2 ;;
@@ -117,15 +125,16 @@ if ((SCALE)); then
 	MAX_NODES=200
 	[[ $THINGS =~ ^[0-9]+$ ]] && ((THINGS >= 10)) || die "--things: $THINGS: want a number ≥ 10"
 	[[ $CAPS =~ ^[0-9]+$ ]] && ((CAPS >= 1)) || die "--caps: $CAPS: want a positive number"
+	[[ $AUTO_BUDGET =~ ^[0-9]+$ ]] || die "--auto-budget: $AUTO_BUDGET: want a number of MiB"
 	[[ $KILL =~ ^0?\.[0-9]+$|^0$ ]] || die "--kill: $KILL: want a share below 1, e.g. 0.1"
-	[[ $ROLES =~ ^(light|directory|v1)$ ]] || die "--roles: $ROLES: want light, directory or v1"
+	[[ $ROLES =~ ^(light|auto|directory|v1)$ ]] || die "--roles: $ROLES: want light, auto, directory or v1"
 fi
 # role K is the role of node K: node 1 holds every Thing with --roles light.
 role() {
 	if ((!SCALE)); then
 		echo directory
-	elif [[ $ROLES == light ]]; then
-		(($1 == 1)) && echo directory || echo light
+	elif [[ $ROLES == light || $ROLES == auto ]]; then
+		(($1 == 1)) && echo directory || echo "$ROLES"
 	else
 		echo "$ROLES"
 	fi
@@ -242,9 +251,10 @@ export GOMAXPROCS=${LAB_GOMAXPROCS:-1}
 t0=$(now)
 for ((k = 1; k <= NODES; k++)); do
 	ip netns exec "$(ns "$k")" "$BIN/lmosnode" init --home "$(home "$k")" >/dev/null
-	jq --arg scale "$SCALE" --arg role "$(role "$k")" --argjson things "$((THINGS * 2 + 100))" '.mdns = false | .dhtMode = "server" | .autoNAT = false | .holePunching = false | .relayClient = false
+	jq --arg scale "$SCALE" --arg role "$(role "$k")" --argjson things "$((THINGS * 2 + 100))" --argjson budget "$((AUTO_BUDGET << 20))" '.mdns = false | .dhtMode = "server" | .autoNAT = false | .holePunching = false | .relayClient = false
 		| .connMgr.dialTimeout = "30s"
-		| if $scale == "1" then .quota.maxThings = $things | .role = $role | .pprof = true else . end' \
+		| if $scale == "1" then .quota.maxThings = $things | .role = $role | .pprof = true else . end
+		| if $role == "auto" and $budget > 0 then .quota.maxLearnedBytes = $budget else . end' \
 		"$(home "$k")/config.json" >"$WORK/config.tmp" && mv "$WORK/config.tmp" "$(home "$k")/config.json"
 	setsid ip netns exec "$(ns "$k")" "$BIN/lmosnode" up --home "$(home "$k")" \
 		--listen "$(listen_addr "$k")" --api "$API" --mdns=false >"$WORK/node$k.log" 2>&1 &
@@ -264,8 +274,8 @@ t0=$(now)
 rc=0
 SCALE_ARGS=()
 DIRECTORY_NODES=0
-[[ $ROLES == light ]] && DIRECTORY_NODES=1
-((SCALE)) && SCALE_ARGS=(-scale -things "$THINGS" -caps "$CAPS" -kill "$KILL" -ready 10m -directory-nodes "$DIRECTORY_NODES")
+[[ $ROLES == light || $ROLES == auto ]] && DIRECTORY_NODES=1
+((SCALE)) && SCALE_ARGS=(-scale -things "$THINGS" -caps "$CAPS" -kill "$KILL" -ready 10m -directory-nodes "$DIRECTORY_NODES" -others "$ROLES")
 : >"$WORK/drive.out" # for the progress display's tail, before the driver writes
 timeout "$TIMEOUT" ip netns exec "$ROUTER" "$BIN/wanlab" drive -n "$NODES" -samples "$SAMPLES" -cold-samples "$COLD" -transport "$TRANSPORT" \
 	-rtt-min "${RTT_MIN}ms" -rtt-max "${RTT_MAX}ms" "${SCALE_ARGS[@]}" >"$WORK/drive.out" 2>&1 &

@@ -35,8 +35,10 @@ type driver struct {
 	alive  []int
 	loaded int
 	suffix string
-	// dirNodes are the directory nodes (1..dirNodes) among light ones.
+	// dirNodes are the directory nodes (1..dirNodes) among the others,
+	// whose role is others ("light" or "auto").
 	dirNodes int
+	others   string
 }
 
 func runDrive(args []string) error {
@@ -59,13 +61,14 @@ func runDrive(args []string) error {
 	fs.DurationVar(&sc.window, "window", 30*time.Second, "scale: the idle window after each stage")
 	fs.DurationVar(&sc.settle, "settle", 20*time.Minute, "scale: how long the directories may take to settle after a stage")
 	fs.IntVar(&dirNodes, "directory-nodes", 0, "scale: nodes 1..this are directory nodes and the others light ones (reported apart); 0: all alike")
+	others := fs.String("others", "light", "scale: the role of the nodes after the directory nodes, as the report names them")
 	d := wandelay.DefaultConfig()
 	fs.DurationVar(&d.RTTMin, "rtt-min", d.RTTMin, "the lab's smallest RTT (for the report)")
 	fs.DurationVar(&d.RTTMax, "rtt-max", d.RTTMax, "the lab's largest RTT (for the report)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	dr := &driver{n: *n, cold: *n + 1, client: &http.Client{Timeout: 3 * time.Minute}, delay: d, dirNodes: dirNodes}
+	dr := &driver{n: *n, cold: *n + 1, client: &http.Client{Timeout: 3 * time.Minute}, delay: d, dirNodes: dirNodes, others: *others}
 	for k := 1; k <= *n; k++ {
 		dr.alive = append(dr.alive, k)
 	}

@@ -419,7 +419,7 @@ func (d *driver) report(what string, st, earlier map[int]nodeStats, span time.Du
 			light[k] = s
 		}
 	}
-	d.reportNodes(what+", light nodes", light, earlier, span)
+	d.reportNodes(what+", "+d.others+" nodes", light, earlier, span)
 	d.reportNodes(what+", directory nodes", dir, earlier, span)
 }
 
