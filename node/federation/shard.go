@@ -80,7 +80,8 @@ func (f *Federation) Role() Role { return f.role() }
 // with every peer, leaves the shards that hold neither its own Things nor
 // a capability it looked up in the last ShardIdle, and from then on
 // stores of its shards only what a light node keeps. What it learned
-// before stays until it expires or the budget evicts it.
+// before stays until it expires or the budget evicts it. autoLoop asks
+// every autoCheck.
 func (f *Federation) autoLight() {
 	if f.cfg.Role != RoleAuto || f.lit.Load() {
 		return
@@ -369,8 +370,7 @@ func (f *Federation) sweepShards() {
 	}
 }
 
-// shardLoop sweeps idle shards every shardSweep, after it asked whether a
-// RoleAuto node is to become light.
+// shardLoop sweeps idle shards every shardSweep.
 func (f *Federation) shardLoop() {
 	t := time.NewTicker(shardSweep)
 	defer t.Stop()
@@ -379,14 +379,32 @@ func (f *Federation) shardLoop() {
 		case <-f.ctx.Done():
 			return
 		case <-t.C:
-			f.autoLight()
 			f.sweepShards()
 		}
 	}
 }
 
+// autoCheck is how often a RoleAuto node asks whether it is to become
+// light: often, since a federation that loads fast fills the budget in
+// seconds, and the question is one read of a counter.
+const autoCheck = 2 * time.Second
+
+// autoLoop makes a RoleAuto node light (autoLight) once it is to be.
+func (f *Federation) autoLoop() {
+	t := time.NewTicker(autoCheck)
+	defer t.Stop()
+	for !f.lit.Load() {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-t.C:
+			f.autoLight()
+		}
+	}
+}
+
 // startShards joins every shard for a directory node (and a RoleAuto one,
-// which also sweeps: shardLoop).
+// which also sweeps once light and asks when to be: autoLoop).
 func (f *Federation) startShards() error {
 	if !f.sharded() {
 		return nil
@@ -401,6 +419,7 @@ func (f *Federation) startShards() error {
 		}
 		if f.cfg.Role == RoleAuto {
 			f.wg.Go(f.shardLoop)
+			f.wg.Go(f.autoLoop)
 		}
 		return nil
 	}
