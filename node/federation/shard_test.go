@@ -246,7 +246,7 @@ func TestAutoLight(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the auto node to hold a Thing of a capability it never used", func() bool { return holds(auto, pub.id, first) })
-	if got := auto.Role(); got != RoleDirectory {
+	if got := auto.role(); got != RoleDirectory {
 		t.Fatalf("before: role %q", got)
 	}
 	if got := len(auto.Shards()); got != lmosproto.ShardCount {
@@ -254,7 +254,7 @@ func TestAutoLight(t *testing.T) {
 	}
 	auto.useShard(lmosproto.ProvideCapability + capA) // it looked capA up
 	auto.autoLight()
-	if got := auto.Role(); got != RoleLight {
+	if got := auto.role(); got != RoleLight {
 		t.Fatalf("after: role %q", got)
 	}
 	if got, want := auto.Shards(), []int{shardOfCap(capA)}; !slices.Equal(got, want) {
