@@ -836,6 +836,12 @@ func (n *Node) Info() api.NodeInfo {
 		info.Addrs[i] = a.String()
 	}
 	info.Reachability = n.nat.Reachability()
+	if n.fed != nil {
+		info.Role = string(n.fed.Role())
+		if info.Role == "" {
+			info.Role = config.RoleV1
+		}
+	}
 	info.RelayAddrs, info.Relays = p2p.RelayInfo(addrs)
 	n.mu.Lock()
 	info.APIURL = n.apiURL()

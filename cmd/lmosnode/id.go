@@ -116,6 +116,9 @@ func printInfo(w io.Writer, info api.NodeInfo) {
 	if info.Reachability != "" {
 		fmt.Fprintf(w, "reachability: %s\n", info.Reachability)
 	}
+	if info.Role != "" {
+		fmt.Fprintf(w, "role:    %s\n", info.Role)
+	}
 	for _, r := range info.Relays {
 		fmt.Fprintf(w, "relay:   %s\n", r)
 	}

@@ -24,6 +24,10 @@ type NodeInfo struct {
 	// Relays are the peer IDs of the relays the node holds a reservation
 	// with.
 	Relays []string `json:"relays,omitempty"`
+	// Role is the role the node plays now ("directory", "light" or "v1":
+	// docs/wire.md, announce shards); a node configured "auto" reports
+	// "directory", then "light" once the federation outgrew it.
+	Role string `json:"role,omitempty"`
 	// Started is when the node started (its uptime is since then).
 	Started time.Time `json:"started,omitzero"`
 }

@@ -71,6 +71,10 @@ func (f *Federation) role() Role {
 	return RoleDirectory
 }
 
+// Role returns the role the node plays now: a RoleAuto node's is
+// RoleDirectory, then RoleLight.
+func (f *Federation) Role() Role { return f.role() }
+
 // autoLight makes a RoleAuto node light once the records it learned pass
 // Config.LightPast bytes: it stops relaying the v1 topics and syncing
 // with every peer, leaves the shards that hold neither its own Things nor
