@@ -103,24 +103,9 @@ func (f *Federation) autoLight() {
 	if prRelay != nil {
 		prRelay()
 	}
-	own, forms := f.ownShards()
-	now := f.now()
-	f.shards.mu.Lock()
-	defer f.shards.mu.Unlock()
-	f.shards.own = forms
-	looked := map[int]bool{}
-	for form, t := range f.shards.looked {
-		if now.Sub(t) < ShardIdle {
-			looked[lmosproto.ShardOf(form)] = true
-		}
-	}
-	for n, sub := range f.shards.subs {
-		if sub != nil && !own[n] && !looked[n] {
-			if err := f.leaveShard(n); err != nil {
-				f.log.Warn("leave shard", "shard", n, "err", err)
-			}
-		}
-	}
+	// The shards it joined as a directory node were never used (see
+	// startShards): the sweep of a light node leaves them now.
+	f.sweepShards()
 }
 
 // Shard membership.
@@ -413,7 +398,10 @@ func (f *Federation) startShards() error {
 		f.shards.mu.Lock()
 		defer f.shards.mu.Unlock()
 		for n := range lmosproto.ShardCount {
-			if _, err := f.joinShard(n, f.now()); err != nil {
+			// Joined for the role, not used: only a lookup, an own
+			// Thing or its beats date a shard's use (a RoleAuto node
+			// that turns light leaves the rest at once).
+			if _, err := f.joinShard(n, time.Time{}); err != nil {
 				return err
 			}
 		}
