@@ -302,13 +302,29 @@ func TestEventsPublished(t *testing.T) {
 
 func TestObservedPropertyRetained(t *testing.T) {
 	f := newFixture(t)
-	// The gateway observes "level"; a write changes it.
+	topic := f.topics.property(testThingID, "level")
+	// A first client sees the change published. The gateway publishes the
+	// reading it took when it opened the observation (1) before any
+	// change, so once the change has reached this client, the broker
+	// retains it.
+	seen := newClient(t, f.url)
+	seen.subscribe(topic)
 	waitFor(t, func() bool { return f.thing.Changed("level", mustValue(t, 5)) > 0 })
+	for {
+		_, m := seen.next()
+		if m.Type != proto.MsgPropertyReading {
+			t.Fatalf("on %q: %+v", topic, m)
+		}
+		if m.Value.String() == "5" {
+			break
+		}
+	}
+	// A client that subscribes later gets the retained value at once.
 	c := newClient(t, f.url)
-	c.subscribe(f.topics.property(testThingID, "level")) // retained value arrives
-	_, m := c.next()
-	if m.Type != proto.MsgPropertyReading || m.Value.String() != "5" {
-		t.Fatalf("retained: %+v", m)
+	c.subscribe(topic)
+	p, m := c.next()
+	if !p.Retain || m.Type != proto.MsgPropertyReading || m.Value.String() != "5" {
+		t.Fatalf("retained (flag %v): %+v", p.Retain, m)
 	}
 }
 
