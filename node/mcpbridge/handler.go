@@ -162,13 +162,20 @@ func (pw *problemWriter) Flush() {
 // Unwrap lets http.ResponseController reach the server's writer.
 func (pw *problemWriter) Unwrap() http.ResponseWriter { return pw.ResponseWriter }
 
-// cacheHints are the caching hints of every cacheable result (MCP
-// 2026-07-28, server/utilities/caching): fresh for ttl, and "private",
-// since what a node lists and reads depends on the groups it is in and is
-// for the callers its API lets in, not for a shared cache.
-func cacheHints(ttl time.Duration) func(context.Context, mcp.Request, *mcp.Cacheable) {
-	return func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
-		c.TTLMs = int(ttl.Milliseconds())
-		c.CacheScope = "private"
-	}
+// cacheHints sets the caching hints of every cacheable result (MCP
+// 2026-07-28, server/utilities/caching). The result is "private", since
+// what a node lists and reads depends on the groups it is in and is for
+// the callers its API lets in, not for a shared cache. It is fresh for a
+// tenth of the time since the tools last changed, at most CacheTTL: the
+// heuristic freshness of HTTP (RFC 9111, section 4.2.2), for a list that
+// changes in bursts while the node learns Things. list_changed alone
+// does not keep a client's cache right during a burst: a list sent just
+// before a change can reach a client after the notification that voids
+// it (over Streamable HTTP the two travel on different streams), and
+// such a client (the Go SDK's v1.8.0) then keeps the old list for the
+// whole ttlMs.
+func (s *Server) cacheHints(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+	age := time.Since(time.Unix(0, s.changedAt.Load()))
+	c.TTLMs = int(min(s.cfg.CacheTTL, age/10).Milliseconds())
+	c.CacheScope = "private"
 }

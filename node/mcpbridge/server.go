@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -70,10 +71,11 @@ type Config struct {
 	// SessionTimeout closes Streamable HTTP sessions idle for that long.
 	// Default 30 min.
 	SessionTimeout time.Duration
-	// CacheTTL is the freshness the caching hints of the list results and
-	// of resources/read promise (ttlMs, MCP 2026-07-28). A change of the
-	// tools is announced at once all the same (list_changed). Default
-	// 1 min.
+	// CacheTTL is the longest freshness the caching hints of the list
+	// results and of resources/read promise (ttlMs, MCP 2026-07-28); a
+	// result is fresh for a tenth of the time since the tools last
+	// changed, up to CacheTTL (cacheHints). A change of the tools is
+	// announced at once all the same (list_changed). Default 1 min.
 	CacheTTL time.Duration
 	// BearerAuth declares the API's bearer token in the Server Card
 	// (every request to the endpoint carries it).
@@ -174,6 +176,9 @@ type Server struct {
 	// fmu serialises flushes: a request that flushes while another flush
 	// applies what it took waits for it, so it never sees half the tools.
 	fmu sync.Mutex
+	// changedAt is when the tools last changed (UnixNano): the freshness
+	// of what the server lists follows it (cacheHints).
+	changedAt atomic.Int64
 }
 
 // Version is the server version the node reports in MCP's initialize.
@@ -218,9 +223,10 @@ func New(deps Deps, cfg Config, opts ...Option) (*Server, error) {
 			// a method to declare it.
 			Prompts: &mcp.PromptCapabilities{},
 		},
-		SetCacheable: cacheHints(cfg.CacheTTL),
+		SetCacheable: s.cacheHints,
 	})
 	s.addFixedTools()
+	s.changedAt.Store(time.Now().UnixNano())
 	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if strings.HasPrefix(method, "tools/") {
@@ -398,6 +404,7 @@ func (s *Server) update(k thingKey) {
 	if !ok || e.Tombstone || !s.deps.Visible(e) || !agentOrTool(e.Types) {
 		if had {
 			s.mcp.RemoveTools(old.tools...)
+			s.changedAt.Store(time.Now().UnixNano())
 			delete(s.things, k)
 		}
 		return
@@ -438,6 +445,7 @@ func (s *Server) update(k thingKey) {
 	for _, t := range tools {
 		s.mcp.AddTool(t.tool, t.handler)
 	}
+	s.changedAt.Store(time.Now().UnixNano())
 	s.things[k] = exposed{seq: e.Seq, tools: names, digest: digest}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/ipfs/go-datastore"
 	dssync "github.com/ipfs/go-datastore/sync"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lmosnode/lmosnode/node/directory"
 	"github.com/lmosnode/lmosnode/node/interact"
@@ -28,7 +29,7 @@ import (
 // session the SDK closed before its handler registered it waited for its
 // client, and the node's Close with it, until the client went away.
 func TestCloseEndsListens(t *testing.T) {
-	s := newTestServer(t)
+	s := newTestServer(t, Config{})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
@@ -53,6 +54,29 @@ func TestCloseEndsListens(t *testing.T) {
 	late, _ := listen(t, srv.URL)
 	if _, err := io.Copy(io.Discard, late); err != nil {
 		t.Fatalf("a listen after Close stayed open: %v", err)
+	}
+}
+
+// TestCacheHints: a result is fresh for a tenth of the time since the
+// tools last changed, at most CacheTTL, and private.
+func TestCacheHints(t *testing.T) {
+	s := newTestServer(t, Config{CacheTTL: 10 * time.Second})
+	hints := func() mcp.Cacheable {
+		var c mcp.Cacheable
+		s.cacheHints(context.Background(), nil, &c)
+		return c
+	}
+	// Just started: the fixed tools were added a moment ago.
+	if c := hints(); c.TTLMs >= 1000 || c.CacheScope != "private" {
+		t.Errorf("just after a change: ttlMs %d, cacheScope %q; want under 1000, private", c.TTLMs, c.CacheScope)
+	}
+	s.changedAt.Store(time.Now().Add(-20 * time.Second).UnixNano())
+	if c := hints(); c.TTLMs < 2000 || c.TTLMs >= 10_000 {
+		t.Errorf("20 s after a change: ttlMs %d, want from 2000, under 10000", c.TTLMs)
+	}
+	s.changedAt.Store(time.Now().Add(-time.Hour).UnixNano())
+	if c := hints(); c.TTLMs != 10_000 {
+		t.Errorf("an hour after a change: ttlMs %d, want CacheTTL (10000)", c.TTLMs)
 	}
 }
 
@@ -97,7 +121,7 @@ func listen(t *testing.T, url string) (rest io.Reader, acked bool) {
 	}
 }
 
-func newTestServer(t *testing.T) *Server {
+func newTestServer(t *testing.T, cfg Config) *Server {
 	t.Helper()
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	self, err := lmosproto.PeerIDFromEd25519(key.Public().(ed25519.PublicKey))
@@ -109,7 +133,7 @@ func newTestServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = dir.Close() })
-	s, err := New(Deps{Directory: dir, Self: self, Resolver: noThings{}, Invokers: noThings{}, Visible: func(directory.Entry) bool { return true }}, Config{})
+	s, err := New(Deps{Directory: dir, Self: self, Resolver: noThings{}, Invokers: noThings{}, Visible: func(directory.Entry) bool { return true }}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
