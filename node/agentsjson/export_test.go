@@ -69,9 +69,20 @@ func newExportNode(t testing.TB, cfg Config, visible func(directory.Entry) bool)
 // input.
 func (n *exportNode) put(t testing.TB, key ed25519.PrivateKey, id, title, input string) {
 	t.Helper()
+	n.putIn(t, key, id, title, input, nil)
+}
+
+// putIn is put of a Thing restricted to groups (none: public).
+func (n *exportNode) putIn(t testing.TB, key ed25519.PrivateKey, id, title, input string, groups []string) {
+	t.Helper()
+	scope := ""
+	if groups != nil {
+		g, _ := json.Marshal(groups)
+		scope = fmt.Sprintf(`"lmos:groups":%s,`, g)
+	}
 	td, err := lmosproto.ParseTD([]byte(fmt.Sprintf(`{"@context":["https://www.w3.org/2022/wot/td/v1.1",{"lmos":"https://eclipse.dev/lmos/protocol/v1"}],
-"@type":"lmos:Tool","id":%q,"title":%q,"securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc",
-"actions":{"do":{"input":%s,"forms":[{"href":"http://127.0.0.1:1/do"}]}}}`, id, title, input)))
+"@type":"lmos:Tool","id":%q,"title":%q,"securityDefinitions":{"nosec_sc":{"scheme":"nosec"}},"security":"nosec_sc",%s
+"actions":{"do":{"input":%s,"forms":[{"href":"http://127.0.0.1:1/do"}]}}}`, id, title, scope, input)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,15 +110,15 @@ func (n *exportNode) doc(t *testing.T) Doc {
 }
 
 // TestExportBounds: past Config.MaxThings the document lists the
-// node's own Things first and says how many it left out; what Visible
-// hides is not listed.
+// node's own Things first and says how many it left out; a Thing of a
+// group that Visible hides is not listed.
 func TestExportBounds(t *testing.T) {
-	n := newExportNode(t, Config{MaxThings: 3}, func(e directory.Entry) bool { return !strings.HasSuffix(e.ThingID, "hidden") })
+	n := newExportNode(t, Config{MaxThings: 3}, func(e directory.Entry) bool { return e.Groups == nil })
 	_, other, _ := ed25519.GenerateKey(rand.Reader)
 	for i := range 4 {
 		n.put(t, other, fmt.Sprintf("urn:a:%d", i), "Other", `{"type":"string"}`)
 	}
-	n.put(t, other, "urn:a:hidden", "Hidden", `{"type":"string"}`)
+	n.putIn(t, other, "urn:a:hidden", "Hidden", `{"type":"string"}`, []string{"g"})
 	n.put(t, n.key, "urn:z:own", "Own", `{"type":"string"}`)
 	d := n.doc(t)
 	if len(d.Sources) != 3 || d.Sources[0].ID != SourceID(n.self, "urn:z:own", "Own") {

@@ -150,9 +150,9 @@ func (d *Directory) fits(t, old *thing, v Value, r *room, now int64) bool {
 	if t.own || d.cfg.MaxLearnedBytes == 0 {
 		return true
 	}
-	delta := t.size
+	delta := int64(t.size)
 	if old != nil {
-		delta -= old.size
+		delta -= int64(old.size)
 	}
 	over := d.learned + r.added + delta - d.cfg.MaxLearnedBytes
 	if delta <= 0 || over <= 0 {
@@ -174,14 +174,14 @@ func (d *Directory) fits(t, old *thing, v Value, r *room, now int64) bool {
 			continue
 		}
 		pick = append(pick, c.t)
-		over -= c.t.size
+		over -= int64(c.t.size)
 	}
 	if over > 0 {
 		return false
 	}
 	for _, x := range pick {
 		r.gone[x] = true
-		r.added -= x.size
+		r.added -= int64(x.size)
 	}
 	r.evict = append(r.evict, pick...)
 	r.added += delta
@@ -211,12 +211,10 @@ func (d *Directory) budgeted(op *putOp, it putItem, old *thing, r *room, now tim
 // wmu.
 func (d *Directory) candidates(now int64) []candidate {
 	var out []candidate
-	for _, list := range d.byID {
-		for _, t := range list {
-			if !t.own {
-				u := t.used.Load()
-				out = append(out, candidate{t: t, value: d.value(t.publisher, t.groups, u, now), used: u})
-			}
+	for t := range d.byID.all() {
+		if !t.own {
+			u := t.used.Load()
+			out = append(out, candidate{t: t, value: d.value(t.publisher, t.groups(), u, now), used: u})
 		}
 	}
 	slices.SortFunc(out, func(a, b candidate) int {
@@ -239,7 +237,7 @@ func (d *Directory) trim() error {
 			break
 		}
 		victims = append(victims, c.t)
-		over -= c.t.size
+		over -= int64(c.t.size)
 	}
 	d.log.Info("directory: evicting learned records over the budget", "evicted", len(victims), "budget", d.cfg.MaxLearnedBytes)
 	return d.remove(victims)

@@ -104,7 +104,7 @@ func (d *Directory) entryWith(t *thing, score float64, det *details) Entry {
 		Own:       t.own,
 		Local:     t.localOf(),
 		Title:     t.title,
-		Groups:    t.groups,
+		Groups:    t.groups(),
 		Created:   fromUnixNano(t.created),
 		Modified:  fromUnixNano(t.modified),
 		Expires:   fromUnixNano(t.expires),

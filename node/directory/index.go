@@ -21,35 +21,60 @@ import (
 type thing struct {
 	publisher peer.ID
 	id        string
-	seq       uint64
+	// title orders results (interned: many Things share one).
+	title string
+	seq   uint64
 	// signed is the proof's creation time in Unix nanoseconds, 0 if none.
 	signed int64
-	// hash is a hash of the signed record, to recognise a record seen again
-	// without reading it back.
-	hash uint64
 	// Registration times in Unix nanoseconds; expires is 0 for never.
 	created, modified, expires int64
 	ttl                        int64
-	// size is the length of the signed record, counted against the
-	// publisher's quota.
-	size int64
-	// local is an own Thing's node-local metadata; nil for none.
-	local          *Local
-	tombstone, own bool
+	// rare holds what few Things have: an own Thing's node-local metadata,
+	// the groups a Thing is restricted to; nil for a public learned
+	// Thing. It is never changed: a change makes a new one (withLocal,
+	// withGroups). A pointer, not the fields: most Things have neither,
+	// and a directory holds millions of them.
+	rare *rareFields
 	// used is when the Thing was last used (Directory.Use), shared by its
 	// versions; the budget evicts the least recently used first.
 	used *usedClock
-
+	// hash is a hash of the signed record, to recognise a record seen again
+	// (with the same seq and proof time) without reading it back.
+	hash uint32
 	// slot is the thing's document number in the index (live things only).
 	slot uint32
-	// dl is the weighted length of its text.
-	dl uint32
+	// size is the length of the signed record (at most
+	// proto.MaxRecordSize), counted against the publisher's quota.
+	size           uint32
+	tombstone, own bool
+}
 
-	// title orders results (interned: many Things share one); groups
-	// are the groups the Thing is restricted to (nil: public), which
-	// visibility and the budget ask of every candidate.
-	title  string
+// rareFields are the fields of a thing that few Things have.
+type rareFields struct {
+	local  Local
 	groups []string
+}
+
+// groups returns the groups t is restricted to, nil if it is public.
+func (t *thing) groups() []string {
+	if t.rare == nil {
+		return nil
+	}
+	return t.rare.groups
+}
+
+// withLocal sets t's local metadata (zero: none).
+func (t *thing) withLocal(l Local) { t.setRare(l, t.groups()) }
+
+// withGroups sets the groups t is restricted to (nil: public).
+func (t *thing) withGroups(g []string) { t.setRare(t.localOf(), g) }
+
+func (t *thing) setRare(l Local, g []string) {
+	if l == (Local{}) && g == nil {
+		t.rare = nil
+		return
+	}
+	t.rare = &rareFields{local: l, groups: g}
 }
 
 // details is what an entry shows of a live thing beyond what the thing
@@ -63,10 +88,10 @@ type details struct {
 
 // localOf is t's local metadata, zero for none.
 func (t *thing) localOf() Local {
-	if t.local == nil {
+	if t.rare == nil {
 		return Local{}
 	}
-	return *t.local
+	return t.rare.local
 }
 
 // expired reports whether t is past its expiry at now (Unix nanoseconds).
@@ -119,24 +144,66 @@ func (p postings) remove(s uint32) postings {
 }
 
 // capList is the postings of a capability with, per Thing, the version it
-// has, so a version range is checked without visiting the Thing.
+// has, so a version range is checked without visiting the Thing. A
+// version is a byte per posting: 0 for none (or unparsable), 1 for
+// "check the Thing" (multiVersion), else an index in vtab, the list's
+// distinct versions; past maxVersions of them, a new one is checked on
+// the Thing too.
 type capList struct {
 	slots    postings
-	versions []*semver.Version // nil: none or unparsable; multiVersion
+	versions []uint8
+	vtab     []*semver.Version // vtab[i-2] is version i
 }
 
 // multiVersion marks a Thing that lists a capability more than once: its
 // versions are checked on the Thing.
 var multiVersion = new(semver.Version)
 
+const (
+	noVersion   = 0
+	onThing     = 1
+	maxVersions = 256 - 2
+)
+
+// versionIndex returns the byte that stands for v in l, adding v to vtab
+// if there is room.
+func (l *capList) versionIndex(v *semver.Version) uint8 {
+	if v == nil {
+		return noVersion
+	}
+	for i, w := range l.vtab { // versions are shared: Directory.version
+		if w == v {
+			return uint8(i + 2)
+		}
+	}
+	if len(l.vtab) == maxVersions {
+		return onThing
+	}
+	l.vtab = append(l.vtab, v)
+	return uint8(len(l.vtab) + 1)
+}
+
+// version returns the version of the posting at i: nil for none,
+// multiVersion to check on the Thing.
+func (l *capList) version(i int) *semver.Version {
+	switch b := l.versions[i]; b {
+	case noVersion:
+		return nil
+	case onThing:
+		return multiVersion
+	default:
+		return l.vtab[b-2]
+	}
+}
+
 func (l *capList) insert(s uint32, v *semver.Version) {
 	i, found := searchSlot(l.slots, s)
 	if found {
-		l.versions[i] = multiVersion
+		l.versions[i] = onThing
 		return
 	}
 	l.slots = slices.Insert(l.slots, i, s)
-	l.versions = slices.Insert(l.versions, i, v)
+	l.versions = slices.Insert(l.versions, i, l.versionIndex(v))
 }
 
 // remove drops s and reports whether the list is now empty.
@@ -152,12 +219,11 @@ func (l *capList) remove(s uint32) bool {
 // saturates long before.
 const maxTF = math.MaxUint8
 
-// term is one entry of the text index: the documents that have it, sorted
-// by slot, and its weighted frequency in each.
+// term is one entry of the text index: the documents that have it, by
+// slot, with its weighted frequency in each.
 type term struct {
 	text  string
-	slots []uint32
-	tfs   []uint8
+	posts textList
 }
 
 // slotMeta is what a query reads for every candidate, kept by slot in one
@@ -169,7 +235,23 @@ type slotMeta struct {
 	// do not, the order compares the titles).
 	titleKey uint64
 	dl       uint32
+	// pub is the publisher's place in Directory.pubTab (pubOwn for an own
+	// Thing), with scopedBit set for a Thing restricted to groups: a
+	// candidate's liveness, rank and visibility without visiting it.
+	pub uint32
 }
+
+// pubOwn is slotMeta.pub of an own Thing: its publisher has no pubState.
+const pubOwn uint32 = 0
+
+// scopedBit marks in slotMeta.pub a Thing restricted to groups.
+const scopedBit uint32 = 1 << 31
+
+// publisher is the publisher's place in Directory.pubTab.
+func (m *slotMeta) publisher() uint32 { return m.pub &^ scopedBit }
+
+// scoped reports whether the Thing is restricted to groups.
+func (m *slotMeta) scoped() bool { return m.pub&scopedBit != 0 }
 
 func titleKey(title string) uint64 {
 	var b [8]byte
@@ -211,8 +293,9 @@ func newIndex() index {
 }
 
 // add indexes a live thing with its details, assigning its slot and
-// terms. t must not be visible to readers yet.
-func (x *index) add(t *thing, det *details, tf []termFreq) {
+// terms; pub is its publisher's place in Directory.pubTab. t must not be
+// visible to readers yet.
+func (x *index) add(t *thing, det *details, tf []termFreq, pub uint32) {
 	if n := len(x.free); n > 0 {
 		t.slot = x.free[n-1]
 		x.free = x.free[:n-1]
@@ -222,9 +305,13 @@ func (x *index) add(t *thing, det *details, tf []termFreq) {
 		x.slots = append(x.slots, t)
 		x.meta = append(x.meta, slotMeta{})
 	}
-	x.meta[t.slot] = slotMeta{expires: t.expires, titleKey: titleKey(t.title), dl: t.dl}
+	if t.groups() != nil {
+		pub |= scopedBit
+	}
+	dl := docLength(tf)
+	x.meta[t.slot] = slotMeta{expires: t.expires, titleKey: titleKey(t.title), dl: dl, pub: pub}
 	x.live++
-	x.totalDL += uint64(t.dl)
+	x.totalDL += uint64(dl)
 	for _, ty := range det.types {
 		x.types[ty] = x.types[ty].insert(t.slot)
 	}
@@ -240,7 +327,7 @@ func (x *index) add(t *thing, det *details, tf []termFreq) {
 		k := vendorKey(det.vendor)
 		x.vendors[k] = x.vendors[k].insert(t.slot)
 	}
-	for _, g := range t.groups {
+	for _, g := range t.groups() {
 		x.groups[g] = x.groups[g].insert(t.slot)
 	}
 	x.publishers[t.publisher] = x.publishers[t.publisher].insert(t.slot)
@@ -262,10 +349,7 @@ func (x *index) add(t *thing, det *details, tf []termFreq) {
 			}
 			x.termIDs[text] = id
 		}
-		tm := &x.terms[id]
-		i, _ := searchSlot(tm.slots, t.slot)
-		tm.slots = slices.Insert(tm.slots, i, t.slot)
-		tm.tfs = slices.Insert(tm.tfs, i, uint8(min(f.tf, maxTF)))
+		x.terms[id].posts.insert(t.slot, uint8(min(f.tf, maxTF)))
 	}
 }
 
@@ -309,33 +393,30 @@ func (x *index) remove(t *thing, s *summary) {
 		if s.Vendor != "" {
 			removeFrom(x.vendors, vendorKey(s.Vendor), slot)
 		}
-		tf, _ := termFreqs(s)
+		tf := termFreqs(s)
 		for _, f := range tf {
 			if id, ok := x.termIDs[f.term]; ok {
 				x.removeTerm(id, slot)
 			}
 		}
 	}
-	for _, g := range t.groups {
+	for _, g := range t.groups() {
 		removeFrom(x.groups, g, slot)
 	}
 	removeFrom(x.publishers, t.publisher, slot)
+	x.totalDL -= uint64(x.meta[slot].dl)
 	x.slots[slot] = nil
 	x.meta[slot] = slotMeta{}
 	x.free = append(x.free, slot)
 	x.live--
-	x.totalDL -= uint64(t.dl)
 }
 
 // removeTerm drops slot from the postings of term id, and the term when
 // no document has it any more.
 func (x *index) removeTerm(id, slot uint32) {
 	tm := &x.terms[id]
-	if i, found := slices.BinarySearch(tm.slots, slot); found {
-		tm.slots = slices.Delete(tm.slots, i, i+1)
-		tm.tfs = slices.Delete(tm.tfs, i, i+1)
-	}
-	if len(tm.slots) == 0 && tm.text != "" {
+	tm.posts.remove(slot)
+	if tm.posts.n == 0 && tm.text != "" {
 		delete(x.termIDs, tm.text)
 		*tm = term{}
 		x.freeTerms = append(x.freeTerms, id)

@@ -68,11 +68,9 @@ func (d *Directory) DropPublisher(p peer.ID) (int, error) {
 	}
 	var drop []*thing
 	d.mu.RLock()
-	for _, list := range d.byID {
-		for _, t := range list {
-			if t.publisher == p && !t.own {
-				drop = append(drop, t)
-			}
+	for t := range d.byID.all() {
+		if t.publisher == p && !t.own {
+			drop = append(drop, t)
 		}
 	}
 	d.mu.RUnlock()

@@ -40,6 +40,8 @@ type pubState struct {
 	// nanoseconds, when it said it is seen less often than usual
 	// (SeenEvery); 0: Config.OfflineAfter.
 	window atomic.Int64
+	// place is the publisher's index in Directory.pubTab.
+	place uint32
 }
 
 // online reports whether the publisher counts as online at now (Unix
@@ -74,22 +76,60 @@ func (d *Directory) account(t *thing, sign int) {
 		}
 		p = &pubState{since: d.now().UnixNano()}
 		d.pubs[t.publisher] = p
+		d.placePub(p)
 	}
 	p.things += sign
-	p.bytes += int64(sign) * t.size
-	d.learned += int64(sign) * t.size
+	p.bytes += int64(sign) * int64(t.size)
+	d.learned += int64(sign) * int64(t.size)
 	if t.public() {
 		p.live += sign
 		p.sum ^= ThingDigest(t.id, t.seq)
 	}
 	if p.things <= 0 {
 		delete(d.pubs, t.publisher)
+		d.pubTab[p.place] = nil
+		d.pubFree = append(d.pubFree, p.place)
 	}
+}
+
+// placePub gives p a place in pubTab, which the slots of its Things name
+// (slotMeta.pub). Callers hold mu for writing.
+func (d *Directory) placePub(p *pubState) {
+	if n := len(d.pubFree); n > 0 {
+		p.place = d.pubFree[n-1]
+		d.pubFree = d.pubFree[:n-1]
+	} else {
+		if len(d.pubTab) == 0 {
+			d.pubTab = append(d.pubTab, nil) // pubOwn
+		}
+		p.place = uint32(len(d.pubTab))
+		d.pubTab = append(d.pubTab, nil)
+	}
+	d.pubTab[p.place] = p
+}
+
+// pubPlace is the place in pubTab of t's publisher: pubOwn for an own
+// Thing. Callers hold mu for writing, after account.
+func (d *Directory) pubPlace(t *thing) uint32 {
+	if t.own {
+		return pubOwn
+	}
+	return d.pubs[t.publisher].place
+}
+
+// slotOnline is liveness's first result for the Thing of slot meta m.
+// Callers hold mu.
+func (d *Directory) slotOnline(m *slotMeta, now int64) bool {
+	pub := m.publisher()
+	if pub == pubOwn {
+		return true
+	}
+	return d.pubTab[pub].online(now, d.cfg.OfflineAfter)
 }
 
 // public reports whether t is a live Thing of no group: what a
 // publisher's presence beat counts.
-func (t *thing) public() bool { return !t.tombstone && len(t.groups) == 0 }
+func (t *thing) public() bool { return !t.tombstone && len(t.groups()) == 0 }
 
 // ThingDigest is a version of a Thing in a publisher's digest (Holding,
 // OwnDigest): the first 8 bytes of the SHA-256 of its id, a zero byte and
@@ -146,9 +186,9 @@ func (d *Directory) overQuota(t, old *thing, pending map[peer.ID]usage) bool {
 	if t.own || (d.cfg.MaxThingsPerPublisher == 0 && d.cfg.MaxBytesPerPublisher == 0) {
 		return false
 	}
-	delta := usage{things: 1, bytes: t.size}
+	delta := usage{things: 1, bytes: int64(t.size)}
 	if old != nil {
-		delta = usage{bytes: t.size - old.size}
+		delta = usage{bytes: int64(t.size) - int64(old.size)}
 	}
 	cur := pending[t.publisher]
 	if p := d.pubs[t.publisher]; p != nil {

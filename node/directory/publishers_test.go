@@ -150,6 +150,19 @@ func TestLiveness(t *testing.T) {
 	if d.Len() != 2 || !d.Tracked(alive.id) || d.Tracked(gone.id) {
 		t.Fatalf("after purge: %d held; tracked alive %v, gone %v", d.Len(), d.Tracked(alive.id), d.Tracked(gone.id))
 	}
+	// A new publisher takes the place gone's state had (Search reads
+	// liveness by that place): its liveness is its own, not gone's or
+	// alive's.
+	late := newPublisher(t, 4)
+	mustPut(t, d, late.sign(t, thingSpec{id: "urn:l:late", title: "d late", seq: 1}, clock.Now()), nil, Created)
+	if got := fmt.Sprint(online(Query{Online: true})); got != "[urn:l:alive:true urn:l:own:true urn:l:late:true]" {
+		t.Fatalf("online=true with late: %s", got)
+	}
+	clock.Advance(90 * time.Second)
+	d.Seen(alive.id, clock.Now())
+	if got := fmt.Sprint(online(Query{Online: true})); got != "[urn:l:alive:true urn:l:own:true]" {
+		t.Fatalf("online=true, late gone quiet: %s", got)
+	}
 }
 
 // TestLivenessAfterRestart: learned entries loaded from the datastore get

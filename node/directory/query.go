@@ -42,19 +42,22 @@ type Query struct {
 	Text string
 	// Online selects the Things that are online (Entry.Online).
 	Online bool
-	// Visible, if set, hides the Things it returns false for (the group
-	// layer: Things naming lmos:groups are visible to members only). It is
-	// called under the directory's read lock and must not call the
-	// Directory. It is called for every candidate with an entry of what
-	// the directory holds in memory: identity, version, Own, Local,
-	// Title, Groups, registration and liveness, but not Types, Vendor or
-	// Capabilities (read from the datastore for results only).
+	// Visible, if set, hides the Things restricted to groups that it
+	// returns false for (the group layer: Things naming lmos:groups are
+	// visible to members only); a public Thing is visible to everyone, and
+	// Visible is not asked of it. It is called under the directory's read
+	// lock and must not call the Directory. It is called for every such
+	// candidate with an entry of what the directory holds in memory:
+	// identity, version, Own, Local, Title, Groups, registration and
+	// liveness, but not Types, Vendor or Capabilities (read from the
+	// datastore for results only).
 	Visible func(Entry) bool
 
 	// Rank, if set, ranks publishers (higher first): results are ordered
 	// by their publisher's rank before anything else (the trust list's
 	// preferred and allowed publishers lead). It is called under the
-	// directory's read lock and must not call the Directory.
+	// directory's read lock, once per publisher of the candidates, and
+	// must not call the Directory.
 	Rank func(peer.ID) int
 
 	// ByID orders the results by thing id (byte order of the UTF-8
@@ -314,8 +317,16 @@ func (d *Directory) Search(q Query) (Result, error) {
 		top.better = betterByID
 	}
 	before := 0 // matches ordered before f.after
+	// ranks caches q.Rank by publisher place.
+	var ranks map[uint32]int
+	if q.Rank != nil {
+		ranks = make(map[uint32]int)
+	}
 	// consider adds slot s if it is in the lists of pf.cursors[from:] and
-	// passes the checks that postings cannot do.
+	// passes the checks that postings cannot do. It reads the slot's
+	// metadata and visits the thing only where a check needs it (a
+	// version constraint, a Thing restricted to groups, ordering by id),
+	// since at a million Things the visits are most of a query's time.
 	consider := func(s uint32, score float64, from int) {
 		for i := from; i < len(pf.cursors); i++ {
 			if !pf.cursors[i].has(s) {
@@ -330,11 +341,11 @@ func (d *Directory) Search(q Query) (Result, error) {
 		if t == nil || (pf.capCursor >= 0 && !pf.versionMatches(t)) {
 			return
 		}
-		online, _ := d.liveness(t, now)
+		online := d.slotOnline(m, now)
 		if q.Online && !online {
 			return
 		}
-		if q.Visible != nil && !q.Visible(d.entryWith(t, 0, nil)) {
+		if q.Visible != nil && m.scoped() && !q.Visible(d.entryWith(t, 0, nil)) {
 			return
 		}
 		key := m.titleKey
@@ -343,7 +354,13 @@ func (d *Directory) Search(q Query) (Result, error) {
 		}
 		h := hit{t: t, online: online, score: score, key: key}
 		if q.Rank != nil {
-			h.rank = q.Rank(t.publisher)
+			pub := m.publisher()
+			r, ok := ranks[pub]
+			if !ok {
+				r = q.Rank(t.publisher)
+				ranks[pub] = r
+			}
+			h.rank = r
 		}
 		if f.after != nil && !top.better(*f.after, h) {
 			before++
@@ -402,10 +419,9 @@ type postingFilter struct {
 	// cursors walk the lists, shortest first.
 	cursors []cursor
 	// capCursor is the index in cursors of the capability's list when a
-	// version constraint applies, else -1; versions are that list's
-	// versions.
+	// version constraint applies, else -1; caps is that list.
 	capCursor int
-	versions  []*semver.Version
+	caps      *capList
 	// f is the query's (a pointer, so that the constraint, which the
 	// checks keep, does not take the cursors to the heap).
 	f *filters
@@ -439,7 +455,7 @@ func (x *index) postingFilter(f *filters, buf []cursor) (postingFilter, bool) {
 	slices.SortFunc(pf.cursors, func(a, b cursor) int { return len(a.list) - len(b.list) })
 	if f.constraint != nil {
 		l := x.caps[f.capability]
-		pf.versions = l.versions
+		pf.caps = l
 		for i := range pf.cursors {
 			if &pf.cursors[i].list[0] == &l.slots[0] {
 				pf.capCursor = i
@@ -453,7 +469,7 @@ func (x *index) postingFilter(f *filters, buf []cursor) (postingFilter, bool) {
 // last found, has the capability at a version the constraint admits; only
 // with a constraint (capCursor >= 0).
 func (pf *postingFilter) versionMatches(t *thing) bool {
-	switch v := pf.versions[pf.cursors[pf.capCursor].pos]; v {
+	switch v := pf.caps.version(pf.cursors[pf.capCursor].pos); v {
 	case nil:
 		return false
 	case multiVersion:
@@ -485,24 +501,23 @@ func (d *Directory) scoreText(terms []string, fn func(slot uint32, score float64
 		avgdl = 1
 	}
 	type termCursor struct {
-		slots []uint32
-		tfs   []uint8
-		idf   float64
+		textCursor
+		idf float64
 	}
 	cs := make([]termCursor, 0, len(terms))
 	for _, term := range terms {
 		if id, ok := x.termIDs[term]; ok {
 			tm := &x.terms[id]
-			cs = append(cs, termCursor{slots: tm.slots, tfs: tm.tfs, idf: bm25IDF(x.live, len(tm.slots))})
+			cs = append(cs, termCursor{tm.posts.cursor(), bm25IDF(x.live, tm.posts.n)})
 		}
 	}
 	// Merge the lists by slot; queries have few terms, so a linear scan of
 	// the heads beats a heap.
 	for {
 		slot, found := uint32(math.MaxUint32), false
-		for _, c := range cs {
-			if len(c.slots) > 0 && c.slots[0] <= slot {
-				slot, found = c.slots[0], true
+		for i := range cs {
+			if c := &cs[i]; c.ok && c.cur.slot <= slot {
+				slot, found = c.cur.slot, true
 			}
 		}
 		if !found {
@@ -511,10 +526,9 @@ func (d *Directory) scoreText(terms []string, fn func(slot uint32, score float64
 		dl := x.meta[slot].dl
 		var score float64
 		for i := range cs {
-			c := &cs[i]
-			if len(c.slots) > 0 && c.slots[0] == slot {
-				score += bm25Term(c.idf, uint32(c.tfs[0]), dl, avgdl)
-				c.slots, c.tfs = c.slots[1:], c.tfs[1:]
+			if c := &cs[i]; c.ok && c.cur.slot == slot {
+				score += bm25Term(c.idf, uint32(c.cur.tf), dl, avgdl)
+				c.next()
 			}
 		}
 		fn(slot, score)

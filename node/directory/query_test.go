@@ -3,9 +3,12 @@ package directory
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -106,6 +109,38 @@ func TestSearchFilters(t *testing.T) {
 				t.Fatalf("got %v (total %d), want %v", got, r.Total, tt.want)
 			}
 		})
+	}
+}
+
+// TestSearchAsksOnce: Visible is asked of the Things restricted to groups
+// only, and Rank once per publisher of the candidates, however many of
+// its Things match.
+func TestSearchAsksOnce(t *testing.T) {
+	f := newQueryFixture(t)
+	var asked []string
+	ranked := map[string]int{}
+	r, err := f.d.Search(Query{
+		Visible: func(e Entry) bool {
+			asked = append(asked, f.ids([]Entry{e})[0])
+			return false
+		},
+		Rank: func(p peer.ID) int {
+			ranked[f.ids([]Entry{{Publisher: p}})[0]]++
+			return 0
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(asked)
+	if got := f.ids(r.Entries); !slices.Equal(got, []string{"forecast/1", "radar/2", "weather/0", "weather/2"}) {
+		t.Errorf("visible to no group: %v", got)
+	}
+	if !slices.Equal(asked, []string{"billing/2", "translate/1"}) {
+		t.Errorf("Visible asked of %v, want the two Things of groups", asked)
+	}
+	if want := map[string]int{"/0": 1, "/1": 1, "/2": 1}; !maps.Equal(ranked, want) {
+		t.Errorf("Rank asked %v, want once per publisher: %v", ranked, want)
 	}
 }
 
@@ -261,6 +296,31 @@ func TestSearchCapabilityListedTwice(t *testing.T) {
 	mustPut(t, d, p.tombstone(t, "urn:two", 2, t0), nil, Deleted)
 	if r, _ := d.Search(Query{Capability: "convert@^2"}); r.Total != 1 || r.Entries[0].ThingID != "urn:one" {
 		t.Fatalf("after removal: %+v", r)
+	}
+}
+
+// TestSearchManyVersions: a capability held at more distinct versions
+// than its list keeps beside its postings (maxVersions) still matches
+// each version range exactly: the versions past the table are checked on
+// the Thing.
+func TestSearchManyVersions(t *testing.T) {
+	p := newPublisher(t, 1)
+	d := open(t, memStore(), p.id, newClock(), Config{})
+	const n = maxVersions + 40
+	for i := range n {
+		mustPut(t, d, p.sign(t, thingSpec{id: fmt.Sprintf("urn:v:%d", i), seq: 1,
+			caps: []lmosproto.Capability{capv("convert", fmt.Sprintf("1.%d.0", i))}}, t0), nil, Created)
+	}
+	for constraint, want := range map[string]int{
+		"1.0.0": 1, fmt.Sprintf("1.%d.0", n-1): 1, fmt.Sprintf(">=1.%d.0", maxVersions-10): n - (maxVersions - 10), "^1": n, "^2": 0,
+	} {
+		r, err := d.Search(Query{Capability: "convert", Version: constraint, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Total != want {
+			t.Errorf("convert@%s: %d matches, want %d", constraint, r.Total, want)
+		}
 	}
 }
 

@@ -117,11 +117,15 @@ type Directory struct {
 
 	// mu guards the in-memory state.
 	mu   sync.RWMutex
-	byID map[string][]*thing // every entry, by thing id
+	byID idMap // every entry, by thing id
 	// learned is the bytes of the learned records held (Config.MaxLearnedBytes).
 	learned int64
 	own     map[string]*thing     // the node's own entries, by thing id
 	pubs    map[peer.ID]*pubState // per publisher of learned entries
+	// pubTab holds each pubState at its place (nil at pubOwn and at free
+	// places, listed in pubFree).
+	pubTab  []*pubState
+	pubFree []uint32
 	idx     index
 
 	events      *events
@@ -157,16 +161,17 @@ func Open(deps Deps, cfg Config, opts ...Option) (*Directory, error) {
 			opt(&o)
 		}
 	}
+	seed := maphash.MakeSeed()
 	d := &Directory{
 		ds:          deps.Datastore,
 		self:        deps.Self,
 		cfg:         cfg,
 		now:         o.now,
 		log:         o.log,
-		seed:        maphash.MakeSeed(),
+		seed:        seed,
 		versions:    make(map[string]*semver.Version),
 		keyPrefixes: make(map[peer.ID]string),
-		byID:        make(map[string][]*thing),
+		byID:        newIDMap(seed),
 		own:         make(map[string]*thing),
 		pubs:        make(map[peer.ID]*pubState),
 		idx:         newIndex(),
@@ -352,13 +357,13 @@ func (d *Directory) decodeStored(r query.Result, now time.Time) (*thing, *detail
 		d.log.Warn("directory: skipping stored entry", "key", r.Key, "publisher", pub, "thing", id, "error", err)
 		return nil, nil, nil, false
 	}
-	t, det, tf := d.makeThing(pub, &env, maphash.Bytes(d.seed, env.Raw))
+	t, det, tf := d.makeThing(pub, &env, d.recordHash(env.Raw))
 	if !t.own && t.expires == 0 {
 		// Stored as own under another node identity: now it is a learned
 		// Thing like any other, and expires unless seen again.
 		t.ttl = int64(d.cfg.TTL)
 		t.expires = now.Add(d.cfg.TTL).UnixNano()
-		t.local = nil
+		t.withLocal(Local{})
 	}
 	return t, det, tf, true
 }
@@ -366,7 +371,7 @@ func (d *Directory) decodeStored(r query.Result, now time.Time) (*thing, *detail
 // makeThing builds the in-memory form of an envelope, the details it is
 // indexed by and the term frequencies to index it with (nil for a
 // tombstone).
-func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, *details, []termFreq) {
+func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint32) (*thing, *details, []termFreq) {
 	t := d.baseThing(pub, env, hash)
 	if t.tombstone {
 		return t, nil, nil
@@ -377,13 +382,8 @@ func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint64) (*thing, 
 
 // baseThing is the in-memory form of an envelope without what the
 // indexes need (indexed adds it): what a writer decides a change by.
-func (d *Directory) baseThing(pub peer.ID, env *envelope, hash uint64) *thing {
-	var local *Local
-	if env.Local != (Local{}) {
-		l := env.Local // a copy: the envelope holds the record's bytes
-		local = &l
-	}
-	return &thing{
+func (d *Directory) baseThing(pub peer.ID, env *envelope, hash uint32) *thing {
+	t := &thing{
 		publisher: peer.ID(intern(string(pub))),
 		id:        env.ThingID,
 		seq:       env.Seq,
@@ -393,29 +393,33 @@ func (d *Directory) baseThing(pub peer.ID, env *envelope, hash uint64) *thing {
 		modified:  unixNano(env.Modified),
 		expires:   unixNano(env.Expires),
 		ttl:       int64(env.TTL),
-		local:     local,
 		tombstone: env.Tombstone,
 		own:       pub == d.self,
-		size:      int64(len(env.Raw)),
+		size:      uint32(len(env.Raw)),
 		used:      new(usedClock),
 	}
+	t.withLocal(env.Local)
+	return t
 }
 
 // indexed sets what the thing holds of live thing t's summary and
 // returns the details and term frequencies to index it with.
 func (d *Directory) indexed(t *thing, s *summary) (*details, []termFreq) {
 	t.title = intern(s.Title)
-	t.groups = internAll(s.Groups)
-	tf, dl := termFreqs(s)
-	t.dl = dl
+	t.withGroups(internAll(s.Groups))
+	tf := termFreqs(s)
 	return d.detailsOf(s), tf
 }
 
 // copyIndexed gives t what the thing holds of src, a thing with the same
 // indexed content.
 func copyIndexed(t, src *thing) {
-	t.dl, t.title, t.groups = src.dl, src.title, src.groups
+	t.title = src.title
+	t.withGroups(src.groups())
 }
+
+// recordHash is thing.hash of a signed record.
+func (d *Directory) recordHash(raw []byte) uint32 { return uint32(maphash.Bytes(d.seed, raw)) }
 
 // version parses a capability version, caching the result; nil if empty or
 // not a semantic version.
@@ -442,7 +446,7 @@ func (d *Directory) version(v string) *semver.Version {
 // find returns the entry of (pub, id), tombstones and expired ones
 // included. Callers hold mu, or wmu.
 func (d *Directory) find(pub peer.ID, id string) *thing {
-	for _, t := range d.byID[id] {
+	for t := range d.byID.of(id) {
 		if t.publisher == pub {
 			return t
 		}
@@ -452,13 +456,13 @@ func (d *Directory) find(pub peer.ID, id string) *thing {
 
 // insert adds a new entry to memory. Callers hold mu for writing.
 func (d *Directory) insert(t *thing, det *details, tf []termFreq) {
-	d.byID[t.id] = append(d.byID[t.id], t)
+	d.byID.add(t)
 	if t.own {
 		d.own[t.id] = t
 	}
 	d.account(t, +1)
 	if !t.tombstone {
-		d.idx.add(t, det, tf)
+		d.idx.add(t, det, tf, d.pubPlace(t))
 	}
 }
 
@@ -466,14 +470,12 @@ func (d *Directory) insert(t *thing, det *details, tf []termFreq) {
 // content; else oldSum is the summary old was indexed with (nil:
 // unreadable). Callers hold mu for writing.
 func (d *Directory) swap(old, t *thing, det *details, tf []termFreq, refresh bool, oldSum *summary) {
-	list := d.byID[t.id]
-	i := slices.Index(list, old)
-	list[i] = t
+	d.byID.replace(old, t)
 	if t.own {
 		d.own[t.id] = t
 	}
 	if p := d.pubs[t.publisher]; p != nil && !t.own {
-		p.bytes += t.size - old.size
+		p.bytes += int64(t.size) - int64(old.size)
 		if old.public() {
 			p.live--
 			p.sum ^= ThingDigest(old.id, old.seq)
@@ -484,7 +486,7 @@ func (d *Directory) swap(old, t *thing, det *details, tf []termFreq, refresh boo
 		}
 	}
 	if !t.own {
-		d.learned += t.size - old.size
+		d.learned += int64(t.size) - int64(old.size)
 	}
 	switch {
 	case refresh && !old.tombstone:
@@ -497,7 +499,7 @@ func (d *Directory) swap(old, t *thing, det *details, tf []termFreq, refresh boo
 			d.idx.remove(old, oldSum)
 		}
 		if !t.tombstone {
-			d.idx.add(t, det, tf)
+			d.idx.add(t, det, tf, d.pubPlace(t))
 			d.cache.Add(t, det)
 		}
 	}
@@ -506,14 +508,7 @@ func (d *Directory) swap(old, t *thing, det *details, tf []termFreq, refresh boo
 // drop removes an entry from memory; s is the summary it was indexed
 // with (nil: unreadable). Callers hold mu for writing.
 func (d *Directory) drop(t *thing, s *summary) {
-	list := d.byID[t.id]
-	i := slices.Index(list, t)
-	list = slices.Delete(list, i, i+1)
-	if len(list) == 0 {
-		delete(d.byID, t.id)
-	} else {
-		d.byID[t.id] = list
-	}
+	d.byID.remove(t)
 	if t.own && d.own[t.id] == t {
 		delete(d.own, t.id)
 	}
@@ -932,7 +927,7 @@ func (d *Directory) Classify(rec *lmosproto.Record, queued Delta) (Change, Delta
 	d.mu.RUnlock()
 	if old != nil {
 		if old.seq == rec.Seq && old.signed == unixNano(rec.Signer.Created) && old.tombstone == rec.Tombstone() &&
-			old.hash == maphash.Bytes(d.seed, rec.Raw) {
+			old.hash == d.recordHash(rec.Raw) {
 			return Unchanged, Delta{}, nil
 		}
 		newer, err := d.newer(rec, old, nil)
@@ -947,7 +942,7 @@ func (d *Directory) Classify(rec *lmosproto.Record, queued Delta) (Change, Delta
 	if pub != d.self {
 		delta = usage{things: 1, bytes: int64(len(rec.Raw))}
 		if old != nil {
-			delta = usage{bytes: int64(len(rec.Raw)) - old.size}
+			delta = usage{bytes: int64(len(rec.Raw)) - int64(old.size)}
 		}
 		if d.exceeds(cur, delta) {
 			return OverQuota, Delta{}, nil
@@ -967,7 +962,7 @@ func (d *Directory) Classify(rec *lmosproto.Record, queued Delta) (Change, Delta
 // op.t means nothing is written.
 func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, oldRaw []byte, now time.Time) (putOp, error) {
 	pub, id := rec.Publisher(), rec.ThingID
-	hash := maphash.Bytes(d.seed, rec.Raw)
+	hash := d.recordHash(rec.Raw)
 	signed := unixNano(rec.Signer.Created)
 	op := putOp{old: old, rec: rec}
 	if old != nil && old.seq == rec.Seq && old.signed == signed && old.tombstone == rec.Tombstone() && old.hash == hash {
@@ -978,8 +973,7 @@ func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, old
 		case !old.own:
 			u.expires = now.Add(time.Duration(old.ttl)).UnixNano()
 		case local != nil && *local != old.localOf():
-			l := *local
-			u.local = &l
+			u.withLocal(*local)
 		default:
 			return op, nil
 		}
@@ -1094,11 +1088,9 @@ func (d *Directory) Purge(now time.Time) int {
 	}
 	n := now.UnixNano()
 	var expired []*thing
-	for _, list := range d.byID {
-		for _, t := range list {
-			if t.expired(n) || (d.cfg.OfflineTTL > 0 && d.offlineExpired(t, n)) {
-				expired = append(expired, t)
-			}
+	for t := range d.byID.all() {
+		if t.expired(n) || (d.cfg.OfflineTTL > 0 && d.offlineExpired(t, n)) {
+			expired = append(expired, t)
 		}
 	}
 	if len(expired) == 0 {
@@ -1215,7 +1207,7 @@ func (d *Directory) Lookup(id string) []Entry {
 	now := d.now().UnixNano()
 	d.mu.RLock()
 	var out []Entry
-	for _, t := range d.byID[id] {
+	for t := range d.byID.of(id) {
 		if !t.tombstone && !t.expired(now) {
 			out = append(out, d.entry(t, 0))
 		}
@@ -1289,24 +1281,22 @@ func (d *Directory) Counts(online func(peer.ID) bool) Counts {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	var c Counts
-	for _, ts := range d.byID {
-		for _, t := range ts {
-			if t.tombstone {
-				continue
-			}
-			if !t.own && online != nil && online(t.publisher) {
-				c.LearnedOnline++
-			}
-			switch scoped := len(t.groups) > 0; {
-			case t.own && scoped:
-				c.OwnScoped++
-			case t.own:
-				c.Own++
-			case scoped:
-				c.LearnedScoped++
-			default:
-				c.Learned++
-			}
+	for t := range d.byID.all() {
+		if t.tombstone {
+			continue
+		}
+		if !t.own && online != nil && online(t.publisher) {
+			c.LearnedOnline++
+		}
+		switch scoped := len(t.groups()) > 0; {
+		case t.own && scoped:
+			c.OwnScoped++
+		case t.own:
+			c.Own++
+		case scoped:
+			c.LearnedScoped++
+		default:
+			c.Learned++
 		}
 	}
 	return c

@@ -148,13 +148,12 @@ type termFreq struct {
 }
 
 // termFreqs returns the distinct terms of a Thing's text with their
-// weighted frequencies, and the text's weighted length.
-func termFreqs(s *summary) ([]termFreq, uint32) {
+// weighted frequencies (docLength sums them).
+func termFreqs(s *summary) []termFreq {
 	// Sized for a typical TD (tens of distinct terms) to spare regrowth.
 	var (
 		tfs = make([]termFreq, 0, 64)
 		at  = make(map[string]int, 64)
-		dl  uint32
 	)
 	add := func(text string, w uint32) {
 		tokenize(text, func(tok []byte) {
@@ -164,10 +163,7 @@ func termFreqs(s *summary) ([]termFreq, uint32) {
 				term := string(tok)
 				at[term] = len(tfs)
 				tfs = append(tfs, termFreq{term: term, tf: w})
-			} else {
-				return
 			}
-			dl += w
 		})
 	}
 	add(s.Title, titleWeight)
@@ -179,7 +175,17 @@ func termFreqs(s *summary) ([]termFreq, uint32) {
 			add(x, textWeight)
 		}
 	}
-	return tfs, dl
+	return tfs
+}
+
+// docLength is the weighted length of a text whose term frequencies are
+// tf (BM25's document length).
+func docLength(tf []termFreq) uint32 {
+	var dl uint32
+	for _, f := range tf {
+		dl += f.tf
+	}
+	return dl
 }
 
 // queryTerms returns the distinct tokens of a query, at most maxQueryTerms.

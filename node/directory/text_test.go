@@ -40,7 +40,8 @@ func TestTermFreqsBounded(t *testing.T) {
 		b.WriteString(string(rune('a' + i/26%26)))
 		b.WriteString(" ")
 	}
-	tf, dl := termFreqs(&summary{Title: "Big", Description: b.String() + " big"})
+	tf := termFreqs(&summary{Title: "Big", Description: b.String() + " big"})
+	dl := docLength(tf)
 	if len(tf) > maxDocTerms {
 		t.Fatalf("%d terms indexed, limit %d", len(tf), maxDocTerms)
 	}
