@@ -384,7 +384,11 @@ func (n *Node) buildServices(o *options, b *built) error {
 		psCtx, psCancel := context.WithCancel(context.Background())
 		n.psCancel = psCancel
 		o.tracers = append(o.tracers, n.metrics.GossipTracer(topicKind))
-		if n.ps, err = p2p.NewPubSub(psCtx, n.host, p2p.PubSubOptions{Heartbeat: o.heartbeat, Tracers: o.tracers, Groups: n.groups}); err != nil {
+		shards, err := p2p.ShardDiscovery(dht, fedLog)
+		if err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
+		if n.ps, err = p2p.NewPubSub(psCtx, n.host, p2p.PubSubOptions{Heartbeat: o.heartbeat, Tracers: o.tracers, Groups: n.groups, Discovery: shards}); err != nil {
 			return fmt.Errorf("node: %w", err)
 		}
 	}

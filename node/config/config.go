@@ -119,6 +119,12 @@ type Config struct {
 	// while it is publicly reachable (AutoNAT says so), within RelayLimits.
 	// Off by default: a relay carries other nodes' traffic.
 	RelayService bool `json:"relayService"`
+	// Reachability pins what the node takes itself to be: "public" or
+	// "private"; empty, the default, leaves it to AutoNAT. A relay on a
+	// public address sets "public", so that its relay service (and the
+	// reservations it holds for others) does not stop while AutoNAT's
+	// verdict wavers (docs/nat.md).
+	Reachability string `json:"reachability"`
 	// RelayLimits bounds what the relay service (RelayService) gives to
 	// others. A zero field is its default (see RelayLimits).
 	RelayLimits RelayLimits `json:"relayLimits"`

@@ -17,6 +17,7 @@ import (
 	record "github.com/libp2p/go-libp2p-record"
 	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/discovery"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -41,6 +42,20 @@ import (
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
+// ParseReachability parses Config.Reachability: "public", "private", or
+// empty for AutoNAT's verdict (unknown).
+func ParseReachability(s string) (network.Reachability, error) {
+	switch s {
+	case "":
+		return network.ReachabilityUnknown, nil
+	case "public":
+		return network.ReachabilityPublic, nil
+	case "private":
+		return network.ReachabilityPrivate, nil
+	}
+	return network.ReachabilityUnknown, fmt.Errorf("reachability: %q: want public, private or empty (AutoNAT decides)", s)
+}
+
 // NewHost builds the libp2p host described by cfg, with identity key. The
 // host does not listen yet: Listen does that in Start, so New binds no
 // socket.
@@ -50,6 +65,11 @@ import (
 // node's registry (o.Registerer); without, none are collected.
 func NewHost(cfg config.Config, key crypto.PrivKey, o HostOptions) (_ host.Host, err error) {
 	reg, gater, forced := o.Registerer, o.Gater, o.Reachability
+	if forced == network.ReachabilityUnknown {
+		if forced, err = ParseReachability(cfg.Reachability); err != nil {
+			return nil, err
+		}
+	}
 	factory, err := addrsFactory(cfg)
 	if err != nil {
 		return nil, err
@@ -386,6 +406,9 @@ func NewPubSub(ctx context.Context, h host.Host, o PubSubOptions) (*pubsub.PubSu
 	for _, t := range o.Tracers {
 		opts = append(opts, pubsub.WithRawTracer(t))
 	}
+	if o.Discovery != nil {
+		opts = append(opts, pubsub.WithDiscovery(o.Discovery))
+	}
 	ps, err := pubsub.NewGossipSub(ctx, h, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("pubsub: %w", err)
@@ -494,4 +517,7 @@ type PubSubOptions struct {
 	// Groups filters the peers and subscriptions of group topics.
 	// Required.
 	Groups GroupFilter
+	// Discovery, if set, finds the other peers of the topics the node
+	// joins (ShardDiscovery: of the announce shards).
+	Discovery discovery.Discovery
 }
