@@ -56,6 +56,7 @@ func (n *Node) observeSources() {
 			return out
 		},
 		RoutingTable: func() int { return n.dht.RoutingTable().Size() },
+		DHTQueue:     n.fed.DHTQueue,
 		Directory: func() metrics.DirectoryCounts {
 			c := n.dir.Counts(func(p peer.ID) bool { return n.host.Network().Connectedness(p) == network.Connected })
 			return metrics.DirectoryCounts{Own: c.Own, OwnGroup: c.OwnScoped, Learned: c.Learned, LearnedGroup: c.LearnedScoped, LearnedOnline: c.LearnedOnline}

@@ -286,9 +286,11 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		f := scrape(t, a)
 		puts, _ := value(f, "lmos_dht_queries_total", map[string]string{"op": "put"})
 		rt, _ := value(f, "lmos_dht_routing_table_peers", nil)
+		queued, hasQueue := value(f, "lmos_dht_queue_records", nil)
 		groups, _ := value(f, "lmos_groups", nil)
 		changes, _ := value(f, "lmos_group_changes_total", map[string]string{"membership": "member"})
-		return puts >= 1 && rt >= 1 && groups == 1 && changes >= 1, fmt.Sprintf("puts %v, routing table %v, groups %v, changes %v", puts, rt, groups, changes)
+		return puts >= 1 && rt >= 1 && hasQueue && queued <= 1 && groups == 1 && changes >= 1,
+			fmt.Sprintf("puts %v, routing table %v, DHT queue %v (reported: %t), groups %v, changes %v", puts, rt, queued, hasQueue, groups, changes)
 	})
 }
 

@@ -369,6 +369,7 @@ type dhtQueue struct {
 
 type dhtItem struct {
 	rec     *lmosproto.Record
+	keys    []cid.Cid // lmosdht.ProviderKeys(rec.TD)
 	attempt int
 	due     time.Time
 	retry   *backoff.Backoff // nil until the first failure
@@ -376,6 +377,16 @@ type dhtItem struct {
 
 func newDHTQueue(f *Federation) *dhtQueue {
 	return &dhtQueue{f: f, wake: make(chan struct{}, 1), pending: make(map[string]dhtItem), provided: make(map[cid.Cid]time.Time)}
+}
+
+// DHTQueue returns the number of own records waiting to be put into the
+// DHT with their provider records, failed ones included (the metric
+// lmos_dht_queue_records): a backlog the worker, one record at a time,
+// has not reached.
+func (f *Federation) DHTQueue() int {
+	f.dhtq.mu.Lock()
+	defer f.dhtq.mu.Unlock()
+	return len(f.dhtq.pending)
 }
 
 // add queues rec for the DHT, due dhtSettle from now, or when the record
@@ -391,7 +402,7 @@ func (q *dhtQueue) add(rec *lmosproto.Record) {
 	if old, ok := q.pending[key]; ok && old.retry == nil && old.due.Before(due) {
 		due = old.due
 	}
-	q.pending[key] = dhtItem{rec: rec, due: due}
+	q.pending[key] = dhtItem{rec: rec, keys: lmosdht.ProviderKeys(rec.TD), due: due}
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -399,24 +410,38 @@ func (q *dhtQueue) add(rec *lmosproto.Record) {
 	}
 }
 
-// next removes and returns the items due at now, and the time the next
-// remaining one is due (zero if none).
-func (q *dhtQueue) next(now time.Time) ([]dhtItem, time.Time) {
+// next removes and returns the item to put first of those due at now
+// (ok false if none is); when none is, it returns the time the first will
+// be (zero if the queue is empty). First is an item with a provider key
+// that unprovided says is not provided yet: a capability, type or vendor
+// the node did not announce in the DHT before, which no cold lookup can
+// find until it is (a backlog of republications must not hold it back);
+// then the one due earliest.
+func (q *dhtQueue) next(now time.Time, unprovided func([]cid.Cid) bool) (dhtItem, bool, time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var due []dhtItem
-	var soonest time.Time
+	var (
+		best            dhtItem
+		bestKey         string
+		bestNew, picked bool
+		soonest         time.Time
+	)
 	for key, it := range q.pending {
-		if !it.due.After(now) {
-			due = append(due, it)
-			delete(q.pending, key)
+		if it.due.After(now) {
+			if soonest.IsZero() || it.due.Before(soonest) {
+				soonest = it.due
+			}
 			continue
 		}
-		if soonest.IsZero() || it.due.Before(soonest) {
-			soonest = it.due
+		isNew := unprovided(it.keys)
+		if !picked || isNew && !bestNew || isNew == bestNew && it.due.Before(best.due) {
+			best, bestKey, bestNew, picked = it, key, isNew, true
 		}
 	}
-	return due, soonest
+	if picked {
+		delete(q.pending, bestKey)
+	}
+	return best, picked, soonest
 }
 
 // retry queues a failed item again with backoff, unless a newer record of
@@ -444,18 +469,16 @@ func (q *dhtQueue) run() {
 	timer.Stop()
 	defer timer.Stop()
 	for {
-		items, soonest := q.next(time.Now())
-		for _, it := range items {
-			if f.ctx.Err() != nil {
-				return
-			}
-			if err := q.put(it.rec); err != nil {
+		it, ok, soonest := q.next(time.Now(), q.unprovided)
+		if ok {
+			if err := q.put(it); err != nil {
 				f.log.Debug("dht publish failed; will retry", "thing", it.rec.ThingID, "seq", it.rec.Seq, "attempt", it.attempt+1, "err", err)
 				q.retry(it, time.Now())
 			}
-		}
-		if len(items) > 0 {
-			continue // more may have been queued meanwhile
+			if f.ctx.Err() != nil {
+				return
+			}
+			continue
 		}
 		var tick <-chan time.Time
 		if !soonest.IsZero() {
@@ -472,36 +495,53 @@ func (q *dhtQueue) run() {
 	}
 }
 
-// put stores rec under its key and provides its keys.
-func (q *dhtQueue) put(rec *lmosproto.Record) error {
-	f := q.f
+// put provides rec's keys and stores rec under its key. The provider
+// records go first: they are what a lookup by capability finds.
+func (q *dhtQueue) put(it dhtItem) error {
+	f, rec := q.f, it.rec
 	ctx, cancel := context.WithTimeout(f.ctx, dhtTimeout)
 	defer cancel()
-	key := lmosdht.ThingKey(rec.Publisher(), rec.ThingID)
-	if err := f.p.DHT.PutValue(ctx, key, rec.Raw); err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
-	}
-	// A provider record names the node, not the Thing, so the second
-	// Thing of a type, vendor or capability needs no new one: a key
-	// provided less than half a republish interval ago is not provided
-	// again. A key provided just before a republication is so provided
-	// again at the next one, at most 1.5 intervals later, well within a
-	// provider record's life (dht.MaxRecordAge, four intervals).
-	provideFresh := f.cfg.RepublishInterval / 2
-	now := time.Now()
-	for c, at := range q.provided {
-		if now.Sub(at) >= provideFresh {
-			delete(q.provided, c)
-		}
-	}
-	for _, c := range lmosdht.ProviderKeys(rec.TD) {
+	q.forgetStale()
+	for _, c := range it.keys {
 		if _, fresh := q.provided[c]; fresh {
 			continue
 		}
 		if err := f.p.DHT.Provide(ctx, c, true); err != nil {
 			return fmt.Errorf("provide %s: %w", c, err)
 		}
-		q.provided[c] = now
+		q.provided[c] = time.Now()
+	}
+	key := lmosdht.ThingKey(rec.Publisher(), rec.ThingID)
+	if err := f.p.DHT.PutValue(ctx, key, rec.Raw); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
 	}
 	return nil
+}
+
+// forgetStale forgets the keys provided long enough ago to provide them
+// again. A provider record names the node, not the Thing, so the second
+// Thing of a type, vendor or capability needs no new one: a key provided
+// less than half a republish interval ago is not provided again. A key
+// provided just before a republication is so provided again at the next
+// one, at most 1.5 intervals later, well within a provider record's life
+// (dht.MaxRecordAge, four intervals).
+func (q *dhtQueue) forgetStale() {
+	provideFresh := q.f.cfg.RepublishInterval / 2
+	now := time.Now()
+	for c, at := range q.provided {
+		if now.Sub(at) >= provideFresh {
+			delete(q.provided, c)
+		}
+	}
+}
+
+// unprovided reports whether one of keys is a provider key the worker
+// has not provided (recently): a key a lookup cannot find yet.
+func (q *dhtQueue) unprovided(keys []cid.Cid) bool {
+	for _, c := range keys {
+		if _, fresh := q.provided[c]; !fresh {
+			return true
+		}
+	}
+	return false
 }

@@ -38,6 +38,7 @@ func newWithSources() *Metrics {
 	m.Observe(Sources{
 		Peers:        func() []Peer { return []Peer{{Transport: "tcp"}, {Transport: "quic", Relayed: true}} },
 		RoutingTable: func() int { return 3 },
+		DHTQueue:     func() int { return 7 },
 		Directory:    func() DirectoryCounts { return DirectoryCounts{Own: 1, Learned: 2, LearnedOnline: 2} },
 		Groups:       func() int { return 1 },
 		Refusals:     func() map[string]int64 { return map[string]int64{"sync_requests": 4} },
@@ -135,6 +136,7 @@ func TestLabels(t *testing.T) {
 		"lmos_peers{path=relayed,transport=quic} 1",
 		"lmos_peers{path=direct,transport=websocket} 0",
 		"lmos_dht_routing_table_peers{} 3",
+		"lmos_dht_queue_records{} 7",
 		"lmos_directory_things{origin=learned,scope=public} 2",
 		"lmos_groups{} 1",
 		"lmos_directory_things_online{} 2",

@@ -14,6 +14,9 @@ type Sources struct {
 	Peers func() []Peer
 	// RoutingTable returns the number of peers in the DHT routing table.
 	RoutingTable func() int
+	// DHTQueue returns the number of own records waiting to be put into
+	// the DHT (with their provider records), failed ones included.
+	DHTQueue func() int
 	// Directory returns the number of live Things held, by origin.
 	Directory func() DirectoryCounts
 	// Groups returns the number of groups this node is a member of.
@@ -45,8 +48,9 @@ func (m *Metrics) Observe(s Sources) {
 var (
 	peersDesc = prometheus.NewDesc(namespace+"_peers", "Connected peers, by the transport of the first connection and its path (direct, relayed).",
 		[]string{"transport", "path"}, nil)
-	routingDesc = prometheus.NewDesc(namespace+"_dht_routing_table_peers", "Peers in the DHT routing table.", nil, nil)
-	dirDesc     = prometheus.NewDesc(namespace+"_directory_things", "Live Things in the directory, by origin (own, learned) and scope (public, group).",
+	routingDesc  = prometheus.NewDesc(namespace+"_dht_routing_table_peers", "Peers in the DHT routing table.", nil, nil)
+	dhtQueueDesc = prometheus.NewDesc(namespace+"_dht_queue_records", "Own records waiting to be put into the DHT with their provider records, failed ones included.", nil, nil)
+	dirDesc      = prometheus.NewDesc(namespace+"_directory_things", "Live Things in the directory, by origin (own, learned) and scope (public, group).",
 		[]string{"origin", "scope"}, nil)
 	onlineDesc = prometheus.NewDesc(namespace+"_directory_things_online", "Learned Things whose publisher is connected to this node now.", nil, nil)
 	groupsDesc = prometheus.NewDesc(namespace+"_groups", "Groups this node is a member of.", nil, nil)
@@ -59,6 +63,7 @@ type sourceCollector struct{ s Sources }
 func (c sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- peersDesc
 	ch <- routingDesc
+	ch <- dhtQueueDesc
 	ch <- dirDesc
 	ch <- onlineDesc
 	ch <- groupsDesc
@@ -91,6 +96,9 @@ func (c sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.s.RoutingTable != nil {
 		ch <- prometheus.MustNewConstMetric(routingDesc, prometheus.GaugeValue, float64(c.s.RoutingTable()))
+	}
+	if c.s.DHTQueue != nil {
+		ch <- prometheus.MustNewConstMetric(dhtQueueDesc, prometheus.GaugeValue, float64(c.s.DHTQueue()))
 	}
 	if c.s.Directory != nil {
 		d := c.s.Directory()
