@@ -25,7 +25,9 @@
 # every node publishing --things Things in two stages (a tenth, then all),
 # per-node memory, Things held and gossip bytes at each stage, rows 1 and 2
 # on the loaded federation, then --kill of the nodes killed at once and
-# rows 1 and 2 again among the survivors. tc netem is not used:
+# rows 1 and 2 again among the survivors; with --raw apart (its default)
+# the raw hosts are measured after the nodes, alone, on the same links
+# (wanlab drive -phase nodes, then -phase raw). tc netem is not used:
 # the kernels this runs on may lack sch_netem (docs/lab.md). Needs root.
 # Namespaces and processes are removed on every exit, including Ctrl-C.
 set -euo pipefail
@@ -63,6 +65,11 @@ usage: scripts/lab.sh wan [options]
                       node's, 256)
       --transport T   tcp (default) or quic: what nodes and raw hosts listen
                       and dial on
+      --raw MODE      --scale: apart (default) measures the nodes first,
+                      stops them, then the raw baseline hosts alone on the
+                      same namespaces and links (a node and a raw host per
+                      namespace at once overload a small machine); beside
+                      runs both at once, as the WAN lab does
       --keep          keep the work directory (always kept on failure)
       --clean         remove what a killed run of lab <ID> left behind
   -h, --help          this help
@@ -89,6 +96,7 @@ CAPS=100
 KILL=0.1
 ROLES=light
 TRANSPORT=tcp
+RAW=""
 CLEAN_ONLY=0
 GO=${GO:-go}
 
@@ -109,6 +117,7 @@ while (($#)); do
 	--kill) KILL=${2:?$1 needs a value}; shift 2 ;;
 	--roles) ROLES=${2:?$1 needs a value}; shift 2 ;;
 	--transport) TRANSPORT=${2:?$1 needs a value}; shift 2 ;;
+	--raw) RAW=${2:?$1 needs a value}; shift 2 ;;
 	--keep) KEEP=1; shift ;;
 	--clean) CLEAN_ONLY=1; shift ;;
 	-h | --help) usage; exit 0 ;;
@@ -128,6 +137,11 @@ if ((SCALE)); then
 	[[ $AUTO_BUDGET =~ ^[0-9]+$ ]] || die "--auto-budget: $AUTO_BUDGET: want a number of MiB"
 	[[ $KILL =~ ^0?\.[0-9]+$|^0$ ]] || die "--kill: $KILL: want a share below 1, e.g. 0.1"
 	[[ $ROLES =~ ^(light|auto|directory|v1)$ ]] || die "--roles: $ROLES: want light, auto, directory or v1"
+	RAW=${RAW:-apart}
+	[[ $RAW =~ ^(apart|beside)$ ]] || die "--raw: $RAW: want apart or beside"
+else
+	[[ -z $RAW || $RAW == beside ]] || die "--raw apart: only with --scale (the WAN lab's row 3 needs both at once)"
+	RAW=beside
 fi
 # role K is the role of node K: node 1 holds every Thing with --roles light.
 role() {
@@ -249,55 +263,94 @@ step "nodes and peers: lmosnode up and wanlab peer in namespaces 1..$NODES"
 # handshakes of the links time out behind them.
 export GOMAXPROCS=${LAB_GOMAXPROCS:-1}
 t0=$(now)
+NODE_PIDS=()
+PEER_IDS=()
 for ((k = 1; k <= NODES; k++)); do
 	ip netns exec "$(ns "$k")" "$BIN/lmosnode" init --home "$(home "$k")" >/dev/null
-	jq --arg scale "$SCALE" --arg role "$(role "$k")" --argjson things "$((THINGS * 2 + 100))" --argjson budget "$((AUTO_BUDGET << 20))" '.mdns = false | .dhtMode = "server" | .autoNAT = false | .holePunching = false | .relayClient = false
+	PEER_IDS[k]=$("$BIN/lmosnode" id --home "$(home "$k")" | awk '/^peer ID:/ {print $3}')
+done
+# With --scale a node's bootstrap peers are its ring neighbours, as an
+# operator configures a few known peers: a node whose DHT routing table
+# ran empty (its identify exchanges timed out on the loaded machine, in a
+# 100-node run) dials them again, where without any it stayed alone.
+bootstrap() {
+	local prev=$(($1 == 1 ? NODES : $1 - 1)) next=$(($1 % NODES + 1))
+	printf '%s\n' "$(listen_addr "$prev")/p2p/${PEER_IDS[prev]}" "$(listen_addr "$next")/p2p/${PEER_IDS[next]}" | jq -R . | jq -s .
+}
+for ((k = 1; k <= NODES; k++)); do
+	jq --arg scale "$SCALE" --arg role "$(role "$k")" --argjson things "$((THINGS * 2 + 100))" --argjson budget "$((AUTO_BUDGET << 20))" \
+		--argjson boot "$(bootstrap "$k")" '.mdns = false | .dhtMode = "server" | .autoNAT = false | .holePunching = false | .relayClient = false
 		| .connMgr.dialTimeout = "30s"
-		| if $scale == "1" then .quota.maxThings = $things | .role = $role | .pprof = true else . end
+		| if $scale == "1" then .quota.maxThings = $things | .role = $role | .pprof = true | .bootstrap = $boot else . end
 		| if $role == "auto" and $budget > 0 then .quota.maxLearnedBytes = $budget else . end' \
 		"$(home "$k")/config.json" >"$WORK/config.tmp" && mv "$WORK/config.tmp" "$(home "$k")/config.json"
 	setsid ip netns exec "$(ns "$k")" "$BIN/lmosnode" up --home "$(home "$k")" \
 		--listen "$(listen_addr "$k")" --api "$API" --mdns=false >"$WORK/node$k.log" 2>&1 &
 	PIDS+=($!)
+	NODE_PIDS+=($!)
 	setsid ip netns exec "$(ns "$k")" "$BIN/wanlab" peer -index "$k" -home "$(home "$k")" -transport "$TRANSPORT" \
-		>"$WORK/peer$k.log" 2>&1 &
+		-raw="$([[ $RAW == beside ]] && echo true || echo false)" >"$WORK/peer$k.log" 2>&1 &
 	PIDS+=($!)
 done
 mkdir -p "$WORK/cold"
 setsid ip netns exec "$(ns "$COLD_K")" "$BIN/wanlab" peer -index "$COLD_K" -home "$WORK/cold" -cold -lmosnode "$BIN/lmosnode" -transport "$TRANSPORT" \
 	>"$WORK/peer$COLD_K.log" 2>&1 &
 PIDS+=($!)
-echo "  started $NODES nodes, $NODES raw hosts and the cold peer in $(since "$t0")"
+if [[ $RAW == beside ]]; then
+	echo "  started $NODES nodes, $NODES raw hosts and the cold peer in $(since "$t0")"
+else
+	echo "  started $NODES nodes, their peers (raw hosts later, apart) and the cold peer in $(since "$t0")"
+fi
 
-step "measure: wanlab drive in $ROUTER (stops after ${TIMEOUT}s)"
+# drive OUT ARGS... runs `wanlab drive` in the router namespace, output
+# to OUT, showing its progress; its status is in rc.
+drive() {
+	local out=$1
+	shift
+	: >"$out" # for the progress display's tail, before the driver writes
+	timeout "$TIMEOUT" ip netns exec "$ROUTER" "$BIN/wanlab" drive -n "$NODES" -samples "$SAMPLES" -cold-samples "$COLD" -transport "$TRANSPORT" \
+		-rtt-min "${RTT_MIN}ms" -rtt-max "${RTT_MAX}ms" "$@" >"$out" 2>&1 &
+	DRIVE_PID=$!
+	PIDS+=($DRIVE_PID)
+	# Show the driver's progress in the background: the script itself waits
+	# in `wait`, which a signal interrupts (a foreground pipeline would hold
+	# the INT and TERM traps until the measurements end).
+	tail -n +1 -f --pid "$DRIVE_PID" "$out" | grep --line-buffered -v '^BENCHTAB ' &
+	PIDS+=($!)
+	SHOW_PID=$!
+	wait "$DRIVE_PID" || rc=$?
+	wait "$SHOW_PID" || true
+}
+
+step "measure: wanlab drive in $ROUTER (stops after ${TIMEOUT}s$([[ $RAW == apart ]] && echo ", the nodes' run and the raw hosts' run each"))"
 t0=$(now)
 rc=0
 SCALE_ARGS=()
 DIRECTORY_NODES=0
 [[ $ROLES == light || $ROLES == auto ]] && DIRECTORY_NODES=1
 ((SCALE)) && SCALE_ARGS=(-scale -things "$THINGS" -caps "$CAPS" -kill "$KILL" -ready 10m -directory-nodes "$DIRECTORY_NODES" -others "$ROLES")
-: >"$WORK/drive.out" # for the progress display's tail, before the driver writes
-timeout "$TIMEOUT" ip netns exec "$ROUTER" "$BIN/wanlab" drive -n "$NODES" -samples "$SAMPLES" -cold-samples "$COLD" -transport "$TRANSPORT" \
-	-rtt-min "${RTT_MIN}ms" -rtt-max "${RTT_MAX}ms" "${SCALE_ARGS[@]}" >"$WORK/drive.out" 2>&1 &
-DRIVE_PID=$!
-PIDS+=($DRIVE_PID)
-# Show the driver's progress in the background: the script itself waits
-# in `wait`, which a signal interrupts (a foreground pipeline would hold
-# the INT and TERM traps until the measurements end).
-tail -n +1 -f --pid "$DRIVE_PID" "$WORK/drive.out" | grep --line-buffered -v '^BENCHTAB ' &
-PIDS+=($!)
-SHOW_PID=$!
-wait "$DRIVE_PID" || rc=$?
-wait "$SHOW_PID" || true
+OUTS=("$WORK/drive.out")
+if [[ $RAW == beside ]]; then
+	drive "$WORK/drive.out" "${SCALE_ARGS[@]}"
+else
+	drive "$WORK/drive.out" "${SCALE_ARGS[@]}" -phase nodes -results "$WORK/nodes.json"
+	if ((rc == 0)); then
+		step "the raw baseline, apart: the nodes stopped, a raw host in each namespace"
+		kill -TERM "${NODE_PIDS[@]}" 2>/dev/null || true
+		for pid in "${NODE_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+		OUTS+=("$WORK/drive-raw.out")
+		drive "$WORK/drive-raw.out" "${SCALE_ARGS[@]}" -phase raw -results "$WORK/nodes.json"
+	fi
+fi
 
 DELAY_CPU=$(ps -o times= -p "$DELAY_PID" 2>/dev/null | tr -d ' ' || true)
 kill -TERM "$DELAY_PID" 2>/dev/null && wait "$DELAY_PID" 2>/dev/null || true
 KIND="WAN lab"
 ((SCALE)) && KIND="scale lab, roles $ROLES, $THINGS Things per node over $CAPS capabilities, $KILL killed,"
-printf '\n== summary (%s %s: %d nodes + %d raw hosts over %s, RTT %s..%s ms per pair, loss %s; measured in %s)\n\n' \
-	"$KIND" "$LAB" "$NODES" "$NODES" "$TRANSPORT" "$RTT_MIN" "$RTT_MAX" "$LOSS" "$(since "$t0")"
-if grep -q '^BENCHTAB ' "$WORK/drive.out"; then
-	"$BIN/benchtab" <"$WORK/drive.out"
+printf '\n== summary (%s %s: %d nodes + %d raw hosts (%s) over %s, RTT %s..%s ms per pair, loss %s; measured in %s)\n\n' \
+	"$KIND" "$LAB" "$NODES" "$NODES" "$RAW" "$TRANSPORT" "$RTT_MIN" "$RTT_MAX" "$LOSS" "$(since "$t0")"
+if grep -q '^BENCHTAB ' "${OUTS[@]}"; then
+	cat "${OUTS[@]}" | "$BIN/benchtab"
 fi
 echo
 echo "router: $(grep 'WANDELAY stats' "$WORK/wandelay.out" | tail -n1 | sed 's/^WANDELAY stats //'); wandelay CPU ${DELAY_CPU:-?} s"

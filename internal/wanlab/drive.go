@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +40,52 @@ type driver struct {
 	// whose role is others ("light" or "auto").
 	dirNodes int
 	others   string
+
+	// lmosOn and rawOn say what this run measures: both, side by side,
+	// unless the raw hosts are measured apart (the scale lab: a hundred
+	// nodes and a hundred raw hosts at once overload two cores). Then a
+	// run of the nodes alone records their samples in apart, and a later
+	// run of the raw hosts alone, on the same namespaces and links,
+	// measures the baseline and prints the rows.
+	lmosOn, rawOn bool
+	apart         *apartResults
+	measured      int // measurements taken so far (index into apart.Measures)
+}
+
+// apartResults is what the nodes' run of a lab with the raw hosts apart
+// hands the raw hosts' run: the size of a record, and the lmosnode
+// samples of each measurement of rows 1 and 2, in the order taken.
+type apartResults struct {
+	Size     int       `json:"size"`
+	Measures []measure `json:"measures"`
+}
+
+// measure is one measurement's lmosnode samples (ms) and, for row 2, how
+// many of its lookups found every one of its providers.
+type measure struct {
+	Row       string    `json:"row"`
+	LM        []float64 `json:"lm"`
+	Complete  int       `json:"complete"`
+	Providers int       `json:"providers"`
+}
+
+// next returns the lmosnode samples of the next measurement of row: lm
+// when the nodes are measured here (recorded, if the raw hosts are
+// measured apart), else those the nodes' run recorded.
+func (d *driver) next(row string, m measure) (measure, error) {
+	m.Row = row
+	if d.lmosOn {
+		if d.apart != nil {
+			d.apart.Measures = append(d.apart.Measures, m)
+		}
+		return m, nil
+	}
+	i := d.measured
+	d.measured++
+	if i >= len(d.apart.Measures) || d.apart.Measures[i].Row != row {
+		return measure{}, fmt.Errorf("row %s: the nodes' run recorded no such measurement (#%d of %d)", row, i+1, len(d.apart.Measures))
+	}
+	return d.apart.Measures[i], nil
 }
 
 func runDrive(args []string) error {
@@ -62,6 +109,8 @@ func runDrive(args []string) error {
 	fs.DurationVar(&sc.settle, "settle", 20*time.Minute, "scale: how long the directories may take to settle after a stage")
 	fs.IntVar(&dirNodes, "directory-nodes", 0, "scale: nodes 1..this are directory nodes and the others light ones (reported apart); 0: all alike")
 	others := fs.String("others", "light", "scale: the role of the nodes after the directory nodes, as the report names them")
+	phase := fs.String("phase", "both", "both: nodes and raw hosts side by side; nodes: the nodes alone, their samples written to -results; raw: the raw hosts alone (started here), after a nodes run, the rows printed with its samples")
+	results := fs.String("results", "", "-phase nodes or raw: the file the nodes' samples go to and come from")
 	d := wandelay.DefaultConfig()
 	fs.DurationVar(&d.RTTMin, "rtt-min", d.RTTMin, "the lab's smallest RTT (for the report)")
 	fs.DurationVar(&d.RTTMax, "rtt-max", d.RTTMax, "the lab's largest RTT (for the report)")
@@ -71,6 +120,28 @@ func runDrive(args []string) error {
 	dr := &driver{n: *n, cold: *n + 1, client: &http.Client{Timeout: 3 * time.Minute}, delay: d, dirNodes: dirNodes, others: *others}
 	for k := 1; k <= *n; k++ {
 		dr.alive = append(dr.alive, k)
+	}
+	switch *phase {
+	case "both":
+		dr.lmosOn, dr.rawOn = true, true
+	case "nodes":
+		dr.lmosOn, dr.apart = true, &apartResults{}
+		defer func() {
+			if err := writeResults(*results, dr.apart); err != nil {
+				fmt.Fprintln(os.Stderr, "wanlab:", err)
+			}
+		}()
+	case "raw":
+		dr.rawOn = true
+		var err error
+		if dr.apart, err = readResults(*results); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("-phase %q: want both, nodes or raw", *phase)
+	}
+	if *phase != "both" && (*results == "" || !*scaled) {
+		return errors.New("-phase nodes and raw are the scale lab's (-scale), with -results")
 	}
 	ctx := context.Background()
 	type step struct {
@@ -113,6 +184,7 @@ func (d *driver) ctl(ctx context.Context, k int, method, path string, q url.Valu
 }
 
 type status struct {
+	Raw        bool   `json:"raw"`
 	RawPeers   int    `json:"rawPeers"`
 	TopicPeers int    `json:"topicPeers"`
 	NodeID     string `json:"nodeID"`
@@ -143,13 +215,18 @@ func poll(limit time.Duration, what string, cond func() (bool, string)) error {
 }
 
 func (d *driver) waitReady(ctx context.Context, limit time.Duration) error {
-	err := poll(limit, "every node's API and event stream, every peer's control server", func() (bool, string) {
+	if !d.lmosOn {
+		if err := d.each(func(k int) error { return d.ctl(ctx, k, http.MethodPost, "/raw/start", nil, nil) }); err != nil {
+			return err
+		}
+	}
+	err := poll(limit, "every node's API and event stream, every raw host, every peer's control server", func() (bool, string) {
 		st, err := d.status(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
 		for k, s := range st {
-			if s.NodeID == "" || !s.SSE {
+			if d.lmosOn && (s.NodeID == "" || !s.SSE) || d.rawOn && !s.Raw {
 				return false, fmt.Sprintf("namespace %d: %+v", k+1, s)
 			}
 		}
@@ -162,11 +239,22 @@ func (d *driver) waitReady(ctx context.Context, limit time.Duration) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d nodes and %d raw hosts up\n", d.n, d.n)
+	fmt.Printf("%d namespaces' %s up\n", d.n, d.kinds())
 	return poll(limit, "the cold namespace's control server", func() (bool, string) {
 		err := d.ctl(ctx, d.cold, http.MethodGet, "/status", nil, nil)
 		return err == nil, fmt.Sprint(err)
 	})
+}
+
+// kinds names what this run measures: "nodes", "raw hosts" or both.
+func (d *driver) kinds() string {
+	switch {
+	case !d.rawOn:
+		return "nodes"
+	case !d.lmosOn:
+		return "raw hosts"
+	}
+	return "nodes and raw hosts"
 }
 
 func (d *driver) nodeAddr(k int) string {
@@ -189,13 +277,16 @@ func (d *driver) link(ctx context.Context, meshes time.Duration) error {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			errs[i] = errors.Join(
-				retry(func() error {
+			if d.lmosOn {
+				errs[i] = retry(func() error {
 					return d.ctl(ctx, e[0], http.MethodPost, "/lmos/connect", url.Values{"addr": {d.nodeAddr(e[1])}}, nil)
-				}),
-				retry(func() error {
+				})
+			}
+			if d.rawOn {
+				errs[i] = errors.Join(errs[i], retry(func() error {
 					return d.ctl(ctx, e[0], http.MethodPost, "/raw/connect", url.Values{"to": {strconv.Itoa(e[1])}}, nil)
 				}))
+			}
 		})
 	}
 	wg.Wait()
@@ -220,14 +311,19 @@ func (d *driver) link(ctx context.Context, meshes time.Duration) error {
 	if len(missing) > 0 {
 		fmt.Printf("chords not linked (a node's, a raw host's or both): %s\n", strings.Join(missing, " "))
 	}
-	err := poll(meshes, "two topic peers on every raw host", func() (bool, string) {
+	// Linked when every raw host has two topic peers (its ring
+	// neighbours at least), or, without raw hosts, every node two peers.
+	err := poll(meshes, "two topic peers on every raw host, or two peers on every node", func() (bool, string) {
 		st, err := d.status(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
 		for k, s := range st {
-			if s.TopicPeers < 2 {
+			if d.rawOn && s.TopicPeers < 2 {
 				return false, fmt.Sprintf("raw host %d: %d topic peers", k+1, s.TopicPeers)
+			}
+			if !d.rawOn && s.NodePeers < 2 {
+				return false, fmt.Sprintf("node %d: %d peers", k+1, s.NodePeers)
 			}
 		}
 		return true, ""
@@ -322,51 +418,87 @@ const pause = 500 * time.Millisecond
 // N directories (each node's thing_created event), against raw gossipsub
 // delivering a message of the record's size to all N raw hosts.
 func (d *driver) propagation(ctx context.Context, samples int) error {
-	// The nodes that need the records: a light node holds the Things of
-	// the capabilities it looks up (a no-op for the others).
-	if err := d.each(func(k int) error {
-		return d.ctl(ctx, k, http.MethodPost, "/lmos/use", url.Values{"capability": {"wan-propagation"}}, nil)
-	}); err != nil {
-		return err
+	size := 0
+	if d.lmosOn {
+		// The nodes that need the records: a light node holds the Things of
+		// the capabilities it looks up (a no-op for the others).
+		if err := d.each(func(k int) error {
+			return d.ctl(ctx, k, http.MethodPost, "/lmos/use", url.Values{"capability": {"wan-propagation"}}, nil)
+		}); err != nil {
+			return err
+		}
+		warm, err := d.publishLMOS(ctx, d.alive[0], uuid(), "wan-propagation", false, true)
+		if err != nil {
+			return err
+		}
+		if _, err := d.arrivals(ctx, warm.Key); err != nil {
+			return fmt.Errorf("warm-up publication: %w", err)
+		}
+		size = warm.Size
+		if d.apart != nil {
+			d.apart.Size = size
+		}
+	} else {
+		size = d.apart.Size
 	}
-	warm, err := d.publishLMOS(ctx, d.alive[0], uuid(), "wan-propagation", false, true)
-	if err != nil {
-		return err
-	}
-	if _, err := d.arrivals(ctx, warm.Key); err != nil {
-		return fmt.Errorf("warm-up publication: %w", err)
-	}
-	size := warm.Size
 	fmt.Printf("records of about %d bytes\n", size)
-	var lm, rw []time.Duration
+	var lm, rw []float64
 	for i := range samples {
 		pub := d.alive[(i*7)%len(d.alive)]
-		var s started
-		if err := d.ctl(ctx, pub, http.MethodPost, "/raw/publish", url.Values{"size": {strconv.Itoa(size)}}, &s); err != nil {
-			return err
+		// take times one publication until it arrived at every peer.
+		take := func(what string, publish func() (started, error)) (float64, error) {
+			s, err := publish()
+			if err != nil {
+				return 0, err
+			}
+			last, err := d.arrivals(ctx, s.Key)
+			if err != nil {
+				return 0, fmt.Errorf("%s sample %d: %w", what, i, err)
+			}
+			time.Sleep(pause)
+			return ms(time.Duration(last - s.Start)), nil
 		}
-		last, err := d.arrivals(ctx, s.Key)
-		if err != nil {
-			return fmt.Errorf("raw sample %d: %w", i, err)
+		line := fmt.Sprintf("  sample %2d from node %2d:", i, pub)
+		if d.rawOn {
+			v, err := take("raw", func() (s started, err error) {
+				err = d.ctl(ctx, pub, http.MethodPost, "/raw/publish", url.Values{"size": {strconv.Itoa(size)}}, &s)
+				return s, err
+			})
+			if err != nil {
+				return err
+			}
+			rw = append(rw, v)
+			line += fmt.Sprintf(" raw %6.1f ms", v)
 		}
-		rw = append(rw, time.Duration(last-s.Start))
-		time.Sleep(pause)
-
-		if s, err = d.publishLMOS(ctx, pub, uuid(), "wan-propagation", false, false); err != nil {
-			return err
+		if d.lmosOn {
+			v, err := take("lmosnode", func() (started, error) {
+				return d.publishLMOS(ctx, pub, uuid(), "wan-propagation", false, false)
+			})
+			if err != nil {
+				return err
+			}
+			lm = append(lm, v)
+			line += fmt.Sprintf(" lmosnode %6.1f ms", v)
 		}
-		if last, err = d.arrivals(ctx, s.Key); err != nil {
-			return fmt.Errorf("lmosnode sample %d: %w", i, err)
-		}
-		lm = append(lm, time.Duration(last-s.Start))
-		time.Sleep(pause)
-		fmt.Printf("  sample %2d from node %2d: raw %6.1f ms, lmosnode %6.1f ms\n", i, pub, ms(rw[i]), ms(lm[i]))
+		fmt.Println(line)
+	}
+	m, err := d.next("1", measure{LM: lm})
+	if err != nil || !d.rawOn {
+		return err
 	}
 	for _, p := range percentiles {
 		benchtab.Print(benchtab.Row{Row: "1", Case: fmt.Sprintf("WAN propagation N=%d%s", len(d.alive), d.suffix), Metric: p.metric, Unit: "ms",
-			LMOS: percentile(lm, p.pct), Base: percentile(rw, p.pct), Baseline: "raw gossipsub", Target: p.target("p99", "≤ 1.5×")})
+			LMOS: pct(m.LM, p.pct), Base: pct(rw, p.pct), Baseline: "raw gossipsub" + d.apartNote(), Target: p.target("p99", "≤ 1.5×")})
 	}
 	return nil
+}
+
+// apartNote ends the name of a baseline measured apart from the nodes.
+func (d *driver) apartNote() string {
+	if d.lmosOn {
+		return ""
+	}
+	return ", measured apart"
 }
 
 // calls is row 3: pairs of consumer and owner across the lab, each
@@ -423,24 +555,37 @@ func (d *driver) coldDiscovery(ctx context.Context, providers, samples int) erro
 	cs := coldSamples{d: d, capability: capability, providers: providers}
 	for i := range samples {
 		entry := d.alive[(i*3)%len(d.alive)]
-		first, second := cs.lmos, cs.raw
-		if i%2 == 1 {
-			first, second = cs.raw, cs.lmos
+		var kinds []func(context.Context, int, int) error
+		if d.lmosOn {
+			kinds = append(kinds, cs.lmos)
 		}
-		if err := errors.Join(first(ctx, i, entry), second(ctx, i, entry)); err != nil {
-			return err
+		if d.rawOn {
+			kinds = append(kinds, cs.raw)
+		}
+		if i%2 == 1 {
+			slices.Reverse(kinds)
+		}
+		for _, take := range kinds {
+			if err := take(ctx, i, entry); err != nil {
+				return err
+			}
 		}
 	}
 	fmt.Printf("%d samples, %d incomplete lookups\n", samples, cs.incomplete)
+	m, err := d.next("2", measure{LM: cs.lm, Complete: cs.completeLM, Providers: providers})
+	if err != nil || !d.rawOn {
+		return err
+	}
+	note := d.apartNote()
 	for _, p := range percentiles {
 		benchtab.Print(benchtab.Row{Row: "2", Case: fmt.Sprintf("WAN cold discovery, %d of %d nodes provide%s", providers, len(d.alive), d.suffix), Metric: p.metric, Unit: "ms",
-			LMOS: pct(cs.lm, p.pct), Base: pct(cs.rw, p.pct), Baseline: "raw kad-dht FindProviders", Target: p.target("p50", "≤ 3×")})
+			LMOS: pct(m.LM, p.pct), Base: pct(cs.rw, p.pct), Baseline: "raw kad-dht FindProviders" + note, Target: p.target("p50", "≤ 3×")})
 	}
 	benchtab.Print(benchtab.Row{Row: "2", Case: "WAN raw lookup until it ends" + d.suffix, Metric: "p50", Unit: "ms",
-		LMOS: pct(cs.lm, 50), Base: pct(cs.rwEnd, 50), Baseline: "raw kad-dht, whole lookup"})
+		LMOS: pct(m.LM, 50), Base: pct(cs.rwEnd, 50), Baseline: "raw kad-dht, whole lookup" + note})
 	benchtab.Print(benchtab.Row{Row: "2", Case: "WAN cold discovery completeness" + d.suffix, Metric: "all providers found", Unit: "%",
-		LMOS: 100 * float64(cs.completeLM) / float64(max(len(cs.lm), 1)), Base: 100 * float64(cs.completeRaw) / float64(max(len(cs.rw), 1)),
-		Baseline: "raw kad-dht FindProviders", Target: "≥ 99 %"})
+		LMOS: 100 * float64(m.Complete) / float64(max(len(m.LM), 1)), Base: 100 * float64(cs.completeRaw) / float64(max(len(cs.rw), 1)),
+		Baseline: "raw kad-dht FindProviders" + note, Target: "≥ 99 %"})
 	return nil
 }
 
@@ -455,14 +600,27 @@ func (d *driver) provideCapability(ctx context.Context, capability string, provi
 		}
 	}
 	for _, k := range provs {
-		if _, err := d.publishLMOS(ctx, k, uuid(), capability, false, false); err != nil {
-			return nil, err
+		if d.lmosOn {
+			if _, err := d.publishLMOS(ctx, k, uuid(), capability, false, false); err != nil {
+				return nil, err
+			}
 		}
-		if err := d.ctl(ctx, k, http.MethodPost, "/raw/provide", url.Values{"capability": {capability}}, nil); err != nil {
-			return nil, err
+		if d.rawOn {
+			if err := d.ctl(ctx, k, http.MethodPost, "/raw/provide", url.Values{"capability": {capability}}, nil); err != nil {
+				return nil, err
+			}
 		}
 	}
-	fmt.Printf("capability %s provided by nodes and raw hosts %v\n", capability, provs)
+	fmt.Printf("capability %s provided by the %s of namespaces %v\n", capability, d.kinds(), provs)
+	if !d.rawOn {
+		// Without raw hosts, wait for a fresh node to find them all.
+		err := poll(time.Minute, "all providers found by a fresh node", func() (bool, string) {
+			cs := coldSamples{d: d, capability: capability, providers: len(provs)}
+			err := cs.lmos(ctx, -1, d.alive[0])
+			return err == nil && cs.completeLM == 1, fmt.Sprint(err)
+		})
+		return provs, err
+	}
 	want := strconv.Itoa(len(provs))
 	err := poll(time.Minute, "all raw providers in the DHT", func() (bool, string) {
 		var r struct {
@@ -553,15 +711,7 @@ func (q quantile) target(at, t string) string {
 	return t
 }
 
-// percentile is the p-th percentile (nearest rank) of ds in milliseconds.
-func percentile(ds []time.Duration, p float64) float64 {
-	f := make([]float64, len(ds))
-	for i, d := range ds {
-		f[i] = ms(d)
-	}
-	return pct(f, p)
-}
-
+// pct is the p-th percentile (nearest rank) of v.
 func pct(v []float64, p float64) float64 {
 	if len(v) == 0 {
 		return 0

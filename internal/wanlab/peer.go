@@ -48,14 +48,13 @@ type wanPeer struct {
 	k        int
 	home     string // the namespace's node home (its API token)
 	lmosnode string // the lmosnode binary (cold nodes)
+	coldNS   bool   // the cold namespace: no node or raw host of its own
 	log      *slog.Logger
 	api      *http.Client
 
-	h     host.Host
-	dht   *kaddht.IpfsDHT
-	topic *pubsub.Topic
-
+	ctx      context.Context // the peer's life
 	mu       sync.Mutex
+	raw      *rawHost // nil while none runs (scale lab, raw hosts apart)
 	arrivals map[string]time.Time
 	waiters  map[string][]chan time.Time
 	sse      bool
@@ -68,6 +67,7 @@ func runPeer(args []string) error {
 	k := fs.Int("index", 0, "this namespace's index K (address 10.78.K.2)")
 	home := fs.String("home", "", "home of this namespace's lmosnode (for its API token); for -cold, where cold nodes' homes go")
 	cold := fs.Bool("cold", false, "the cold-discovery namespace: no raw host of its own; starts fresh nodes on request")
+	raw := fs.Bool("raw", true, "start the raw host now; else when the driver asks (POST /raw/start: raw hosts measured apart from the nodes)")
 	bin := fs.String("lmosnode", "lmosnode", "the lmosnode binary (-cold)")
 	transportFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -76,18 +76,20 @@ func runPeer(args []string) error {
 	if *k < 1 || *k > 250 || *home == "" {
 		return errors.New("peer: -index 1..250 and -home are required")
 	}
-	p := &wanPeer{k: *k, home: *home, lmosnode: *bin,
+	p := &wanPeer{k: *k, home: *home, lmosnode: *bin, coldNS: *cold,
 		log:      slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		api:      &http.Client{Timeout: 2 * time.Minute},
 		arrivals: make(map[string]time.Time), waiters: make(map[string][]chan time.Time)}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	p.ctx = ctx
 	if !*cold {
-		if err := p.startRaw(ctx); err != nil {
-			return err
+		if *raw {
+			if err := p.startRaw(); err != nil {
+				return err
+			}
 		}
-		defer func() { _ = p.h.Close() }()
-		defer func() { _ = p.dht.Close() }()
+		defer p.stopRaw()
 		go p.watchNode(ctx)
 		backend := &http.Server{Addr: net.JoinHostPort(ipOf(p.k), strconv.Itoa(backendPort)), Handler: http.HandlerFunc(echoBackend)}
 		go func() { _ = backend.ListenAndServe() }()
@@ -106,12 +108,76 @@ func runPeer(args []string) error {
 	return nil
 }
 
-// startRaw starts the raw baseline host: built like the loopback
-// benchmark's raw hosts (node/bench_net_test.go), on the lab's transport
-// only, as the lab's nodes listen.
-func (p *wanPeer) startRaw(ctx context.Context) error {
-	h, err := libp2p.New(libp2p.Identity(rawKey(p.k)),
-		libp2p.ListenAddrStrings(hostAddr(ipOf(p.k), rawPort)),
+// rawHost is a peer's raw baseline host.
+type rawHost struct {
+	h      host.Host
+	dht    *kaddht.IpfsDHT
+	topic  *pubsub.Topic
+	cancel context.CancelFunc
+}
+
+func (r *rawHost) close() {
+	r.cancel()
+	_ = r.dht.Close()
+	_ = r.h.Close()
+}
+
+// rawHost returns the running raw host, nil if none.
+func (p *wanPeer) rawHost() *rawHost {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.raw
+}
+
+// withRaw serves a raw measurement with the running raw host, or answers
+// that none runs.
+func (p *wanPeer) withRaw(h func(http.ResponseWriter, *http.Request, *rawHost)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		raw := p.rawHost()
+		if raw == nil {
+			fail(w, errors.New("no raw host runs here (POST /raw/start)"))
+			return
+		}
+		h(w, r, raw)
+	}
+}
+
+// stopRaw closes the raw host, if one runs.
+func (p *wanPeer) stopRaw() {
+	p.mu.Lock()
+	r := p.raw
+	p.raw = nil
+	p.mu.Unlock()
+	if r != nil {
+		r.close()
+	}
+}
+
+// startRaw starts the raw baseline host, if none runs: built like the
+// loopback benchmark's raw hosts (node/bench_net_test.go), on the lab's
+// transport only, as the lab's nodes listen.
+func (p *wanPeer) startRaw() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.raw != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(p.ctx)
+	r, err := newRawHost(ctx, p.k, p.arrive)
+	if err != nil {
+		cancel()
+		return err
+	}
+	r.cancel = cancel
+	p.raw = r
+	return nil
+}
+
+// newRawHost starts raw host k; arrive is told of every message on its
+// topic.
+func newRawHost(ctx context.Context, k int, arrive func(string, time.Time)) (r *rawHost, err error) {
+	h, err := libp2p.New(libp2p.Identity(rawKey(k)),
+		libp2p.ListenAddrStrings(hostAddr(ipOf(k), rawPort)),
 		rawTransport(),
 		libp2p.DisableRelay(), libp2p.DisableMetrics(),
 		// The lab's addresses are private, which go-libp2p dials with
@@ -119,29 +185,37 @@ func (p *wanPeer) startRaw(ctx context.Context) error {
 		// starting at once on two cores.
 		libp2p.SwarmOpts(swarm.WithDialTimeoutLocal(labDialTimeout)), libp2p.WithDialTimeout(labDialTimeout))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	p.h = h
+	r = &rawHost{h: h}
+	defer func() {
+		if err != nil {
+			if r.dht != nil {
+				_ = r.dht.Close()
+			}
+			_ = h.Close()
+		}
+	}()
 	h.SetStreamHandler(echoProto, func(s network.Stream) {
 		defer func() { _ = s.Close() }()
 		_, _ = io.Copy(s, s)
 	})
-	if p.dht, err = kaddht.New(ctx, h, kaddht.ProtocolPrefix(lmosproto.ProtocolPrefix), kaddht.Mode(kaddht.ModeServer)); err != nil {
-		return err
+	if r.dht, err = kaddht.New(ctx, h, kaddht.ProtocolPrefix(lmosproto.ProtocolPrefix), kaddht.Mode(kaddht.ModeServer)); err != nil {
+		return nil, err
 	}
 	ps, err := pubsub.NewGossipSub(ctx, h,
 		pubsub.WithMessageIdFn(p2p.MessageID),
 		pubsub.WithFloodPublish(true),
 		pubsub.WithMaxMessageSize(lmosproto.MaxRecordSize+64<<10))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if p.topic, err = ps.Join(rawTopic); err != nil {
-		return err
+	if r.topic, err = ps.Join(rawTopic); err != nil {
+		return nil, err
 	}
-	sub, err := p.topic.Subscribe()
+	sub, err := r.topic.Subscribe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	go func() {
 		for {
@@ -150,11 +224,11 @@ func (p *wanPeer) startRaw(ctx context.Context) error {
 				return
 			}
 			if len(m.GetData()) >= 16 {
-				p.arrive("raw:"+hex.EncodeToString(m.GetData()[:16]), time.Now())
+				arrive("raw:"+hex.EncodeToString(m.GetData()[:16]), time.Now())
 			}
 		}
 	}()
-	return nil
+	return r, nil
 }
 
 // arrive records the first arrival of key and wakes its waiters.
@@ -336,9 +410,20 @@ func (p *wanPeer) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", p.status)
 	mux.HandleFunc("GET /wait", p.wait)
-	mux.HandleFunc("POST /raw/connect", p.rawConnect)
-	mux.HandleFunc("POST /raw/publish", p.rawPublish)
-	mux.HandleFunc("POST /raw/provide", p.rawProvide)
+	mux.HandleFunc("POST /raw/start", func(w http.ResponseWriter, r *http.Request) {
+		if err := p.startRaw(); err != nil {
+			fail(w, err)
+			return
+		}
+		writeOK(w)
+	})
+	mux.HandleFunc("POST /raw/stop", func(w http.ResponseWriter, r *http.Request) {
+		p.stopRaw()
+		writeOK(w)
+	})
+	mux.HandleFunc("POST /raw/connect", p.withRaw(p.rawConnect))
+	mux.HandleFunc("POST /raw/publish", p.withRaw(p.rawPublish))
+	mux.HandleFunc("POST /raw/provide", p.withRaw(p.rawProvide))
 	mux.HandleFunc("POST /raw/coldfind", p.rawColdFind)
 	mux.HandleFunc("POST /lmos/connect", p.lmosConnect)
 	mux.HandleFunc("POST /lmos/publish", p.lmosPublish)
@@ -347,7 +432,7 @@ func (p *wanPeer) routes() http.Handler {
 	mux.HandleFunc("POST /lmos/use", p.use)
 	mux.HandleFunc("POST /lmos/kill", p.kill)
 	mux.HandleFunc("POST /lmos/heap", p.heap)
-	mux.HandleFunc("POST /rtt", p.rtt)
+	mux.HandleFunc("POST /rtt", p.withRaw(p.rtt))
 	mux.HandleFunc("POST /cold/start", p.coldStart)
 	mux.HandleFunc("POST /cold/find", p.coldFind)
 	mux.HandleFunc("POST /cold/stop", func(w http.ResponseWriter, r *http.Request) {
@@ -367,9 +452,12 @@ func (p *wanPeer) status(w http.ResponseWriter, r *http.Request) {
 	var info struct {
 		PeerID string `json:"peerID"`
 	}
-	if p.h != nil {
-		st["rawPeers"] = len(p.h.Network().Peers())
-		st["topicPeers"] = len(p.topic.ListPeers())
+	if raw := p.rawHost(); raw != nil {
+		st["raw"] = true
+		st["rawPeers"] = len(raw.h.Network().Peers())
+		st["topicPeers"] = len(raw.topic.ListPeers())
+	}
+	if !p.coldNS {
 		if p.callNode(r.Context(), p.home, http.MethodGet, "/api/v1/node", nil, &info) == nil {
 			st["nodeID"] = info.PeerID
 		}
@@ -415,11 +503,11 @@ func (p *wanPeer) wait(w http.ResponseWriter, r *http.Request) {
 
 // rawConnect serves POST /raw/connect?to=K: the raw host connects to
 // namespace K's.
-func (p *wanPeer) rawConnect(w http.ResponseWriter, r *http.Request) {
+func (p *wanPeer) rawConnect(w http.ResponseWriter, r *http.Request, raw *rawHost) {
 	to, _ := strconv.Atoi(r.URL.Query().Get("to"))
 	ai, err := peer.AddrInfoFromString(rawAddr(to))
 	if err == nil {
-		err = p.h.Connect(r.Context(), *ai)
+		err = raw.h.Connect(r.Context(), *ai)
 	}
 	if err != nil {
 		fail(w, err)
@@ -431,12 +519,12 @@ func (p *wanPeer) rawConnect(w http.ResponseWriter, r *http.Request) {
 // rawPublish serves POST /raw/publish?size=N: the raw host publishes N
 // random bytes on its topic; the answer has the message's key and the
 // time it was sent.
-func (p *wanPeer) rawPublish(w http.ResponseWriter, r *http.Request) {
+func (p *wanPeer) rawPublish(w http.ResponseWriter, r *http.Request, raw *rawHost) {
 	size, _ := strconv.Atoi(r.URL.Query().Get("size"))
 	msg := make([]byte, max(size, 16))
 	_, _ = crand.Read(msg)
 	start := time.Now()
-	if err := p.topic.Publish(r.Context(), msg); err != nil {
+	if err := raw.topic.Publish(r.Context(), msg); err != nil {
 		fail(w, err)
 		return
 	}
@@ -445,8 +533,8 @@ func (p *wanPeer) rawPublish(w http.ResponseWriter, r *http.Request) {
 
 // rawProvide serves POST /raw/provide?capability=…: the raw host provides
 // the capability's key in the DHT.
-func (p *wanPeer) rawProvide(w http.ResponseWriter, r *http.Request) {
-	if err := p.dht.Provide(r.Context(), lmosdht.CapabilityCID(r.URL.Query().Get("capability")), true); err != nil {
+func (p *wanPeer) rawProvide(w http.ResponseWriter, r *http.Request, raw *rawHost) {
+	if err := raw.dht.Provide(r.Context(), lmosdht.CapabilityCID(r.URL.Query().Get("capability")), true); err != nil {
 		fail(w, err)
 		return
 	}
@@ -501,7 +589,7 @@ func (p *wanPeer) lmosPublish(w http.ResponseWriter, r *http.Request) {
 //	      backend
 //	http  POST to the owner's backend directly, one kept-alive connection
 //	raw   raw libp2p echo, a new stream per call on one connection
-func (p *wanPeer) rtt(w http.ResponseWriter, r *http.Request) {
+func (p *wanPeer) rtt(w http.ResponseWriter, r *http.Request, raw *rawHost) {
 	q := r.URL.Query()
 	to, _ := strconv.Atoi(q.Get("to"))
 	n, _ := strconv.Atoi(q.Get("n"))
@@ -512,7 +600,7 @@ func (p *wanPeer) rtt(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	if err := p.h.Connect(ctx, *ai); err != nil {
+	if err := raw.h.Connect(ctx, *ai); err != nil {
 		fail(w, err)
 		return
 	}
@@ -522,7 +610,7 @@ func (p *wanPeer) rtt(w http.ResponseWriter, r *http.Request) {
 	payload := map[string]string{"q": "wan lab " + strconv.Itoa(p.k)}
 	calls := map[string]func() error{
 		"raw": func() error {
-			s, err := p.h.NewStream(ctx, ai.ID, echoProto)
+			s, err := raw.h.NewStream(ctx, ai.ID, echoProto)
 			if err != nil {
 				return err
 			}
@@ -673,7 +761,9 @@ func (p *wanPeer) coldStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { _ = logf.Close() }()
-	cmd := exec.Command(p.lmosnode, "up", "--home", home)
+	// At debug: what each lookup asked and learned, kept after the node
+	// stops (stopCold).
+	cmd := exec.Command(p.lmosnode, "--log-level", "debug", "up", "--home", home)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		fail(w, err)
@@ -753,5 +843,6 @@ func (p *wanPeer) stopCold() {
 		_ = cmd.Process.Kill()
 		<-done
 	}
+	_ = os.Rename(filepath.Join(home, "node.log"), home+".log")
 	_ = os.RemoveAll(home)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -192,11 +193,30 @@ func (p *wanPeer) kill(w http.ResponseWriter, _ *http.Request) {
 		fail(w, fmt.Errorf("kill %d: %w", pid, err))
 		return
 	}
-	if p.h != nil {
-		_ = p.dht.Close()
-		_ = p.h.Close()
-	}
+	p.stopRaw()
 	writeJSON(w, map[string]int{"pid": pid})
+}
+
+// writeResults writes the nodes' samples for the raw hosts' run.
+func writeResults(file string, r *apartResults) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
+}
+
+// readResults reads what the nodes' run wrote.
+func readResults(file string) (*apartResults, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("the nodes' samples: %w", err)
+	}
+	var r apartResults
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("the nodes' samples: %s: %w", file, err)
+	}
+	return &r, nil
 }
 
 // nodePID finds the `lmosnode up --home home` process in /proc.
@@ -246,20 +266,31 @@ func (d *driver) stats(ctx context.Context) (map[int]nodeStats, error) {
 	return out, err
 }
 
-// scale runs the scale lab's steps after ready and links.
+// scale runs the scale lab's steps after ready and links. The raw hosts'
+// run of a lab that measures them apart has nothing to load: it takes
+// the rows' baselines on the same links, killing the same share.
 func (d *driver) scale(ctx context.Context, sc scaleConfig) error {
-	idle, err := d.stats(ctx)
-	if err != nil {
-		return err
-	}
-	d.report("idle, no Things", idle, nil, 0)
-	first := max(sc.things/sc.growth, 1)
-	for _, upto := range []int{first, sc.things} {
-		if err := d.load(ctx, sc, upto); err != nil {
+	if d.lmosOn {
+		idle, err := d.stats(ctx)
+		if err != nil {
 			return err
 		}
+		d.report("idle, no Things", idle, nil, 0)
+		first := max(sc.things/sc.growth, 1)
+		for _, upto := range []int{first, sc.things} {
+			if err := d.load(ctx, sc, upto); err != nil {
+				return err
+			}
+		}
+		d.heapProfiles(ctx)
+	} else {
+		// The raw hosts were linked a moment ago, the nodes minutes before
+		// their rows: let the meshes graft and the DHT settle first (in the
+		// first 50-node run raw propagation took 0.7–1.5 s right after
+		// linking, 64–118 ms a minute later).
+		fmt.Printf("raw hosts idle for %s before the rows\n", sc.window)
+		time.Sleep(sc.window)
 	}
-	d.heapProfiles(ctx)
 	if err := d.propagation(ctx, sc.samples); err != nil {
 		return err
 	}
@@ -470,8 +501,12 @@ func (d *driver) killShare(ctx context.Context, share float64) error {
 	dead = slices.DeleteFunc(slices.Compact(dead), func(k int) bool { return k == 1 })
 	errs := make([]error, len(dead))
 	var wg sync.WaitGroup
+	kill := "/lmos/kill" // the node, and the raw host if one runs
+	if !d.lmosOn {
+		kill = "/raw/stop"
+	}
 	for i, k := range dead {
-		wg.Go(func() { errs[i] = d.ctl(ctx, k, http.MethodPost, "/lmos/kill", nil, nil) })
+		wg.Go(func() { errs[i] = d.ctl(ctx, k, http.MethodPost, kill, nil, nil) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -479,7 +514,7 @@ func (d *driver) killShare(ctx context.Context, share float64) error {
 	}
 	d.alive = slices.DeleteFunc(d.alive, func(k int) bool { return slices.Contains(dead, k) })
 	d.suffix = fmt.Sprintf(", %d of %d killed", len(dead), d.n)
-	fmt.Printf("killed nodes %v at once; %d alive\n", dead, len(d.alive))
+	fmt.Printf("killed the %s of namespaces %v at once; %d alive\n", d.kinds(), dead, len(d.alive))
 	return nil
 }
 
