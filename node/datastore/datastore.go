@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	ds "github.com/ipfs/go-datastore"
 	"github.com/ipfs/go-datastore/query"
@@ -362,6 +363,10 @@ func Open(deps Deps, cfg Config, opts ...Option) (_ *Store, err error) {
 	cache := pebble.NewCache(int64(cfg.CacheMB) << 20)
 	defer cache.Unref()
 	popts := &pebble.Options{Logger: pebbleLogger{log: log}, FS: fs, Cache: cache}
+	// A bloom filter in every table (the levels below L0 inherit it) lets a
+	// read skip the levels that do not hold its key; without, a read of a
+	// record deep in a large store loads a block of every level above it.
+	popts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	pdb, err := pebble.Open(dir, popts)
 	if lockHeld(err) {
 		// The errno is kept out of the chain, where it would read as a

@@ -201,3 +201,33 @@ func TestDeferSync(t *testing.T) {
 		t.Fatalf("read back %q, %v", v, err)
 	}
 }
+
+// TestBloomFilters: the store's tables carry bloom filters, so a read
+// skips the tables that do not hold its key (a large directory's reads
+// were slowed by a block of every level above the record's).
+func TestBloomFilters(t *testing.T) {
+	d, err := Open(Deps{Self: "p"}, Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	for i := range 100 {
+		if err := d.Put(ctx, ds.NewKey(fmt.Sprintf("/k/%03d", i)), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.pdb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := d.pdb.Metrics().Filter
+	for i := range 10 {
+		if _, err := d.Get(ctx, ds.NewKey(fmt.Sprintf("/k/%03dx", i))); !errors.Is(err, ds.ErrNotFound) {
+			t.Fatalf("absent key %d: %v", i, err)
+		}
+	}
+	after := d.pdb.Metrics().Filter
+	if after.Hits-before.Hits < 10 {
+		t.Fatalf("the filters skipped %d of 10 reads of absent keys (misses %d)", after.Hits-before.Hits, after.Misses-before.Misses)
+	}
+}
