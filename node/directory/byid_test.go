@@ -14,12 +14,14 @@ import (
 
 // TestIDMap: the id map yields, for each id and in all, the entries a
 // plain map of id to entries holds, through adds, replacements and
-// removals, with a hash that collides often (ids of the same length) and
-// with the real one.
+// removals, with hashes that collide often (ids of the same length), at
+// the start of the table and at its end, and with the real one.
 func TestIDMap(t *testing.T) {
 	for name, hash := range map[string]func(string) uint64{
 		"colliding": func(id string) uint64 { return uint64(len(id) % 3) },
-		"maphash":   newIDMap(maphash.MakeSeed()).hash,
+		// Homes in the last slots: runs wrap around the table's end.
+		"wrapping": func(id string) uint64 { return ^uint64(len(id) % 3) },
+		"maphash":  newIDMap(maphash.MakeSeed()).hash,
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(3, 4))
