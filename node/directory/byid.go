@@ -85,11 +85,14 @@ func (m *idMap) grow() {
 	}
 }
 
-// index returns the slot of t, an entry.
+// index returns the slot of t, which must be an entry.
 func (m *idMap) index(t *thing) int {
 	mask := len(m.slots) - 1
 	i := m.home(t.id)
 	for m.slots[i] != t {
+		if m.slots[i] == nil {
+			panic("directory: id map: not an entry: " + t.id)
+		}
 		i = (i + 1) & mask
 	}
 	return i
