@@ -69,6 +69,23 @@ func TestIDMap(t *testing.T) {
 	}
 }
 
+// TestIDMapOneSlotPerID: many publishers of one id (sybils among them)
+// take one slot of the table, so they make no run that other ids' probes
+// would walk.
+func TestIDMapOneSlotPerID(t *testing.T) {
+	m := newIDMap(maphash.MakeSeed())
+	for i := range 100 {
+		m.add(&thing{id: "urn:x", publisher: peer.ID(fmt.Sprintf("p%d", i))})
+	}
+	m.add(&thing{id: "urn:y", publisher: "p0"})
+	if m.n != 2 || len(m.more["urn:x"]) != 99 {
+		t.Fatalf("%d entries in the table, %d others of urn:x; want 2 and 99", m.n, len(m.more["urn:x"]))
+	}
+	if n := len(slices.Collect(m.of("urn:x"))); n != 100 {
+		t.Fatalf("urn:x has %d entries, want 100", n)
+	}
+}
+
 func sameThings(a, b []*thing) bool {
 	if len(a) != len(b) {
 		return false
