@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	datastore "github.com/ipfs/go-datastore"
@@ -81,11 +80,11 @@ func Used() PutOption { return func(it *putItem) { it.used = true } }
 // for a user, invoked): the budget keeps them before unused ones for
 // RecentUse.
 func (d *Directory) Use(entries ...Entry) {
-	now := d.now().UnixNano()
+	now := unixSec(d.now())
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	for _, e := range entries {
-		if t := d.find(e.Publisher, e.ThingID); t != nil && t.used != nil {
+		if t := d.find(e.Publisher, e.ThingID); t != nil {
 			t.used.Store(now)
 		}
 	}
@@ -100,9 +99,9 @@ func (d *Directory) LearnedBytes() int64 {
 }
 
 // value is the Value at now (Unix nanoseconds) of a learned Thing of
-// publisher restricted to groups, last used at used. Callers hold mu or
-// wmu.
-func (d *Directory) value(publisher peer.ID, groups []string, used, now int64) Value {
+// publisher restricted to groups, last used at used (Unix seconds, 0:
+// never). Callers hold mu or wmu.
+func (d *Directory) value(publisher peer.ID, groups []string, used uint32, now int64) Value {
 	var v Value
 	if vp := d.valuer.Load(); vp != nil {
 		v = (*vp)(publisher, groups) &^ ValueUsed
@@ -112,7 +111,7 @@ func (d *Directory) value(publisher peer.ID, groups []string, used, now int64) V
 			v |= ValueOnline
 		}
 	}
-	if used != 0 && now-used < int64(RecentUse) {
+	if used != 0 && now-int64(used)*int64(time.Second) < int64(RecentUse) {
 		v |= ValueUsed
 	}
 	return v
@@ -137,7 +136,7 @@ type room struct {
 type candidate struct {
 	t     *thing
 	value Value
-	used  int64
+	used  uint32
 }
 
 // fits decides whether t (replacing old, nil if none), of value v, fits
@@ -170,7 +169,7 @@ func (d *Directory) fits(t, old *thing, v Value, r *room, now int64) bool {
 		if over <= 0 || c.value >= v {
 			break
 		}
-		if r.gone[c.t] || r.batch[thingRef{c.t.publisher, c.t.id}] {
+		if r.gone[c.t] || r.batch[thingRef{c.t.publisherID(), c.t.id}] {
 			continue
 		}
 		pick = append(pick, c.t)
@@ -194,16 +193,16 @@ func (d *Directory) fits(t, old *thing, v Value, r *room, now int64) bool {
 // changes no size and always fits. Callers hold wmu.
 func (d *Directory) budgeted(op *putOp, it putItem, old *thing, r *room, now time.Time) bool {
 	if old != nil && op.env != nil {
-		op.t.used = old.used
+		op.t.used.Store(old.used.Load()) // and a later Use of old: swap
 	}
 	if it.used {
-		op.t.used.Store(now.UnixNano())
+		op.t.used.Store(unixSec(now))
 	}
 	if op.env == nil {
 		return true
 	}
 	n := now.UnixNano()
-	v := d.value(op.t.publisher, op.env.Summary.Groups, op.t.used.Load(), n)
+	v := d.value(op.t.publisherID(), op.env.Summary.Groups, op.t.used.Load(), n)
 	return d.fits(op.t, old, v, r, n)
 }
 
@@ -214,7 +213,7 @@ func (d *Directory) candidates(now int64) []candidate {
 	for t := range d.byID.all() {
 		if !t.own {
 			u := t.used.Load()
-			out = append(out, candidate{t: t, value: d.value(t.publisher, t.groups(), u, now), used: u})
+			out = append(out, candidate{t: t, value: d.value(t.publisherID(), t.groups(), u, now), used: u})
 		}
 	}
 	slices.SortFunc(out, func(a, b candidate) int {
@@ -257,7 +256,7 @@ func newRoom(items []putItem) *room {
 func (d *Directory) stageEvictions(ctx context.Context, batch datastore.Batch, r *room) error {
 	r.sums = d.summaries(r.evict)
 	for _, t := range r.evict {
-		if err := batch.Delete(ctx, d.thingKey(t.publisher, t.id)); err != nil {
+		if err := batch.Delete(ctx, d.thingKey(t.publisherID(), t.id)); err != nil {
 			return err
 		}
 	}
@@ -293,7 +292,3 @@ func (d *Directory) announceEvicted(gone []Entry) {
 		(*fn)(gone)
 	}
 }
-
-// usedClock is a thing's time of last use in Unix nanoseconds (0: never),
-// shared by the versions of one Thing.
-type usedClock = atomic.Int64

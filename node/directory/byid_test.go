@@ -5,8 +5,10 @@ import (
 	"hash/maphash"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
+	"unique"
 	"unsafe"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -30,7 +32,7 @@ func TestIDMap(t *testing.T) {
 			want := map[string][]*thing{}
 			for step := range 4000 {
 				id := fmt.Sprintf("urn:%d", r.IntN(40))
-				pub := peer.ID(fmt.Sprintf("p%d", r.IntN(3)))
+				pub := unique.Make(peer.ID(fmt.Sprintf("p%d", r.IntN(3))))
 				var held *thing
 				for _, e := range want[id] {
 					if e.publisher == pub {
@@ -75,9 +77,9 @@ func TestIDMap(t *testing.T) {
 func TestIDMapOneSlotPerID(t *testing.T) {
 	m := newIDMap(maphash.MakeSeed())
 	for i := range 100 {
-		m.add(&thing{id: "urn:x", publisher: peer.ID(fmt.Sprintf("p%d", i))})
+		m.add(&thing{id: "urn:x", publisher: unique.Make(peer.ID(fmt.Sprintf("p%d", i)))})
 	}
-	m.add(&thing{id: "urn:y", publisher: "p0"})
+	m.add(&thing{id: "urn:y", publisher: unique.Make(peer.ID("p0"))})
 	if m.n != 2 || len(m.more["urn:x"]) != 99 {
 		t.Fatalf("%d entries in the table, %d others of urn:x; want 2 and 99", m.n, len(m.more["urn:x"]))
 	}
@@ -99,9 +101,49 @@ func sameThings(a, b []*thing) bool {
 }
 
 // TestThingSize: a directory holds a thing per Thing, millions of them;
-// the struct stays in the 128-byte size class (docs/performance.md).
+// the struct stays in the 96-byte size class and a slot's metadata at 20
+// bytes (docs/performance.md).
 func TestThingSize(t *testing.T) {
-	if n := unsafe.Sizeof(thing{}); n > 128 {
-		t.Errorf("thing is %d bytes, want at most 128", n)
+	if n := unsafe.Sizeof(thing{}); n > 96 {
+		t.Errorf("thing is %d bytes, want at most 96", n)
+	}
+	if n := unsafe.Sizeof(slotMeta{}); n > 20 {
+		t.Errorf("slotMeta is %d bytes, want at most 20", n)
+	}
+}
+
+// TestThingClone: clone copies every field (a field added to thing and
+// not to clone fails here).
+func TestThingClone(t *testing.T) {
+	var src thing
+	v := reflect.ValueOf(&src).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f := reflect.NewAt(f.Type(), f.Addr().UnsafePointer()).Elem(); f.Kind() {
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Uint32, reflect.Uint64:
+			f.SetUint(uint64(i + 1))
+		case reflect.Int64:
+			f.SetInt(int64(i + 1))
+		case reflect.Bool:
+			f.SetBool(true)
+		}
+	}
+	src.publisher = unique.Make(peer.ID("p"))
+	src.rare = &rareFields{groups: []string{"g"}}
+	src.used.Store(7)
+	c := src.clone()
+	cv := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		a := reflect.NewAt(v.Field(i).Type(), v.Field(i).Addr().UnsafePointer()).Elem().Interface()
+		b := reflect.NewAt(cv.Field(i).Type(), cv.Field(i).Addr().UnsafePointer()).Elem().Interface()
+		if name == "used" {
+			a, b = src.used.Load(), c.used.Load()
+		}
+		if !reflect.DeepEqual(a, b) || reflect.ValueOf(a).IsZero() {
+			t.Errorf("field %s: clone has %v, want %v (set)", name, b, a)
+		}
 	}
 }

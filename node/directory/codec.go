@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -275,6 +276,27 @@ func unixNano(t time.Time) int64 {
 	}
 	return t.UnixNano()
 }
+
+// unixSec is a registration time as a thing holds it: whole Unix
+// seconds (the second it falls in), 0 for none. A uint32 lasts until 2106;
+// a time before 1970 is held as 1970's first second.
+func unixSec(t time.Time) uint32 {
+	if t.IsZero() {
+		return 0
+	}
+	return uint32(min(max(t.Unix(), 1), math.MaxUint32))
+}
+
+func fromUnixSec(s uint32) time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(int64(s), 0).UTC()
+}
+
+// pastSec reports whether the time s (unixSec, 0 for never) has come at
+// now (Unix nanoseconds).
+func pastSec(s uint32, now int64) bool { return s != 0 && int64(s) <= now/int64(time.Second) }
 
 func fromUnixNano(n int64) time.Time {
 	if n == 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"unique"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -33,7 +34,7 @@ var errCursor = errors.New("not a cursor of this directory")
 // after e, one of the entries q returned: e.g. the last one a client
 // could send of a page cut short.
 func (q Query) CursorAfter(e Entry) string {
-	h := hit{t: &thing{publisher: e.Publisher, id: e.ThingID, title: e.Title}, online: e.Online, score: e.Score}
+	h := hit{t: &thing{publisher: unique.Make(e.Publisher), id: e.ThingID, title: e.Title}, online: e.Online, score: e.Score}
 	if q.Rank != nil {
 		h.rank = q.Rank(e.Publisher)
 	}
@@ -57,8 +58,8 @@ func encodeCursor(h hit, byID bool) string {
 	}
 	b = binary.AppendUvarint(b, uint64(len(title)))
 	b = append(b, title...)
-	b = binary.AppendUvarint(b, uint64(len(h.t.publisher)))
-	b = append(b, h.t.publisher...)
+	b = binary.AppendUvarint(b, uint64(len(h.t.publisherID())))
+	b = append(b, h.t.publisherID()...)
 	b = append(b, h.t.id...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -96,7 +97,7 @@ func decodeCursor(s string, byID bool) (hit, error) {
 	if !ok1 || !ok2 || math.IsNaN(score) {
 		return hit{}, errCursor
 	}
-	t := &thing{publisher: peer.ID(pub), id: string(b), title: title}
+	t := &thing{publisher: unique.Make(peer.ID(pub)), id: string(b), title: title}
 	h := hit{t: t, rank: int(rank), online: flags&cursorOnline != 0, score: score, key: titleKey(title)}
 	if byID {
 		h.key = titleKey(t.id)

@@ -96,7 +96,7 @@ func (d *Directory) entryWith(t *thing, score float64, det *details) Entry {
 	e := Entry{
 		Online:    online,
 		LastSeen:  fromUnixNano(seen),
-		Publisher: t.publisher,
+		Publisher: t.publisherID(),
 		ThingID:   t.id,
 		Seq:       t.seq,
 		Signed:    fromUnixNano(t.signed),
@@ -105,10 +105,10 @@ func (d *Directory) entryWith(t *thing, score float64, det *details) Entry {
 		Local:     t.localOf(),
 		Title:     t.title,
 		Groups:    t.groups(),
-		Created:   fromUnixNano(t.created),
-		Modified:  fromUnixNano(t.modified),
-		Expires:   fromUnixNano(t.expires),
-		TTL:       time.Duration(t.ttl),
+		Created:   fromUnixSec(t.created),
+		Modified:  fromUnixSec(t.modified),
+		Expires:   fromUnixSec(t.expires),
+		TTL:       d.ttl(t),
 		Score:     score,
 		dir:       d,
 	}
@@ -133,7 +133,7 @@ func (d *Directory) details(t *thing) *details {
 	if det, ok := d.cache.Get(t); ok {
 		return det
 	}
-	env, err := d.loadEnvelope(t.publisher, t.id)
+	env, err := d.loadEnvelope(t.publisherID(), t.id)
 	if err != nil || env.Tombstone {
 		// Removed since t was taken (a snapshot outlives its record).
 		return noDetails

@@ -96,7 +96,7 @@ func (d *Directory) notify(op putOp) {
 			return // nothing visible went away
 		}
 		e := d.entryWith(op.old, 0, d.summaryDetails(op.oldSum))
-		e.Tombstone, e.Seq, e.Signed, e.Modified, e.rec = true, op.t.seq, fromUnixNano(op.t.signed), fromUnixNano(op.t.modified), op.rec
+		e.Tombstone, e.Seq, e.Signed, e.Modified, e.rec = true, op.t.seq, fromUnixNano(op.t.signed), fromUnixSec(op.t.modified), op.rec
 		d.events.emit(EventDeleted, e, nil)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unique"
 
 	"github.com/Masterminds/semver/v3"
@@ -19,25 +20,22 @@ import (
 // it; a change, even a refreshed expiry, makes a new one, so readers may
 // keep a thing after the lock is released.
 type thing struct {
-	publisher peer.ID
+	// publisher is a handle of the publisher's peer ID: 8 bytes where the
+	// ID takes 16, and the Things of one publisher share its canonical
+	// copy (publisherID).
+	publisher unique.Handle[peer.ID]
 	id        string
 	// title orders results (interned: many Things share one).
 	title string
 	seq   uint64
 	// signed is the proof's creation time in Unix nanoseconds, 0 if none.
 	signed int64
-	// Registration times in Unix nanoseconds; expires is 0 for never.
-	created, modified, expires int64
-	ttl                        int64
 	// rare holds what few Things have: an own Thing's node-local metadata,
 	// the groups a Thing is restricted to; nil for a public learned
 	// Thing. It is never changed: a change makes a new one (withLocal,
 	// withGroups). A pointer, not the fields: most Things have neither,
 	// and a directory holds millions of them.
 	rare *rareFields
-	// used is when the Thing was last used (Directory.Use), shared by its
-	// versions; the budget evicts the least recently used first.
-	used *usedClock
 	// hash is a hash of the signed record, to recognise a record seen again
 	// (with the same seq and proof time) without reading it back.
 	hash uint32
@@ -45,8 +43,34 @@ type thing struct {
 	slot uint32
 	// size is the length of the signed record (at most
 	// proto.MaxRecordSize), counted against the publisher's quota.
-	size           uint32
+	size uint32
+	// Registration times in whole Unix seconds (unixSec), 0 for none;
+	// expires is 0 for never. Every output shows them in seconds (RFC
+	// 3339, HTTP dates), and seconds keep the struct at 96 bytes, a size
+	// class of Go's allocator where nanoseconds took 128 (a directory
+	// holds millions of things).
+	created, modified, expires uint32
+	// used is when the Thing was last used (Directory.Use), in Unix
+	// seconds; the budget evicts the least recently used first. The only
+	// field that changes once the directory holds the thing: Use sets it
+	// under the read lock.
+	used           atomic.Uint32
 	tombstone, own bool
+}
+
+// publisherID is t's publisher.
+func (t *thing) publisherID() peer.ID { return t.publisher.Value() }
+
+// clone is a copy of t for a new version of its entry (u := *t would
+// read the use clock, which Use may be setting, without the atomic load).
+func (t *thing) clone() *thing {
+	u := &thing{
+		publisher: t.publisher, id: t.id, title: t.title, seq: t.seq, signed: t.signed, rare: t.rare,
+		hash: t.hash, slot: t.slot, size: t.size, created: t.created, modified: t.modified, expires: t.expires,
+		tombstone: t.tombstone, own: t.own,
+	}
+	u.used.Store(t.used.Load())
+	return u
 }
 
 // rareFields are the fields of a thing that few Things have.
@@ -95,7 +119,7 @@ func (t *thing) localOf() Local {
 }
 
 // expired reports whether t is past its expiry at now (Unix nanoseconds).
-func (t *thing) expired(now int64) bool { return t.expires != 0 && t.expires <= now }
+func (t *thing) expired(now int64) bool { return pastSec(t.expires, now) }
 
 // intern returns a canonical copy of s, so that the many Things naming the
 // same vendor, capability, type or group share one string.
@@ -229,17 +253,21 @@ type term struct {
 // slotMeta is what a query reads for every candidate, kept by slot in one
 // array so that a scan over many candidates does not visit each thing.
 type slotMeta struct {
-	expires int64 // as thing.expires
-	// titleKey is the title's first 8 bytes, big-endian: ordering by it
-	// agrees with ordering by title wherever the keys differ (where they
-	// do not, the order compares the titles).
-	titleKey uint64
-	dl       uint32
+	expires uint32 // as thing.expires
+	dl      uint32
 	// pub is the publisher's place in Directory.pubTab (pubOwn for an own
 	// Thing), with scopedBit set for a Thing restricted to groups: a
 	// candidate's liveness, rank and visibility without visiting it.
 	pub uint32
+	// titleHi and titleLo are the title's first 8 bytes, big-endian
+	// (titleKey), in two halves: so the struct is 20 bytes, not 24.
+	titleHi, titleLo uint32
 }
+
+// titleKey is the title's titleKey: ordering by it agrees with ordering
+// by title wherever the keys differ (where they do not, the order
+// compares the titles).
+func (m *slotMeta) titleKey() uint64 { return uint64(m.titleHi)<<32 | uint64(m.titleLo) }
 
 // pubOwn is slotMeta.pub of an own Thing: its publisher has no pubState.
 const pubOwn uint32 = 0
@@ -309,7 +337,8 @@ func (x *index) add(t *thing, det *details, tf []termFreq, pub uint32) {
 		pub |= scopedBit
 	}
 	dl := docLength(tf)
-	x.meta[t.slot] = slotMeta{expires: t.expires, titleKey: titleKey(t.title), dl: dl, pub: pub}
+	key := titleKey(t.title)
+	x.meta[t.slot] = slotMeta{expires: t.expires, dl: dl, pub: pub, titleHi: uint32(key >> 32), titleLo: uint32(key)}
 	x.live++
 	x.totalDL += uint64(dl)
 	for _, ty := range det.types {
@@ -330,7 +359,8 @@ func (x *index) add(t *thing, det *details, tf []termFreq, pub uint32) {
 	for _, g := range t.groups() {
 		x.groups[g] = x.groups[g].insert(t.slot)
 	}
-	x.publishers[t.publisher] = x.publishers[t.publisher].insert(t.slot)
+	p := t.publisherID()
+	x.publishers[p] = x.publishers[p].insert(t.slot)
 
 	for _, f := range tf {
 		text := f.term
@@ -403,7 +433,7 @@ func (x *index) remove(t *thing, s *summary) {
 	for _, g := range t.groups() {
 		removeFrom(x.groups, g, slot)
 	}
-	removeFrom(x.publishers, t.publisher, slot)
+	removeFrom(x.publishers, t.publisherID(), slot)
 	x.totalDL -= uint64(x.meta[slot].dl)
 	x.slots[slot] = nil
 	x.meta[slot] = slotMeta{}

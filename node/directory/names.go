@@ -69,7 +69,7 @@ func (d *Directory) DropPublisher(p peer.ID) (int, error) {
 	var drop []*thing
 	d.mu.RLock()
 	for t := range d.byID.all() {
-		if t.publisher == p && !t.own {
+		if t.publisherID() == p && !t.own {
 			drop = append(drop, t)
 		}
 	}

@@ -69,13 +69,13 @@ func (d *Directory) account(t *thing, sign int) {
 	if t.own {
 		return
 	}
-	p := d.pubs[t.publisher]
+	p := d.pubs[t.publisherID()]
 	if p == nil {
 		if sign < 0 {
 			return
 		}
 		p = &pubState{since: d.now().UnixNano()}
-		d.pubs[t.publisher] = p
+		d.pubs[t.publisherID()] = p
 		d.placePub(p)
 	}
 	p.things += sign
@@ -86,7 +86,7 @@ func (d *Directory) account(t *thing, sign int) {
 		p.sum ^= ThingDigest(t.id, t.seq)
 	}
 	if p.things <= 0 {
-		delete(d.pubs, t.publisher)
+		delete(d.pubs, t.publisherID())
 		d.pubTab[p.place] = nil
 		d.pubFree = append(d.pubFree, p.place)
 	}
@@ -114,7 +114,7 @@ func (d *Directory) pubPlace(t *thing) uint32 {
 	if t.own {
 		return pubOwn
 	}
-	return d.pubs[t.publisher].place
+	return d.pubs[t.publisherID()].place
 }
 
 // slotOnline is liveness's first result for the Thing of slot meta m.
@@ -190,18 +190,18 @@ func (d *Directory) overQuota(t, old *thing, pending map[peer.ID]usage) bool {
 	if old != nil {
 		delta = usage{bytes: int64(t.size) - int64(old.size)}
 	}
-	cur := pending[t.publisher]
-	if p := d.pubs[t.publisher]; p != nil {
+	cur := pending[t.publisherID()]
+	if p := d.pubs[t.publisherID()]; p != nil {
 		cur.things += p.things
 		cur.bytes += p.bytes
 	}
 	if d.exceeds(cur, delta) {
 		return true
 	}
-	u := pending[t.publisher]
+	u := pending[t.publisherID()]
 	u.things += delta.things
 	u.bytes += delta.bytes
-	pending[t.publisher] = u
+	pending[t.publisherID()] = u
 	return false
 }
 
@@ -270,7 +270,7 @@ func (d *Directory) liveness(t *thing, now int64) (bool, int64) {
 	if t.own {
 		return true, 0
 	}
-	p := d.pubs[t.publisher]
+	p := d.pubs[t.publisherID()]
 	if p == nil {
 		return false, 0
 	}
@@ -286,7 +286,7 @@ func (d *Directory) offlineExpired(t *thing, now int64) bool {
 	if t.own {
 		return false
 	}
-	p := d.pubs[t.publisher]
+	p := d.pubs[t.publisherID()]
 	if p == nil {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -245,7 +246,7 @@ func better(a, b hit) bool {
 		return a.t.title < b.t.title
 	}
 	if a.t.publisher != b.t.publisher {
-		return a.t.publisher < b.t.publisher
+		return a.t.publisherID() < b.t.publisherID()
 	}
 	return a.t.id < b.t.id
 }
@@ -265,7 +266,7 @@ func betterByID(a, b hit) bool {
 	if a.t.id != b.t.id {
 		return a.t.id < b.t.id
 	}
-	return a.t.publisher < b.t.publisher
+	return a.t.publisherID() < b.t.publisherID()
 }
 
 // cursor walks a sorted posting list for membership tests of increasing
@@ -322,6 +323,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 	if q.Rank != nil {
 		ranks = make(map[uint32]int)
 	}
+	nowSec := now / int64(time.Second) // slotMeta.expires is in seconds
 	// consider adds slot s if it is in the lists of pf.cursors[from:] and
 	// passes the checks that postings cannot do. It reads the slot's
 	// metadata and visits the thing only where a check needs it (a
@@ -334,7 +336,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 			}
 		}
 		m := &x.meta[s]
-		if m.expires != 0 && m.expires <= now {
+		if m.expires != 0 && int64(m.expires) <= nowSec {
 			return
 		}
 		t := x.slots[s]
@@ -348,7 +350,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 		if q.Visible != nil && m.scoped() && !q.Visible(d.entryWith(t, 0, nil)) {
 			return
 		}
-		key := m.titleKey
+		key := m.titleKey()
 		if q.ByID {
 			key = titleKey(t.id)
 		}
@@ -357,7 +359,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 			pub := m.publisher()
 			r, ok := ranks[pub]
 			if !ok {
-				r = q.Rank(t.publisher)
+				r = q.Rank(t.publisherID())
 				ranks[pub] = r
 			}
 			h.rank = r

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/Masterminds/semver/v3"
 	datastore "github.com/ipfs/go-datastore"
@@ -361,8 +362,7 @@ func (d *Directory) decodeStored(r query.Result, now time.Time) (*thing, *detail
 	if !t.own && t.expires == 0 {
 		// Stored as own under another node identity: now it is a learned
 		// Thing like any other, and expires unless seen again.
-		t.ttl = int64(d.cfg.TTL)
-		t.expires = now.Add(d.cfg.TTL).UnixNano()
+		t.expires = unixSec(now.Add(d.cfg.TTL))
 		t.withLocal(Local{})
 	}
 	return t, det, tf, true
@@ -384,19 +384,17 @@ func (d *Directory) makeThing(pub peer.ID, env *envelope, hash uint32) (*thing, 
 // indexes need (indexed adds it): what a writer decides a change by.
 func (d *Directory) baseThing(pub peer.ID, env *envelope, hash uint32) *thing {
 	t := &thing{
-		publisher: peer.ID(intern(string(pub))),
+		publisher: unique.Make(pub),
 		id:        env.ThingID,
 		seq:       env.Seq,
 		signed:    unixNano(env.Signed),
 		hash:      hash,
-		created:   unixNano(env.Created),
-		modified:  unixNano(env.Modified),
-		expires:   unixNano(env.Expires),
-		ttl:       int64(env.TTL),
+		created:   unixSec(env.Created),
+		modified:  unixSec(env.Modified),
+		expires:   unixSec(env.Expires),
 		tombstone: env.Tombstone,
 		own:       pub == d.self,
 		size:      uint32(len(env.Raw)),
-		used:      new(usedClock),
 	}
 	t.withLocal(env.Local)
 	return t
@@ -447,7 +445,7 @@ func (d *Directory) version(v string) *semver.Version {
 // included. Callers hold mu, or wmu.
 func (d *Directory) find(pub peer.ID, id string) *thing {
 	for t := range d.byID.of(id) {
-		if t.publisher == pub {
+		if t.publisherID() == pub {
 			return t
 		}
 	}
@@ -471,10 +469,11 @@ func (d *Directory) insert(t *thing, det *details, tf []termFreq) {
 // unreadable). Callers hold mu for writing.
 func (d *Directory) swap(old, t *thing, det *details, tf []termFreq, refresh bool, oldSum *summary) {
 	d.byID.replace(old, t)
+	t.used.Store(max(t.used.Load(), old.used.Load())) // a Use of old since t was built
 	if t.own {
 		d.own[t.id] = t
 	}
-	if p := d.pubs[t.publisher]; p != nil && !t.own {
+	if p := d.pubs[t.publisherID()]; p != nil && !t.own {
 		p.bytes += int64(t.size) - int64(old.size)
 		if old.public() {
 			p.live--
@@ -865,7 +864,7 @@ func (d *Directory) apply(ops []putOp, r *room, now time.Time) {
 		} else {
 			d.swap(op.old, op.t, op.det, op.tf, op.refresh, op.oldSum)
 		}
-		if p := d.pubs[op.t.publisher]; p != nil && !op.t.own {
+		if p := d.pubs[op.t.publisherID()]; p != nil && !op.t.own {
 			// A record's proof time is evidence its publisher was alive.
 			p.see(min(unixNano(op.rec.Signer.Created), now.UnixNano()))
 		}
@@ -968,16 +967,16 @@ func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, old
 	if old != nil && old.seq == rec.Seq && old.signed == signed && old.tombstone == rec.Tombstone() && old.hash == hash {
 		// The same record again: refresh a learned entry's expiry, store new
 		// local metadata of an own one.
-		u := *old
+		u := old.clone()
 		switch {
 		case !old.own:
-			u.expires = now.Add(time.Duration(old.ttl)).UnixNano()
+			u.expires = unixSec(now.Add(d.ttl(old)))
 		case local != nil && *local != old.localOf():
 			u.withLocal(*local)
 		default:
 			return op, nil
 		}
-		op.t, op.refresh, op.change = &u, true, Unchanged
+		op.t, op.refresh, op.change = u, true, Unchanged
 		return op, nil
 	}
 	if old != nil {
@@ -991,13 +990,16 @@ func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, old
 		}
 	}
 
+	// Registration times are held in whole seconds (thing.created): the
+	// envelope stores them so too, so that it agrees with memory.
+	reg := fromUnixSec(unixSec(now))
 	env := envelope{
 		Tombstone: rec.Tombstone(),
 		Own:       pub == d.self,
 		Seq:       rec.Seq,
 		Signed:    rec.Signer.Created,
-		Created:   now,
-		Modified:  now,
+		Created:   reg,
+		Modified:  reg,
 		ThingID:   id,
 		Summary:   summarize(rec.TD),
 		Raw:       rec.Raw,
@@ -1009,12 +1011,12 @@ func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, old
 		env.TTL = d.cfg.TTL
 	}
 	if env.TTL > 0 {
-		env.Expires = now.Add(env.TTL)
+		env.Expires = reg.Add(env.TTL)
 	}
 	if old != nil && (!old.tombstone || env.Tombstone) {
 		// A new version keeps its registration; a Thing created again after
 		// its tombstone is registered anew.
-		env.Created = fromUnixNano(old.created)
+		env.Created = fromUnixSec(old.created)
 	}
 	if env.Own {
 		switch {
@@ -1040,13 +1042,13 @@ func (d *Directory) prepare(rec *lmosproto.Record, local *Local, old *thing, old
 // proto.Record.Newer. The held record's bytes are read only when Newer
 // needs them: same sequence number and proof time.
 func (d *Directory) newer(rec *lmosproto.Record, old *thing, oldRaw []byte) (bool, error) {
-	held := &lmosproto.Record{ThingID: old.id, Seq: old.seq, Signer: lmosproto.Signer{PeerID: old.publisher, Created: fromUnixNano(old.signed)}}
+	held := &lmosproto.Record{ThingID: old.id, Seq: old.seq, Signer: lmosproto.Signer{PeerID: old.publisherID(), Created: fromUnixNano(old.signed)}}
 	if !old.tombstone {
 		held.TD = liveMarker
 	}
 	if rec.Seq == old.seq && unixNano(rec.Signer.Created) == old.signed {
 		if oldRaw == nil {
-			env, err := d.loadEnvelope(old.publisher, old.id)
+			env, err := d.loadEnvelope(old.publisherID(), old.id)
 			if err != nil {
 				return false, fmt.Errorf("directory: put: %w", err)
 			}
@@ -1064,15 +1066,28 @@ func (d *Directory) envelopeOf(rec *lmosproto.Record, t *thing) *envelope {
 		Own:       t.own,
 		Seq:       t.seq,
 		Signed:    fromUnixNano(t.signed),
-		Created:   fromUnixNano(t.created),
-		Modified:  fromUnixNano(t.modified),
-		Expires:   fromUnixNano(t.expires),
-		TTL:       time.Duration(t.ttl),
+		Created:   fromUnixSec(t.created),
+		Modified:  fromUnixSec(t.modified),
+		Expires:   fromUnixSec(t.expires),
+		TTL:       d.ttl(t),
 		ThingID:   t.id,
 		Local:     t.localOf(),
 		Summary:   summarize(rec.TD),
 		Raw:       rec.Raw,
 	}
+}
+
+// ttl is the lifetime t's expiry is computed with: Config.TTL for a
+// learned entry, Config.TombstoneTTL for an own tombstone, none for an own
+// Thing.
+func (d *Directory) ttl(t *thing) time.Duration {
+	switch {
+	case !t.own:
+		return d.cfg.TTL
+	case t.tombstone:
+		return d.cfg.TombstoneTTL
+	}
+	return 0
 }
 
 // Purge drops every entry expired at now, and with Config.OfflineTTL the
@@ -1112,7 +1127,7 @@ func (d *Directory) remove(things []*thing) error {
 	batch, err := d.ds.Batch(ctx)
 	if err == nil {
 		for _, t := range things {
-			if err = batch.Delete(ctx, d.thingKey(t.publisher, t.id)); err != nil {
+			if err = batch.Delete(ctx, d.thingKey(t.publisherID(), t.id)); err != nil {
 				break
 			}
 		}
@@ -1150,7 +1165,7 @@ func (d *Directory) summaries(things []*thing) []*summary {
 		if t.tombstone {
 			continue
 		}
-		if env, err := d.loadEnvelope(t.publisher, t.id); err == nil && !env.Tombstone {
+		if env, err := d.loadEnvelope(t.publisherID(), t.id); err == nil && !env.Tombstone {
 			out[i] = &env.Summary
 		}
 	}
@@ -1285,7 +1300,7 @@ func (d *Directory) Counts(online func(peer.ID) bool) Counts {
 		if t.tombstone {
 			continue
 		}
-		if !t.own && online != nil && online(t.publisher) {
+		if !t.own && online != nil && online(t.publisherID()) {
 			c.LearnedOnline++
 		}
 		switch scoped := len(t.groups()) > 0; {
