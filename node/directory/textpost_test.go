@@ -81,10 +81,16 @@ func check(t *testing.T, l *textList, want map[uint32]uint8, step int) {
 	if i != len(keys) {
 		t.Fatalf("step %d: %d postings, want %d", step, i, len(keys))
 	}
+	if len(keys) > 0 && l.last != keys[len(keys)-1] {
+		t.Fatalf("step %d: the list's last slot is %d, want %d", step, l.last, keys[len(keys)-1])
+	}
+	var prevLast uint32
 	for j, ch := range l.chunks {
-		if ch.n == 0 || ch.n > chunkMax || j > 0 && ch.first <= l.chunks[j-1].last {
-			t.Fatalf("step %d: chunk %d: %d postings, %d..%d", step, j, ch.n, ch.first, ch.last)
+		ps := ch.decode(nil)
+		if ch.n == 0 || ch.n > chunkMax || j > 0 && ch.first <= prevLast {
+			t.Fatalf("step %d: chunk %d: %d postings, first %d after %d", step, j, ch.n, ch.first, prevLast)
 		}
+		prevLast = ps[len(ps)-1].slot
 	}
 }
 
