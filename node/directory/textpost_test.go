@@ -9,7 +9,8 @@ import (
 
 // TestTextList: a compressed term list holds what a plain map of slot to
 // tf holds, in slot order, through inserts at the end and in the middle
-// (slots reused), removals, chunk splits and tfs past the escape.
+// (slots reused), removals, chunk splits, and gaps and tfs wider than
+// their chunk's widths (the chunk packed again).
 func TestTextList(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, span := range []uint32{40, 1000, 1 << 20, 1 << 31} {
