@@ -63,10 +63,12 @@
 // lowercase RFC 4648 base32 without padding, so that any id (URNs, URLs with
 // slashes, dots) is one key segment. An envelope (codec.go) is a small
 // binary record: a format byte, flags (own, tombstone), the sequence number
-// and proof time, the registration times (created, modified, expires, TTL),
-// the thing id, the node-local metadata as JSON, a summary of the fields the
-// indexes need (title, description, types, vendor, capabilities, groups) and
-// finally the signed record exactly as published. The summary lets Open
+// and proof time, the registration times (created, modified, expires in
+// whole seconds, as memory holds them; the TTL, which Open leaves for the
+// node's setting), the thing id, the node-local metadata as JSON, a
+// summary of the fields the indexes need (title, description, types,
+// vendor, capabilities, groups) and finally the signed record exactly as
+// published. The summary lets Open
 // rebuild the indexes without parsing every TD.
 //
 // Every write is committed in one batch (several of at most 1 MiB each
