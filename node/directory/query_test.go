@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -391,4 +393,70 @@ func TestSearchByID(t *testing.T) {
 			t.Errorf("%+v: %v (total %d), want %v (total %d)", q, got, r.Total, f.ids(want), all.Total)
 		}
 	}
+}
+
+// TestSearchPagesAgree: a page of any query is the same slice of the
+// query's whole ordered result, over random Things whose titles share
+// their first 8 bytes or not, of online and offline publishers, with and
+// without text, a publisher rank and a version constraint. A query keeps
+// only the hits that may make its page (a heap of offset + limit); this
+// checks that what it drops is what a full sort puts after the page.
+func TestSearchPagesAgree(t *testing.T) {
+	clock := newClock()
+	pubs := []publisher{newPublisher(t, 1), newPublisher(t, 2), newPublisher(t, 3), newPublisher(t, 4)}
+	d := open(t, memStore(), pubs[0].id, clock, Config{})
+	r := rand.New(rand.NewPCG(7, 8))
+	titles := []string{"Weather station", "Weather stations", "Weather", "Alpha", "alpha", "Zulu agent", "Weather station 2"}
+	words := []string{"rain", "snow", "sun", "wind"}
+	for i := range 120 {
+		p := pubs[r.IntN(len(pubs))]
+		spec := thingSpec{id: fmt.Sprintf("urn:p:%d", r.IntN(90)), title: titles[r.IntN(len(titles))],
+			description: words[r.IntN(len(words))] + " " + words[r.IntN(len(words))],
+			caps:        []lmosproto.Capability{capv("forecast", fmt.Sprintf("%d.0.0", 1+i%3))}, seq: uint64(1 + i)}
+		if _, err := d.Put(p.sign(t, spec, t0), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Publishers 2 and 3 go offline; 1 stays online.
+	clock.Advance(DefaultOfflineAfter + time.Minute)
+	d.Seen(pubs[1].id, clock.Now())
+	rank := func(p peer.ID) int {
+		if p == pubs[2].id {
+			return 1
+		}
+		return 0
+	}
+	for _, q := range []Query{
+		{}, {Capability: "forecast"}, {Capability: "forecast@>=2.0.0"}, {Text: "rain sun"},
+		{Rank: rank}, {Text: "snow", Rank: rank}, {Online: true}, {ByID: true}, {ByID: true, Rank: rank},
+	} {
+		all, err := d.Search(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{1, 3, 7} {
+			for _, offset := range []int{0, 2, 11} {
+				q.Limit, q.Offset = limit, offset
+				res, err := d.Search(q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := all.Entries[min(offset, len(all.Entries)):]
+				want = want[:min(limit, len(want))]
+				if res.Total != all.Total || !slices.EqualFunc(res.Entries, want, sameEntry) {
+					t.Fatalf("%+v: total %d, %v; want %d, %v", q, res.Total, entryKeys(res.Entries), all.Total, entryKeys(want))
+				}
+			}
+		}
+	}
+}
+
+func sameEntry(a, b Entry) bool { return a.Publisher == b.Publisher && a.ThingID == b.ThingID }
+
+func entryKeys(es []Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ThingID + "/" + e.Title + "/" + e.Publisher.String()[len(e.Publisher.String())-4:]
+	}
+	return out
 }
