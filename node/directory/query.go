@@ -328,18 +328,24 @@ func (d *Directory) Search(q Query) (Result, error) {
 	// passes the checks that postings cannot do. It reads the slot's
 	// metadata and visits the thing only where a check needs it (a
 	// version constraint, a Thing restricted to groups, ordering by id),
-	// since at a million Things the visits are most of a query's time.
-	consider := func(s uint32, score float64, from int) {
+	// since at a million Things the visits are most of a query's time. m
+	// and t are the slot's metadata and thing if the caller read them
+	// (nil: consider reads them).
+	consider := func(s uint32, m *slotMeta, t *thing, score float64, from int) {
 		for i := from; i < len(pf.cursors); i++ {
 			if !pf.cursors[i].has(s) {
 				return
 			}
 		}
-		m := &x.meta[s]
+		if m == nil {
+			m = &x.meta[s]
+		}
 		if m.expires != 0 && int64(m.expires) <= nowSec {
 			return
 		}
-		t := x.slots[s]
+		if t == nil {
+			t = x.slots[s]
+		}
 		if t == nil || (pf.capCursor >= 0 && !pf.versionMatches(t)) {
 			return
 		}
@@ -373,17 +379,36 @@ func (d *Directory) Search(q Query) (Result, error) {
 
 	switch {
 	case f.text:
-		d.scoreText(f.terms, func(s uint32, score float64) { consider(s, score, 0) })
+		d.scoreText(f.terms, func(s uint32, score float64) { consider(s, nil, nil, score, 0) })
+	case len(pf.cursors) == 1:
+		// One list: its candidates' metadata and things are read a batch
+		// at a time, in a loop of loads alone, so that their cache misses
+		// overlap (a popular capability's candidates are spread over both
+		// arrays, tens of MB at a million Things).
+		driver := &pf.cursors[0]
+		var metas [metaBatch]slotMeta
+		var things [metaBatch]*thing
+		for i := 0; i < len(driver.list); i += metaBatch {
+			batch := driver.list[i:min(i+metaBatch, len(driver.list))]
+			for j, s := range batch {
+				metas[j], things[j] = x.meta[s], x.slots[s]
+			}
+			for j, s := range batch {
+				driver.pos = i + j
+				consider(s, &metas[j], things[j], 0, 1)
+			}
+		}
 	case len(pf.cursors) > 0:
-		// The shortest list drives a query without text.
+		// The shortest list drives a query without text; the others
+		// filter its candidates, one at a time.
 		driver := &pf.cursors[0]
 		for i, s := range driver.list {
 			driver.pos = i
-			consider(s, 0, 1)
+			consider(s, nil, nil, 0, 1)
 		}
 	default:
 		for s := range x.slots {
-			consider(uint32(s), 0, 0)
+			consider(uint32(s), nil, nil, 0, 0)
 		}
 	}
 	res := d.page(&top, q.Offset)
@@ -409,6 +434,10 @@ func (d *Directory) page(top *topK, offset int) Result {
 	}
 	return res
 }
+
+// metaBatch is how many candidates' metadata and things a query of one
+// posting list reads at once.
+const metaBatch = 32
 
 // maxFilterLists is the most posting lists a query's filters select: type,
 // capability, vendor, group and publisher.
