@@ -395,8 +395,8 @@ func TestSearchByID(t *testing.T) {
 	}
 }
 
-// TestSearchPagesAgree: a page of any query is the same slice of the
-// query's whole ordered result, over random Things whose titles share
+// TestSearchPagesAgree: a capability query finds what was put, and a
+// page of any query is the same slice of the query's whole ordered result, over random Things whose titles share
 // their first 8 bytes or not, of online and offline publishers, with and
 // without text, a publisher rank and a version constraint. A query keeps
 // only the hits that may make its page (a heap of offset + limit); this
@@ -408,6 +408,7 @@ func TestSearchPagesAgree(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	titles := []string{"Weather station", "Weather stations", "Weather", "Alpha", "alpha", "Zulu agent", "Weather station 2"}
 	words := []string{"rain", "snow", "sun", "wind"}
+	major := map[string]int{} // "id publisher" of every Thing held: its capability's major version
 	for i := range 120 {
 		p := pubs[r.IntN(len(pubs))]
 		spec := thingSpec{id: fmt.Sprintf("urn:p:%d", r.IntN(90)), title: titles[r.IntN(len(titles))],
@@ -415,6 +416,32 @@ func TestSearchPagesAgree(t *testing.T) {
 			caps:        []lmosproto.Capability{capv("forecast", fmt.Sprintf("%d.0.0", 1+i%3))}, seq: uint64(1 + i)}
 		if _, err := d.Put(p.sign(t, spec, t0), nil); err != nil {
 			t.Fatal(err)
+		}
+		major[spec.id+" "+p.id.String()] = 1 + i%3
+	}
+	// The whole results of the queries with a capability, against what was
+	// put: every Thing held (or those at 2.0.0 and above), once each.
+	for _, c := range []struct {
+		q   string
+		min int
+	}{{"forecast", 1}, {"forecast@>=2.0.0", 2}} {
+		res, err := d.Search(Query{Capability: c.q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want []string
+		for _, e := range res.Entries {
+			got = append(got, e.ThingID+" "+e.Publisher.String())
+		}
+		for k, v := range major {
+			if v >= c.min {
+				want = append(want, k)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if res.Total != len(want) || !slices.Equal(got, want) {
+			t.Fatalf("%s: total %d, %d entries; want %d: %v", c.q, res.Total, len(got), len(want), want)
 		}
 	}
 	// Publishers 2 and 3 go offline; 1 stays online.
