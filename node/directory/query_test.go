@@ -396,11 +396,12 @@ func TestSearchByID(t *testing.T) {
 }
 
 // TestSearchPagesAgree: a capability query finds what was put, and a
-// page of any query is the same slice of the query's whole ordered result, over random Things whose titles share
-// their first 8 bytes or not, of online and offline publishers, with and
-// without text, a publisher rank and a version constraint. A query keeps
-// only the hits that may make its page (a heap of offset + limit); this
-// checks that what it drops is what a full sort puts after the page.
+// page of any query is the same slice of the query's whole ordered
+// result, over random Things whose titles share their first 8 bytes or
+// not, of online and offline publishers, with and without text, a
+// publisher rank and a version constraint. A query keeps only the hits
+// that may make its page (a heap of offset + limit) and reads a single
+// list's candidates in batches; this checks both against the whole.
 func TestSearchPagesAgree(t *testing.T) {
 	clock := newClock()
 	pubs := []publisher{newPublisher(t, 1), newPublisher(t, 2), newPublisher(t, 3), newPublisher(t, 4)}
