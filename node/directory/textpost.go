@@ -19,8 +19,8 @@ import (
 //
 // in that many bits, little-endian, where the gap is the slot less the
 // previous slot (the first posting counts from the chunk's first slot,
-// so its gap is 0). A posting of the benchmark corpus takes 1.25 bytes
-// (uvarints took 1.51, a plain list of slots and tfs five). A posting
+// so its gap is 0). A posting of the benchmark corpus takes 1.26 bytes
+// with its chunk's header (uvarints took 1.51, a plain list five). A posting
 // past the list's end (a new slot, the common case) is appended to the
 // last chunk, in place unless it is wider than the chunk's widths (then
 // the chunk is packed again); one in the middle (a slot freed and
