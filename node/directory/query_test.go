@@ -409,24 +409,39 @@ func TestSearchPagesAgree(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	titles := []string{"Weather station", "Weather stations", "Weather", "Alpha", "alpha", "Zulu agent", "Weather station 2"}
 	words := []string{"rain", "snow", "sun", "wind"}
-	major := map[string]int{} // "id publisher" of every Thing held: its capability's major version
+	type held struct {
+		major int // the capability's major version
+		tool  bool
+	}
+	things := map[string]held{} // by "id publisher"
 	for i := range 120 {
 		p := pubs[r.IntN(len(pubs))]
 		spec := thingSpec{id: fmt.Sprintf("urn:p:%d", r.IntN(90)), title: titles[r.IntN(len(titles))],
 			description: words[r.IntN(len(words))] + " " + words[r.IntN(len(words))],
 			caps:        []lmosproto.Capability{capv("forecast", fmt.Sprintf("%d.0.0", 1+i%3))}, seq: uint64(1 + i)}
+		if i%4 == 0 {
+			spec.typ = lmosproto.TypeTool
+		}
 		if _, err := d.Put(p.sign(t, spec, t0), nil); err != nil {
 			t.Fatal(err)
 		}
-		major[spec.id+" "+p.id.String()] = 1 + i%3
+		things[spec.id+" "+p.id.String()] = held{1 + i%3, i%4 == 0}
 	}
 	// The whole results of the queries with a capability, against what was
-	// put: every Thing held (or those at 2.0.0 and above), once each.
+	// put: every Thing held (or those at 2.0.0 and above, or the tools),
+	// once each. With a type, the type's list drives or filters (the
+	// tools' list is the shorter, the agents' the longer).
 	for _, c := range []struct {
-		q   string
-		min int
-	}{{"forecast", 1}, {"forecast@>=2.0.0", 2}} {
-		res, err := d.Search(Query{Capability: c.q})
+		q    Query
+		min  int
+		tool *bool
+	}{
+		{Query{Capability: "forecast"}, 1, nil},
+		{Query{Capability: "forecast@>=2.0.0"}, 2, nil},
+		{Query{Capability: "forecast@>=2.0.0", Type: "tool"}, 2, new(true)},
+		{Query{Capability: "forecast@>=2.0.0", Type: "agent"}, 2, new(false)},
+	} {
+		res, err := d.Search(c.q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,15 +449,15 @@ func TestSearchPagesAgree(t *testing.T) {
 		for _, e := range res.Entries {
 			got = append(got, e.ThingID+" "+e.Publisher.String())
 		}
-		for k, v := range major {
-			if v >= c.min {
+		for k, h := range things {
+			if h.major >= c.min && (c.tool == nil || *c.tool == h.tool) {
 				want = append(want, k)
 			}
 		}
 		slices.Sort(got)
 		slices.Sort(want)
 		if res.Total != len(want) || !slices.Equal(got, want) {
-			t.Fatalf("%s: total %d, %d entries; want %d: %v", c.q, res.Total, len(got), len(want), want)
+			t.Fatalf("%+v: total %d, %d entries; want %d: %v", c.q, res.Total, len(got), len(want), want)
 		}
 	}
 	// Publishers 2 and 3 go offline; 1 stays online.
@@ -455,7 +470,7 @@ func TestSearchPagesAgree(t *testing.T) {
 		return 0
 	}
 	for _, q := range []Query{
-		{}, {Capability: "forecast"}, {Capability: "forecast@>=2.0.0"}, {Text: "rain sun"},
+		{}, {Capability: "forecast"}, {Capability: "forecast@>=2.0.0"}, {Capability: "forecast", Type: "agent"}, {Text: "rain sun"},
 		{Rank: rank}, {Text: "snow", Rank: rank}, {Online: true}, {ByID: true}, {ByID: true, Rank: rank},
 	} {
 		all, err := d.Search(q)
