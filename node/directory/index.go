@@ -17,8 +17,8 @@ import (
 // the datastore. What a result shows (title, types, vendor, capabilities)
 // is read from the stored envelope when an entry is made (details, a
 // bounded cache of them). A thing is immutable once the directory holds
-// it; a change, even a refreshed expiry, makes a new one, so readers may
-// keep a thing after the lock is released.
+// it, but for its use clock (used); a change, even a refreshed expiry,
+// makes a new one, so readers may keep a thing after the lock is released.
 type thing struct {
 	// publisher is a handle of the publisher's peer ID: 8 bytes where the
 	// ID takes 16, and the Things of one publisher share its canonical

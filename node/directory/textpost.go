@@ -88,15 +88,25 @@ func (c *textChunk) widths() (gap, posting uint) {
 	return uint(c.data[0]), uint(c.data[0]) + uint(c.data[1])
 }
 
+// pack is the bits of posting p after the slot prev, in a chunk whose
+// gaps take gw bits.
+func pack(p posting, prev uint32, gw uint) uint64 { return uint64(p.slot-prev) | uint64(p.tf)<<gw }
+
+// unpack is the posting of bits v after the slot prev, in a chunk whose
+// gaps take gw bits.
+func unpack(v uint64, prev uint32, gw uint) posting {
+	return posting{slot: prev + uint32(v&(1<<gw-1)), tf: uint8(v >> gw)}
+}
+
 // decode appends c's postings to out.
 func (c *textChunk) decode(out []posting) []posting {
 	gw, w := c.widths()
 	prev, off := c.first, uint(chunkHeader)
 	for range c.n {
-		v := getBits(c.data, off, w)
+		p := unpack(getBits(c.data, off, w), prev, gw)
 		off += w
-		prev += uint32(v & (1<<gw - 1))
-		out = append(out, posting{slot: prev, tf: uint8(v >> gw)})
+		prev = p.slot
+		out = append(out, p)
 	}
 	return out
 }
@@ -117,7 +127,7 @@ func encodeChunk(ps []posting) textChunk {
 	off := uint(chunkHeader)
 	prev = ps[0].slot
 	for _, p := range ps {
-		c.data = putBits(c.data, off, gw+tw, uint64(p.slot-prev)|uint64(p.tf)<<gw)
+		c.data = putBits(c.data, off, gw+tw, pack(p, prev, gw))
 		off += gw + tw
 		prev = p.slot
 	}
@@ -134,7 +144,7 @@ func (c *textChunk) append(prev uint32, p posting) {
 		*c = encodeChunk(append(c.decode(buf[:0]), p))
 		return
 	}
-	c.data = putBits(c.data, chunkHeader+uint(c.n)*w, w, uint64(gap)|uint64(p.tf)<<gw)
+	c.data = putBits(c.data, chunkHeader+uint(c.n)*w, w, pack(p, prev, gw))
 	c.n++
 }
 
@@ -264,10 +274,9 @@ func (c *textCursor) next() {
 		c.chunks = c.chunks[1:]
 		c.start()
 	}
-	v := getBits(c.chunks[0].data, c.off, c.w)
+	p := unpack(getBits(c.chunks[0].data, c.off, c.w), c.prev, c.gw)
 	c.off += c.w
-	c.prev += uint32(v & (1<<c.gw - 1))
-	c.cur = posting{slot: c.prev, tf: uint8(v >> c.gw)}
+	c.cur, c.prev = p, p.slot
 	c.left--
 	c.ok = true
 }
