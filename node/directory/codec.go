@@ -295,8 +295,9 @@ func fromUnixSec(s uint32) time.Time {
 }
 
 // pastSec reports whether the time s (unixSec, 0 for never) has come at
-// now (Unix nanoseconds).
-func pastSec(s uint32, now int64) bool { return s != 0 && int64(s) <= now/int64(time.Second) }
+// nowSec (Unix seconds: now/int64(time.Second), which a query computes
+// once for all its candidates).
+func pastSec(s uint32, nowSec int64) bool { return s != 0 && int64(s) <= nowSec }
 
 func fromUnixNano(n int64) time.Time {
 	if n == 0 {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unique"
 
 	"github.com/Masterminds/semver/v3"
@@ -119,7 +120,7 @@ func (t *thing) localOf() Local {
 }
 
 // expired reports whether t is past its expiry at now (Unix nanoseconds).
-func (t *thing) expired(now int64) bool { return pastSec(t.expires, now) }
+func (t *thing) expired(now int64) bool { return pastSec(t.expires, now/int64(time.Second)) }
 
 // intern returns a canonical copy of s, so that the many Things naming the
 // same vendor, capability, type or group share one string.

@@ -323,7 +323,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 	if q.Rank != nil {
 		ranks = make(map[uint32]int)
 	}
-	nowSec := now / int64(time.Second) // slotMeta.expires is in seconds
+	nowSec := now / int64(time.Second) // for pastSec: slotMeta.expires is in seconds
 	// consider adds slot s if it is in the lists of pf.cursors[from:] and
 	// passes the checks that postings cannot do. It reads the slot's
 	// metadata and visits the thing only where a check needs it (a
@@ -340,7 +340,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 		if m == nil {
 			m = &x.meta[s]
 		}
-		if m.expires != 0 && int64(m.expires) <= nowSec {
+		if pastSec(m.expires, nowSec) {
 			return
 		}
 		if t == nil {
