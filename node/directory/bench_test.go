@@ -1,7 +1,6 @@
 package directory
 
 import (
-	"crypto/ed25519"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -13,123 +12,36 @@ import (
 	"time"
 
 	datastore "github.com/ipfs/go-datastore"
-	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/internal/dircorpus"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
-// The benchmarks run on synthetic federations of 10k and 100k Things: 200
-// publishers, 500 vendors, 2,000 capabilities (Zipf-popular, random
-// versions), a 5,000-word Zipf vocabulary for titles, descriptions and
-// examples, 10 % of the Things restricted to groups.
-//
-// Signing 100k TDs would take minutes, and Put trusts its caller to have
-// verified the record, so the corpus builds proto.Record values directly:
-// the TD is a value with the indexed fields, Raw is one real signed TD
-// (about 3 KB) shared by every record.
+// The benchmarks run on synthetic federations of 10k and 100k Things
+// (internal/dircorpus). Signing 100k TDs would take minutes, and Put
+// trusts its caller to have verified the record, so the corpus builds
+// proto.Record values directly: the TD is a value with the indexed
+// fields, Raw is one real signed TD (about 3 KB) shared by every record.
 
 // corpus generates Things deterministically.
-type corpus struct {
-	rng        *rand.Rand
-	words      []string
-	wordZipf   *rand.Zipf
-	caps       []string
-	capZipf    *rand.Zipf
-	vendors    []string
-	publishers []peer.ID
-	raw        []byte
-	n          int
-}
+type corpus struct{ *dircorpus.Corpus }
 
-func newCorpus(tb testing.TB) *corpus {
+func newCorpus(tb testing.TB) corpus {
 	tb.Helper()
-	rng := rand.New(rand.NewPCG(1, 2))
-	c := &corpus{rng: rng}
-	letters := "abcdefghijklmnopqrstuvwxyz"
-	seen := map[string]bool{}
-	for len(c.words) < 5000 {
-		b := make([]byte, 3+rng.IntN(8))
-		for i := range b {
-			b[i] = letters[rng.IntN(len(letters))]
-		}
-		if w := string(b); !seen[w] {
-			seen[w] = true
-			c.words = append(c.words, w)
-		}
+	c, err := dircorpus.New()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	c.wordZipf = rand.NewZipf(rng, 1.1, 1, uint64(len(c.words)-1))
-	for i := range 2000 {
-		c.caps = append(c.caps, fmt.Sprintf("%s-%s-%d", c.words[i%len(c.words)], c.words[(i*7+3)%len(c.words)], i))
-	}
-	c.capZipf = rand.NewZipf(rng, 1.05, 10, uint64(len(c.caps)-1))
-	for i := range 500 {
-		c.vendors = append(c.vendors, fmt.Sprintf("Vendor %s %d", c.words[(i*13)%len(c.words)], i))
-	}
-	for i := range 200 {
-		seed := make([]byte, ed25519.SeedSize)
-		seed[0], seed[1] = byte(i), byte(i>>8)
-		id, err := lmosproto.PeerIDFromEd25519(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		c.publishers = append(c.publishers, id)
-	}
-	signer := newPublisher(tb, 1)
-	c.raw = signer.sign(tb, thingSpec{id: thingID, seq: 1}, t0).Raw
-	return c
-}
-
-func (c *corpus) word() string { return c.words[c.wordZipf.Uint64()] }
-
-func (c *corpus) sentence(min, max int) string {
-	n := min + c.rng.IntN(max-min+1)
-	ws := make([]string, n)
-	for i := range ws {
-		ws[i] = c.word()
-	}
-	return strings.Join(ws, " ")
+	c.Raw = newPublisher(tb, 1).sign(tb, thingSpec{id: thingID, seq: 1}, t0).Raw
+	c.Created = t0
+	return corpus{c}
 }
 
 // next returns the record of a new Thing.
-func (c *corpus) next() *lmosproto.Record {
-	c.n++
-	rng := c.rng
-	td := &lmosproto.TD{
-		ID:          fmt.Sprintf("urn:bench:%d", c.n),
-		Title:       strings.ToUpper(c.word()[:1]) + c.sentence(1, 3)[1:],
-		Description: c.sentence(10, 25),
-		Types:       []string{lmosproto.TypeAgent},
-		Metadata:    &lmosproto.Metadata{Vendor: &lmosproto.Vendor{Name: c.vendors[rng.IntN(len(c.vendors))]}},
-		Seq:         1,
-	}
-	if rng.IntN(10) < 4 {
-		td.Types = []string{lmosproto.TypeTool}
-	}
-	for range 1 + rng.IntN(4) {
-		cp := lmosproto.Capability{
-			ID:          c.caps[c.capZipf.Uint64()],
-			Version:     fmt.Sprintf("%d.%d.%d", rng.IntN(4), rng.IntN(10), rng.IntN(10)),
-			Description: c.sentence(5, 10),
-		}
-		for range rng.IntN(3) {
-			cp.Examples = append(cp.Examples, c.sentence(5, 8))
-		}
-		td.Capabilities = append(td.Capabilities, cp)
-	}
-	if rng.IntN(10) == 0 {
-		td.Groups = []string{fmt.Sprintf("group-%d", rng.IntN(50))}
-	}
-	return &lmosproto.Record{
-		Raw:     c.raw,
-		TD:      td,
-		ThingID: td.ID,
-		Seq:     1,
-		Signer:  lmosproto.Signer{PeerID: c.publishers[rng.IntN(len(c.publishers))], Created: t0},
-	}
-}
+func (c corpus) next() *lmosproto.Record { return c.Next() }
 
 // fill puts n new Things in batches.
-func (c *corpus) fill(tb testing.TB, d *Directory, n int) {
+func (c corpus) fill(tb testing.TB, d *Directory, n int) {
 	tb.Helper()
 	const batch = 1000
 	recs := make([]*lmosproto.Record, 0, batch)
@@ -243,25 +155,25 @@ func BenchmarkSearch(b *testing.B) {
 		c := newCorpus(b)
 		c.fill(b, d, n)
 		qrng := rand.New(rand.NewPCG(3, 4))
-		capZipf := rand.NewZipf(qrng, 1.05, 10, uint64(len(c.caps)-1))
-		wordZipf := rand.NewZipf(qrng, 1.1, 1, uint64(len(c.words)-1))
+		capZipf := rand.NewZipf(qrng, 1.05, 10, uint64(len(c.Caps)-1))
+		wordZipf := rand.NewZipf(qrng, 1.1, 1, uint64(len(c.Words)-1))
 		queries := []struct {
 			name string
 			q    func() Query
 		}{
-			{"capability", func() Query { return Query{Capability: c.caps[capZipf.Uint64()], Limit: 20} }},
-			{"capability-semver", func() Query { return Query{Capability: c.caps[capZipf.Uint64()] + "@^1.2", Limit: 20} }},
+			{"capability", func() Query { return Query{Capability: c.Caps[capZipf.Uint64()], Limit: 20} }},
+			{"capability-semver", func() Query { return Query{Capability: c.Caps[capZipf.Uint64()] + "@^1.2", Limit: 20} }},
 			{"capability-type-vendor", func() Query {
-				return Query{Capability: c.caps[capZipf.Uint64()], Type: "agent", Vendor: c.vendors[qrng.IntN(len(c.vendors))], Limit: 20}
+				return Query{Capability: c.Caps[capZipf.Uint64()], Type: "agent", Vendor: c.Vendors[qrng.IntN(len(c.Vendors))], Limit: 20}
 			}},
 			{"type", func() Query { return Query{Type: "tool", Limit: 20} }},
 			{"listing-by-id", func() Query { return Query{ByID: true, Limit: 100} }},
-			{"text-1word", func() Query { return Query{Text: c.words[wordZipf.Uint64()], Limit: 20} }},
+			{"text-1word", func() Query { return Query{Text: c.Words[wordZipf.Uint64()], Limit: 20} }},
 			{"text-2words", func() Query {
-				return Query{Text: c.words[wordZipf.Uint64()] + " " + c.words[wordZipf.Uint64()], Limit: 20}
+				return Query{Text: c.Words[wordZipf.Uint64()] + " " + c.Words[wordZipf.Uint64()], Limit: 20}
 			}},
 			{"text-3words-rare", func() Query {
-				return Query{Text: c.words[100+qrng.IntN(4000)] + " " + c.words[100+qrng.IntN(4000)] + " " + c.words[100+qrng.IntN(4000)], Limit: 20}
+				return Query{Text: c.Words[100+qrng.IntN(4000)] + " " + c.Words[100+qrng.IntN(4000)] + " " + c.Words[100+qrng.IntN(4000)], Limit: 20}
 			}},
 		}
 		for _, qq := range queries {

@@ -316,8 +316,8 @@ func benchTableQueries(b *testing.B, n int) {
 	clear(tds)
 
 	qrng := rand.New(rand.NewPCG(3, 4))
-	capZipf := rand.NewZipf(qrng, 1.05, 10, uint64(len(c.caps)-1))
-	wordZipf := rand.NewZipf(qrng, 1.1, 1, uint64(len(c.words)-1))
+	capZipf := rand.NewZipf(qrng, 1.05, 10, uint64(len(c.Caps)-1))
+	wordZipf := rand.NewZipf(qrng, 1.1, 1, uint64(len(c.Words)-1))
 	const page, listPage = 20, 100
 	deep := n / 2
 
@@ -333,9 +333,9 @@ func benchTableQueries(b *testing.B, n int) {
 			return el
 		}
 	}
-	capQuery := func() Query { return Query{Capability: c.caps[capZipf.Uint64()], Limit: page} }
+	capQuery := func() Query { return Query{Capability: c.Caps[capZipf.Uint64()], Limit: page} }
 	textQuery := func() Query {
-		return Query{Text: c.words[wordZipf.Uint64()] + " " + c.words[wordZipf.Uint64()], Limit: page}
+		return Query{Text: c.Words[wordZipf.Uint64()] + " " + c.Words[wordZipf.Uint64()], Limit: page}
 	}
 	type figure struct{ p50, p99 float64 }
 	var capDir, capBase, textDir, textBase, firstDir, deepDir, cursorDir, listBase figure
