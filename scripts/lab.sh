@@ -33,6 +33,7 @@
 #        sudo scripts/lab.sh wan [--help]   the WAN lab (scripts/lab-wan.sh)
 #        sudo scripts/lab.sh scale [...]    the scale lab (lab-wan.sh --scale)
 #        scripts/lab.sh mixed [--help]      the mixed-version lab (scripts/lab-mixed.sh)
+#        scripts/lab.sh directory [--help]  the directory lab (scripts/lab-directory.sh)
 set -euo pipefail
 
 # The NAT lab (relays, hole punching) is a scenario of its own.
@@ -44,6 +45,11 @@ fi
 if [[ ${1:-} == mixed ]]; then
 	shift
 	exec bash "$(dirname "$0")/lab-mixed.sh" "$@"
+fi
+# The directory lab (one node holding a large directory) likewise.
+if [[ ${1:-} == directory ]]; then
+	shift
+	exec bash "$(dirname "$0")/lab-directory.sh" "$@"
 fi
 # The WAN lab (rows 1-3 under internet latency) likewise, and the scale
 # lab, which is the WAN lab with the federation loaded.

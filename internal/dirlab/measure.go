@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/lmosnode/lmosnode/internal/dircorpus"
+	"github.com/lmosnode/lmosnode/node/homedir"
+)
+
+// client asks one node's API, with its token.
+type client struct {
+	api, token string
+	http       *http.Client
+}
+
+// get GETs path and returns the body of a 200.
+func (c *client) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.api+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s: %.200s", path, resp.Status, body)
+	}
+	return body, err
+}
+
+// runMeasure measures the node running in a home: its memory once its
+// heap is collected, then the latency of queries through its API.
+func runMeasure(args []string) error {
+	fs := flag.NewFlagSet("measure", flag.ContinueOnError)
+	home := fs.String("home", "", "the running node's home")
+	queries := fs.Int("queries", 2000, "capability queries to time, and a tenth as many free-text ones (0: none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *home == "" {
+		return errors.New("measure: -home is required")
+	}
+	api, err := homedir.ReadAPIFile(*home)
+	if err != nil {
+		return fmt.Errorf("measure: %w", err)
+	}
+	token, err := homedir.LoadAPIToken(*home)
+	if err != nil {
+		return fmt.Errorf("measure: %w", err)
+	}
+	c := &client{api: api, token: token, http: &http.Client{Timeout: time.Minute}}
+	ctx := context.Background()
+	if err := c.memory(ctx, *home); err != nil || *queries <= 0 {
+		return err
+	}
+	return c.latency(ctx, *queries)
+}
+
+// memory writes the node's heap profile, taken after a GC, to
+// home/heap.pb.gz, and prints what its metrics say right after.
+func (c *client) memory(ctx context.Context, home string) error {
+	prof, err := c.get(ctx, "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return fmt.Errorf("measure: heap profile (is pprof on?): %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "heap.pb.gz"), prof, 0o600); err != nil {
+		return fmt.Errorf("measure: %w", err)
+	}
+	body, err := c.get(ctx, "/metrics")
+	if err != nil {
+		return fmt.Errorf("measure: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("measure: /metrics: %w", err)
+	}
+	sum := func(name string) float64 {
+		var v float64
+		for _, m := range families[name].GetMetric() {
+			v += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+		return v
+	}
+	things := sum("lmos_directory_things")
+	heap := sum("go_memstats_heap_alloc_bytes")
+	fmt.Printf("node: holds %.0f Things; heap after a GC %.1f MB (%.3f MB per 1k Things), heap in use %.1f MB, resident %.1f MB\n",
+		things, heap/1e6, heap/1e6/max(things/1000, 1), sum("go_memstats_heap_inuse_bytes")/1e6, sum("process_resident_memory_bytes")/1e6)
+	fmt.Printf("heap profile: %s\n", filepath.Join(home, "heap.pb.gz"))
+	return nil
+}
+
+// latency times capability queries of the corpus's Zipf mix (the
+// directory benchmark's, first page of 20) and two-word free-text
+// queries, each run once untimed first: the first query of a capability
+// asks the network (here: a DHT without peers) and marks it fresh.
+func (c *client) latency(ctx context.Context, n int) error {
+	corpus, err := dircorpus.New()
+	if err != nil {
+		return err
+	}
+	qrng := rand.New(rand.NewPCG(3, 4))
+	capZipf := rand.NewZipf(qrng, 1.05, 10, uint64(len(corpus.Caps)-1))
+	wordZipf := rand.NewZipf(qrng, 1.1, 1, uint64(len(corpus.Words)-1))
+	caps := make([]string, n)
+	for i := range caps {
+		caps[i] = "/things?limit=20&capability=" + url.QueryEscape(corpus.Caps[capZipf.Uint64()])
+	}
+	texts := make([]string, max(n/10, 1))
+	for i := range texts {
+		texts[i] = "/things?limit=20&q=" + url.QueryEscape(corpus.Words[wordZipf.Uint64()]+" "+corpus.Words[wordZipf.Uint64()])
+	}
+	for _, set := range []struct {
+		name  string
+		paths []string
+	}{{"capability", caps}, {"free text, two words", texts}} {
+		for _, p := range set.paths { // untimed: every capability asked once
+			if _, err := c.get(ctx, p); err != nil {
+				return fmt.Errorf("measure: %w", err)
+			}
+		}
+		lat := make([]time.Duration, 0, len(set.paths))
+		var size int
+		for _, p := range set.paths {
+			start := time.Now()
+			body, err := c.get(ctx, p)
+			lat = append(lat, time.Since(start))
+			if err != nil {
+				return fmt.Errorf("measure: %w", err)
+			}
+			size += len(body)
+		}
+		slices.Sort(lat)
+		q := func(f float64) string {
+			return fmt.Sprintf("%.2f ms", float64(lat[int(f*float64(len(lat)-1))].Microseconds())/1000)
+		}
+		fmt.Printf("query through the API, %s (first page of 20, %d queries, %.0f KB a page): p50 %s, p90 %s, p99 %s\n",
+			set.name, len(lat), float64(size)/float64(len(lat))/1e3, q(0.5), q(0.9), q(0.99))
+	}
+	return nil
+}
