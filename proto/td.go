@@ -311,8 +311,24 @@ func (td *TD) Organization() string {
 	if td == nil {
 		return ""
 	}
+	return organization(td.Extra)
+}
+
+// OrganizationOf is the Organization of the TD doc (a signed record as
+// stored), read without parsing the rest of it: a listing shows the claim
+// of every TD it serves. "" for a document that is not a JSON object.
+func OrganizationOf(doc []byte) string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(doc, &members) != nil {
+		return ""
+	}
+	return organization(members)
+}
+
+// organization reads lmos:organization from a TD's members.
+func organization(members map[string]json.RawMessage) string {
 	var s string
-	if raw, ok := td.Extra[MemberOrganization]; !ok || json.Unmarshal(raw, &s) != nil {
+	if raw, ok := members[MemberOrganization]; !ok || json.Unmarshal(raw, &s) != nil {
 		return ""
 	}
 	return s

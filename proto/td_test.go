@@ -401,3 +401,48 @@ func BenchmarkParseMarshalTD(b *testing.B) {
 		}
 	}
 }
+
+// TestOrganizationOf: the claim read from a document alone is the one
+// its parsed TD has: a string member, exactly as named; nothing for
+// another type, another case of the name, or a document that is not an
+// object.
+func TestOrganizationOf(t *testing.T) {
+	base, err := os.ReadFile("../examples/things/weather-agent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(member, value string) []byte {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(base, &m); err != nil {
+			t.Fatal(err)
+		}
+		m[member] = json.RawMessage(value)
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		doc  []byte
+		want string
+	}{
+		{"none", base, ""},
+		{"claimed", with(MemberOrganization, `"did:web:org.example"`), "did:web:org.example"},
+		{"escaped", with(MemberOrganization, `"did:web:org\u002eexample"`), "did:web:org.example"},
+		{"not a string", with(MemberOrganization, `{"id": "did:web:org.example"}`), ""},
+		{"other case", with("LMOS:Organization", `"did:web:org.example"`), ""},
+	} {
+		td, err := ParseTD(tc.doc)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := OrganizationOf(tc.doc); got != tc.want || got != td.Organization() {
+			t.Errorf("%s: OrganizationOf %q, TD.Organization %q; want %q", tc.name, got, td.Organization(), tc.want)
+		}
+	}
+	if got := OrganizationOf([]byte(`["did:web:org.example"]`)); got != "" {
+		t.Errorf("an array: %q", got)
+	}
+}

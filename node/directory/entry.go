@@ -174,6 +174,20 @@ func (e Entry) Raw() ([]byte, error) {
 	return env.Raw, nil
 }
 
+// Stored is Raw and whether the record is a tombstone, for a caller that
+// serves a page of records without parsing them (a Thing may have been
+// removed since its entry was read).
+func (e Entry) Stored() (raw []byte, tombstone bool, err error) {
+	if e.rec != nil {
+		return e.rec.Raw, e.rec.Tombstone(), nil
+	}
+	env, err := e.load()
+	if err != nil {
+		return nil, false, err
+	}
+	return env.Raw, env.Tombstone, nil
+}
+
 // Record returns the signed record with its parsed TD (nil for a
 // tombstone). Like Raw it reads the record held now. The record is not
 // verified again: it was when it was put.

@@ -77,41 +77,57 @@ func (f *Federation) FindVendor(ctx context.Context, name string) ([]directory.E
 	return f.find(ctx, "vendor", directory.Query{Vendor: name}, lmosproto.ProvideVendor+lmosdht.NormalizeVendor(name), Filter{Vendor: name})
 }
 
-// find answers q from the directory, after asking the network for the
-// provider key of form (askProviders) unless the directory holds a match
-// and the network was asked for the key less than LookupFresh ago
-// (f.recent). A miss always asks. First it joins the key's shard (a light
-// node) and fetches the records of the short announcements that name the
-// key (fetchShorts).
+// LookupCapability asks the network for the Things that offer the
+// capability id, as FindCapability does, and stores what it finds in the
+// directory, but returns none of them: a caller that pages through the
+// directory's answer itself (the WoT directory API) does not pay for every
+// match. It asks unless the directory holds a match and this node asked
+// for the capability less than LookupFresh ago.
+func (f *Federation) LookupCapability(ctx context.Context, id string) error {
+	if id == "" {
+		return errors.New("federation: lookup capability: empty id")
+	}
+	return f.lookup(ctx, "capability", directory.Query{Capability: id + "@"}, lmosproto.ProvideCapability+id, Filter{Capability: id})
+}
+
+// find answers q from the directory after lookup.
 func (f *Federation) find(ctx context.Context, what string, q directory.Query, form string, flt Filter) ([]directory.Entry, error) {
-	key := lmosdht.ProviderCID(form)
-	f.useShard(form)
-	f.fetchShorts(ctx, form)
+	lerr := f.lookup(ctx, what, q, form, flt)
 	q.Visible = f.visible
 	res, err := f.dir.Search(q)
 	if err != nil {
 		return nil, fmt.Errorf("federation: find %s: %w", what, err)
 	}
+	f.dir.Use(res.Entries...)
+	return res.Entries, lerr
+}
+
+// lookup asks the network for the provider key of form (askProviders)
+// unless the directory holds a match of q and the network was asked for
+// the key less than LookupFresh ago (f.recent). A miss always asks. First
+// it joins the key's shard (a light node) and fetches the records of the
+// short announcements that name the key (fetchShorts). If ctx ends during
+// the network lookup, it returns ctx's error.
+func (f *Federation) lookup(ctx context.Context, what string, q directory.Query, form string, flt Filter) error {
+	key := lmosdht.ProviderCID(form)
+	f.useShard(form)
+	f.fetchShorts(ctx, form)
+	q.Visible, q.Limit = f.visible, 1 // whether it holds one: the total counts every match
+	res, err := f.dir.Search(q)
+	if err != nil {
+		return fmt.Errorf("federation: find %s: %w", what, err)
+	}
 	start := f.now()
 	if f.p.DHT == nil || res.Total > 0 && f.recent.fresh(key, start) {
-		f.dir.Use(res.Entries...)
-		return res.Entries, nil
+		return nil
 	}
-	held := res.Total
 	asked, learned := f.askProviders(ctx, key, flt)
-	cerr := ctx.Err()
-	if cerr == nil {
-		f.recent.asked(key, start)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("federation: find %s %s: %w", what, key, err)
 	}
-	f.log.Debug("lookup asked the network", "what", what, "key", key, "held", held, "providers", asked, "learned", learned)
-	if res, err = f.dir.Search(q); err != nil {
-		return nil, fmt.Errorf("federation: find %s: %w", what, err)
-	}
-	f.dir.Use(res.Entries...)
-	if cerr != nil {
-		return res.Entries, fmt.Errorf("federation: find %s %s: %w", what, key, cerr)
-	}
-	return res.Entries, nil
+	f.recent.asked(key, start)
+	f.log.Debug("lookup asked the network", "what", what, "key", key, "held", res.Total, "providers", asked, "learned", learned)
+	return nil
 }
 
 // askProviders asks the providers of key for their Things that flt

@@ -47,11 +47,11 @@ type Resolver interface {
 
 // Finder looks Things up beyond the directory (the DHT). It is optional.
 type Finder interface {
-	// FindCapability returns the Things the federation knows that offer
-	// the capability id (an lmos:id, without version), fetched and
-	// verified; the federation also stores them in the directory. The
-	// handler applies the request's other filters to them.
-	FindCapability(ctx context.Context, id string) ([]directory.Entry, error)
+	// LookupCapability asks the federation for the Things that offer
+	// the capability id (an lmos:id, without version) and stores those
+	// it finds, fetched and verified, in the directory, which the
+	// handler then searches.
+	LookupCapability(ctx context.Context, id string) error
 }
 
 // PeerInfo is a peer the node knows.
@@ -103,8 +103,7 @@ type Deps struct {
 	// 501 Not Implemented.
 	Publisher Publisher
 	// Finder, if set, is asked on every capability filter before the
-	// directory (it keeps repeated lookups cheap itself); its answer is
-	// listed when the directory still matches nothing.
+	// directory is searched (it keeps repeated lookups cheap itself).
 	Finder Finder
 	// Peers, if set, serves /api/v1/peers and /api/v1/connect (501
 	// otherwise).

@@ -2,7 +2,9 @@ package tdd_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -162,27 +164,26 @@ func TestListingBadQueries(t *testing.T) {
 
 // TestListingAsksFinder: a capability filter asks the Finder, on a local
 // hit too (the federation decides whether that asks the network); on a
-// miss its answer is listed.
+// miss, what it stored is listed.
 func TestListingAsksFinder(t *testing.T) {
 	remote := tddtest.NewIdentity(7)
 	var calls atomic.Int32
 	var env *tddtest.Env
 	env = tddtest.NewEnv(t, func(d *tdd.Deps, c *tdd.Config) {
 		c.FindTimeout = 200 * time.Millisecond
-		d.Finder = tddtest.FindFunc(func(ctx context.Context, id string) ([]directory.Entry, error) {
+		d.Finder = tddtest.LookupFunc(func(ctx context.Context, id string) error {
 			calls.Add(1)
 			switch id {
 			case "translate":
-				// As the federation does: store what was found, return it.
-				return []directory.Entry{
-					env.Learn(t, remote, thing{id: "urn:r1", title: "Translator", caps: []string{"translate@1.0.0"}}.td(t), 1),
-					env.Learn(t, remote, thing{id: "urn:r2", title: "Old translator", typ: "lmos:Tool", caps: []string{"translate@0.1.0"}}.td(t), 1),
-				}, nil
+				// As the federation does: store what was found.
+				env.Learn(t, remote, thing{id: "urn:r1", title: "Translator", caps: []string{"translate@1.0.0"}}.td(t), 1)
+				env.Learn(t, remote, thing{id: "urn:r2", title: "Old translator", typ: "lmos:Tool", caps: []string{"translate@0.1.0"}}.td(t), 1)
+				return nil
 			case "slow":
 				<-ctx.Done()
-				return nil, ctx.Err()
+				return ctx.Err()
 			}
-			return nil, errors.New("dht: no providers")
+			return errors.New("dht: no providers")
 		})
 	})
 	fleet(t, env)
@@ -362,4 +363,49 @@ func mustQuery(t *testing.T, u string) url.Values {
 		t.Fatal(err)
 	}
 	return p.Query()
+}
+
+// TestTextListingPages: free text without sort_by is paged by the
+// directory in its order of relevance: following the next links gives
+// the whole listing once, a page at an offset is its slice, the total
+// counts every match, and sort_order=desc reverses it.
+func TestTextListingPages(t *testing.T) {
+	env := tddtest.NewEnv(t)
+	for i, n := range []int{1, 6, 3, 8, 2, 5, 7, 4, 1} {
+		desc := strings.Repeat("harbour ", n) + strings.Repeat("pilot ", 9-n)
+		put(t, env, thing{id: fmt.Sprintf("urn:h%d", i), title: fmt.Sprintf("Pilot %d", i), desc: desc})
+	}
+	put(t, env, thing{id: "urn:other", title: "Other", desc: "ferries and tides"})
+
+	whole := ids(tdList(t, do(t, http.MethodGet, env.URL+"/things?q=harbour&limit=100", nil)))
+	if len(whole) != 9 || slices.IsSorted(whole) {
+		t.Fatalf("whole listing %v: want the 9 harbour Things, by relevance (not by id)", whole)
+	}
+	if got := walk(t, env, "/things?q=harbour&limit=2"); !slices.Equal(got, whole) {
+		t.Errorf("pages of 2 give %v, want %v", got, whole)
+	}
+	var page struct {
+		Total   int               `json:"total"`
+		Members []json.RawMessage `json:"members"`
+	}
+	r := do(t, http.MethodGet, env.URL+"/things?q=harbour&limit=3&offset=4&format=collection", nil)
+	if err := json.Unmarshal(r.body, &page); err != nil {
+		t.Fatalf("collection: %v: %s", err, r.body)
+	}
+	var got []string
+	for _, m := range page.Members {
+		var td struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(m, &td); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, td.ID)
+	}
+	if page.Total != 9 || !slices.Equal(got, whole[4:7]) {
+		t.Errorf("offset 4, limit 3: total %d, %v; want 9, %v", page.Total, got, whole[4:7])
+	}
+	if got := ids(tdList(t, do(t, http.MethodGet, env.URL+"/things?q=harbour&sort_order=desc&limit=100", nil))); !slices.Equal(got, reversed(whole)) {
+		t.Errorf("desc: %v, want %v", got, reversed(whole))
+	}
 }

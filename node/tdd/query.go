@@ -198,129 +198,20 @@ func single(v url.Values, name string) (string, bool) {
 	return v.Get(name), true
 }
 
-// findRemote asks the Finder for the capability of q and returns the
-// part of its answer that matches q. A failed or timed-out lookup is
-// logged and counts as no match: the local answer stands.
-func (h *Handler) findRemote(ctx context.Context, lq listQuery) []directory.Entry {
+// lookupRemote asks the Finder for the capability of q; the Things it
+// finds land in the directory. A failed or timed-out lookup is logged:
+// the directory's answer stands.
+func (h *Handler) lookupRemote(ctx context.Context, lq listQuery) {
 	capID, _, _ := splitCapability(lq.q.Capability)
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.FindTimeout)
 	defer cancel()
-	found, err := h.deps.Finder.FindCapability(ctx, capID)
-	if err != nil {
+	if err := h.deps.Finder.LookupCapability(ctx, capID); err != nil {
 		lvl := h.log.Warn
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			lvl = h.log.Debug
 		}
 		lvl("capability lookup failed", "capability", capID, "err", err)
-		if len(found) == 0 {
-			return nil
-		}
 	}
-	m, err := newMatcher(lq.q)
-	if err != nil { // checked by parseListQuery
-		return nil
-	}
-	var hits []directory.Entry
-	seen := make(map[[2]string]bool, len(found))
-	for _, e := range found {
-		key := [2]string{string(e.Publisher), e.ThingID}
-		if e.Tombstone || seen[key] || !m.match(e) {
-			continue
-		}
-		seen[key] = true
-		hits = append(hits, e)
-	}
-	return hits
-}
-
-// matcher applies a directory.Query to entries that did not come from a
-// directory search (the Finder's answer). Free text matches when every word
-// occurs in the title, description or a capability id (no ranking).
-type matcher struct {
-	q          directory.Query
-	capID      string
-	constraint *semver.Constraints
-	words      []string
-}
-
-func newMatcher(q directory.Query) (*matcher, error) {
-	m := &matcher{q: q}
-	capID, rng, hasRange := splitCapability(q.Capability)
-	m.capID = capID
-	if hasRange {
-		c, err := semver.NewConstraint(rng)
-		if err != nil {
-			return nil, err
-		}
-		m.constraint = c
-	}
-	m.words = strings.Fields(strings.ToLower(q.Text))
-	return m, nil
-}
-
-func (m *matcher) match(e directory.Entry) bool {
-	q := m.q
-	if q.Type != "" {
-		want := q.Type
-		switch strings.ToLower(want) {
-		case "agent":
-			want = lmosproto.TypeAgent
-		case "tool":
-			want = lmosproto.TypeTool
-		}
-		if !slices.Contains(e.Types, want) {
-			return false
-		}
-	}
-	if m.capID != "" && !m.hasCapability(e) {
-		return false
-	}
-	if q.Vendor != "" && !strings.EqualFold(strings.TrimSpace(q.Vendor), strings.TrimSpace(e.Vendor)) {
-		return false
-	}
-	if q.Publisher != "" && q.Publisher != e.Publisher {
-		return false
-	}
-	if q.Group != "" && !slices.Contains(e.Groups, q.Group) {
-		return false
-	}
-	if len(m.words) > 0 && !m.matchText(e) {
-		return false
-	}
-	return q.Visible == nil || q.Visible(e)
-}
-
-func (m *matcher) hasCapability(e directory.Entry) bool {
-	for _, c := range e.Capabilities {
-		if c.ID != m.capID {
-			continue
-		}
-		if m.constraint == nil {
-			return true
-		}
-		if v, err := semver.NewVersion(c.Version); err == nil && m.constraint.Check(v) {
-			return true
-		}
-	}
-	return false
-}
-
-func (m *matcher) matchText(e directory.Entry) bool {
-	var b strings.Builder
-	b.WriteString(e.Title)
-	if td, err := e.TD(); err == nil {
-		b.WriteString(" " + td.Description)
-	}
-	for _, c := range e.Capabilities {
-		b.WriteString(" " + c.ID)
-	}
-	text := strings.ToLower(b.String())
-	for _, w := range m.words {
-		if !strings.Contains(text, w) {
-			return false
-		}
-	}
-	return true
 }
 
 // splitCapability splits "id@range" at its last '@', as the directory does.

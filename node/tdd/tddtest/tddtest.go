@@ -131,11 +131,11 @@ func (p *Publisher) Remove(_ context.Context, id string) error {
 	return nil
 }
 
-// FindFunc implements tdd.Finder with a function.
-type FindFunc func(ctx context.Context, id string) ([]directory.Entry, error)
+// LookupFunc implements tdd.Finder with a function.
+type LookupFunc func(ctx context.Context, id string) error
 
-// FindCapability implements tdd.Finder.
-func (f FindFunc) FindCapability(ctx context.Context, id string) ([]directory.Entry, error) {
+// LookupCapability implements tdd.Finder.
+func (f LookupFunc) LookupCapability(ctx context.Context, id string) error {
 	return f(ctx, id)
 }
 
