@@ -324,10 +324,23 @@ func (s *Server) sessions() bool {
 	return false
 }
 
+// maxPending bounds the changes owed Thing by Thing: past it, a whole
+// Refresh is owed instead, so that a node that learns a large federation
+// while no MCP session is open keeps no list of every Thing it learned.
+const maxPending = 4096
+
 // changed brings Thing k's tools in line with the directory now if a
 // session is open (its client gets list_changed), else when one opens.
 func (s *Server) changed(k thingKey) {
-	s.owe(func() { s.pending[k] = struct{}{} })
+	s.owe(func() {
+		switch {
+		case s.resync: // the refresh owed covers k
+		case len(s.pending) >= maxPending:
+			s.resync, s.pending = true, map[thingKey]struct{}{}
+		default:
+			s.pending[k] = struct{}{}
+		}
+	})
 }
 
 // owe records a change with mark and applies what is owed if a session

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -149,3 +150,31 @@ func (noThings) Resolve(context.Context, string, peer.ID, bool) (directory.Entry
 }
 
 func (noThings) For(peer.ID) interact.Invoker { return nil }
+
+// TestPendingBounded: while no session is open, the changes owed Thing by
+// Thing stop at maxPending; past it a whole refresh is owed, and a
+// change while one is owed adds nothing.
+func TestPendingBounded(t *testing.T) {
+	s := newTestServer(t, Config{})
+	s.flush() // the refresh owed from the start
+	owed := func() (int, bool) {
+		s.pmu.Lock()
+		defer s.pmu.Unlock()
+		return len(s.pending), s.resync
+	}
+	pub := peer.ID("publisher")
+	for i := range maxPending {
+		s.changed(thingKey{pub, fmt.Sprintf("urn:t%d", i)})
+	}
+	if n, resync := owed(); n != maxPending || resync {
+		t.Fatalf("after %d changes: %d pending, resync %v; want %d, false", maxPending, n, resync, maxPending)
+	}
+	s.changed(thingKey{pub, "urn:one-more"})
+	if n, resync := owed(); n != 0 || !resync {
+		t.Fatalf("past the bound: %d pending, resync %v; want 0, true", n, resync)
+	}
+	s.changed(thingKey{pub, "urn:another"})
+	if n, resync := owed(); n != 0 || !resync {
+		t.Errorf("with a refresh owed: %d pending, resync %v; want 0, true", n, resync)
+	}
+}
