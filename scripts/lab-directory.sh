@@ -12,8 +12,9 @@
 #              with the node's own directory settings;
 #   3. loaded  the node started again on them (the time until its API
 #              answers is the load), then its heap after a GC, RSS and the
-#              top of its heap profile, and capability and free-text
-#              queries through its HTTP API (GET /things, first page of 20).
+#              top of its heap profile, capability and free-text queries
+#              through its HTTP API (GET /things, first page of 20), and
+#              its heap again (its caches filled by the queries).
 #
 # The work directory (the node's home; ~4.6 GB at 1M Things) is removed on
 # every exit unless --keep.
@@ -75,7 +76,7 @@ step "build"
 jq --arg listen "/ip4/127.0.0.1/tcp/$PORT" --arg api "127.0.0.1:$((PORT + 1))" \
 	'.listen = [$listen] | .api = $api | .mdns = false | .autoNAT = false | .holePunching = false
 	| .relayClient = false | .role = "directory" | .pprof = true
-	| .quota.maxLearnedBytes = 16000000000' \
+	| .quota.maxThings = 1000000000 | .quota.maxBytes = 1000000000000 | .quota.maxLearnedBytes = 1000000000000' \
 	"$HOME_DIR/config.json" >"$WORK/config.tmp" && mv "$WORK/config.tmp" "$HOME_DIR/config.json"
 
 start() { # start the node; prints how long until its API answered
@@ -107,7 +108,9 @@ echo "  written in $(since "$t0"); datastore $(du -sh "$HOME_DIR/datastore" | cu
 step "3. loaded: the node holds them"
 start
 "$WORK/dirlab" measure -home "$HOME_DIR" -queries "$QUERIES"
-printf '\n-- heap in use, top 15\n'
-"$GO" tool pprof -top -nodecount=15 -sample_index=inuse_space "$HOME_DIR/heap.pb.gz" 2>/dev/null | sed -n '/^ *flat/,$p'
+for prof in heap heap-queried; do
+	printf '\n-- heap in use (%s.pb.gz), top 15\n' "$prof"
+	"$GO" tool pprof -top -nodecount=15 -sample_index=inuse_space "$HOME_DIR/$prof.pb.gz" 2>/dev/null | sed -n '/^ *flat/,$p'
+done
 stop
 step "PASS"

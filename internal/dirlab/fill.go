@@ -102,8 +102,15 @@ func fill(dir *directory.Directory, base *lmosproto.TD, n int) error {
 		if err := errors.Join(errs[:m]...); err != nil {
 			return fmt.Errorf("fill: sign: %w", err)
 		}
-		if _, err := dir.PutMany(recs[:m]); err != nil {
+		changes, err := dir.PutMany(recs[:m])
+		if err != nil {
 			return fmt.Errorf("fill: put: %w", err)
+		}
+		for i, ch := range changes {
+			if ch == directory.OverQuota || ch == directory.OverBudget {
+				return fmt.Errorf("fill: %s of %s: %s (raise quota.maxThings, quota.maxBytes, quota.maxLearnedBytes)",
+					recs[i].ThingID, recs[i].Publisher(), ch)
+			}
 		}
 		done += m
 		if done%50_000 == 0 || done == n {

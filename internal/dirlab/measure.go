@@ -22,6 +22,9 @@ import (
 	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
+// mib is a MiB, the MB of docs/performance.md.
+const mib = 1 << 20
+
 // client asks one node's API, with its token.
 type client struct {
 	api, token string
@@ -69,20 +72,26 @@ func runMeasure(args []string) error {
 	}
 	c := &client{api: api, token: token, http: &http.Client{Timeout: time.Minute}}
 	ctx := context.Background()
-	if err := c.memory(ctx, *home); err != nil || *queries <= 0 {
+	if err := c.memory(ctx, *home, "heap.pb.gz"); err != nil || *queries <= 0 {
 		return err
 	}
-	return c.latency(ctx, *queries)
+	if err := c.latency(ctx, *queries); err != nil {
+		return err
+	}
+	// The caches a node fills as it serves (parsed TDs, records) are
+	// bounded: after the queries they hold what they can.
+	fmt.Print("after the queries, ")
+	return c.memory(ctx, *home, "heap-queried.pb.gz")
 }
 
-// memory writes the node's heap profile, taken after a GC, to
-// home/heap.pb.gz, and prints what its metrics say right after.
-func (c *client) memory(ctx context.Context, home string) error {
+// memory writes the node's heap profile, taken after a GC, to file in
+// home, and prints what its metrics say right after.
+func (c *client) memory(ctx context.Context, home, file string) error {
 	prof, err := c.get(ctx, "/debug/pprof/heap?gc=1")
 	if err != nil {
 		return fmt.Errorf("measure: heap profile (is pprof on?): %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(home, "heap.pb.gz"), prof, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, file), prof, 0o600); err != nil {
 		return fmt.Errorf("measure: %w", err)
 	}
 	body, err := c.get(ctx, "/metrics")
@@ -103,9 +112,9 @@ func (c *client) memory(ctx context.Context, home string) error {
 	}
 	things := sum("lmos_directory_things")
 	heap := sum("go_memstats_heap_alloc_bytes")
-	fmt.Printf("node: holds %.0f Things; heap after a GC %.1f MB (%.3f MB per 1k Things), heap in use %.1f MB, resident %.1f MB\n",
-		things, heap/1e6, heap/1e6/max(things/1000, 1), sum("go_memstats_heap_inuse_bytes")/1e6, sum("process_resident_memory_bytes")/1e6)
-	fmt.Printf("heap profile: %s\n", filepath.Join(home, "heap.pb.gz"))
+	fmt.Printf("the node holds %.0f Things; heap after a GC %.1f MB (%.3f MB per 1k Things), heap in use %.1f MB, resident %.1f MB\n",
+		things, heap/mib, heap/mib/max(things/1000, 1), sum("go_memstats_heap_inuse_bytes")/mib, sum("process_resident_memory_bytes")/mib)
+	fmt.Printf("heap profile: %s\n", filepath.Join(home, file))
 	return nil
 }
 
@@ -154,7 +163,7 @@ func (c *client) latency(ctx context.Context, n int) error {
 			return fmt.Sprintf("%.2f ms", float64(lat[int(f*float64(len(lat)-1))].Microseconds())/1000)
 		}
 		fmt.Printf("query through the API, %s (first page of 20, %d queries, %.0f KB a page): p50 %s, p90 %s, p99 %s\n",
-			set.name, len(lat), float64(size)/float64(len(lat))/1e3, q(0.5), q(0.9), q(0.99))
+			set.name, len(lat), float64(size)/float64(len(lat))/(1<<10), q(0.5), q(0.9), q(0.99))
 	}
 	return nil
 }
