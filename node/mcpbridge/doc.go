@@ -4,9 +4,10 @@
 //
 // # The node as an MCP server
 //
-// Server offers every action of every lmos:Agent and lmos:Tool the node
-// may see — its own and those it learned from the federation — as one MCP
-// tool (ToolName: sanitized title, action and a hash of publisher, id and
+// Server offers every action of the lmos:Agents and lmos:Tools the node
+// may see — all its own, and of up to Config.MaxThings it learned from the
+// federation: while there is room those learned first, then those
+// find_things returned lately — as one MCP tool (ToolName: sanitized title, action and a hash of publisher, id and
 // action; at most 63 characters of [A-Za-z0-9_-]). The tool's description
 // is the action's (else the Thing's), its inputSchema and outputSchema the
 // action's data schemas reduced to JSON Schema keywords; a schema that is

@@ -130,6 +130,7 @@ func (s *Server) findThings(_ context.Context, _ *mcp.CallToolRequest, in FindIn
 	if err != nil {
 		return nil, FindOutput{}, err
 	}
+	s.admit(res.Entries)
 	out := FindOutput{Things: make([]FoundThing, 0, len(res.Entries)), Total: res.Total}
 	for _, e := range res.Entries {
 		out.Things = append(out.Things, s.found(e))

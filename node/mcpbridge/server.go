@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -80,10 +81,22 @@ type Config struct {
 	// BearerAuth declares the API's bearer token in the Server Card
 	// (every request to the endpoint carries it).
 	BearerAuth bool
+	// MaxThings bounds the learned Things whose actions are tools (the
+	// node's own Things always are): those found by find_things lately
+	// and, while there is room, those learned first. Every Thing stays
+	// findable; find_things makes those it returns tools, forgetting the
+	// tools of the Thing found least recently. Default DefaultMaxThings.
+	MaxThings int
 }
 
 // DefaultPageSize is the default Config.PageSize.
 const DefaultPageSize = 100
+
+// DefaultMaxThings is the default Config.MaxThings: a tool list longer
+// than a model can use, and at ~5 KB of heap a Thing's tools (measured
+// over the directory lab's Things), 5 MB; a million Things would take
+// gigabytes.
+const DefaultMaxThings = 1000
 
 func (c Config) withDefaults() Config {
 	if c.PageSize == 0 {
@@ -97,6 +110,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CacheTTL == 0 {
 		c.CacheTTL = time.Minute
+	}
+	if c.MaxThings == 0 {
+		c.MaxThings = DefaultMaxThings
 	}
 	return c
 }
@@ -115,6 +131,9 @@ func (c Config) Validate() error {
 	}
 	if c.CacheTTL < 0 {
 		errs = append(errs, fmt.Errorf("mcpbridge: CacheTTL %v is negative", c.CacheTTL))
+	}
+	if c.MaxThings < 0 {
+		errs = append(errs, fmt.Errorf("mcpbridge: MaxThings %d is negative", c.MaxThings))
 	}
 	return errors.Join(errs...)
 }
@@ -162,8 +181,12 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex // serialises syncs; guards things
+	mu     sync.Mutex // serialises syncs; guards things and learned
 	things map[thingKey]exposed
+	// learned are the learned Things whose tools the server may offer,
+	// at most Config.MaxThings, the one found least recently first out
+	// (forget removes its tools).
+	learned *simplelru.LRU[thingKey, struct{}]
 
 	// Changes of the directory wait here while no MCP session is open:
 	// building a Thing's tools (parse its TD, derive schemas, hash them)
@@ -209,6 +232,7 @@ func New(deps Deps, cfg Config, opts ...Option) (*Server, error) {
 		}
 	}
 	s := &Server{deps: deps, cfg: cfg, log: o.log, tds: tdcache.New(0), things: map[thingKey]exposed{}, pending: map[thingKey]struct{}{}, resync: true}
+	s.learned, _ = simplelru.NewLRU(cfg.MaxThings, func(k thingKey, _ struct{}) { s.forget(k) }) // size > 0
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "lmosnode", Title: "LMOS node " + deps.Self.String(), Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions,
@@ -260,8 +284,8 @@ func New(deps Deps, cfg Config, opts ...Option) (*Server, error) {
 
 // instructions tell an MCP host what the node offers.
 const instructions = `This is an LMOS node: a peer of a federation of agents and tools described by signed W3C WoT Thing Descriptions.
-Each action of every agent (lmos:Agent) and tool (lmos:Tool) the node knows, on this node or on any other, is one tool here; its description names the Thing and its publisher.
-find_things searches the federation's directory (capability with a semver range, type, vendor, free text, group) and returns the tool names of the Things it finds.
+Each action of an agent (lmos:Agent) or tool (lmos:Tool) the node knows, on this node or on any other, is one tool here; its description names the Thing and its publisher. A node that knows many Things offers the tools of its own and of a bounded number of others, those found lately first.
+find_things searches the federation's directory (capability with a semver range, type, vendor, free text, group), makes the Things it finds tools, and returns their tool names.
 read_property reads a property of a Thing; resources lmos://things/{id} are the Things' descriptions.`
 
 // Handler is the Streamable HTTP endpoint (mount it at /mcp).
@@ -378,11 +402,19 @@ func (s *Server) Refresh() {
 	s.owe(func() { s.resync = true })
 }
 
-// refresh is Refresh, now.
+// refresh is Refresh, now: the node's own Things, then learned ones in
+// id order while there is room (MaxThings), then those it offered, which
+// may have gone.
 func (s *Server) refresh() {
 	seen := map[thingKey]bool{}
-	for _, typ := range []string{"tool", "agent"} {
-		res, err := s.deps.Directory.Search(directory.Query{Type: typ, Visible: s.deps.Visible, ByID: true})
+	for _, q := range []directory.Query{
+		{Type: "tool", Publisher: s.deps.Self},
+		{Type: "agent", Publisher: s.deps.Self},
+		{Type: "tool", Limit: s.cfg.MaxThings},
+		{Type: "agent", Limit: s.cfg.MaxThings},
+	} {
+		q.Visible, q.ByID = s.deps.Visible, true
+		res, err := s.deps.Directory.Search(q)
 		if err != nil {
 			s.log.Warn("mcp: listing Things", "err", err)
 			return
@@ -408,6 +440,30 @@ func (s *Server) refresh() {
 	}
 }
 
+// admit makes the learned Things of es tools (the node's own are): the
+// Things a find returned, so that their tools can be called. Past
+// MaxThings, the Things found least recently lose theirs.
+func (s *Server) admit(es []directory.Entry) {
+	for _, e := range es {
+		k := thingKey{e.Publisher, e.ThingID}
+		if !e.Own {
+			s.mu.Lock()
+			s.learned.Add(k, struct{}{})
+			s.mu.Unlock()
+		}
+		s.update(k)
+	}
+}
+
+// forget removes the tools of Thing k (s.mu held).
+func (s *Server) forget(k thingKey) {
+	if old, had := s.things[k]; had {
+		s.mcp.RemoveTools(old.tools...)
+		s.changedAt.Store(time.Now().UnixNano())
+		delete(s.things, k)
+	}
+}
+
 // update makes the tools of Thing k what the directory holds now.
 func (s *Server) update(k thingKey) {
 	s.mu.Lock()
@@ -415,12 +471,16 @@ func (s *Server) update(k thingKey) {
 	old, had := s.things[k]
 	e, ok := s.deps.Directory.Get(k.publisher, k.id)
 	if !ok || e.Tombstone || !s.deps.Visible(e) || !agentOrTool(e.Types) {
-		if had {
-			s.mcp.RemoveTools(old.tools...)
-			s.changedAt.Store(time.Now().UnixNano())
-			delete(s.things, k)
-		}
+		s.learned.Remove(k) // forgets its tools
+		s.forget(k)
 		return
+	}
+	if !e.Own && !s.learned.Contains(k) {
+		if s.learned.Len() >= s.cfg.MaxThings {
+			s.forget(k) // not offered: no room
+			return
+		}
+		s.learned.Add(k, struct{}{})
 	}
 	if had && old.seq == e.Seq {
 		return

@@ -5,11 +5,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,5 +179,115 @@ func TestPendingBounded(t *testing.T) {
 	s.changed(thingKey{pub, "urn:another"})
 	if n, resync := owed(); n != 0 || !resync {
 		t.Errorf("with a refresh owed: %d pending, resync %v; want 0, true", n, resync)
+	}
+}
+
+// TestToolsBounded: of the learned Things, at most MaxThings have tools:
+// those learned first while there is room, then those find_things
+// returned, the one found least recently losing its tools first; an MCP
+// client lists exactly those.
+func TestToolsBounded(t *testing.T) {
+	s := newTestServer(t, Config{MaxThings: 2})
+	raw, err := os.ReadFile("../../examples/things/weather-agent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := lmosproto.ParseTD(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	pub, err := lmosproto.PeerIDFromEd25519(key.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"Alpha", "Bravo", "Charlie", "Delta"}
+	for i, name := range names {
+		td := base.Clone()
+		td.ID, td.Title, td.Seq = fmt.Sprintf("urn:w%d", i), name+" weather", 1
+		rec, err := lmosproto.SignThing(td, key, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.deps.Directory.Put(rec, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := t.Context()
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := s.MCP().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close() }()
+	// offered lists, by Thing, whether the client's tools/list has its
+	// tools, and checks that it has no others.
+	offered := func() []bool {
+		t.Helper()
+		listed := map[string]bool{}
+		for tool, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed[tool.Name] = true
+		}
+		var out []bool
+		for i := range names {
+			tools := s.ToolNames(pub, fmt.Sprintf("urn:w%d", i))
+			for _, n := range tools {
+				if !listed[n] {
+					t.Errorf("urn:w%d: tool %s not listed", i, n)
+				}
+				delete(listed, n)
+			}
+			out = append(out, len(tools) > 0)
+		}
+		delete(listed, FindThings)
+		delete(listed, ReadProperty)
+		if len(listed) > 0 {
+			t.Errorf("tools of no Thing offered: %v", listed)
+		}
+		return out
+	}
+	if got := offered(); !slices.Equal(got, []bool{true, true, false, false}) {
+		t.Fatalf("at the start: %v, want the first two by id", got)
+	}
+	for _, tc := range []struct {
+		text string
+		want []bool
+	}{
+		{"delta", []bool{false, true, false, true}},   // w0 found least recently
+		{"bravo", []bool{false, true, false, true}},   // offered already: found again
+		{"charlie", []bool{false, true, true, false}}, // w3 found before w1
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: FindThings, Arguments: map[string]any{"text": tc.text}})
+		if err != nil || res.IsError {
+			t.Fatalf("find %s: %v %+v", tc.text, err, res)
+		}
+		var out FindOutput
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, &out); err != nil || len(out.Things) != 1 || len(out.Things[0].Tools) == 0 {
+			t.Fatalf("find %s: %s, want one Thing with its tools", tc.text, b)
+		}
+		if got := offered(); !slices.Equal(got, tc.want) {
+			t.Errorf("after finding %s: %v, want %v", tc.text, got, tc.want)
+		}
+	}
+	// A Thing learned now finds no room: what was found keeps its tools.
+	td := base.Clone()
+	td.ID, td.Title, td.Seq = "urn:w4", "Echo weather", 1
+	rec, err := lmosproto.SignThing(td, key, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.deps.Directory.Put(rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.update(thingKey{pub, td.ID}) // as its event does
+	if got, tools := offered(), s.ToolNames(pub, td.ID); !slices.Equal(got, []bool{false, true, true, false}) || len(tools) > 0 {
+		t.Errorf("after learning a fifth: %v, its tools %v; want the found ones kept, none", got, tools)
 	}
 }
