@@ -108,9 +108,10 @@ type TDs interface {
 }
 
 // Finder looks Things up beyond the directory, as the listing's
-// capability filter does (tdd.Finder; the federation implements it).
+// capability filter does (tdd.Finder; the federation implements it): what
+// it finds lands in the directory.
 type Finder interface {
-	FindCapability(ctx context.Context, id string) ([]directory.Entry, error)
+	LookupCapability(ctx context.Context, id string) error
 }
 
 // Deps are what a Handler works with. All are required but Finder and

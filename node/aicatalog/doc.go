@@ -22,7 +22,7 @@
 //
 // A search ranks the directory's agents and tools by the query's text and
 // applies its filter; with federation auto or referrals it first asks the
-// network (Deps.Finder, the federation's FindCapability, as `find` and the
+// network (Deps.Finder, the federation's LookupCapability, as `find` and the
 // listing's capability filter do) for the filter's capabilities, and for
 // the text as a capability id when the directory has no match.
 //

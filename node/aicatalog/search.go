@@ -97,13 +97,12 @@ func (h *Handler) serveSearch(w http.ResponseWriter, r *http.Request) {
 	network := req.Federation != "none" && h.deps.Finder != nil
 	if network {
 		for _, c := range f["capabilities"][:min(len(f["capabilities"]), maxFinds)] {
-			h.find(r.Context(), c)
+			h.lookup(r.Context(), c)
 		}
 	}
 	matches := h.match(req.Query.Text, f)
 	if len(matches) == 0 && network && len(f["capabilities"]) == 0 && !strings.ContainsAny(strings.TrimSpace(req.Query.Text), " \t\n") {
-		found := h.find(r.Context(), strings.TrimSpace(req.Query.Text))
-		matches = filterEntries(found, f, h)
+		matches = filterEntries(h.find(r.Context(), strings.TrimSpace(req.Query.Text)), f, h)
 	}
 	resp := SearchResponse{Results: []SearchResult{}}
 	top := 0.0
@@ -177,16 +176,26 @@ func parseFilter(raw map[string]json.RawMessage) (filter, error) {
 	return f, nil
 }
 
-// find asks the network for the Things of capability id (they land in
-// the directory) and returns those this node may see.
-func (h *Handler) find(ctx context.Context, id string) []directory.Entry {
+// lookup asks the network for the Things of capability id: what it
+// finds lands in the directory.
+func (h *Handler) lookup(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.FindTimeout)
 	defer cancel()
-	found, err := h.deps.Finder.FindCapability(ctx, id)
-	if err != nil {
+	if err := h.deps.Finder.LookupCapability(ctx, id); err != nil {
 		h.cfg.Log.Debug("capability lookup failed", "capability", id, "err", err)
 	}
-	return slices.DeleteFunc(found, func(e directory.Entry) bool { return !h.visibleAgentOrTool(e) })
+}
+
+// find is lookup, then the agents and tools of capability id that this
+// node may see.
+func (h *Handler) find(ctx context.Context, id string) []directory.Entry {
+	h.lookup(ctx, id)
+	// A trailing "@": an "@" inside the id is not a version range.
+	res, err := h.deps.Directory.Search(directory.Query{Capability: id + "@", Visible: h.deps.Visible})
+	if err != nil {
+		return nil
+	}
+	return slices.DeleteFunc(res.Entries, func(e directory.Entry) bool { return !h.visibleAgentOrTool(e) })
 }
 
 // match searches the directory: the agents and tools this node may see,
