@@ -190,6 +190,7 @@ func Open(deps Deps, cfg Config, opts ...Option) (*Directory, error) {
 	if err := d.load(); err != nil {
 		return nil, err
 	}
+	d.idx.compact() // no reader yet
 	if err := d.trim(); err != nil {
 		return nil, fmt.Errorf("directory: budget: %w", err)
 	}
