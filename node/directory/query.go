@@ -78,6 +78,9 @@ type Query struct {
 	// (0: all).
 	Offset int
 	Limit  int
+
+	// first stops the search at its first match (Holds).
+	first bool
 }
 
 // Result is a page of search results.
@@ -289,6 +292,14 @@ func (c *cursor) has(s uint32) bool {
 	return found
 }
 
+// Holds reports whether q selects a Thing. Without free text it stops at
+// the first match, where Search counts them all.
+func (d *Directory) Holds(q Query) (bool, error) {
+	q.first, q.Offset, q.Limit = true, 0, 1
+	res, err := d.Search(q)
+	return res.Total > 0, err
+}
+
 // Search returns the page of Things that q selects, and their total.
 func (d *Directory) Search(q Query) (Result, error) {
 	f, err := d.resolve(&q)
@@ -387,7 +398,9 @@ func (d *Directory) Search(q Query) (Result, error) {
 		if !pf.batched(x.live) {
 			for i, s := range driver.list {
 				driver.pos = i
-				consider(s, nil, nil, 0, 1)
+				if consider(s, nil, nil, 0, 1); q.first && top.total > 0 {
+					break
+				}
 			}
 			break
 		}
@@ -406,10 +419,15 @@ func (d *Directory) Search(q Query) (Result, error) {
 				driver.pos = i + j
 				consider(s, &metas[j], things[j], 0, 1)
 			}
+			if q.first && top.total > 0 {
+				break
+			}
 		}
 	default:
 		for s := range x.slots {
-			consider(uint32(s), nil, nil, 0, 0)
+			if consider(uint32(s), nil, nil, 0, 0); q.first && top.total > 0 {
+				break
+			}
 		}
 	}
 	res := d.page(&top, q.Offset)

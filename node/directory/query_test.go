@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -502,4 +503,66 @@ func entryKeys(es []Entry) []string {
 		out[i] = e.ThingID + "/" + e.Title + "/" + e.Publisher.String()[len(e.Publisher.String())-4:]
 	}
 	return out
+}
+
+// TestHolds: Holds answers what Search's total says, for queries that
+// match many Things, one, or none (a version range, a visibility that
+// hides them all), with and without free text.
+func TestHolds(t *testing.T) {
+	d, err := Open(Deps{Datastore: memStore(), Self: newPublisher(t, 1).id}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	c := newCorpus(t)
+	c.fill(t, d, 2000)
+	none := func(Entry) bool { return false }
+	// late is a version of the popular capability that one Thing offers,
+	// put after a batch of others: a search for it finds its one match
+	// late in the candidates.
+	all, err := d.Search(Query{Capability: c.Caps[0]})
+	if err != nil || all.Total <= 2*metaBatch {
+		t.Fatalf("%d Things of %s, %v", all.Total, c.Caps[0], err)
+	}
+	byVersion := map[string][]int{} // the Things' numbers, by version
+	vendors := map[string]string{}  // the Things' vendors, by version
+	for _, e := range all.Entries {
+		n, _ := strconv.Atoi(strings.TrimPrefix(e.ThingID, "urn:bench:"))
+		for _, cp := range e.Capabilities {
+			if cp.ID == c.Caps[0] {
+				byVersion[cp.Version] = append(byVersion[cp.Version], n)
+				vendors[cp.Version] = e.Vendor
+			}
+		}
+	}
+	var numbers []int
+	for _, ns := range byVersion {
+		numbers = append(numbers, ns...)
+	}
+	slices.Sort(numbers)
+	late := ""
+	for v, ns := range byVersion {
+		if len(ns) == 1 && ns[0] > numbers[2*metaBatch] {
+			late = v
+		}
+	}
+	if late == "" {
+		t.Fatal("no version offered once, late")
+	}
+	for _, q := range []Query{
+		{Capability: c.Caps[0]}, {Capability: c.Caps[0] + "@>=99"}, {Capability: c.Caps[1999]},
+		{Type: "tool"}, {Type: "tool", Visible: none}, {Vendor: c.Vendors[3], Type: "agent"},
+		{Group: "group-7"}, {Group: "group-7", Visible: none}, {Text: c.Words[0]}, {Text: "nosuchword"}, {},
+		{Capability: c.Caps[0] + "@=" + late}, {Capability: c.Caps[0] + "@=" + late, Type: "agent"},
+		{Capability: c.Caps[0] + "@=" + late, Vendor: vendors[late]}, // filtered one at a time
+	} {
+		res, err := d.Search(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := d.Holds(q)
+		if err != nil || held != (res.Total > 0) {
+			t.Errorf("%+v: Holds %v, %v; Search's total %d", q, held, err, res.Total)
+		}
+	}
 }

@@ -112,21 +112,26 @@ func (f *Federation) lookup(ctx context.Context, what string, q directory.Query,
 	key := lmosdht.ProviderCID(form)
 	f.useShard(form)
 	f.fetchShorts(ctx, form)
-	q.Visible, q.Limit = f.visible, 1 // whether it holds one: the total counts every match
-	res, err := f.dir.Search(q)
-	if err != nil {
-		return fmt.Errorf("federation: find %s: %w", what, err)
-	}
 	start := f.now()
-	if f.p.DHT == nil || res.Total > 0 && f.recent.fresh(key, start) {
+	if f.p.DHT == nil {
 		return nil
+	}
+	if f.recent.fresh(key, start) {
+		q.Visible = f.visible
+		held, err := f.dir.Holds(q)
+		if err != nil {
+			return fmt.Errorf("federation: find %s: %w", what, err)
+		}
+		if held {
+			return nil
+		}
 	}
 	asked, learned := f.askProviders(ctx, key, flt)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("federation: find %s %s: %w", what, key, err)
 	}
 	f.recent.asked(key, start)
-	f.log.Debug("lookup asked the network", "what", what, "key", key, "held", res.Total, "providers", asked, "learned", learned)
+	f.log.Debug("lookup asked the network", "what", what, "key", key, "providers", asked, "learned", learned)
 	return nil
 }
 
