@@ -37,6 +37,20 @@ func newCorpus(tb testing.TB) corpus {
 	return corpus{c}
 }
 
+// corpusDirectory is a directory in memory holding the corpus's first n
+// Things, closed when t ends.
+func corpusDirectory(t *testing.T, n int) (*Directory, corpus) {
+	t.Helper()
+	d, err := Open(Deps{Datastore: memStore(), Self: newPublisher(t, 1).id}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	c := newCorpus(t)
+	c.fill(t, d, n)
+	return d, c
+}
+
 // next returns the record of a new Thing.
 func (c corpus) next() *lmosproto.Record { return c.Next() }
 

@@ -38,13 +38,7 @@ func TestRemoveWithoutSummary(t *testing.T) {
 // TestCompact: compacting the index leaves no spare room in its arrays
 // and lists and changes no query's answer; a Put after it still works.
 func TestCompact(t *testing.T) {
-	d, err := Open(Deps{Datastore: memStore(), Self: newPublisher(t, 1).id}, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	c := newCorpus(t)
-	c.fill(t, d, 3000)
+	d, c := corpusDirectory(t, 3000)
 	queries := []Query{
 		{Capability: c.Caps[0]}, {Capability: c.Caps[3] + "@^1"}, {Type: "tool", ByID: true},
 		{Vendor: c.Vendors[7]}, {Text: c.Words[0] + " " + c.Words[5]}, {Group: "group-3"}, {},

@@ -509,13 +509,7 @@ func entryKeys(es []Entry) []string {
 // match many Things, one, or none (a version range, a visibility that
 // hides them all), with and without free text.
 func TestHolds(t *testing.T) {
-	d, err := Open(Deps{Datastore: memStore(), Self: newPublisher(t, 1).id}, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	c := newCorpus(t)
-	c.fill(t, d, 2000)
+	d, c := corpusDirectory(t, 2000)
 	none := func(Entry) bool { return false }
 	// late is a version of the popular capability that one Thing offers,
 	// put after a batch of others: a search for it finds its one match
