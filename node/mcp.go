@@ -19,7 +19,7 @@ func (n *Node) buildMCP() error {
 		Invokers:  n.bridgeRouter,
 		Visible:   n.own.Visible,
 		Orgs:      n.orgs,
-	}, mcpbridge.Config{BearerAuth: n.tokenForAll}, mcpbridge.WithLogger(n.log.With("component", "mcp")))
+	}, mcpbridge.Config{BearerAuth: n.tokenForAll, MaxThings: n.cfg.MCPTools}, mcpbridge.WithLogger(n.log.With("component", "mcp")))
 	return err
 }
 

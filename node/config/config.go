@@ -194,6 +194,11 @@ type Config struct {
 	// Pprof serves Go's profiler at /debug/pprof/ on the API, under the
 	// API's access rules (the token, or loopback only). Off by default.
 	Pprof bool `json:"pprof,omitempty"`
+	// MCPTools is the most Things of other publishers whose actions the
+	// node's MCP server offers as tools (mcpbridge.Config.MaxThings): those
+	// find_things returned lately, and while there is room those learned
+	// first; the node's own are always tools. 0 means 1000.
+	MCPTools int `json:"mcpTools"`
 	// ANP configures the Agent Network Protocol (package anp): the node's
 	// did:wba identity and DID-WBA authentication (docs/identity.md#anp).
 	ANP ANPConfig `json:"anp,omitzero"`
@@ -729,6 +734,9 @@ func (c Config) validateFederation() error {
 	}
 	if c.ThingTTL < Duration(minThingTTL) {
 		return fmt.Errorf("thingTTL: %s: must be at least %s (0 means the default, %s)", c.ThingTTL, minThingTTL, directory.DefaultTTL)
+	}
+	if c.MCPTools < 0 {
+		return fmt.Errorf("mcpTools: %d: must not be negative (0 means 1000)", c.MCPTools)
 	}
 	if c.LogFormat != "" && c.LogFormat != LogFormatText && c.LogFormat != LogFormatJSON {
 		return fmt.Errorf("logFormat: %q: must be %q or %q", c.LogFormat, LogFormatText, LogFormatJSON)

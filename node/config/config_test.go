@@ -49,6 +49,7 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{"bootstrap without peer id", func(c *Config) { c.Bootstrap = []string{"/ip4/127.0.0.1/tcp/4001"} }, "bootstrap[0]"},
 		{"dht mode", func(c *Config) { c.DHTMode = "both" }, "dhtMode"},
 		{"log format", func(c *Config) { c.LogFormat = "xml" }, "logFormat"},
+		{"mcp tools", func(c *Config) { c.MCPTools = -1 }, "mcpTools"},
 		{"connmgr low negative", func(c *Config) { c.ConnMgr.Low = -1 }, "connMgr.low"},
 		{"connmgr high zero", func(c *Config) { c.ConnMgr.High = 0 }, "connMgr.high"},
 		{"connmgr low above high", func(c *Config) { c.ConnMgr.Low = 500 }, "connMgr.low"},
