@@ -164,14 +164,8 @@ var errNoRecord = errors.New("directory: entry has no directory to read its reco
 // reads the record the directory holds now, which may be newer than the
 // entry (an entry of an event carries its own record).
 func (e Entry) Raw() ([]byte, error) {
-	if e.rec != nil {
-		return e.rec.Raw, nil
-	}
-	env, err := e.load()
-	if err != nil {
-		return nil, err
-	}
-	return env.Raw, nil
+	raw, _, err := e.Stored()
+	return raw, err
 }
 
 // Stored is Raw and whether the record is a tombstone, for a caller that
