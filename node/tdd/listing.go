@@ -201,8 +201,8 @@ func (h *Handler) listMembers(w http.ResponseWriter, r *http.Request, lq listQue
 		size += len(doc)
 		lp.members = append(lp.members, doc)
 		lp.online = append(lp.online, strconv.FormatBool(e.Online))
-		if h.deps.Orgs != nil {
-			lp.orgs = append(lp.orgs, h.deps.Orgs.Of(e.Publisher, lmosproto.OrganizationOf(raw)).Status())
+		if h.deps.Orgs != nil { // the claim read only when it is shown
+			lp.orgs = append(lp.orgs, h.organization(e.Publisher, lmosproto.OrganizationOf(raw)).Status())
 		}
 		if h.deps.Trust != nil {
 			lp.marks = append(lp.marks, string(h.deps.Trust.Mark(e.Publisher)))
@@ -317,7 +317,7 @@ func (h *Handler) retrieve(w http.ResponseWriter, r *http.Request) {
 	if h.deps.Trust != nil {
 		w.Header().Set(HeaderTrust, string(h.deps.Trust.Mark(e.Publisher)))
 	}
-	if o := h.organization(e.Publisher, rec.TD); h.deps.Orgs != nil {
+	if o := h.organization(e.Publisher, rec.TD.Organization()); h.deps.Orgs != nil {
 		w.Header().Set(HeaderOrganization, o.Status())
 		if o != nil && !o.Verified {
 			w.Header().Set(HeaderOrganizationReason, o.Reason)
@@ -357,11 +357,12 @@ func (h *Handler) listRank(p peer.ID) int {
 	return 0
 }
 
-// organization is the organisation the TD of publisher p claims, checked;
-// nil without a claim or without Deps.Orgs.
-func (h *Handler) organization(p peer.ID, td *lmosproto.TD) *did.Organization {
+// organization is the organisation claim of a TD of publisher p
+// (lmos:organization), checked; nil without a claim or without
+// Deps.Orgs.
+func (h *Handler) organization(p peer.ID, claim string) *did.Organization {
 	if h.deps.Orgs == nil {
 		return nil
 	}
-	return h.deps.Orgs.Of(p, td.Organization())
+	return h.deps.Orgs.Of(p, claim)
 }

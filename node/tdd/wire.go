@@ -188,7 +188,7 @@ func (h *Handler) thingInfo(e directory.Entry) (ThingInfo, error) {
 	info, err := thingInfo(e)
 	if err == nil {
 		if rec, rerr := e.Record(); rerr == nil {
-			info.Organization = h.organization(e.Publisher, rec.TD)
+			info.Organization = h.organization(e.Publisher, rec.TD.Organization())
 		}
 	}
 	return info, err
