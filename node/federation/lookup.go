@@ -53,10 +53,16 @@ func (f *Federation) FindCapability(ctx context.Context, id string) ([]directory
 	if id == "" {
 		return nil, errors.New("federation: find capability: empty id")
 	}
-	// A trailing "@" ends the capability id with an empty version
-	// constraint, so an "@" inside the id is not read as one.
-	q := directory.Query{Capability: id + "@"}
-	return f.find(ctx, "capability", q, lmosproto.ProvideCapability+id, Filter{Capability: id})
+	q, form, flt := capabilityLookup(id)
+	return f.find(ctx, "capability", q, form, flt)
+}
+
+// capabilityLookup is what a lookup of capability id asks: the
+// directory's query (a trailing "@" ends the id with an empty version
+// constraint, so an "@" inside the id is not read as one), the provider
+// key's form and the providers' sync filter.
+func capabilityLookup(id string) (directory.Query, string, Filter) {
+	return directory.Query{Capability: id + "@"}, lmosproto.ProvideCapability + id, Filter{Capability: id}
 }
 
 // FindType is FindCapability for an @type as written in TDs (e.g.
@@ -87,7 +93,8 @@ func (f *Federation) LookupCapability(ctx context.Context, id string) error {
 	if id == "" {
 		return errors.New("federation: lookup capability: empty id")
 	}
-	return f.lookup(ctx, "capability", directory.Query{Capability: id + "@"}, lmosproto.ProvideCapability+id, Filter{Capability: id})
+	q, form, flt := capabilityLookup(id)
+	return f.lookup(ctx, "capability", q, form, flt)
 }
 
 // find answers q from the directory after lookup.
