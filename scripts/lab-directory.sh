@@ -20,8 +20,8 @@
 # every exit unless --keep.
 #
 # Usage: scripts/lab.sh directory [-n THINGS] [--queries Q] [--keep]
-#   THINGS default 1000000 (the fill signs ~1,200 a second on 2 cores:
-#   ~15 min at 1M); Q default 2000. env: LAB_PORT (default 47800), GO.
+#   THINGS default 1000000 (the fill signs ~1,000 a second on 2 cores:
+#   ~17 min at 1M); Q default 2000. env: LAB_PORT (default 47800), GO.
 set -euo pipefail
 
 LAB_NAME=lab-directory
