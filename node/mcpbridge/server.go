@@ -471,8 +471,8 @@ func (s *Server) update(k thingKey) {
 	old, had := s.things[k]
 	e, ok := s.deps.Directory.Get(k.publisher, k.id)
 	if !ok || e.Tombstone || !s.deps.Visible(e) || !agentOrTool(e.Types) {
-		s.learned.Remove(k) // forgets its tools
-		s.forget(k)
+		s.learned.Remove(k) // a learned Thing: its tools go with it (forget)
+		s.forget(k)         // an own Thing
 		return
 	}
 	if !e.Own && !s.learned.Contains(k) {
