@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ipfs/go-cid"
+	kaddht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/routing"
 
@@ -158,20 +159,23 @@ func (f *Federation) lookup(ctx context.Context, what string, q directory.Query,
 // holdWindow after the first; an answer that comes later still spares the
 // asks not started yet.
 //
-// The lookup ends when kad-dht's does, or earlier: once it has yielded a
-// provider and then no new one for a quiet period (quietWindow), it is
-// stopped, as kad-dht stops one that found as many providers as asked for.
-// The peers that hold a key's provider records are the k closest to it,
-// which a lookup reaches in the same round or the next (kad-dht asks
-// several peers at once), so the others answer within about a round of
-// the first; what kad-dht does after that walks on towards the key to find
-// the closest peers (dialling each), and mostly finds the same providers
-// again, at the price of connections that compete with the asks.
+// The lookup ends when kad-dht's does, or earlier, once it has yielded a
+// provider: when kad-dht's lookup reaches its end condition (the β closest
+// peers it heard of answered) or runs out of peers to ask (ended), without
+// the follow-up round that then asks the rest of the k closest; or after a
+// quiet period with no new provider (quietWindow), for a lookup that walks
+// on. The peers that hold a key's provider records are the k closest to
+// it, so those that answered by the end condition named the providers the
+// follow-up would name again, at the price of a connection to each peer
+// it asks, which competes with the asks. A DHT server cannot bring the end
+// condition on sooner by what it answers, but by being closer to the key
+// than the honest peers (an eclipse, docs/security.md).
 func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) (asked, learned int) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	lctx, stopLookup := context.WithCancel(ctx)
 	defer stopLookup()
+	lctx, events := kaddht.RegisterForLookupEvents(lctx)
 	l := &providerAsks{f: f, key: key, flt: flt, start: time.Now(), answers: make(chan int)}
 	if flt.Capability != "" {
 		if peers := f.holders(); len(peers) > 0 {
@@ -219,6 +223,12 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 				if l.answered++; l.answered >= MaxProviders {
 					stopLookup()
 				}
+			}
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+			} else if l.window != 0 && ended(ev) {
+				stopLookup()
 			}
 		case <-l.quiet.C:
 			stopLookup()
@@ -311,7 +321,7 @@ func (l *providerAsks) found(ai peer.AddrInfo, ok bool) {
 		return
 	}
 	if l.window == 0 {
-		l.window = quietWindow(time.Since(l.start))
+		l.window = quietFor(time.Since(l.start))
 	}
 	l.quiet.Reset(l.window)
 	l.waiting = append(l.waiting, ai)
@@ -343,6 +353,17 @@ func (l *providerAsks) heard(a heldAnswer) {
 func holdWindow(elapsed time.Duration) time.Duration {
 	return min(max(elapsed, 2*minQuiet), maxQuiet)
 }
+
+// ended says whether ev tells that kad-dht's lookup reached its end
+// condition (the β closest peers it heard of answered) or has no peer
+// left to ask: what it does then is the follow-up round.
+func ended(ev *kaddht.LookupEvent) bool {
+	return ev.Terminate != nil && (ev.Terminate.Reason == kaddht.LookupCompleted || ev.Terminate.Reason == kaddht.LookupStarvation)
+}
+
+// quietFor is quietWindow; a test that must see a lookup end otherwise
+// sets a longer one.
+var quietFor = quietWindow
 
 // quietWindow is how long a lookup that found its first provider after
 // first goes on without finding another: half as long (at least one round

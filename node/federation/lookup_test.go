@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ipfs/go-cid"
+	kaddht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
@@ -14,51 +15,84 @@ import (
 // walkingDHT is a real kad-dht whose provider lookups, once kad-dht's has
 // yielded what it found, go on without finding more until they are
 // stopped: a lookup still walking towards the closest peers of a large
-// network.
+// network, or in its follow-up round. With hideEnd, its caller does not
+// hear that kad-dht's lookup reached its end condition.
 type walkingDHT struct {
 	*countingDHT
+	hideEnd bool
 	stopped chan struct{} // closed when a lookup was stopped
 }
 
 func (w *walkingDHT) FindProvidersAsync(ctx context.Context, key cid.Cid, count int) <-chan peer.AddrInfo {
-	out := make(chan peer.AddrInfo)
+	out := make(chan peer.AddrInfo, 8) // room, so that none is dropped when ctx ends
+	lctx := ctx
+	if w.hideEnd {
+		var events <-chan *kaddht.LookupEvent
+		lctx, events = kaddht.RegisterForLookupEvents(ctx)
+		go func() {
+			for range events {
+			}
+		}()
+	}
 	go func() {
 		defer close(out)
-		for ai := range w.countingDHT.FindProvidersAsync(ctx, key, count) {
-			select {
-			case out <- ai:
-			case <-ctx.Done():
-			}
+		for ai := range w.countingDHT.FindProvidersAsync(lctx, key, count) {
+			out <- ai
 		}
 		<-ctx.Done()
-		select {
-		case <-w.stopped:
-		default:
-			close(w.stopped)
-		}
+		close(w.stopped)
 	}()
 	return out
 }
 
 // TestColdLookupStopsWhenQuiet: a cold lookup whose DHT lookup goes on
-// after yielding the providers it will find answers with their checked
-// Things (it stops the lookup once no new provider came for a while)
-// instead of waiting for the lookup to end.
+// after yielding the providers it will find, and does not reach its end
+// condition, answers with their checked Things (it stops the lookup once
+// no new provider came for a while) instead of waiting for the lookup to
+// end.
 func TestColdLookupStopsWhenQuiet(t *testing.T) {
+	testColdLookupStops(t, true, 0)
+}
+
+// TestColdLookupStopsWhenComplete: a cold lookup stops the DHT lookup
+// once kad-dht's reached its end condition or has no peer left to ask,
+// without its follow-up round and without waiting out a quiet window (an
+// hour here).
+func TestColdLookupStopsWhenComplete(t *testing.T) {
+	quiet := quietFor
+	quietFor = func(time.Duration) time.Duration { return time.Hour }
+	t.Cleanup(func() { quietFor = quiet })
+	// Bob's kad-dht asks one peer at a time, so that it reaches the end
+	// condition (the three peers closest to the key answered) while it
+	// has heard of a fourth, which the follow-up would ask.
+	t.Run("end condition", func(t *testing.T) { testColdLookupStops(t, false, 3, kaddht.Concurrency(1)) })
+	// Alice is the only peer.
+	t.Run("no peer left", func(t *testing.T) { testColdLookupStops(t, false, 0) })
+}
+
+// testColdLookupStops has bob, connected to alice and others more DHT
+// servers, look up alice's capability through a walkingDHT (its kad-dht
+// made with opts), which only the lookup's own stop ends before the
+// test's deadline, and checks that bob answers with alice's Thing, the
+// lookup stopped.
+func testColdLookupStops(t *testing.T, hideEnd bool, others int, opts ...kaddht.Option) {
 	alice := newMember(t, func(p *Deps, _ *Config) { newTestDHT(t, p) })
-	walker := &walkingDHT{stopped: make(chan struct{})}
+	walker := &walkingDHT{hideEnd: hideEnd, stopped: make(chan struct{})}
 	bob := newMember(t, func(p *Deps, _ *Config) {
-		newTestDHT(t, p)
+		newTestDHT(t, p, opts...)
 		walker.countingDHT = p.DHT.(*countingDHT)
 		p.DHT = walker
 	})
 	connect(t, bob, alice)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	for range others {
+		connect(t, bob, newMember(t, func(p *Deps, _ *Config) { newTestDHT(t, p) }))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for walker.RoutingTable().Size() == 0 {
+	for walker.RoutingTable().Size() < 1+others {
 		select {
 		case <-ctx.Done():
-			t.Fatal("alice never entered bob's routing table")
+			t.Fatal("bob's peers never all entered its routing table")
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -76,8 +110,6 @@ func TestColdLookupStopsWhenQuiet(t *testing.T) {
 		}
 	}
 
-	// Only the lookup's quiet stop can end this call before the test's
-	// deadline: the lookup itself never ends by itself.
 	found, err := bob.FindCapability(ctx, "tide-tables")
 	if err != nil {
 		t.Fatal(err)

@@ -49,13 +49,13 @@ func (c *countingDHT) counts() (int, map[cid.Cid]int) {
 	return c.puts, m
 }
 
-func newTestDHT(t *testing.T, p *Deps) *countingDHT {
+func newTestDHT(t *testing.T, p *Deps, extra ...kaddht.Option) *countingDHT {
 	t.Helper()
 	opts, err := lmosdht.Options(lmosdht.Params{Mode: lmosdht.ModeServer})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := kaddht.New(context.Background(), p.Host, opts...)
+	d, err := kaddht.New(context.Background(), p.Host, append(opts, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

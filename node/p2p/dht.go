@@ -10,6 +10,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/routing"
 )
 
+// fwdRoom is how many providers CountingDHT.FindProvidersAsync holds for
+// its caller.
+const fwdRoom = 32
+
 // CountingDHT is the node's DHT as the federation and the group service
 // use it, counting each query's outcome (lmos_dht_queries_total).
 type CountingDHT struct {
@@ -58,14 +62,26 @@ func (d CountingDHT) Provide(ctx context.Context, key cid.Cid, broadcast bool) e
 // found a provider, not_found otherwise. The forwarding goroutine ends
 // with the DHT's channel, which kad-dht closes at the end of the query or
 // of ctx.
+//
+// A provider kad-dht handed over before ctx ended still reaches a caller
+// that reads on until the channel closes (one that stops the lookup when
+// kad-dht's lookup events say it completed, as the federation does: kad-dht
+// hands a response's providers over before it publishes the events that
+// response brings): the forwarder has room for fwdRoom of them and
+// delivers first. It drops one only when that room is full and ctx ended.
 func (d CountingDHT) FindProvidersAsync(ctx context.Context, key cid.Cid, count int) <-chan peer.AddrInfo {
 	in := d.IpfsDHT.FindProvidersAsync(ctx, key, count)
-	out := make(chan peer.AddrInfo)
+	out := make(chan peer.AddrInfo, fwdRoom)
 	go func() {
 		defer close(out)
 		found := false
 		for ai := range in {
 			found = true
+			select {
+			case out <- ai:
+				continue
+			default:
+			}
 			select {
 			case out <- ai:
 			case <-ctx.Done():
