@@ -59,7 +59,9 @@ func TestSurvivesKill9(t *testing.T) {
 	}
 	home := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelperProcess$")
-	cmd.Env = append(os.Environ(), crashHomeEnv+"="+home)
+	// The helper's own temporary directories go under this test's: it
+	// is killed before it could remove them.
+	cmd.Env = append(os.Environ(), crashHomeEnv+"="+home, "TMPDIR="+t.TempDir())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
