@@ -162,7 +162,9 @@ func (f *Federation) lookup(ctx context.Context, what string, q directory.Query,
 // The lookup ends when kad-dht's does, or earlier, once it has yielded a
 // provider: when kad-dht's lookup reaches its end condition (the β closest
 // peers it heard of answered) or runs out of peers to ask (ended), without
-// the follow-up round that then asks the rest of the k closest; or after a
+// the follow-up round that then asks the rest of the k closest (if no
+// provider came by then, at the first that comes: the DHT's channel may
+// yield one after the lookup's events said it ended); or after a
 // quiet period with no new provider (quietWindow), for a lookup that walks
 // on. The peers that hold a key's provider records are the k closest to
 // it, so those that answered by the end condition named the providers the
@@ -186,6 +188,7 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 			go func() { ch <- f.askHolders(ctx, peers, flt.Capability) }()
 		}
 	}
+	l.stopLookup = stopLookup
 	l.provs = f.p.DHT.FindProvidersAsync(lctx, key, 0) // all: see maxAttempts
 	l.quiet = time.NewTimer(maxQuiet)
 	l.quiet.Stop()
@@ -227,8 +230,13 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
-			} else if l.window != 0 && ended(ev) {
-				stopLookup()
+			} else if ended(ev) {
+				// A provider the last answers named may still be on
+				// its way (the DHT's channel): found stops then.
+				l.ended = true
+				if l.window != 0 {
+					stopLookup()
+				}
 			}
 		case <-l.quiet.C:
 			stopLookup()
@@ -256,8 +264,9 @@ type providerAsks struct {
 	held chan heldAnswer
 	// answers yields the records each ask learned.
 	answers chan int
-	// quiet ends the lookup after a quiet window; hold ends the wait for
-	// the holders.
+	// stopLookup stops the DHT lookup; quiet does after a quiet window;
+	// hold ends the wait for the holders.
+	stopLookup  context.CancelFunc
 	quiet, hold *time.Timer
 	wg          sync.WaitGroup
 
@@ -267,6 +276,7 @@ type providerAsks struct {
 	running int // asks running
 	pending int // providers queued and not answered
 	window  time.Duration
+	ended   bool // kad-dht's lookup ended but for its follow-up (ended)
 	holding bool // the hold timer runs
 	wait    bool // providers found wait for the holders
 
@@ -322,6 +332,9 @@ func (l *providerAsks) found(ai peer.AddrInfo, ok bool) {
 	}
 	if l.window == 0 {
 		l.window = quietFor(time.Since(l.start))
+		if l.ended {
+			l.stopLookup()
+		}
 	}
 	l.quiet.Reset(l.window)
 	l.waiting = append(l.waiting, ai)
