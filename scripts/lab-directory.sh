@@ -12,9 +12,9 @@
 #              with the node's own directory settings;
 #   3. loaded  the node started again on them (the time until its API
 #              answers is the load), then its heap after a GC, RSS and the
-#              top of its heap profile, capability and free-text queries
-#              through its HTTP API (GET /things, first page of 20), and
-#              its heap again (its caches filled by the queries).
+#              top of its heap profile, capability, free-text and sorted
+#              queries through its HTTP API (GET /things, pages of 20),
+#              and its heap again (its caches filled by the queries).
 #
 # The work directory (the node's home; ~4.6 GB at 1M Things) is removed on
 # every exit unless --keep.

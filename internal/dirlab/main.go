@@ -12,9 +12,10 @@
 //	dirlab measure -home H [-queries Q]   asks the node running in H for its
 //	                                      heap after a GC, its resident
 //	                                      memory and the Things it holds,
-//	                                      then times Q capability queries
-//	                                      and Q/10 free-text ones through
-//	                                      its HTTP API
+//	                                      then times Q capability queries,
+//	                                      Q/10 free-text ones, Q/10 by title
+//	                                      and Q/100 pages of every Thing,
+//	                                      newest first, through its HTTP API
 package main
 
 import (

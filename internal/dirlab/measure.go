@@ -55,7 +55,7 @@ func (c *client) get(ctx context.Context, path string) ([]byte, error) {
 func runMeasure(args []string) error {
 	fs := flag.NewFlagSet("measure", flag.ContinueOnError)
 	home := fs.String("home", "", "the running node's home")
-	queries := fs.Int("queries", 2000, "capability queries to time, and a tenth as many free-text ones (0: none)")
+	queries := fs.Int("queries", 2000, "capability queries to time, a tenth as many free-text ones and ones by title, a hundredth as many pages of every Thing (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -119,9 +119,11 @@ func (c *client) memory(ctx context.Context, home, file string) error {
 }
 
 // latency times capability queries of the corpus's Zipf mix (the
-// directory benchmark's, first page of 20) and two-word free-text
-// queries, each run once untimed first: the first query of a capability
-// asks the network (here: a DHT without peers) and marks it fresh.
+// directory benchmark's, first page of 20), two-word free-text queries,
+// a tenth of the capability queries ordered by title and a hundredth
+// (at least 3) of pages of every Thing, newest first, each run once
+// untimed first: the first query of a capability asks the network (here:
+// a DHT without peers) and marks it fresh.
 func (c *client) latency(ctx context.Context, n int) error {
 	corpus, err := dircorpus.New()
 	if err != nil {
@@ -138,10 +140,18 @@ func (c *client) latency(ctx context.Context, n int) error {
 	for i := range texts {
 		texts[i] = "/things?limit=20&q=" + url.QueryEscape(corpus.Words[wordZipf.Uint64()]+" "+corpus.Words[wordZipf.Uint64()])
 	}
+	sorted := make([]string, max(n/10, 1))
+	for i := range sorted {
+		sorted[i] = caps[i] + "&sort_by=title"
+	}
+	whole := make([]string, max(n/100, 3))
+	for i := range whole {
+		whole[i] = fmt.Sprintf("/things?limit=20&offset=%d&sort_by=modified&sort_order=desc", i*20)
+	}
 	for _, set := range []struct {
 		name  string
 		paths []string
-	}{{"capability", caps}, {"free text, two words", texts}} {
+	}{{"capability", caps}, {"free text, two words", texts}, {"capability, sort_by=title", sorted}, {"every Thing, sort_by=modified, desc", whole}} {
 		for _, p := range set.paths { // untimed: every capability asked once
 			if _, err := c.get(ctx, p); err != nil {
 				return fmt.Errorf("measure: %w", err)

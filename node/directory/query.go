@@ -1,6 +1,8 @@
 package directory
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -66,6 +68,14 @@ type Query struct {
 	// of by relevance and title; free-text scores are still computed.
 	ByID bool
 
+	// Sort, if set, orders the results by that field instead, online
+	// Things first (the order of a WoT Discovery listing with sort_by):
+	// then by the field, thing id and publisher, ascending, or descending
+	// with Desc. Rank is not applied; ByID and After must not be set. The
+	// directory keeps the best Offset+Limit of the matches, not all.
+	Sort SortKey
+	Desc bool
+
 	// After continues a listing after the entry a cursor was made from
 	// (Result.Next, Query.CursorAfter): only the results ordered after it
 	// are paged, so a page deep in a listing costs what the first one
@@ -82,6 +92,23 @@ type Query struct {
 	// first stops the search at its first match (Holds).
 	first bool
 }
+
+// SortKey is a field that Query.Sort orders by.
+type SortKey uint8
+
+// The fields Query.Sort orders by.
+const (
+	// SortID orders by thing id (byte order).
+	SortID SortKey = iota + 1
+	// SortTitle orders by title (byte order).
+	SortTitle
+	// SortCreated and SortModified order by registration time.
+	SortCreated
+	SortModified
+	// SortRelevance orders by free-text score, highest first (the
+	// default order's first key; descending reverses it), then title.
+	SortRelevance
+)
 
 // Result is a page of search results.
 type Result struct {
@@ -153,6 +180,12 @@ func (d *Directory) resolve(q *Query) (filters, error) {
 		f.publisher = q.Publisher
 	}
 	f.group = q.Group
+	if q.Sort != 0 && (q.ByID || q.After != "") {
+		return f, errors.New("query: sort: not with ByID or After")
+	}
+	if q.Sort > SortRelevance {
+		return f, fmt.Errorf("query: sort: unknown field %d", q.Sort)
+	}
 	if q.After != "" {
 		h, err := decodeCursor(q.After, q.ByID)
 		if err != nil {
@@ -272,6 +305,37 @@ func betterByID(a, b hit) bool {
 	return a.t.publisherID() < b.t.publisherID()
 }
 
+// sortedBy is the order of Query.Sort: online first, then by field
+// (SortRelevance: score descending, then title), thing id and publisher,
+// ascending or, with desc, descending.
+func sortedBy(field SortKey, desc bool) func(a, b hit) bool {
+	var by func(a, b hit) int
+	switch field {
+	case SortTitle:
+		by = func(a, b hit) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.t.title, b.t.title)) }
+	case SortCreated:
+		by = func(a, b hit) int { return cmp.Compare(a.t.created, b.t.created) }
+	case SortModified:
+		by = func(a, b hit) int { return cmp.Compare(a.t.modified, b.t.modified) }
+	case SortRelevance:
+		by = func(a, b hit) int {
+			return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.key, b.key), cmp.Compare(a.t.title, b.t.title))
+		}
+	default: // SortID: the id's key, then the id below
+		by = func(a, b hit) int { return cmp.Compare(a.key, b.key) }
+	}
+	return func(a, b hit) bool {
+		if a.online != b.online {
+			return a.online
+		}
+		c := cmp.Or(by(a, b), cmp.Compare(a.t.id, b.t.id), cmp.Compare(a.t.publisherID(), b.t.publisherID()))
+		if desc {
+			return c > 0
+		}
+		return c < 0
+	}
+}
+
 // cursor walks a sorted posting list for membership tests of increasing
 // slots.
 type cursor struct {
@@ -325,9 +389,13 @@ func (d *Directory) Search(q Query) (Result, error) {
 		return Result{}, nil
 	}
 	top := topK{keep: keep, better: better}
-	if q.ByID {
+	switch {
+	case q.Sort != 0:
+		top.better = sortedBy(q.Sort, q.Desc)
+	case q.ByID:
 		top.better = betterByID
 	}
+	byID := q.ByID || q.Sort == SortID
 	before := 0 // matches ordered before f.after
 	// ranks caches q.Rank by publisher place.
 	var ranks map[uint32]int
@@ -368,11 +436,11 @@ func (d *Directory) Search(q Query) (Result, error) {
 			return
 		}
 		key := m.titleKey()
-		if q.ByID {
+		if byID {
 			key = titleKey(t.id)
 		}
 		h := hit{t: t, online: online, score: score, key: key}
-		if q.Rank != nil {
+		if q.Rank != nil && q.Sort == 0 {
 			pub := m.publisher()
 			r, ok := ranks[pub]
 			if !ok {
@@ -432,7 +500,7 @@ func (d *Directory) Search(q Query) (Result, error) {
 	}
 	res := d.page(&top, q.Offset)
 	res.Total += before
-	if q.Limit > 0 && len(res.Entries) == q.Limit && top.total > q.Offset+q.Limit {
+	if q.Sort == 0 && q.Limit > 0 && len(res.Entries) == q.Limit && top.total > q.Offset+q.Limit {
 		last := top.heap[len(top.heap)-1]
 		res.Next = encodeCursor(last, q.ByID)
 	}

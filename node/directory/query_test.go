@@ -560,3 +560,84 @@ func TestHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestSortOrders: a search in a Query.Sort order pages what sorting every
+// match by that order (online first, then the field, id and publisher,
+// each reversed with Desc) gives, with its total, for filters with and
+// without free text.
+func TestSortOrders(t *testing.T) {
+	d, c := corpusDirectory(t, 1500)
+	all, err := d.Search(Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Some publishers online, so that both parts have Things.
+	for i, e := range all.Entries {
+		if i%7 == 0 {
+			d.Seen(e.Publisher, time.Now())
+		}
+	}
+	fields := map[SortKey]func(a, b Entry) int{
+		SortID:        func(a, b Entry) int { return 0 },
+		SortTitle:     func(a, b Entry) int { return cmp.Compare(a.Title, b.Title) },
+		SortCreated:   func(a, b Entry) int { return a.Created.Compare(b.Created) },
+		SortModified:  func(a, b Entry) int { return a.Modified.Compare(b.Modified) },
+		SortRelevance: func(a, b Entry) int { return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.Title, b.Title)) },
+	}
+	for _, base := range []Query{{}, {Type: "tool"}, {Text: c.Words[0]}, {Text: c.Words[1] + " " + c.Words[2], Type: "agent"}} {
+		every, err := d.Search(base)
+		if err != nil || every.Total < 20 {
+			t.Fatalf("%+v: %d matches, %v", base, every.Total, err)
+		}
+		for field, by := range fields {
+			for _, desc := range []bool{false, true} {
+				want := slices.Clone(every.Entries)
+				slices.SortFunc(want, func(a, b Entry) int {
+					if a.Online != b.Online {
+						if a.Online {
+							return -1
+						}
+						return 1
+					}
+					c := cmp.Or(by(a, b), cmp.Compare(a.ThingID, b.ThingID), cmp.Compare(a.Publisher, b.Publisher))
+					if desc {
+						return -c
+					}
+					return c
+				})
+				if !want[0].Online || want[len(want)-1].Online {
+					t.Fatalf("%+v: want online and offline Things", base)
+				}
+				for _, page := range [][2]int{{0, 0}, {0, 10}, {7, 5}, {len(want) - 3, 10}} {
+					q := base
+					q.Sort, q.Desc, q.Offset, q.Limit = field, desc, page[0], page[1]
+					res, err := d.Search(q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					end := len(want)
+					if page[1] > 0 {
+						end = min(end, page[0]+page[1])
+					}
+					if res.Total != len(want) || res.Next != "" || !slices.EqualFunc(res.Entries, want[page[0]:end], sameThing) {
+						t.Errorf("%+v sort %d desc %t offset %d limit %d: total %d next %q, %v; want %d, %v", base, field, desc, page[0], page[1],
+							res.Total, res.Next, thingIDs(res.Entries), len(want), thingIDs(want[page[0]:end]))
+					}
+				}
+			}
+		}
+	}
+	if _, err := d.Search(Query{Sort: SortTitle, ByID: true}); err == nil {
+		t.Error("Sort with ByID: no error")
+	}
+}
+
+func sameThing(a, b Entry) bool { return a.Publisher == b.Publisher && a.ThingID == b.ThingID }
+
+func thingIDs(es []Entry) []string {
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.ThingID
+	}
+	return ids
+}

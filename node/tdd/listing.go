@@ -2,10 +2,8 @@ package tdd
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -115,25 +113,30 @@ type listResult struct {
 }
 
 // listPage searches for the listing lq and returns its page of entries
-// and the number of matches. The directory pages its own orders itself:
-// by id (from lq's cursor or offset) and, for free text without sort_by,
-// by relevance (from lq's offset); any other order needs every match,
-// ordered here, then cut. A capability is asked of the Finder first, also
-// when the directory holds Things that offer it: the federation asks the
-// network unless it did for the capability lately
-// (federation.LookupFresh) and stores what it finds, so that the Things
-// that reached this node first do not hide the other providers
+// and the number of matches. The directory pages every order: by id (from
+// lq's cursor or offset), by relevance for free text without sort_by, by
+// the sort_by field, or reversed (from lq's offset). A capability is asked
+// of the Finder first, also when the directory holds Things that offer
+// it: the federation asks the network unless it did for the capability
+// lately (federation.LookupFresh) and stores what it finds, so that the
+// Things that reached this node first do not hide the other providers
 // (docs/security.md, eclipse). The Things served count as used
 // (directory.Use: the budget keeps them longer).
 func (h *Handler) listPage(r *http.Request, lq listQuery) (lr listResult, p *lmosproto.Problem) {
 	lr.byID = lq.byID()
-	byRelevance := lq.q.Text != "" && lq.sortBy == "" && !lq.desc
 	q := lq.q
+	q.Offset, q.Limit = lq.offset, lq.limit
 	switch {
 	case lr.byID:
-		q.ByID, q.After, q.Offset, q.Limit = true, lq.cursor, lq.offset, lq.limit
-	case byRelevance:
-		q.Offset, q.Limit = lq.offset, lq.limit
+		q.ByID, q.After = true, lq.cursor
+	case lq.sortBy != 0 || lq.desc:
+		// Reversed without sort_by: the default order reversed.
+		q.Sort, q.Desc = lq.sortBy, lq.desc
+		if q.Sort == 0 && q.Text != "" {
+			q.Sort = directory.SortRelevance
+		} else if q.Sort == 0 {
+			q.Sort = directory.SortID
+		}
 	}
 	lr.q = q
 	if lq.q.Capability != "" && h.deps.Finder != nil {
@@ -144,11 +147,6 @@ func (h *Handler) listPage(r *http.Request, lq listQuery) (lr listResult, p *lmo
 		return lr, httpapi.Problemf(http.StatusBadRequest, "%v", err)
 	}
 	lr.page, lr.total, lr.more = res.Entries, res.Total, res.Next != ""
-	if !lr.byID && !byRelevance {
-		order(lr.page, lq)
-		lr.page = lr.page[min(lq.offset, lr.total):]
-		lr.page = lr.page[:min(len(lr.page), lq.limit)]
-	}
 	h.deps.Directory.Use(lr.page...)
 	return lr, nil
 }
@@ -221,52 +219,6 @@ func (h *Handler) pageURL(r *http.Request, at, value string, limit int) string {
 	v.Set(at, value)
 	v.Set("limit", strconv.Itoa(limit))
 	return h.base(r) + "/things?" + v.Encode()
-}
-
-// order sorts entries as lq asks: online Things first (the directory's
-// order too), then by the sort_by field, else by id, except that free text
-// without sort_by keeps the directory's order (relevance). Strings compare
-// by Unicode code points (Go compares UTF-8 bytes, which orders as code
-// points do); ties go by id, then publisher. sort_order=desc reverses the
-// order within the online and within the offline Things.
-func order(entries []directory.Entry, lq listQuery) {
-	if lq.sortBy != "" || lq.q.Text == "" {
-		by := cmpField(lq.sortBy)
-		dir := 1
-		if lq.desc {
-			dir = -1
-		}
-		slices.SortStableFunc(entries, func(a, b directory.Entry) int {
-			return cmp.Or(onlineFirst(a, b), dir*cmp.Or(by(a, b), cmp.Compare(a.ThingID, b.ThingID), cmp.Compare(a.Publisher, b.Publisher)))
-		})
-	} else if lq.desc {
-		slices.Reverse(entries)
-	}
-}
-
-// onlineFirst orders online entries before offline ones.
-func onlineFirst(a, b directory.Entry) int {
-	switch {
-	case a.Online == b.Online:
-		return 0
-	case a.Online:
-		return -1
-	}
-	return 1
-}
-
-// cmpField compares two entries by field f (0 for the default, id, which
-// the tie-breakers order).
-func cmpField(f sortField) func(a, b directory.Entry) int {
-	switch f {
-	case sortTitle:
-		return func(a, b directory.Entry) int { return cmp.Compare(a.Title, b.Title) }
-	case sortCreated:
-		return func(a, b directory.Entry) int { return a.Created.Compare(b.Created) }
-	case sortModified:
-		return func(a, b directory.Entry) int { return a.Modified.Compare(b.Modified) }
-	}
-	return func(directory.Entry, directory.Entry) int { return 0 }
 }
 
 // writeCollection writes the ThingCollection body (WoT Discovery §7.3.2.1.5,

@@ -27,32 +27,21 @@ type listQuery struct {
 	collection bool
 	// enriched selects Enriched TDs (enriched=true).
 	enriched bool
-	// sortBy is the sort field ("" for the default order), desc the
+	// sortBy is the sort field (0 for the default order), desc the
 	// direction.
-	sortBy sortField
+	sortBy directory.SortKey
 	desc   bool
 }
 
-// sortField is an orderable field of a listing.
-type sortField string
-
-// The orderable fields: the spec's sort_by names a field by JSON pointer
-// ("/title") or plainly ("title"); each has a string or date-time value
-// that orders by Unicode code points (dates in RFC 3339 UTC, which order as
-// time does).
-const (
-	sortID       sortField = "id"
-	sortTitle    sortField = "title"
-	sortCreated  sortField = "created"
-	sortModified sortField = "modified"
-)
-
-// sortFields maps every accepted sort_by value to its field.
-var sortFields = map[string]sortField{
-	"id": sortID, "/id": sortID,
-	"title": sortTitle, "/title": sortTitle,
-	"created": sortCreated, "/registration/created": sortCreated,
-	"modified": sortModified, "/registration/modified": sortModified,
+// sortFields maps every accepted sort_by value to its field: the spec's
+// sort_by names a field by JSON pointer ("/title") or plainly ("title");
+// each has a string or date-time value that orders by Unicode code points
+// (dates in RFC 3339 UTC, which order as time does).
+var sortFields = map[string]directory.SortKey{
+	"id": directory.SortID, "/id": directory.SortID,
+	"title": directory.SortTitle, "/title": directory.SortTitle,
+	"created": directory.SortCreated, "/registration/created": directory.SortCreated,
+	"modified": directory.SortModified, "/registration/modified": directory.SortModified,
 }
 
 // parseListQuery checks the query parameters of GET /things.
@@ -122,10 +111,9 @@ func (h *Handler) parsePaging(v url.Values) (listQuery, *lmosproto.Problem) {
 }
 
 // byID reports whether the listing is in ascending id order, which the
-// directory pages itself (with a cursor or an offset); any other order is
-// sorted here from every match.
+// directory pages with a cursor or an offset; the others by offset.
 func (lq listQuery) byID() bool {
-	return (lq.sortBy == sortID || (lq.sortBy == "" && lq.q.Text == "")) && !lq.desc
+	return (lq.sortBy == directory.SortID || (lq.sortBy == 0 && lq.q.Text == "")) && !lq.desc
 }
 
 // parseFilters checks the parameters that select Things: online, type,

@@ -51,12 +51,11 @@ func (h *Handler) searchJSONPath(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.SearchTimeout)
 	defer cancel()
-	res, err := h.deps.Directory.Search(directory.Query{Visible: h.visible(r)})
+	res, err := h.deps.Directory.Search(directory.Query{Visible: h.visible(r), ByID: true})
 	if err != nil {
 		h.writeInternal(w, r, "search", "", err)
 		return
 	}
-	order(res.Entries, listQuery{})
 	root := make([]any, 0, len(res.Entries))
 	for _, e := range res.Entries {
 		if ctx.Err() != nil {
