@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/lmosnode/lmosnode/internal/dircorpus"
+	"github.com/lmosnode/lmosnode/node/aicatalog"
 	"github.com/lmosnode/lmosnode/node/homedir"
 )
 
@@ -33,9 +35,28 @@ type client struct {
 
 // get GETs path and returns the body of a 200.
 func (c *client) get(ctx context.Context, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.api+path, nil)
+	return c.do(ctx, request{path: path})
+}
+
+// request is a GET of path, or a POST of body (JSON) to it.
+type request struct {
+	path string
+	body []byte
+}
+
+// do sends r and returns the body of a 200.
+func (c *client) do(ctx context.Context, r request) ([]byte, error) {
+	method, path := http.MethodGet, r.path
+	var rd io.Reader
+	if r.body != nil {
+		method, rd = http.MethodPost, bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.api+path, rd)
 	if err != nil {
 		return nil, err
+	}
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := c.http.Do(req)
@@ -45,7 +66,7 @@ func (c *client) get(ctx context.Context, path string) ([]byte, error) {
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: %s: %.200s", path, resp.Status, body)
+		err = fmt.Errorf("%s %s: %s: %.200s", method, path, resp.Status, body)
 	}
 	return body, err
 }
@@ -120,8 +141,9 @@ func (c *client) memory(ctx context.Context, home, file string) error {
 
 // latency times capability queries of the corpus's Zipf mix (the
 // directory benchmark's, first page of 20), two-word free-text queries,
-// a tenth of the capability queries ordered by title and a hundredth
-// (at least 3) of pages of every Thing, newest first, each run once
+// a tenth of the capability queries ordered by title, a hundredth (at
+// least 3) of pages of every Thing, newest first, and a tenth of ARD
+// searches of two words (POST /ard/search), each run once
 // untimed first: the first query of a capability asks the network (here:
 // a DHT without peers) and marks it fresh.
 func (c *client) latency(ctx context.Context, n int) error {
@@ -132,36 +154,48 @@ func (c *client) latency(ctx context.Context, n int) error {
 	qrng := rand.New(rand.NewPCG(3, 4))
 	capZipf := rand.NewZipf(qrng, 1.05, 10, uint64(len(corpus.Caps)-1))
 	wordZipf := rand.NewZipf(qrng, 1.1, 1, uint64(len(corpus.Words)-1))
-	caps := make([]string, n)
+	caps := make([]request, n)
 	for i := range caps {
-		caps[i] = "/things?limit=20&capability=" + url.QueryEscape(corpus.Caps[capZipf.Uint64()])
+		caps[i].path = "/things?limit=20&capability=" + url.QueryEscape(corpus.Caps[capZipf.Uint64()])
 	}
-	texts := make([]string, max(n/10, 1))
+	words := func() string { return corpus.Words[wordZipf.Uint64()] + " " + corpus.Words[wordZipf.Uint64()] }
+	texts := make([]request, max(n/10, 1))
 	for i := range texts {
-		texts[i] = "/things?limit=20&q=" + url.QueryEscape(corpus.Words[wordZipf.Uint64()]+" "+corpus.Words[wordZipf.Uint64()])
+		texts[i].path = "/things?limit=20&q=" + url.QueryEscape(words())
 	}
-	sorted := make([]string, max(n/10, 1))
+	sorted := make([]request, max(n/10, 1))
 	for i := range sorted {
-		sorted[i] = caps[i] + "&sort_by=title"
+		sorted[i].path = caps[i].path + "&sort_by=title"
 	}
-	whole := make([]string, max(n/100, 3))
+	whole := make([]request, max(n/100, 3))
 	for i := range whole {
-		whole[i] = fmt.Sprintf("/things?limit=20&offset=%d&sort_by=modified&sort_order=desc", i*20)
+		whole[i].path = fmt.Sprintf("/things?limit=20&offset=%d&sort_by=modified&sort_order=desc", i*20)
+	}
+	ard := make([]request, max(n/10, 1))
+	for i := range ard {
+		body, err := json.Marshal(map[string]any{"query": map[string]any{"text": words()}, "federation": "none", "pageSize": 10})
+		if err != nil {
+			return err
+		}
+		ard[i] = request{path: aicatalog.PathSearch, body: body}
 	}
 	for _, set := range []struct {
-		name  string
-		paths []string
-	}{{"capability", caps}, {"free text, two words", texts}, {"capability, sort_by=title", sorted}, {"every Thing, sort_by=modified, desc", whole}} {
-		for _, p := range set.paths { // untimed: every capability asked once
-			if _, err := c.get(ctx, p); err != nil {
+		name string
+		reqs []request
+	}{
+		{"capability", caps}, {"free text, two words", texts}, {"capability, sort_by=title", sorted},
+		{"every Thing, sort_by=modified, desc", whole}, {"ARD search (POST /ard/search, page of 10), two words", ard},
+	} {
+		for _, r := range set.reqs { // untimed: every capability asked once
+			if _, err := c.do(ctx, r); err != nil {
 				return fmt.Errorf("measure: %w", err)
 			}
 		}
-		lat := make([]time.Duration, 0, len(set.paths))
+		lat := make([]time.Duration, 0, len(set.reqs))
 		var size int
-		for _, p := range set.paths {
+		for _, r := range set.reqs {
 			start := time.Now()
-			body, err := c.get(ctx, p)
+			body, err := c.do(ctx, r)
 			lat = append(lat, time.Since(start))
 			if err != nil {
 				return fmt.Errorf("measure: %w", err)
@@ -172,7 +206,7 @@ func (c *client) latency(ctx context.Context, n int) error {
 		q := func(f float64) string {
 			return fmt.Sprintf("%.2f ms", float64(lat[int(f*float64(len(lat)-1))].Microseconds())/1000)
 		}
-		fmt.Printf("query through the API, %s (first page of 20, %d queries, %.0f KB a page): p50 %s, p90 %s, p99 %s\n",
+		fmt.Printf("query through the API, %s (%d queries, %.0f KB an answer): p50 %s, p90 %s, p99 %s\n",
 			set.name, len(lat), float64(size)/float64(len(lat))/(1<<10), q(0.5), q(0.9), q(0.99))
 	}
 	return nil

@@ -100,11 +100,15 @@ func (h *Handler) serveSearch(w http.ResponseWriter, r *http.Request) {
 			h.lookup(r.Context(), c)
 		}
 	}
-	matches := h.match(req.Query.Text, f)
+	// One more than the page: whether a next page follows.
+	matches := h.match(req.Query.Text, f, offset+req.PageSize+1)
 	if len(matches) == 0 && network && len(f["capabilities"]) == 0 && !strings.ContainsAny(strings.TrimSpace(req.Query.Text), " \t\n") {
-		matches = filterEntries(h.find(r.Context(), strings.TrimSpace(req.Query.Text)), f, h)
+		matches = filterEntries(h.find(r.Context(), strings.TrimSpace(req.Query.Text)), f, h, map[[2]string]bool{})
 	}
 	resp := SearchResponse{Results: []SearchResult{}}
+	// Scores are relative to the best match (the first, unless an online
+	// Thing ranks before a better offline one: the best of those up to
+	// this page).
 	top := 0.0
 	for _, m := range matches {
 		top = max(top, m.Score)
@@ -198,20 +202,30 @@ func (h *Handler) find(ctx context.Context, id string) []directory.Entry {
 	return slices.DeleteFunc(res.Entries, func(e directory.Entry) bool { return !h.visibleAgentOrTool(e) })
 }
 
-// match searches the directory: the agents and tools this node may see,
-// ranked by the text, that pass f.
-func (h *Handler) match(text string, f filter) []directory.Entry {
-	res, err := h.deps.Directory.Search(directory.Query{Text: text, Visible: h.deps.Visible})
-	if err != nil {
-		return nil
-	}
-	return filterEntries(res.Entries, f, h)
-}
-
-// filterEntries keeps the agents and tools of es that pass f, once each.
-func filterEntries(es []directory.Entry, f filter, h *Handler) []directory.Entry {
+// match searches the directory: the first n (at least; all, if fewer) of
+// the agents and tools this node may see, ranked by the text, that pass
+// f. It asks the directory for pages of growing size, each after the
+// last, until n passed or the matches ran out: the directory builds the
+// entries of its pages, not of every match.
+func (h *Handler) match(text string, f filter, n int) []directory.Entry {
 	var out []directory.Entry
 	seen := map[[2]string]bool{}
+	for offset, limit := 0, max(2*n, 64); ; offset, limit = offset+limit, 4*limit {
+		res, err := h.deps.Directory.Search(directory.Query{Text: text, Visible: h.deps.Visible, Offset: offset, Limit: limit})
+		if err != nil {
+			return out
+		}
+		out = append(out, filterEntries(res.Entries, f, h, seen)...)
+		if len(out) >= n || offset+len(res.Entries) >= res.Total {
+			return out
+		}
+	}
+}
+
+// filterEntries keeps the agents and tools of es that pass f, once each:
+// those not in seen, which it adds them to.
+func filterEntries(es []directory.Entry, f filter, h *Handler, seen map[[2]string]bool) []directory.Entry {
+	var out []directory.Entry
 	for _, e := range es {
 		key := [2]string{string(e.Publisher), e.ThingID}
 		if seen[key] || !h.visibleAgentOrTool(e) || !f.match(e) {
