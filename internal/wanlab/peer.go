@@ -432,6 +432,7 @@ func (p *wanPeer) routes() http.Handler {
 	mux.HandleFunc("POST /lmos/use", p.use)
 	mux.HandleFunc("POST /lmos/kill", p.kill)
 	mux.HandleFunc("POST /lmos/heap", p.heap)
+	mux.HandleFunc("POST /lmos/cpu", p.cpu)
 	mux.HandleFunc("POST /rtt", p.withRaw(p.rtt))
 	mux.HandleFunc("POST /cold/start", p.coldStart)
 	mux.HandleFunc("POST /cold/find", p.coldFind)

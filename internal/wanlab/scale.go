@@ -162,13 +162,30 @@ func (p *wanPeer) stats(w http.ResponseWriter, r *http.Request) {
 // a GC (the node runs with pprof on in the scale lab), is written to
 // heap.pb.gz in its home; the answer names the file.
 func (p *wanPeer) heap(w http.ResponseWriter, r *http.Request) {
-	resp, err := p.nodeGet(r.Context(), "/debug/pprof/heap?gc=1")
+	p.profile(w, r, "/debug/pprof/heap?gc=1", "heap.pb.gz")
+}
+
+// cpu serves POST /lmos/cpu?seconds=S: the local node's CPU profile over
+// the next S seconds (at most 60) is written to cpu.pb.gz in its home; the
+// answer names the file.
+func (p *wanPeer) cpu(w http.ResponseWriter, r *http.Request) {
+	sec, err := strconv.Atoi(r.URL.Query().Get("seconds"))
+	if err != nil || sec < 1 || sec > 60 {
+		fail(w, fmt.Errorf("seconds %q: want 1 to 60", r.URL.Query().Get("seconds")))
+		return
+	}
+	p.profile(w, r, "/debug/pprof/profile?seconds="+strconv.Itoa(sec), "cpu.pb.gz")
+}
+
+// profile writes the local node's profile at path to name in its home.
+func (p *wanPeer) profile(w http.ResponseWriter, r *http.Request, path, name string) {
+	resp, err := p.nodeGet(r.Context(), path)
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
-	file := filepath.Join(p.home, "heap.pb.gz")
+	file := filepath.Join(p.home, name)
 	out, err := os.Create(file)
 	if err == nil {
 		_, err = io.Copy(out, resp.Body)
@@ -291,7 +308,12 @@ func (d *driver) scale(ctx context.Context, sc scaleConfig) error {
 		fmt.Printf("raw hosts idle for %s before the rows\n", sc.window)
 		time.Sleep(sc.window)
 	}
-	if err := d.propagation(ctx, sc.samples); err != nil {
+	// Where the machine's CPU goes while the loaded propagation samples
+	// run (the rows' bound at 50 nodes).
+	done := d.profileCPU(ctx, "during the propagation samples")
+	err := d.propagation(ctx, sc.samples)
+	done()
+	if err != nil {
 		return err
 	}
 	if err := d.coldDiscovery(ctx, 5, sc.cold); err != nil {
