@@ -120,14 +120,7 @@ func (d *driver) profileCPU(ctx context.Context, what string) func() {
 	}
 	var wg sync.WaitGroup
 	if d.lmosOn {
-		nodes := map[string]int{"node": 1}
-		if d.dirNodes > 0 {
-			nodes = map[string]int{"directory": 1}
-			if d.dirNodes < d.n {
-				nodes["light"] = d.dirNodes + 1
-			}
-		}
-		for role, k := range nodes {
+		for role, k := range d.profiled() {
 			wg.Go(func() {
 				var out struct {
 					File string `json:"file"`

@@ -334,18 +334,25 @@ func (d *driver) scale(ctx context.Context, sc scaleConfig) error {
 	return d.coldDiscovery(ctx, 5, sc.cold)
 }
 
+// profiled names the nodes whose profiles the lab takes, by role: the
+// first directory node and the first light node, or node 1 when all are
+// alike.
+func (d *driver) profiled() map[string]int {
+	if d.dirNodes == 0 {
+		return map[string]int{"node": 1}
+	}
+	nodes := map[string]int{"directory": 1}
+	if d.dirNodes < d.n {
+		nodes["light"] = d.dirNodes + 1
+	}
+	return nodes
+}
+
 // heapProfiles has the first directory node and the first light node
 // (or node 1, when all are alike) write their heap profile, loaded, and
 // prints where each is: the lab prints their top entries.
 func (d *driver) heapProfiles(ctx context.Context) {
-	nodes := map[string]int{"node": 1}
-	if d.dirNodes > 0 {
-		nodes = map[string]int{"directory": 1}
-		if d.dirNodes < d.n {
-			nodes["light"] = d.dirNodes + 1
-		}
-	}
-	for role, k := range nodes {
+	for role, k := range d.profiled() {
 		var out struct {
 			File string `json:"file"`
 		}
