@@ -164,14 +164,14 @@ func (f *Federation) lookup(ctx context.Context, what string, q directory.Query,
 // peers it heard of answered) or runs out of peers to ask (ended), without
 // the follow-up round that then asks the rest of the k closest (if no
 // provider came by then, at the first that comes: the DHT's channel may
-// yield one after the lookup's events said it ended); or after a
-// quiet period with no new provider (quietWindow), for a lookup that walks
-// on. The peers that hold a key's provider records are the k closest to
-// it, so those that answered by the end condition named the providers the
+// yield one after the lookup's events said it ended); or after a quiet
+// period with no new provider (quietWindow), for a lookup that walks on.
+// The peers that hold a key's provider records are the k closest to it,
+// so those that answered by the end condition named the providers the
 // follow-up would name again, at the price of a connection to each peer
-// it asks, which competes with the asks. A DHT server cannot bring the end
-// condition on sooner by what it answers, but by being closer to the key
-// than the honest peers (an eclipse, docs/security.md).
+// it asks, which competes with the asks. A DHT server cannot bring the
+// end condition on sooner by what it answers, but by being closer to the
+// key than the honest peers (an eclipse, docs/security.md).
 func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) (asked, learned int) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
