@@ -115,13 +115,14 @@ type Result struct {
 	// Entries are the page, online Things first (Entry.Online), then by
 	// Score (descending, free-text queries only), title, publisher and
 	// thing id; with Query.ByID online first, then by thing id and
-	// publisher.
+	// publisher; with Query.Sort in its order.
 	Entries []Entry
 	// Total is the number of matching Things, all pages together (those
 	// before Query.After included).
 	Total int
 	// Next is the cursor of the next page (Query.After) when there are
-	// results after this page and the query has a Limit; empty otherwise.
+	// results after this page and the query has a Limit and no Sort;
+	// empty otherwise.
 	Next string
 }
 
