@@ -110,7 +110,7 @@ start
 "$WORK/dirlab" measure -home "$HOME_DIR" -queries "$QUERIES"
 for prof in heap heap-queried; do
 	printf '\n-- heap in use (%s.pb.gz), top 15\n' "$prof"
-	"$GO" tool pprof -top -nodecount=15 -sample_index=inuse_space "$HOME_DIR/$prof.pb.gz" 2>/dev/null | sed -n '/^ *flat/,$p'
+	"$GO" tool pprof -top -nodecount=15 -sample_index=inuse_space "$HOME_DIR/$prof.pb.gz" 2>/dev/null | sed -n '/^Showing nodes/p;/^ *flat/,$p'
 done
 stop
 step "PASS"

@@ -361,7 +361,7 @@ echo "load: $(uptime | sed 's/.*load average/load average/')"
 { grep '^heap profile: ' "$WORK/drive.out" || true; } | while read -r _ _ role _ k file; do
 	[[ -s $file ]] || continue
 	printf '\n-- heap in use, %s node %s, top 15\n' "$role" "${k%:}"
-	go tool pprof -top -nodecount=15 -sample_index=inuse_space "$file" 2>/dev/null | sed -n '/^ *flat/,$p'
+	go tool pprof -top -nodecount=15 -sample_index=inuse_space "$file" 2>/dev/null | sed -n '/^Showing nodes/p;/^ *flat/,$p'
 done
 # ...and where the machine's CPU and two nodes' went while the loaded
 # propagation samples ran (wanlab drive, profileCPU).
@@ -369,9 +369,9 @@ grep -h '^during the propagation samples: ' "${OUTS[@]}" 2>/dev/null || true
 { grep '^cpu profile: ' "$WORK/drive.out" || true; } | while read -r _ _ role _ k file; do
 	[[ -s $file ]] || continue
 	printf '\n-- CPU, %s node %s, during the propagation samples, top 20 (cumulative)\n' "$role" "${k%:}"
-	go tool pprof -top -cum -nodecount=20 "$file" 2>/dev/null | sed -n '/^ *flat/,$p'
+	go tool pprof -top -cum -nodecount=20 "$file" 2>/dev/null | sed -n '/^Showing nodes/p;/^ *flat/,$p'
 	printf -- '-- the same, top 15 (flat)\n'
-	go tool pprof -top -nodecount=15 "$file" 2>/dev/null | sed -n '/^ *flat/,$p'
+	go tool pprof -top -nodecount=15 "$file" 2>/dev/null | sed -n '/^Showing nodes/p;/^ *flat/,$p'
 done
 if ((rc != 0)); then
 	echo "FAIL: the measurements ended with status $rc (124: --timeout)"
