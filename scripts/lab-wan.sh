@@ -355,12 +355,13 @@ fi
 echo
 echo "router: $(grep 'WANDELAY stats' "$WORK/wandelay.out" | tail -n1 | sed 's/^WANDELAY stats //'); wandelay CPU ${DELAY_CPU:-?} s"
 echo "load: $(uptime | sed 's/.*load average/load average/')"
-# The scale lab's heap profiles of a loaded directory and light node
-# (wanlab drive, heapProfiles): where the heap per Thing held goes.
+# The scale lab's heap profiles of a directory and a light node, idle
+# and loaded (wanlab drive, heapProfiles): where the heap per Thing held
+# goes.
 # (None in the WAN lab: grep's status must not end the script.)
 { grep '^heap profile: ' "$WORK/drive.out" || true; } | while read -r _ _ role _ k file; do
 	[[ -s $file ]] || continue
-	printf '\n-- heap in use, %s node %s, top 15\n' "$role" "${k%:}"
+	printf '\n-- heap in use after a GC, %s node %s (%s), top 15\n' "$role" "${k%:}" "$(basename "$file")"
 	go tool pprof -top -nodecount=15 -sample_index=inuse_space "$file" 2>/dev/null | sed -n '/^Showing nodes/p;/^ *flat/,$p'
 done
 # ...and where the machine's CPU and two nodes' went while the loaded

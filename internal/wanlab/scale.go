@@ -158,11 +158,16 @@ func (p *wanPeer) stats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, st)
 }
 
-// heap serves POST /lmos/heap: the local node's heap profile, taken after
-// a GC (the node runs with pprof on in the scale lab), is written to
-// heap.pb.gz in its home; the answer names the file.
+// heap serves POST /lmos/heap[?stage=idle]: the local node's heap
+// profile, taken after a GC (the node runs with pprof on in the scale
+// lab), is written to heap.pb.gz (heap-idle.pb.gz) in its home; the
+// answer names the file.
 func (p *wanPeer) heap(w http.ResponseWriter, r *http.Request) {
-	p.profile(w, r, "/debug/pprof/heap?gc=1", "heap.pb.gz")
+	name := "heap.pb.gz"
+	if r.URL.Query().Get("stage") == "idle" {
+		name = "heap-idle.pb.gz"
+	}
+	p.profile(w, r, "/debug/pprof/heap?gc=1", name)
 }
 
 // cpu serves POST /lmos/cpu?seconds=S: the local node's CPU profile over
@@ -293,13 +298,14 @@ func (d *driver) scale(ctx context.Context, sc scaleConfig) error {
 			return err
 		}
 		d.report("idle, no Things", idle, nil, 0)
+		d.heapProfiles(ctx, "idle")
 		first := max(sc.things/sc.growth, 1)
 		for _, upto := range []int{first, sc.things} {
 			if err := d.load(ctx, sc, upto); err != nil {
 				return err
 			}
 		}
-		d.heapProfiles(ctx)
+		d.heapProfiles(ctx, "")
 	} else {
 		// The raw hosts were linked a moment ago, the nodes minutes before
 		// their rows: let the meshes graft and the DHT settle first (in the
@@ -349,14 +355,15 @@ func (d *driver) profiled() map[string]int {
 }
 
 // heapProfiles has the first directory node and the first light node
-// (or node 1, when all are alike) write their heap profile, loaded, and
-// prints where each is: the lab prints their top entries.
-func (d *driver) heapProfiles(ctx context.Context) {
+// (or node 1, when all are alike) write their heap profile, idle before
+// the load or loaded (stage "idle" or ""), and prints where each is: the
+// lab prints their totals and top entries.
+func (d *driver) heapProfiles(ctx context.Context, stage string) {
 	for role, k := range d.profiled() {
 		var out struct {
 			File string `json:"file"`
 		}
-		if err := d.ctl(ctx, k, http.MethodPost, "/lmos/heap", nil, &out); err != nil {
+		if err := d.ctl(ctx, k, http.MethodPost, "/lmos/heap", url.Values{"stage": {stage}}, &out); err != nil {
 			fmt.Printf("heap profile of node %d: %v\n", k, err)
 			continue
 		}
