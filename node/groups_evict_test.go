@@ -69,18 +69,19 @@ func TestGroupRemovalEvicts(t *testing.T) {
 	testnet.WaitFor(t, "the members hold the victim's subscription", waitLong, testnet.All(members, func(n *node.Node) bool {
 		return slices.Contains(n.PubSub().ListPeers(topic), victim.PeerID())
 	}))
-	posts := make([]*atomic.Int64, len(members))
+	// Each member's posts received, by body.
+	inboxes := make([]*inbox, len(members))
 	for i, n := range members {
 		ch, stop, err := n.Groups().Subscribe(gid)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(stop)
-		var c atomic.Int64
-		posts[i] = &c
+		in := &inbox{got: map[string]bool{}}
+		inboxes[i] = in
 		go func() {
-			for range ch {
-				c.Add(1)
+			for r := range ch {
+				in.add(string(r.Body))
 			}
 		}()
 	}
@@ -116,31 +117,71 @@ func TestGroupRemovalEvicts(t *testing.T) {
 			t.Errorf("member %d holds the victim's subscription after it reconnected", i)
 		}
 	}
-	before := make([]int64, len(members))
-	for i := range members {
-		before[i] = posts[i].Load()
-	}
 	got.count.Store(0)
-	const rounds = 3
-	for k := range rounds {
+	// Posts are gossip, not sent again when lost (docs/groups.md), and a
+	// remaining member misses one now and then here (about one run in 25,
+	// always member 1, also before this wave's changes). A subscription
+	// announced again at that moment would explain it: groupsvc's
+	// resubscribe cancels the subscription, which leaves the topic, and
+	// subscribes again; not confirmed. So the members post rounds, at
+	// least three, until a whole round reached every one of them: posts
+	// go round without the removed member.
+	const minRounds, maxRounds = 3, 10
+	for round := 1; ; round++ {
+		bodies := make([]string, len(members))
 		for i, n := range members {
-			post(n, 10*k+i)
+			bodies[i] = fmt.Sprint(100*round + i)
+			post(n, 100*round+i)
+		}
+		missing := ""
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			missing = ""
+			for i, in := range inboxes {
+				for j, b := range bodies {
+					if !in.has(b) && missing == "" {
+						missing = fmt.Sprintf("member %d lacks member %d's post of round %d", i, j, round)
+					}
+				}
+			}
+			if missing == "" || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if missing == "" && round >= minRounds {
+			break
+		}
+		if missing != "" {
+			if round == maxRounds {
+				t.Fatalf("no round of posts reached every remaining member in %d rounds: %s", maxRounds, missing)
+			}
+			t.Logf("round %d: %s after 5 s; another round", round, missing)
 		}
 	}
-	want := int64(rounds * len(members))
-	testnet.WaitFor(t, "the remaining members receive the posts", waitLong, func() (bool, string) {
-		for i := range members {
-			if n := posts[i].Load() - before[i]; n < want {
-				return false, fmt.Sprintf("member %d: %d of %d", i, n, want)
-			}
-		}
-		return true, ""
-	})
 	// A negative check: give stray copies time to arrive.
 	time.Sleep(2 * time.Second)
 	if n := got.count.Load(); n != 0 {
 		t.Errorf("the removed member received %d messages (%d posts)", n, got.posts.Load())
 	}
+}
+
+// inbox is the bodies of the posts a member received.
+type inbox struct {
+	mu  sync.Mutex
+	got map[string]bool
+}
+
+func (in *inbox) add(body string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.got[body] = true
+}
+
+func (in *inbox) has(body string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.got[body]
 }
 
 // rawSub is a gossipsub subscription made without the group service; it
