@@ -40,7 +40,11 @@ func (w *walkingDHT) FindProvidersAsync(ctx context.Context, key cid.Cid, count 
 			out <- ai
 		}
 		<-ctx.Done()
-		close(w.stopped)
+		select {
+		case <-w.stopped:
+		default:
+			close(w.stopped)
+		}
 	}()
 	return out
 }
