@@ -101,9 +101,13 @@ func (h *Handler) serveSearch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// One more than the page: whether a next page follows.
-	matches := h.match(req.Query.Text, f, offset+req.PageSize+1)
+	want := offset + req.PageSize + 1
+	matches := h.match(directory.Query{Text: req.Query.Text}, f, want)
 	if len(matches) == 0 && network && len(f["capabilities"]) == 0 && !strings.ContainsAny(strings.TrimSpace(req.Query.Text), " \t\n") {
-		matches = filterEntries(h.find(r.Context(), strings.TrimSpace(req.Query.Text)), f, h, map[[2]string]bool{})
+		id := strings.TrimSpace(req.Query.Text)
+		h.lookup(r.Context(), id)
+		// A trailing "@": an "@" inside the id is not a version range.
+		matches = h.match(directory.Query{Capability: id + "@"}, f, want)
 	}
 	resp := SearchResponse{Results: []SearchResult{}}
 	// Scores are relative to the best match (the first, unless an online
@@ -190,33 +194,22 @@ func (h *Handler) lookup(ctx context.Context, id string) {
 	}
 }
 
-// find is lookup, then the agents and tools of capability id that this
-// node may see.
-func (h *Handler) find(ctx context.Context, id string) []directory.Entry {
-	h.lookup(ctx, id)
-	// A trailing "@": an "@" inside the id is not a version range.
-	res, err := h.deps.Directory.Search(directory.Query{Capability: id + "@", Visible: h.deps.Visible})
-	if err != nil {
-		return nil
-	}
-	return slices.DeleteFunc(res.Entries, func(e directory.Entry) bool { return !h.visibleAgentOrTool(e) })
-}
-
 // match searches the directory: the first n (at least; all, if fewer) of
-// the agents and tools this node may see, ranked by the text, that pass
-// f. It asks the directory for pages of growing size, each after the
-// last, until n passed or the matches ran out: the directory builds the
-// entries of its pages, not of every match.
-func (h *Handler) match(text string, f filter, n int) []directory.Entry {
+// the agents and tools this node may see that q selects (ranked by its
+// text, if any) and that pass f. It asks the directory for pages of
+// growing size, each after the last, until n passed or the matches ran
+// out: the directory builds the entries of its pages, not of every match.
+func (h *Handler) match(q directory.Query, f filter, n int) []directory.Entry {
 	var out []directory.Entry
 	seen := map[[2]string]bool{}
-	for offset, limit := 0, max(2*n, 64); ; offset, limit = offset+limit, 4*limit {
-		res, err := h.deps.Directory.Search(directory.Query{Text: text, Visible: h.deps.Visible, Offset: offset, Limit: limit})
+	q.Visible = h.deps.Visible
+	for q.Offset, q.Limit = 0, max(2*n, 64); ; q.Offset, q.Limit = q.Offset+q.Limit, 4*q.Limit {
+		res, err := h.deps.Directory.Search(q)
 		if err != nil {
 			return out
 		}
 		out = append(out, filterEntries(res.Entries, f, h, seen)...)
-		if len(out) >= n || offset+len(res.Entries) >= res.Total {
+		if len(out) >= n || q.Offset+len(res.Entries) >= res.Total {
 			return out
 		}
 	}

@@ -66,7 +66,7 @@ func TestMatchPages(t *testing.T) {
 	} {
 		want := filterEntries(every.Entries, f, h, map[[2]string]bool{})
 		for _, n := range []int{1, 11, 65, 300, len(want) + 1} {
-			got := h.match(text, f, n)
+			got := h.match(directory.Query{Text: text}, f, n)
 			if len(got) < min(n, len(want)) || len(got) > len(want) || !slices.EqualFunc(got, want[:len(got)], func(a, b directory.Entry) bool {
 				return a.Publisher == b.Publisher && a.ThingID == b.ThingID
 			}) {
