@@ -231,12 +231,8 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 			if !ok {
 				events = nil
 			} else if ended(ev) {
-				// A provider the last answers named may still be on
-				// its way (the DHT's channel): found stops then.
 				l.ended = true
-				if l.window != 0 {
-					stopLookup()
-				}
+				l.stopIfEnded()
 			}
 		case <-l.quiet.C:
 			stopLookup()
@@ -332,12 +328,20 @@ func (l *providerAsks) found(ai peer.AddrInfo, ok bool) {
 	}
 	if l.window == 0 {
 		l.window = quietFor(time.Since(l.start))
-		if l.ended {
-			l.stopLookup()
-		}
+		l.stopIfEnded()
 	}
 	l.quiet.Reset(l.window)
 	l.waiting = append(l.waiting, ai)
+}
+
+// stopIfEnded stops the DHT lookup once kad-dht's ended (but for its
+// follow-up) and it has yielded a provider, whichever came first: a
+// provider the last answers named may reach the DHT's channel after the
+// event that says the lookup ended.
+func (l *providerAsks) stopIfEnded() {
+	if l.ended && l.window != 0 {
+		l.stopLookup()
+	}
 }
 
 // heard takes the connected peers' answer: the providers it covers are
