@@ -93,10 +93,12 @@ func (p *wanPeer) use(w http.ResponseWriter, r *http.Request) {
 }
 
 // nodeStats is what a node's metrics say about its cost: heap in use and
-// resident memory (bytes), the Things its directory holds, and the
-// gossip message bytes it received, by topic kind.
+// resident memory (bytes), the heap after a GC (live, when asked for), the
+// Things its directory holds, and the gossip message bytes it received, by
+// topic kind.
 type nodeStats struct {
 	Heap        float64            `json:"heap"`
+	Live        float64            `json:"live,omitempty"`
 	RSS         float64            `json:"rss"`
 	Things      float64            `json:"things"`
 	GossipBytes map[string]float64 `json:"gossipBytes"`
@@ -121,9 +123,25 @@ func (p *wanPeer) nodeGet(ctx context.Context, path string) (*http.Response, err
 	return resp, nil
 }
 
-// stats serves GET /lmos/stats: the local node's nodeStats, read from its
-// /metrics.
+// stats serves GET /lmos/stats[?gc]: the local node's nodeStats, read from
+// its /metrics. With gc, the node first runs a GC (its heap profile's
+// gc=1, the profile discarded), and Live is its heap allocated right
+// after: the live heap, counted exactly where a heap profile samples.
 func (p *wanPeer) stats(w http.ResponseWriter, r *http.Request) {
+	gc := r.URL.Query().Has("gc")
+	if gc {
+		resp, err := p.nodeGet(r.Context(), "/debug/pprof/heap?gc=1")
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			fail(w, err)
+			return
+		}
+	}
 	resp, err := p.nodeGet(r.Context(), "/metrics")
 	if err != nil {
 		fail(w, err)
@@ -152,6 +170,9 @@ func (p *wanPeer) stats(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sum("go_memstats_heap_inuse_bytes", func(_ map[string]string, v float64) { st.Heap = v })
+	if gc {
+		sum("go_memstats_heap_alloc_bytes", func(_ map[string]string, v float64) { st.Live = v })
+	}
 	sum("process_resident_memory_bytes", func(_ map[string]string, v float64) { st.RSS = v })
 	sum("lmos_directory_things", func(_ map[string]string, v float64) { st.Things += v })
 	sum("lmos_gossip_received_bytes_total", func(l map[string]string, v float64) { st.GossipBytes[l["topic"]] += v })
@@ -273,13 +294,18 @@ type scaleConfig struct {
 	samples, cold        int
 }
 
-// stats returns the nodeStats of every node alive, by index - 1.
-func (d *driver) stats(ctx context.Context) (map[int]nodeStats, error) {
+// stats returns the nodeStats of every node alive, by index - 1; with gc,
+// each node's live heap too (after a GC it runs first).
+func (d *driver) stats(ctx context.Context, gc bool) (map[int]nodeStats, error) {
 	var mu sync.Mutex
 	out := map[int]nodeStats{}
+	var q url.Values
+	if gc {
+		q = url.Values{"gc": {""}}
+	}
 	err := d.each(func(k int) error {
 		var s nodeStats
-		err := d.ctl(ctx, k, http.MethodGet, "/lmos/stats", nil, &s)
+		err := d.ctl(ctx, k, http.MethodGet, "/lmos/stats", q, &s)
 		mu.Lock()
 		out[k] = s
 		mu.Unlock()
@@ -293,7 +319,7 @@ func (d *driver) stats(ctx context.Context) (map[int]nodeStats, error) {
 // the rows' baselines on the same links, killing the same share.
 func (d *driver) scale(ctx context.Context, sc scaleConfig) error {
 	if d.lmosOn {
-		idle, err := d.stats(ctx)
+		idle, err := d.stats(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -375,7 +401,7 @@ func (d *driver) heapProfiles(ctx context.Context, stage string) {
 // directories settle, and reports the nodes' cost loaded and then idle
 // for a window.
 func (d *driver) load(ctx context.Context, sc scaleConfig, upto int) error {
-	before, err := d.stats(ctx)
+	before, err := d.stats(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -405,7 +431,7 @@ func (d *driver) load(ctx context.Context, sc scaleConfig, upto int) error {
 		}
 	}
 	time.Sleep(sc.window)
-	idle, err := d.stats(ctx)
+	idle, err := d.stats(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -423,7 +449,7 @@ func (d *driver) load(ctx context.Context, sc scaleConfig, upto int) error {
 func (d *driver) complete(ctx context.Context, limit time.Duration, want int, t0 time.Time) (map[int]nodeStats, error) {
 	var last map[int]nodeStats
 	err := pollEvery(5*time.Second, limit, "the directory nodes to hold every Thing", func() (bool, string) {
-		st, err := d.stats(ctx)
+		st, err := d.stats(ctx, false)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -450,7 +476,7 @@ func (d *driver) settle(ctx context.Context, limit time.Duration) (map[int]nodeS
 	var since time.Time
 	prev, same := -1.0, 0
 	err := pollEvery(5*time.Second, limit, "the directories to settle", func() (bool, string) {
-		st, err := d.stats(ctx)
+		st, err := d.stats(ctx, false)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -494,10 +520,13 @@ func (d *driver) report(what string, st, earlier map[int]nodeStats, span time.Du
 // Things held (p50 and max), and, against earlier stats from span before,
 // the gossip bytes each node received per second by topic kind.
 func (d *driver) reportNodes(what string, st, earlier map[int]nodeStats, span time.Duration) {
-	var heap, rss, held []float64
+	var heap, live, rss, held []float64
 	rates := map[string][]float64{}
 	for k, s := range st {
 		heap, rss, held = append(heap, s.Heap/1e6), append(rss, s.RSS/1e6), append(held, s.Things)
+		if s.Live > 0 {
+			live = append(live, s.Live/1e6)
+		}
 		e, ok := earlier[k]
 		if !ok || span <= 0 {
 			continue
@@ -511,7 +540,10 @@ func (d *driver) reportNodes(what string, st, earlier map[int]nodeStats, span ti
 	for _, m := range []struct {
 		metric, unit string
 		v            []float64
-	}{{"heap", "MB", heap}, {"RSS", "MB", rss}, {"Things held", "Things", held}} {
+	}{{"heap", "MB", heap}, {"heap after a GC", "MB", live}, {"RSS", "MB", rss}, {"Things held", "Things", held}} {
+		if len(m.v) == 0 {
+			continue
+		}
 		benchtab.Print(benchtab.Row{Row: "S", Case: c, Metric: m.metric + " p50", Unit: m.unit, LMOS: pct(m.v, 50)})
 		benchtab.Print(benchtab.Row{Row: "S", Case: c, Metric: m.metric + " max", Unit: m.unit, LMOS: pct(m.v, 100)})
 	}
