@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -211,4 +212,58 @@ func BenchmarkAnnounceTraffic(b *testing.B) {
 	b.ReportMetric(float64(m1-m0)/per, "msg-B/ann/node")
 	b.ReportMetric(float64(x1-x0)/per, "ctrl-B/ann/node")
 	b.ReportMetric(float64((m1-m0)-(d1-d0))/float64(c1-c0), "envelope-B")
+}
+
+// BenchmarkOwnThingHeap measures what an own Thing costs a node's heap:
+// one node, not linked, publishes n Things shaped as the scale lab's (an
+// lmos:Agent of one capability, no interactions; docs/lab.md), and the
+// live heap after two GCs (runtime.MemStats.HeapAlloc) is read before and
+// after. It reports the difference per Thing: the signed record, the
+// directory's entry, the record cache's copy (a fixed cost once the cache
+// is full), the publication's DHT queue, and whatever else the node keeps
+// of it. The scale lab's light-node target allows this much per Thing a
+// node serves (docs/performance.md).
+func BenchmarkOwnThingHeap(b *testing.B) {
+	for _, n := range []int{200, 1000} {
+		b.Run(fmt.Sprintf("things=%d", n), func(b *testing.B) {
+			var perThing float64
+			for b.Loop() {
+				perThing = ownThingHeap(b, n)
+			}
+			b.ReportMetric(perThing, "live-B/Thing")
+		})
+	}
+}
+
+func ownThingHeap(b *testing.B, n int) float64 {
+	nd := testnet.New(b, 1, testnet.Options{}).Nodes[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	time.Sleep(time.Second) // the node's start settles
+	before := liveHeap()
+	for i := range n {
+		td, err := lmosproto.ParseTD(fmt.Appendf(nil, `{
+			"@context": ["https://www.w3.org/2022/wot/td/v1.1", {"lmos": "https://eclipse.dev/lmos/protocol/v1"}],
+			"@type": "lmos:Agent", "id": "urn:lmos:heap:%d", "title": "Heap %d",
+			"securityDefinitions": {"nosec_sc": {"scheme": "nosec"}}, "security": "nosec_sc",
+			"lmos:metadata": {"lmos:vendor": {"lmos:name": "heap bench"}},
+			"lmos:capabilities": [{"lmos:id": "heap-cap-%d", "lmos:version": "1.0.0"}]}`, i, i, i%2))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := nd.Things().Publish(ctx, td, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second) // publication's background work
+	return float64(liveHeap()-before) / float64(n)
+}
+
+// liveHeap is the process's heap allocated after two GCs: its live heap.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
