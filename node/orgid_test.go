@@ -5,11 +5,13 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +71,27 @@ func orgNet(t *testing.T) (*testnet.Net, *didtest.Server, string, []string) {
 			net.Link(obs, pub)
 		}
 	}
+	// The observers learn the Things by gossip: the publishers must hold
+	// their subscriptions first. An announcement made while one is on
+	// its way reaches that observer only by gossip repair within a few
+	// heartbeats, or at a later beat or sync (docs/wire.md), which under
+	// load came after this test's wait.
+	topics := []string{lmosproto.TopicAnnounce}
+	for i := range lmosproto.ShardCount {
+		topics = append(topics, lmosproto.ShardTopic(i))
+	}
+	testnet.WaitFor(t, "the publishers hold the observers' subscriptions", 30*time.Second, func() (bool, string) {
+		for pub := range 3 {
+			for _, obs := range net.Nodes[3:] {
+				for _, tp := range topics {
+					if !slices.Contains(net.Nodes[pub].PubSub().ListPeers(tp), obs.PeerID()) {
+						return false, fmt.Sprintf("node %d lacks %s on %s", pub, obs.PeerID().ShortString(), tp)
+					}
+				}
+			}
+		}
+		return true, ""
+	})
 	base := testnet.UniqueID(t)
 	var ids []string
 	for i, name := range []string{"a", "b", "impostor"} {
