@@ -120,7 +120,7 @@ func (net *Net) Add() *node.Node {
 // fails is tried again, at most three times in all: when b dials a at
 // the same moment (it learnt of a from another node), TCP with reuseport
 // can join both dials into one simultaneous open, whose security
-// handshake fails ("noise: message is too short"; one run in ~40 of
+// handshake fails ("noise: message is too short"; one run in 100 of
 // TestGroupRemovalEvicts). Nodes redial by themselves; a test's link must
 // hold at once.
 func Connect(t testing.TB, a, b *node.Node) {
