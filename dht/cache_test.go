@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/lmosnode/lmosnode/proto"
 )
 
 // TestRecordCache: a validator with a cache answers as one without, checks
@@ -36,6 +39,29 @@ func TestRecordCache(t *testing.T) {
 		t.Errorf("second check returned %q, seq %d, publisher %s; a caller's change leaked", second.TD.Title, second.Seq, second.Publisher())
 	}
 
+	// A hit is the record a parse gives, its TD parsed again from the
+	// bytes (the cache holds none); a tombstone stays one.
+	want, err := proto.ParseRecord(good.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(second, want) {
+		t.Errorf("cache hit differs from a parse: TD %+v, want %+v", second.TD, want.TD)
+	}
+	if held, _ := cache.lru.Peek(sha256.Sum256(good.Raw)); held.rec.TD != nil {
+		t.Error("the cache holds the parsed TD")
+	}
+	gone := alice.tombstone(t, id, 2, t0.Add(-time.Hour))
+	for range 2 {
+		got, err := v.Check(key, gone.Raw)
+		if err != nil {
+			t.Fatalf("tombstone checked: %v", err)
+		}
+		if !got.Tombstone() || got.Seq != 2 || got.ThingID != id {
+			t.Fatalf("tombstone checked: tombstone %v, seq %d, id %q", got.Tombstone(), got.Seq, got.ThingID)
+		}
+	}
+
 	// A cache hit is still checked against the key and the clock.
 	if _, err := v.Check(ThingKey(bob.id, id), good.Raw); !errors.Is(err, ErrWrongPublisher) {
 		t.Errorf("cached record under another publisher's key: %v, want ErrWrongPublisher", err)
@@ -54,8 +80,8 @@ func TestRecordCache(t *testing.T) {
 			t.Errorf("forged record: %v, want ErrBadRecord", err)
 		}
 	}
-	if cache.Len() != 1 {
-		t.Errorf("cache holds %d records after a forged one, want 1", cache.Len())
+	if cache.Len() != 2 {
+		t.Errorf("cache holds %d records after a forged one, want 2 (the record, the tombstone)", cache.Len())
 	}
 
 	// The limit: room for two records of this size, not three; the one
