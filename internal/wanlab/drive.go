@@ -655,8 +655,9 @@ func (cs *coldSamples) lmos(ctx context.Context, i, entry int) error {
 	}
 	defer func() { _ = d.ctl(ctx, d.cold, http.MethodPost, "/cold/stop", nil, nil) }()
 	var r struct {
-		MS    float64 `json:"ms"`
-		Count int     `json:"count"`
+		MS     float64 `json:"ms"`
+		Count  int     `json:"count"`
+		Lookup string  `json:"lookup"`
 	}
 	if err := d.ctl(ctx, d.cold, http.MethodPost, "/cold/find", url.Values{"capability": {cs.capability}}, &r); err != nil {
 		return err
@@ -668,6 +669,9 @@ func (cs *coldSamples) lmos(ctx context.Context, i, entry int) error {
 	}
 	cs.lm = append(cs.lm, r.MS)
 	fmt.Printf("  sample %2d via node %2d: lmosnode %6.1f ms (%d Things)\n", i, entry, r.MS, r.Count)
+	if r.Lookup != "" {
+		fmt.Printf("    %s\n", r.Lookup)
+	}
 	return nil
 }
 

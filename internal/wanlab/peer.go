@@ -824,7 +824,24 @@ func (p *wanPeer) coldFind(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, map[string]any{"ms": ms(d), "count": len(things)})
+	writeJSON(w, map[string]any{"ms": ms(d), "count": len(things), "lookup": lastLookup(filepath.Join(home, "node.log"))})
+}
+
+// lastLookup is the last summary of a provider lookup (federation's debug
+// line "provider lookup done": when the first and last providers came,
+// why and when the DHT lookup stopped) in the node log at path, or "".
+func lastLookup(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var last string
+	for line := range strings.Lines(string(b)) {
+		if strings.Contains(line, "provider lookup done") {
+			last = strings.TrimSpace(line)
+		}
+	}
+	return last
 }
 
 func (p *wanPeer) stopCold() {

@@ -64,7 +64,7 @@ func newMember(t testing.TB, configure func(*Deps, *Config)) *member {
 }
 
 // newMemberWith is newMember with a directory configured by dcfg.
-func newMemberWith(t testing.TB, dcfg directory.Config, configure func(*Deps, *Config)) *member {
+func newMemberWith(t testing.TB, dcfg directory.Config, configure func(*Deps, *Config), opts ...Option) *member {
 	t.Helper()
 	h, key := newHost(t)
 	clk := newClock()
@@ -78,7 +78,7 @@ func newMemberWith(t testing.TB, dcfg directory.Config, configure func(*Deps, *C
 	if configure != nil {
 		configure(&d, &c)
 	}
-	f, err := New(d, c, WithClock(clk.Now))
+	f, err := New(d, c, append([]Option{WithClock(clk.Now)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -224,23 +224,25 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 			if n >= 0 {
 				l.learned += n
 				if l.answered++; l.answered >= MaxProviders {
-					stopLookup()
+					l.stop("enough providers answered")
 				}
 			}
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
 			} else if ended(ev) {
-				l.ended = true
+				l.ended = "kad-dht's lookup: " + ev.Terminate.Reason.String()
 				l.stopIfEnded()
 			}
 		case <-l.quiet.C:
-			stopLookup()
+			l.stop("quiet window")
 		}
 	}
 	if l.skipped > 0 {
 		f.log.Debug("providers not asked: their records came from connected peers", "key", key, "providers", l.skipped)
 	}
+	f.log.Debug("provider lookup done", "key", key, "providers", l.asked+l.skipped, "answered", l.answered,
+		"first", l.first, "last", l.last, "stopped", l.stopped, "stoppedAfter", l.stoppedAt, "took", time.Since(l.start))
 	return l.asked, l.learned
 }
 
@@ -272,14 +274,27 @@ type providerAsks struct {
 	running int // asks running
 	pending int // providers queued and not answered
 	window  time.Duration
-	ended   bool // kad-dht's lookup ended but for its follow-up (ended)
-	holding bool // the hold timer runs
-	wait    bool // providers found wait for the holders
+	ended   string // why kad-dht's lookup ended but for its follow-up (ended), if it did
+	holding bool   // the hold timer runs
+	wait    bool   // providers found wait for the holders
 
 	// asked and learned are askProviders' results; skipped counts the
 	// providers not asked as the holders covered them, answered those
 	// asked that answered.
 	asked, learned, skipped, answered int
+
+	// For the lookup's summary in the log: when the first and the last
+	// new provider came, and why and when the DHT lookup stopped.
+	first, last, stoppedAt time.Duration
+	stopped                string
+}
+
+// stop stops the DHT lookup, for why, noted for the summary once.
+func (l *providerAsks) stop(why string) {
+	if l.stopped == "" {
+		l.stopped, l.stoppedAt = why, time.Since(l.start)
+	}
+	l.stopLookup()
 }
 
 // release queues the providers that waited for the holders, but those
@@ -322,12 +337,17 @@ func (l *providerAsks) found(ai peer.AddrInfo, ok bool) {
 	case !ok:
 		l.provs = nil
 		l.quiet.Stop()
+		if l.stopped == "" {
+			l.stopped, l.stoppedAt = "kad-dht's lookup ended by itself", time.Since(l.start)
+		}
 		return
 	case ai.ID == l.f.self || ai.ID == "", l.asked+len(l.waiting) >= maxAttempts:
 		return
 	}
+	l.last = time.Since(l.start)
 	if l.window == 0 {
-		l.window = quietFor(time.Since(l.start))
+		l.first = l.last
+		l.window = quietFor(l.first)
 		l.stopIfEnded()
 	}
 	l.quiet.Reset(l.window)
@@ -339,8 +359,8 @@ func (l *providerAsks) found(ai peer.AddrInfo, ok bool) {
 // provider the last answers named may reach the DHT's channel after the
 // event that says the lookup ended.
 func (l *providerAsks) stopIfEnded() {
-	if l.ended && l.window != 0 {
-		l.stopLookup()
+	if l.ended != "" && l.window != 0 {
+		l.stop(l.ended)
 	}
 }
 

@@ -2,6 +2,11 @@ package federation
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	lmosdht "github.com/lmosnode/lmosnode/dht"
+	"github.com/lmosnode/lmosnode/node/directory"
 )
 
 // walkingDHT is a real kad-dht whose provider lookups, once kad-dht's has
@@ -55,7 +61,7 @@ func (w *walkingDHT) FindProvidersAsync(ctx context.Context, key cid.Cid, count 
 // no new provider came for a while) instead of waiting for the lookup to
 // end.
 func TestColdLookupStopsWhenQuiet(t *testing.T) {
-	testColdLookupStops(t, true, 0)
+	testColdLookupStops(t, true, 0, "quiet window")
 }
 
 // TestColdLookupStopsWhenComplete: a cold lookup stops the DHT lookup
@@ -69,24 +75,32 @@ func TestColdLookupStopsWhenComplete(t *testing.T) {
 	// Bob's kad-dht asks one peer at a time, so that it reaches the end
 	// condition (the three peers closest to the key answered) while it
 	// has heard of a fourth, which the follow-up would ask.
-	t.Run("end condition", func(t *testing.T) { testColdLookupStops(t, false, 3, kaddht.Concurrency(1)) })
+	t.Run("end condition", func(t *testing.T) {
+		testColdLookupStops(t, false, 3, "kad-dht's lookup: completed", kaddht.Concurrency(1))
+	})
 	// Alice is the only peer.
-	t.Run("no peer left", func(t *testing.T) { testColdLookupStops(t, false, 0) })
+	t.Run("no peer left", func(t *testing.T) { testColdLookupStops(t, false, 0, "kad-dht's lookup: starvation") })
 }
 
 // testColdLookupStops has bob, connected to alice and others more DHT
 // servers, look up alice's capability through a walkingDHT (its kad-dht
 // made with opts), which only the lookup's own stop ends before the
 // test's deadline, and checks that bob answers with alice's Thing, the
-// lookup stopped.
-func testColdLookupStops(t *testing.T, hideEnd bool, others int, opts ...kaddht.Option) {
+// lookup stopped, and bob's log says why (stop).
+func testColdLookupStops(t *testing.T, hideEnd bool, others int, stop string, opts ...kaddht.Option) {
 	alice := newMember(t, func(p *Deps, _ *Config) { newTestDHT(t, p) })
 	walker := &walkingDHT{hideEnd: hideEnd, stopped: make(chan struct{})}
-	bob := newMember(t, func(p *Deps, _ *Config) {
+	logPath := filepath.Join(t.TempDir(), "bob.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = logFile.Close() })
+	bob := newMemberWith(t, directory.Config{}, func(p *Deps, _ *Config) {
 		newTestDHT(t, p, opts...)
 		walker.countingDHT = p.DHT.(*countingDHT)
 		p.DHT = walker
-	})
+	}, WithLogger(slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	connect(t, bob, alice)
 	for range others {
 		connect(t, bob, newMember(t, func(p *Deps, _ *Config) { newTestDHT(t, p) }))
@@ -126,17 +140,11 @@ func testColdLookupStops(t *testing.T, hideEnd bool, others int, opts ...kaddht.
 	default:
 		t.Error("FindCapability answered while its lookup was still running")
 	}
-}
-
-func TestQuietWindow(t *testing.T) {
-	for _, c := range []struct{ first, want time.Duration }{
-		{0, minQuiet},
-		{minQuiet, minQuiet},
-		{1800 * time.Millisecond, 900 * time.Millisecond},
-		{time.Hour, maxQuiet},
-	} {
-		if got := quietWindow(c.first); got != c.want {
-			t.Errorf("quietWindow(%s) = %s, want %s", c.first, got, c.want)
-		}
+	logs, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("stopped=%q", stop); !strings.Contains(string(logs), want) {
+		t.Errorf("bob's log has no lookup summary with %s:\n%s", want, logs)
 	}
 }
