@@ -241,6 +241,9 @@ func (f *Federation) askProviders(ctx context.Context, key cid.Cid, flt Filter) 
 	if l.skipped > 0 {
 		f.log.Debug("providers not asked: their records came from connected peers", "key", key, "providers", l.skipped)
 	}
+	if ctx.Err() != nil && l.stopped == endedByItself {
+		l.stopped = "the caller gave up: " + ctx.Err().Error()
+	}
 	f.log.Debug("provider lookup done", "key", key, "providers", l.asked+l.skipped, "answered", l.answered,
 		"first", l.first, "last", l.last, "stopped", l.stopped, "stoppedAfter", l.stoppedAt, "took", time.Since(l.start))
 	return l.asked, l.learned
@@ -288,6 +291,10 @@ type providerAsks struct {
 	first, last, stoppedAt time.Duration
 	stopped                string
 }
+
+// endedByItself is the summary's reason for a DHT lookup that ended
+// without being stopped.
+const endedByItself = "kad-dht's lookup ended by itself"
 
 // stop stops the DHT lookup, for why, noted for the summary once.
 func (l *providerAsks) stop(why string) {
@@ -338,7 +345,7 @@ func (l *providerAsks) found(ai peer.AddrInfo, ok bool) {
 		l.provs = nil
 		l.quiet.Stop()
 		if l.stopped == "" {
-			l.stopped, l.stoppedAt = "kad-dht's lookup ended by itself", time.Since(l.start)
+			l.stopped, l.stoppedAt = endedByItself, time.Since(l.start)
 		}
 		return
 	case ai.ID == l.f.self || ai.ID == "", l.asked+len(l.waiting) >= maxAttempts:

@@ -88,63 +88,101 @@ func TestColdLookupStopsWhenComplete(t *testing.T) {
 // test's deadline, and checks that bob answers with alice's Thing, the
 // lookup stopped, and bob's log says why (stop).
 func testColdLookupStops(t *testing.T, hideEnd bool, others int, stop string, opts ...kaddht.Option) {
-	alice := newMember(t, func(p *Deps, _ *Config) { newTestDHT(t, p) })
-	walker := &walkingDHT{hideEnd: hideEnd, stopped: make(chan struct{})}
-	logPath := filepath.Join(t.TempDir(), "bob.log")
-	logFile, err := os.Create(logPath)
+	c := newColdLookup(t, hideEnd, others, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	found, err := c.bob.FindCapability(ctx, "tide-tables")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Publisher != c.alice.id || found[0].ThingID != c.id || found[0].Own {
+		t.Fatalf("found %+v, want alice's %s", found, c.id)
+	}
+	select {
+	case <-c.walker.stopped:
+	default:
+		t.Error("FindCapability answered while its lookup was still running")
+	}
+	c.logSays(t, fmt.Sprintf("stopped=%q", stop))
+}
+
+// TestColdLookupCallerGivesUp: a lookup whose caller's context ends
+// before anything stops it says so in its summary.
+func TestColdLookupCallerGivesUp(t *testing.T) {
+	quiet := quietFor
+	quietFor = func(time.Duration) time.Duration { return time.Hour }
+	t.Cleanup(func() { quietFor = quiet })
+	c := newColdLookup(t, true, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = c.bob.FindCapability(ctx, "tide-tables")
+	c.logSays(t, `stopped="the caller gave up: context deadline exceeded"`)
+}
+
+// coldLookup is bob, about to look up alice's capability "tide-tables"
+// (her Thing id) through walker, logging to logPath.
+type coldLookup struct {
+	alice, bob *member
+	walker     *walkingDHT
+	id         string
+	logPath    string
+}
+
+// newColdLookup connects bob to alice and others more DHT servers, has
+// alice publish a Thing of "tide-tables", and waits until its provider
+// record is in the DHT.
+func newColdLookup(t *testing.T, hideEnd bool, others int, opts ...kaddht.Option) *coldLookup {
+	t.Helper()
+	c := &coldLookup{walker: &walkingDHT{hideEnd: hideEnd, stopped: make(chan struct{})}}
+	c.alice = newMember(t, func(p *Deps, _ *Config) { newTestDHT(t, p) })
+	c.logPath = filepath.Join(t.TempDir(), "bob.log")
+	logFile, err := os.Create(c.logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = logFile.Close() })
-	bob := newMemberWith(t, directory.Config{}, func(p *Deps, _ *Config) {
+	c.bob = newMemberWith(t, directory.Config{}, func(p *Deps, _ *Config) {
 		newTestDHT(t, p, opts...)
-		walker.countingDHT = p.DHT.(*countingDHT)
-		p.DHT = walker
+		c.walker.countingDHT = p.DHT.(*countingDHT)
+		p.DHT = c.walker
 	}, WithLogger(slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	connect(t, bob, alice)
+	connect(t, c.bob, c.alice)
 	for range others {
-		connect(t, bob, newMember(t, func(p *Deps, _ *Config) { newTestDHT(t, p) }))
+		connect(t, c.bob, newMember(t, func(p *Deps, _ *Config) { newTestDHT(t, p) }))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for walker.RoutingTable().Size() < 1+others {
+	for c.walker.RoutingTable().Size() < 1+others {
 		select {
 		case <-ctx.Done():
 			t.Fatal("bob's peers never all entered its routing table")
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	id := uniqueID()
-	if _, _, err := alice.Publish(ctx, testTD(t, id, 0, "tide-tables"), nil); err != nil {
+	c.id = uniqueID()
+	if _, _, err := c.alice.Publish(ctx, testTD(t, c.id, 0, "tide-tables"), nil); err != nil {
 		t.Fatal(err)
 	}
 	key := lmosdht.CapabilityCID("tide-tables")
 	for provided := false; !provided; {
-		for ai := range walker.countingDHT.FindProvidersAsync(ctx, key, 1) {
-			provided = ai.ID == alice.id
+		for ai := range c.walker.countingDHT.FindProvidersAsync(ctx, key, 1) {
+			provided = ai.ID == c.alice.id
 		}
 		if ctx.Err() != nil {
 			t.Fatal("alice's provider record never reached the DHT")
 		}
 	}
+	return c
+}
 
-	found, err := bob.FindCapability(ctx, "tide-tables")
+// logSays fails t unless bob's log has a lookup summary with want.
+func (c *coldLookup) logSays(t *testing.T, want string) {
+	t.Helper()
+	logs, err := os.ReadFile(c.logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(found) != 1 || found[0].Publisher != alice.id || found[0].ThingID != id || found[0].Own {
-		t.Fatalf("found %+v, want alice's %s", found, id)
-	}
-	select {
-	case <-walker.stopped:
-	default:
-		t.Error("FindCapability answered while its lookup was still running")
-	}
-	logs, err := os.ReadFile(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := fmt.Sprintf("stopped=%q", stop); !strings.Contains(string(logs), want) {
+	if !strings.Contains(string(logs), want) {
 		t.Errorf("bob's log has no lookup summary with %s:\n%s", want, logs)
 	}
 }
