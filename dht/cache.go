@@ -15,8 +15,8 @@ import (
 // with limit 0 holds: about a thousand typical TDs, a few of the largest.
 // The cache keeps the signed bytes and what their proof established, not
 // the parsed TD (which took twice the bytes again: ~3 KB of heap for a
-// record of ~950 bytes), so a full cache takes a little over its limit of
-// heap.
+// record of ~950 bytes), so a full cache takes about 1.5 times its limit
+// of heap (~1.4 KB a record).
 const DefaultRecordCacheBytes = 1 << 20
 
 // RecordCache remembers the records a node has parsed and verified
@@ -31,9 +31,10 @@ const DefaultRecordCacheBytes = 1 << 20
 // Only what ParseRecord establishes from the bytes alone is cached; what
 // depends on the key or on the clock (publisher, thing id, age) is checked
 // on every use. Records that fail are not cached. A record found in the
-// cache skips the proof and the TD schema, about two thirds of its cost;
-// its TD is parsed again from the bytes (proto.ParseTD), so that the
-// cache holds no parsed TD. The cache holds records of at most its limit
+// cache skips the proof and the TD schema, most of its cost (40 µs a hit
+// against 310 µs for a record checked whole, BenchmarkThingValidatorCached
+// and BenchmarkThingValidatorValidate); its TD is parsed again from the
+// bytes (proto.ParseTD), so that the cache holds no parsed TD. The cache holds records of at most its limit
 // in bytes (of the signed documents), forgetting the least recently used
 // first (golang-lru's LRU, weighed by size here). It is safe for
 // concurrent use. Give each node its own: a cache shared by several
@@ -86,7 +87,7 @@ func (c *RecordCache) parse(raw []byte) (*proto.Record, error) {
 		rec := *held.rec
 		rec.Raw = bytes.Clone(held.rec.Raw)
 		if !held.tombstone {
-			// The bytes that parsed before parse again.
+			// These bytes parsed before: they parse again.
 			td, err := proto.ParseTD(rec.Raw)
 			if err != nil {
 				return nil, fmt.Errorf("record: %w", err)
