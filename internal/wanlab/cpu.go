@@ -6,68 +6,56 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-)
 
-// userHZ is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
-const userHZ = 100
+	"github.com/prometheus/procfs"
+)
 
 // cpuProfileSeconds is how long the nodes' CPU profiles of the loaded
 // propagation samples run (about as long as six samples take at 50 nodes).
 const cpuProfileSeconds = 20
 
-// machineCPU is what /proc says the machine's CPUs have done: time by
-// state (/proc/stat's cpu line) and by process name (/proc/PID/stat:
-// utime + stime of every process alive, kernel threads named without
-// their "/N" suffix), in USER_HZ ticks.
+// machineCPU is what /proc says the machine's CPUs have done, in seconds
+// (procfs): time by state (/proc/stat's cpu line, in cpuStates' order)
+// and by process name (/proc/PID/stat: user and system time of every
+// process alive, kernel threads named without their "/N" suffix).
 type machineCPU struct {
 	at     time.Time
-	states map[string]uint64
-	procs  map[string]uint64
+	states []float64
+	procs  map[string]float64
 	count  map[string]int // processes by name
 }
 
 var cpuStates = []string{"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"}
 
 func readCPU() (machineCPU, error) {
-	m := machineCPU{at: time.Now(), states: map[string]uint64{}, procs: map[string]uint64{}, count: map[string]int{}}
-	b, err := os.ReadFile("/proc/stat")
+	m := machineCPU{at: time.Now(), procs: map[string]float64{}, count: map[string]int{}}
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return m, err
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	for i, name := range cpuStates {
-		if i+1 < len(f) && f[0] == "cpu" {
-			m.states[name], _ = strconv.ParseUint(f[i+1], 10, 64)
-		}
+	st, err := fs.Stat()
+	if err != nil {
+		return m, err
 	}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, file := range stats {
-		b, err := os.ReadFile(file)
+	c := st.CPUTotal
+	m.states = []float64{c.User, c.Nice, c.System, c.Idle, c.Iowait, c.IRQ, c.SoftIRQ, c.Steal}
+	procs, err := fs.AllProcs()
+	if err != nil {
+		return m, err
+	}
+	for _, p := range procs {
+		ps, err := p.Stat()
 		if err != nil {
 			continue // exited
 		}
-		s := string(b)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		name, _, _ := strings.Cut(s[open+1:end], "/")
-		rest := strings.Fields(s[end+1:]) // from field 3, state
-		if len(rest) < 13 {
-			continue
-		}
-		ut, _ := strconv.ParseUint(rest[11], 10, 64)
-		st, _ := strconv.ParseUint(rest[12], 10, 64)
-		m.procs[name] += ut + st
+		name, _, _ := strings.Cut(ps.Comm, "/")
+		m.procs[name] += ps.CPUTime()
 		m.count[name]++
 	}
 	return m, nil
@@ -78,21 +66,21 @@ func readCPU() (machineCPU, error) {
 // that started or ended in between counts only what /proc shows of it at
 // both ends).
 func (m machineCPU) since(before machineCPU, cores int) string {
-	var total uint64
-	for _, name := range cpuStates {
-		total += m.states[name] - before.states[name]
+	var total float64
+	for i := range cpuStates {
+		total += m.states[i] - before.states[i]
 	}
 	secs := m.at.Sub(before.at).Seconds()
 	var b strings.Builder
 	fmt.Fprintf(&b, "machine CPU over %.1f s (%d cores):", secs, cores)
-	for _, name := range cpuStates {
-		if d := m.states[name] - before.states[name]; total > 0 && d > 0 {
-			fmt.Fprintf(&b, " %s %.0f %%,", name, 100*float64(d)/float64(total))
+	for i, name := range cpuStates {
+		if d := m.states[i] - before.states[i]; total > 0 && d > 0 {
+			fmt.Fprintf(&b, " %s %.0f %%,", name, 100*d/total)
 		}
 	}
 	type use struct {
-		name  string
-		ticks uint64
+		name string
+		secs float64
 	}
 	var uses []use
 	for name, t := range m.procs {
@@ -100,10 +88,10 @@ func (m machineCPU) since(before machineCPU, cores int) string {
 			uses = append(uses, use{name, t - before.procs[name]})
 		}
 	}
-	slices.SortFunc(uses, func(a, b use) int { return cmp.Compare(b.ticks, a.ticks) })
+	slices.SortFunc(uses, func(a, b use) int { return cmp.Compare(b.secs, a.secs) })
 	b.WriteString(" by process, in cores:")
 	for _, u := range uses[:min(len(uses), 8)] {
-		fmt.Fprintf(&b, " %s %.2f (%d),", u.name, float64(u.ticks)/userHZ/secs, m.count[u.name])
+		fmt.Fprintf(&b, " %s %.2f (%d),", u.name, u.secs/secs, m.count[u.name])
 	}
 	return strings.TrimSuffix(b.String(), ",")
 }
