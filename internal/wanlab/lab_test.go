@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"testing"
+	"time"
 )
 
 // TestLinks: the lab's topology is a ring plus chords, each pair once,
@@ -59,4 +62,43 @@ func TestRawIdentity(t *testing.T) {
 	if want := "/ip4/10.78.7.2/tcp/4101/p2p/" + rawID(7).String(); rawAddr(7) != want {
 		t.Errorf("rawAddr(7) = %s, want %s", rawAddr(7), want)
 	}
+}
+
+// TestNodePID: nodePID finds the `lmosnode up` process of a home, not one
+// of another home. The processes are this test binary run again under the
+// name lmosnode (TestMain's helper mode).
+func TestNodePID(t *testing.T) {
+	start := func(home string) *exec.Cmd {
+		cmd := exec.Command(os.Args[0])
+		cmd.Args = []string{"/opt/lab/lmosnode", "up", "--mdns=false", "--home", home}
+		cmd.Env = append(os.Environ(), "WANLAB_TEST_SLEEP=1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	a, b := start("/lab/a"), start("/lab/b")
+	for _, c := range []struct {
+		home string
+		cmd  *exec.Cmd
+	}{{"/lab/a", a}, {"/lab/b", b}} {
+		pid, err := nodePID(c.home)
+		if err != nil || pid != c.cmd.Process.Pid {
+			t.Errorf("nodePID(%s) = %d, %v; want %d", c.home, pid, err, c.cmd.Process.Pid)
+		}
+	}
+	if pid, err := nodePID("/lab/c"); err == nil {
+		t.Errorf("nodePID of a home no node runs: %d", pid)
+	}
+}
+
+// TestMain runs the tests, or, as the helper of TestNodePID, waits to be
+// killed.
+func TestMain(m *testing.M) {
+	if os.Getenv("WANLAB_TEST_SLEEP") != "" {
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }

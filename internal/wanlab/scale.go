@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
 
 	"github.com/lmosnode/lmosnode/internal/benchtab"
 )
@@ -264,21 +264,17 @@ func readResults(file string) (*apartResults, error) {
 
 // nodePID finds the `lmosnode up --home home` process in /proc.
 func nodePID(home string) (int, error) {
-	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	procs, err := procfs.AllProcs()
 	if err != nil {
 		return 0, err
 	}
-	for _, f := range dirs {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) < 2 || filepath.Base(args[0]) != "lmosnode" || args[1] != "up" {
+	for _, p := range procs {
+		args, err := p.CmdLine()
+		if err != nil || len(args) < 2 || filepath.Base(args[0]) != "lmosnode" || args[1] != "up" {
 			continue
 		}
 		if i := slices.Index(args, "--home"); i >= 0 && i+1 < len(args) && args[i+1] == home {
-			return strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			return p.PID, nil
 		}
 	}
 	return 0, fmt.Errorf("no `lmosnode up --home %s` process", home)
