@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lmosnode/lmosnode/node/directory"
+	"github.com/lmosnode/lmosnode/node/p2p"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -129,22 +130,25 @@ func newGossipPeer(t *testing.T) gossipPeer {
 	h, key := newHost(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithFloodPublish(true))
+	// The node's message ids: the same bytes again are a duplicate.
+	ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithFloodPublish(true), pubsub.WithMessageIdFn(p2p.MessageID),
+		// 16 shards' subscriptions to a new peer at once.
+		pubsub.WithPeerOutboundQueueSize(128))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return gossipPeer{host: h, ps: ps, key: key}
 }
 
-// federate opens a directory on store and starts a Federation with gossip
-// on p. The caller closes both (or, to crash, does not).
-func (p gossipPeer) federate(t *testing.T, store ds.Batching) (*Federation, *directory.Directory) {
+// federate opens a directory on store and starts a Federation configured
+// by cfg with gossip on p. The caller closes both (or, to crash, does not).
+func (p gossipPeer) federate(t *testing.T, store ds.Batching, cfg Config) (*Federation, *directory.Directory) {
 	t.Helper()
 	dir, err := directory.Open(directory.Deps{Datastore: store, Self: p.host.ID()}, directory.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := New(Deps{Host: p.host, Key: p.key, Directory: dir, PubSub: p.ps}, Config{})
+	f, err := New(Deps{Host: p.host, Key: p.key, Directory: dir, PubSub: p.ps}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +178,9 @@ func TestPublishAheadCrash(t *testing.T) {
 	ctx := context.Background()
 	a, b := newGossipPeer(t), newGossipPeer(t)
 	store := newFailingStore()
-	fa, dirA := a.federate(t, store)
+	fa, dirA := a.federate(t, store, Config{})
 	bStore := dssync.MutexWrap(ds.NewMapDatastore())
-	fb, dirB := b.federate(t, bStore)
+	fb, dirB := b.federate(t, bStore, Config{})
 	t.Cleanup(func() { fb.Close(); dirB.Close() })
 	if err := a.host.Connect(ctx, peer.AddrInfo{ID: b.host.ID(), Addrs: b.host.Addrs()}); err != nil {
 		t.Fatal(err)
@@ -230,7 +234,7 @@ func TestPublishAheadCrash(t *testing.T) {
 
 	// The restart: the directory holds 3; the next version is 5, written
 	// before it is announced, and B takes it.
-	fa, dirA = a.federate(t, store)
+	fa, dirA = a.federate(t, store, Config{})
 	t.Cleanup(func() { fa.Close(); dirA.Close() })
 	if e, _ := dirA.Latest(a.host.ID(), id); e.Seq != 3 {
 		t.Fatalf("after the restart A holds seq %d, want 3", e.Seq)

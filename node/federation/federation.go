@@ -241,6 +241,9 @@ type Federation struct {
 	// peers gossipsub sends to; the topic watcher republishes when one
 	// joins and gossipsub can send to it. Guarded by pubMu.
 	unheard bool
+	// sent is the own announcements of the last catchUpWindow, for the
+	// peers that come onto their topics late (catchUp). Guarded by pubMu.
+	sent sentLog
 	// runBegun: the directory's run marker is set (beginRun); unclean:
 	// the previous run ended without clearing it. settled: the own
 	// Things published in this run, and whether every seq announced for
@@ -419,6 +422,9 @@ func (f *Federation) Start(ctx context.Context) error {
 		f.wg.Go(func() { f.watchTopic(eh) })
 	}
 	f.wg.Go(f.livenessLoop)
+	if f.p.PubSub != nil {
+		f.wg.Go(f.catchUpLoop)
+	}
 	if f.p.PubSub != nil && f.holdsAll() {
 		f.wg.Go(f.repairLoop)
 	}

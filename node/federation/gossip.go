@@ -123,15 +123,16 @@ func (f *Federation) announce(ctx context.Context, rec *lmosproto.Record) {
 	if f.topic == nil {
 		return
 	}
-	peers := len(f.topic.ListPeers())
-	if peers == 0 {
+	peers := f.topic.ListPeers()
+	if len(peers) == 0 {
 		f.unheard = true
 	}
 	if err := f.topic.Publish(ctx, rec.Raw); err != nil {
 		f.log.Warn("announce thing", "thing", rec.ThingID, "seq", rec.Seq, "err", err)
 		return
 	}
-	f.log.Debug("announced thing", "thing", rec.ThingID, "seq", rec.Seq, "signed", rec.Signer.Created, "topicPeers", peers)
+	f.noteSent(f.topic, false, rec, peers)
+	f.log.Debug("announced thing", "thing", rec.ThingID, "seq", rec.Seq, "signed", rec.Signer.Created, "topicPeers", len(peers))
 }
 
 // watchTopic republishes the own records when a peer joins the announce

@@ -152,8 +152,7 @@ func (s shortAnnouncement) check() error {
 	return nil
 }
 
-// announceShards announces rec on the shards of its Thing: the record
-// itself if it fits Config.ShortBudget, else a short announcement. A
+// announceShards announces rec on the shards of its Thing (shardData). A
 // tombstone goes to the shards of the Thing it removes, if this node
 // announced that Thing in this run. The caller holds pubMu.
 func (f *Federation) announceShards(ctx context.Context, rec *lmosproto.Record) {
@@ -184,22 +183,35 @@ func (f *Federation) announceShards(ctx context.Context, rec *lmosproto.Record) 
 		topics = append(topics, sub.topic)
 	}
 	f.shards.mu.Unlock()
-	data := rec.Raw
-	if rec.TD != nil && len(rec.Raw) > f.cfg.ShortBudget {
-		var err error
-		data, err = json.Marshal(shardMessage{Short: &shortAnnouncement{
-			Publisher: f.self.String(), ID: rec.ThingID, Seq: rec.Seq, Hash: recordHash(rec.Raw), Keys: forms,
-		}})
-		if err != nil {
-			f.log.Error("short announcement", "thing", rec.ThingID, "err", err)
-			return
-		}
+	data := f.shardData(rec)
+	if data == nil {
+		return
 	}
 	for _, t := range topics {
+		peers := t.ListPeers()
 		if err := t.Publish(ctx, data); err != nil {
 			f.log.Warn("announce thing on shard", "thing", rec.ThingID, "topic", t.String(), "err", err)
+			continue
 		}
+		f.noteSent(t, true, rec, peers)
 	}
+}
+
+// shardData is what announces rec on a shard: the record itself if it
+// fits Config.ShortBudget, else a short announcement (nil if that cannot
+// be encoded).
+func (f *Federation) shardData(rec *lmosproto.Record) []byte {
+	if rec.TD == nil || len(rec.Raw) <= f.cfg.ShortBudget {
+		return rec.Raw
+	}
+	data, err := json.Marshal(shardMessage{Short: &shortAnnouncement{
+		Publisher: f.self.String(), ID: rec.ThingID, Seq: rec.Seq, Hash: recordHash(rec.Raw), Keys: tdForms(rec.TD),
+	}})
+	if err != nil {
+		f.log.Error("short announcement", "thing", rec.ThingID, "err", err)
+		return nil
+	}
+	return data
 }
 
 // beatShards sends a presence beat on the shards of the own Things.
