@@ -18,6 +18,7 @@ import (
 
 	"github.com/lmosnode/lmosnode/internal/testnet"
 	"github.com/lmosnode/lmosnode/node"
+	"github.com/lmosnode/lmosnode/node/config"
 	"github.com/lmosnode/lmosnode/node/groupsvc/groupapi"
 	"github.com/lmosnode/lmosnode/node/mcpbridge"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
@@ -332,6 +333,47 @@ func TestMCPServer(t *testing.T) {
 	res, err = cl.CallTool(ctx, &mcp.CallToolParams{Name: diag})
 	if err == nil && (!res.IsError || strings.Contains(mcpbridge.TextOf(res.Content), "ok")) {
 		t.Errorf("a removed member called the group's tool: %+v", res)
+	}
+}
+
+// TestMCPToolsConfig: the node's mcpTools setting bounds the learned
+// Things whose actions its MCP endpoint lists as tools: with 1, of the two
+// Things B learned from A, one has tools.
+func TestMCPToolsConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node test")
+	}
+	net := testnet.New(t, 2, testnet.Options{Configure: func(i int, cfg *config.Config) {
+		if i == 1 {
+			cfg.MCPTools = 1
+		}
+	}})
+	net.Link(0, 1)
+	a, b := net.Nodes[0], net.Nodes[1]
+	testnet.WaitFor(t, "both nodes on the announce topic", waitLong, testnet.OnAnnounceTopic(net.Nodes, 1))
+	ids := []string{testnet.UniqueID(t) + "-1", testnet.UniqueID(t) + "-2"}
+	for _, id := range ids {
+		if _, err := a.Register(matrixTD(t, id), matrixThing(make(chan string, 8))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testnet.WaitFor(t, "B learned both Things", waitLong, func() (bool, string) {
+		for _, id := range ids {
+			if _, ok := b.Directory().Latest(a.PeerID(), id); !ok {
+				return false, "missing " + id
+			}
+		}
+		return true, ""
+	})
+	tools := connectMCP(t, b).tools(t)
+	var with []string
+	for _, id := range ids {
+		if tools[mcpbridge.ToolName("Matrix "+id, "add", a.PeerID(), id)] != nil {
+			with = append(with, id)
+		}
+	}
+	if len(with) != 1 {
+		t.Errorf("Things with tools: %q, want one of the two (mcpTools 1)", with)
 	}
 }
 
