@@ -14,18 +14,28 @@ import (
 // announcement (docs/wire.md, "Gossipsub").
 //
 // An announcement goes to the topic's peers that gossipsub lists when it is
-// published. A peer whose subscription is still on its way (it connected a
-// moment before, or joined the topic; under load that takes seconds) is
-// skipped, and gossipsub's own repair does not reach it once the heartbeat
-// has grafted it into the mesh: IHAVE gossip goes to peers outside the
-// mesh only. So for catchUpWindow after an announcement the node watches
-// the topic; a peer listed on it that was not listed when the announcement
-// went out gets the record again: re-signed at the same seq (gossipsub
-// drops the same bytes as a duplicate), published on that topic.
+// published. A peer whose subscription is still on its way is skipped, and
+// gossipsub's own repair does not reach it once the heartbeat has grafted
+// it into the mesh: IHAVE gossip goes to peers outside the mesh only. So
+// the node remembers its announcements, and the topic's peers when each
+// went out, for catchUpWindow. A peer listed on the topic later that could
+// have been on its way then gets the record again: re-signed at the same
+// seq (gossipsub drops the same bytes as a duplicate), published on that
+// topic. A peer could have been on its way if it connected at most
+// catchUpWindow before the announcement (its subscriptions follow the
+// connection and identify; under load that takes seconds), or if it is
+// listed within subscribeSlack of the announcement (a peer connected long
+// before that joined the topic just then). A peer connected long before
+// that joins the topic later is not caught up: nothing it missed was on
+// its way, and a node that joins a shard to publish there would otherwise
+// make every publisher of the shard announce its last seconds again.
 const (
-	// catchUpWindow is how long after an own announcement a peer new on
-	// its topic is sent it again.
+	// catchUpWindow is how long the node remembers an announcement, and
+	// how long before it a peer may have connected to be caught up.
 	catchUpWindow = 10 * time.Second
+	// subscribeSlack is how soon after an announcement a peer connected
+	// for longer must be listed to be caught up.
+	subscribeSlack = 2 * time.Second
 	// catchUpPoll is how often the topics of such announcements are
 	// listed. Nothing is listed while there is none.
 	catchUpPoll = 200 * time.Millisecond
@@ -56,14 +66,15 @@ type listing struct {
 	peers map[peer.ID]struct{}
 }
 
-// newOn reports whether peers lists one that l does not.
-func (l *listing) newOn(peers []peer.ID) bool {
+// newOn returns the peers of peers that l does not list.
+func (l *listing) newOn(peers []peer.ID) []peer.ID {
+	var out []peer.ID
 	for _, p := range peers {
 		if _, ok := l.peers[p]; !ok {
-			return true
+			out = append(out, p)
 		}
 	}
-	return false
+	return out
 }
 
 // sentLog is the own announcements of the last catchUpWindow, oldest
@@ -71,12 +82,26 @@ func (l *listing) newOn(peers []peer.ID) bool {
 type sentLog struct {
 	entries []*sentOn
 	last    map[*pubsub.Topic]*listing
+	// window and slack are catchUpWindow and subscribeSlack, unless a
+	// test set them.
+	window, slack time.Duration
+}
+
+func (s *sentLog) windows() (window, slack time.Duration) {
+	window, slack = catchUpWindow, subscribeSlack
+	if s.window > 0 {
+		window = s.window
+	}
+	if s.slack > 0 {
+		slack = s.slack
+	}
+	return window, slack
 }
 
 // listed returns the listing of peers on t, the last one if it lists the
 // same peers.
 func (s *sentLog) listed(t *pubsub.Topic, peers []peer.ID) *listing {
-	if l := s.last[t]; l != nil && len(l.peers) == len(peers) && !l.newOn(peers) {
+	if l := s.last[t]; l != nil && len(l.peers) == len(peers) && l.newOn(peers) == nil {
 		return l
 	}
 	l := &listing{peers: make(map[peer.ID]struct{}, len(peers))}
@@ -93,8 +118,9 @@ func (s *sentLog) listed(t *pubsub.Topic, peers []peer.ID) *listing {
 // prune forgets the announcements older than catchUpWindow, and the
 // oldest past maxSent.
 func (s *sentLog) prune(now time.Time) {
+	window, _ := s.windows()
 	n := 0
-	for n < len(s.entries) && (now.Sub(s.entries[n].at) > catchUpWindow || len(s.entries)-n > maxSent) {
+	for n < len(s.entries) && (now.Sub(s.entries[n].at) > window || len(s.entries)-n > maxSent) {
 		n++
 	}
 	if n == 0 {
@@ -135,21 +161,42 @@ func (f *Federation) catchUpLoop() {
 }
 
 // catchUp sends each announcement of the last catchUpWindow again on its
-// topic if the topic lists a peer it did not list when the announcement
-// went out (unless a newer announcement of the Thing there reached it).
+// topic if the topic lists a peer now that it did not list when the
+// announcement went out and that could have been on its way then (unless
+// a newer announcement of the Thing there reached it).
 func (f *Federation) catchUp() {
 	f.pubMu.Lock()
 	defer f.pubMu.Unlock()
-	f.sent.prune(time.Now())
+	now := time.Now()
+	f.sent.prune(now)
 	if len(f.sent.entries) == 0 {
 		return
 	}
+	window, slack := f.sent.windows()
 	type key struct {
 		topic *pubsub.Topic
 		id    string
 	}
 	peers := make(map[*pubsub.Topic][]peer.ID)
-	missed := make(map[*listing]bool)
+	newPeers := make(map[*listing][]peer.ID)
+	connected := make(map[peer.ID]time.Time)
+	// onItsWay reports whether p, not listed when e went out, could have
+	// been on its way then.
+	onItsWay := func(p peer.ID, e *sentOn) bool {
+		if now.Sub(e.at) <= slack {
+			return true
+		}
+		at, ok := connected[p]
+		if !ok {
+			for _, c := range f.p.Host.Network().ConnsToPeer(p) {
+				if o := c.Stat().Opened; at.IsZero() || o.Before(at) {
+					at = o
+				}
+			}
+			connected[p] = at
+		}
+		return !at.IsZero() && at.After(e.at.Add(-window))
+	}
 	var due map[key]*sentOn // the newest announcement of a Thing on a topic, if due
 	for _, e := range f.sent.entries {
 		ps, ok := peers[e.topic]
@@ -157,19 +204,18 @@ func (f *Federation) catchUp() {
 			ps = e.topic.ListPeers()
 			peers[e.topic] = ps
 		}
-		m, ok := missed[e.to]
+		np, ok := newPeers[e.to]
 		if !ok {
-			m = e.to.newOn(ps)
-			missed[e.to] = m
+			np = e.to.newOn(ps)
+			newPeers[e.to] = np
 		}
 		k := key{e.topic, e.id}
-		switch {
-		case m && e.again < maxCatchUps:
+		if e.again < maxCatchUps && slices.ContainsFunc(np, func(p peer.ID) bool { return onItsWay(p, e) }) {
 			if due == nil {
 				due = make(map[key]*sentOn)
 			}
 			due[k] = e
-		case due != nil:
+		} else if due != nil {
 			delete(due, k)
 		}
 	}

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,8 +82,11 @@ func TestSentLog(t *testing.T) {
 	if third.to == second.to {
 		t.Error("fewer peers: the same listing")
 	}
-	if second.to.newOn([]peer.ID{b, a}) || !second.to.newOn([]peer.ID{a, c}) || third.to.newOn(nil) {
-		t.Error("newOn tells the listed peers from new ones wrongly")
+	if got := second.to.newOn([]peer.ID{b, a}); got != nil {
+		t.Errorf("new on the same peers: %v", got)
+	}
+	if got := second.to.newOn([]peer.ID{a, c}); !slices.Equal(got, []peer.ID{c}) {
+		t.Errorf("new on a and c: %v, want c", got)
 	}
 	s.prune(now.Add(catchUpWindow + 1500*time.Millisecond))
 	if len(s.entries) != 1 || s.entries[0] != third {
@@ -146,4 +150,49 @@ func linkGossip(t *testing.T, a, b gossipPeer) {
 	if err := a.host.Connect(context.Background(), peer.AddrInfo{ID: b.host.ID(), Addrs: b.host.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCatchUpConnectedLongBefore: a peer connected for longer than the
+// window is caught up only if it comes onto the topic within the slack of
+// the announcement (its subscription could have been on its way), not
+// later (it joined the topic after the announcement: a node that joins a
+// shard to publish there must not make every publisher of the shard
+// announce its last seconds again). A peer that connected just before the
+// announcement is caught up when it comes later than the slack.
+func TestCatchUpConnectedLongBefore(t *testing.T) {
+	const window, slack = 6 * time.Second, 1500 * time.Millisecond
+	ctx := context.Background()
+	pub, witness, soon, late, fresh := newGossipPeer(t), newGossipPeer(t), newGossipPeer(t), newGossipPeer(t), newGossipPeer(t)
+	fpub, _ := federateInMemory(t, pub, Config{})
+	fpub.pubMu.Lock()
+	fpub.sent.window, fpub.sent.slack = window, slack
+	fpub.pubMu.Unlock()
+	federateInMemory(t, witness, Config{})
+	linkGossip(t, pub, witness)
+	linkGossip(t, pub, soon)
+	linkGossip(t, pub, late)
+	waitFor(t, "the witness on the publisher's topic", func() bool { return len(pub.ps.ListPeers(lmosproto.TopicAnnounce)) == 1 })
+	time.Sleep(window + 500*time.Millisecond) // the connections are old
+	linkGossip(t, pub, fresh)
+	id := uniqueID()
+	if _, _, err := fpub.Publish(ctx, testTD(t, id, 1, capA), nil); err != nil {
+		t.Fatal(err)
+	}
+	hears := func(dir *directory.Directory) func() bool {
+		return func() bool { e, ok := dir.Latest(pub.host.ID(), id); return ok && !e.Tombstone }
+	}
+	_, soonDir := federateInMemory(t, soon, Config{})
+	waitFor(t, "the peer that came within the slack to hear the Thing", hears(soonDir))
+	time.Sleep(slack + 500*time.Millisecond)
+	// Past the slack: a catch-up for the late peer would come within a
+	// poll or two of its listing. (One for any other peer would reach it
+	// too: the fresh one comes after.)
+	_, lateDir := federateInMemory(t, late, Config{})
+	time.Sleep(1500 * time.Millisecond)
+	if hears(lateDir)() {
+		t.Error("a peer connected long before, on the topic after the slack, was caught up")
+	}
+	// The announcement is remembered until the window ends, ~2.5 s on.
+	_, freshDir := federateInMemory(t, fresh, Config{})
+	waitFor(t, "the peer that connected just before to hear the Thing", hears(freshDir))
 }
