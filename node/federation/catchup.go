@@ -21,14 +21,17 @@ import (
 // went out, for catchUpWindow. A peer listed on the topic later that could
 // have been on its way then gets the record again: re-signed at the same
 // seq (gossipsub drops the same bytes as a duplicate), published on that
-// topic. A peer could have been on its way if it connected at most
-// catchUpWindow before the announcement (its subscriptions follow the
-// connection and identify; under load that takes seconds), or if it is
-// listed within subscribeSlack of the announcement (a peer connected long
-// before that joined the topic just then). A peer connected long before
-// that joins the topic later is not caught up: nothing it missed was on
-// its way, and a node that joins a shard to publish there would otherwise
-// make every publisher of the shard announce its last seconds again.
+// topic. A peer could have been on its way if it was connected when the
+// announcement went out, and it had connected at most catchUpWindow
+// before (its subscriptions follow the connection and identify; under
+// load that takes seconds), or it is listed within subscribeSlack of the
+// announcement (it joined the topic just then). A peer connected later,
+// or connected long before that joins the topic later, is not caught up:
+// nothing it missed was on its way, and a node that joins a shard to
+// publish there, or a node dialled for the DHT, would otherwise make every
+// publisher of the shard announce its last seconds again. Each catch-up
+// is a flood to the whole topic (no protocol of the node sends a record
+// unasked to one peer); maxCatchUps bounds it.
 const (
 	// catchUpWindow is how long the node remembers an announcement, and
 	// how long before it a peer may have connected to be caught up.
@@ -181,11 +184,9 @@ func (f *Federation) catchUp() {
 	newPeers := make(map[*listing][]peer.ID)
 	connected := make(map[peer.ID]time.Time)
 	// onItsWay reports whether p, not listed when e went out, could have
-	// been on its way then.
+	// been on its way then: it was connected, and it had connected
+	// within the window before, or it is listed within the slack after.
 	onItsWay := func(p peer.ID, e *sentOn) bool {
-		if now.Sub(e.at) <= slack {
-			return true
-		}
 		at, ok := connected[p]
 		if !ok {
 			for _, c := range f.p.Host.Network().ConnsToPeer(p) {
@@ -195,7 +196,10 @@ func (f *Federation) catchUp() {
 			}
 			connected[p] = at
 		}
-		return !at.IsZero() && at.After(e.at.Add(-window))
+		if at.IsZero() || at.After(e.at) {
+			return false
+		}
+		return at.After(e.at.Add(-window)) || now.Sub(e.at) <= slack
 	}
 	var due map[key]*sentOn // the newest announcement of a Thing on a topic, if due
 	for _, e := range f.sent.entries {

@@ -115,13 +115,17 @@ func TestCatchUpBounded(t *testing.T) {
 	federateInMemory(t, witness, Config{})
 	linkGossip(t, pub, witness)
 	waitFor(t, "the witness on the publisher's topic", func() bool { return len(pub.ps.ListPeers(lmosproto.TopicAnnounce)) == 1 })
+	// Connected before the announcement, each on the topic after it.
+	lates := make([]gossipPeer, maxCatchUps+1)
+	for i := range lates {
+		lates[i] = newGossipPeer(t)
+		linkGossip(t, pub, lates[i])
+	}
 	id := uniqueID()
 	if _, _, err := fpub.Publish(ctx, testTD(t, id, 1, capA), nil); err != nil {
 		t.Fatal(err)
 	}
-	for i := range maxCatchUps + 1 {
-		late := newGossipPeer(t)
-		linkGossip(t, pub, late)
+	for i, late := range lates {
 		_, dir := federateInMemory(t, late, Config{})
 		hears := func() bool { e, ok := dir.Latest(pub.host.ID(), id); return ok && !e.Tombstone }
 		if i < maxCatchUps {
@@ -152,17 +156,19 @@ func linkGossip(t *testing.T, a, b gossipPeer) {
 	}
 }
 
-// TestCatchUpConnectedLongBefore: a peer connected for longer than the
-// window is caught up only if it comes onto the topic within the slack of
-// the announcement (its subscription could have been on its way), not
-// later (it joined the topic after the announcement: a node that joins a
-// shard to publish there must not make every publisher of the shard
-// announce its last seconds again). A peer that connected just before the
-// announcement is caught up when it comes later than the slack.
+// TestCatchUpConnectedLongBefore: a peer that connected after the
+// announcement is not caught up (nothing it missed was on its way). A
+// peer connected for longer than the window is caught up only if it comes
+// onto the topic within the slack of the announcement (its subscription
+// could have been on its way), not later (it joined the topic after the
+// announcement: a node that joins a shard to publish there must not make
+// every publisher of the shard announce its last seconds again). A peer
+// that connected just before the announcement is caught up when it comes
+// later than the slack.
 func TestCatchUpConnectedLongBefore(t *testing.T) {
-	const window, slack = 6 * time.Second, 1500 * time.Millisecond
+	const window, slack = 8 * time.Second, 3 * time.Second
 	ctx := context.Background()
-	pub, witness, soon, late, fresh := newGossipPeer(t), newGossipPeer(t), newGossipPeer(t), newGossipPeer(t), newGossipPeer(t)
+	pub, witness, soon, late, fresh, after := newGossipPeer(t), newGossipPeer(t), newGossipPeer(t), newGossipPeer(t), newGossipPeer(t), newGossipPeer(t)
 	fpub, _ := federateInMemory(t, pub, Config{})
 	fpub.pubMu.Lock()
 	fpub.sent.window, fpub.sent.slack = window, slack
@@ -175,24 +181,30 @@ func TestCatchUpConnectedLongBefore(t *testing.T) {
 	time.Sleep(window + 500*time.Millisecond) // the connections are old
 	linkGossip(t, pub, fresh)
 	id := uniqueID()
+	published := time.Now()
 	if _, _, err := fpub.Publish(ctx, testTD(t, id, 1, capA), nil); err != nil {
 		t.Fatal(err)
 	}
 	hears := func(dir *directory.Directory) func() bool {
 		return func() bool { e, ok := dir.Latest(pub.host.ID(), id); return ok && !e.Tombstone }
 	}
+	// A catch-up for any peer reaches every peer on the topic: each peer
+	// that must not be caught up is checked before the next that must.
+	linkGossip(t, pub, after)
+	_, afterDir := federateInMemory(t, after, Config{})
+	time.Sleep(time.Second)
+	if hears(afterDir)() {
+		t.Error("a peer connected after the announcement was caught up")
+	}
 	_, soonDir := federateInMemory(t, soon, Config{})
 	waitFor(t, "the peer that came within the slack to hear the Thing", hears(soonDir))
-	time.Sleep(slack + 500*time.Millisecond)
-	// Past the slack: a catch-up for the late peer would come within a
-	// poll or two of its listing. (One for any other peer would reach it
-	// too: the fresh one comes after.)
+	time.Sleep(time.Until(published.Add(slack + 500*time.Millisecond)))
 	_, lateDir := federateInMemory(t, late, Config{})
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // a catch-up comes within a poll or two
 	if hears(lateDir)() {
 		t.Error("a peer connected long before, on the topic after the slack, was caught up")
 	}
-	// The announcement is remembered until the window ends, ~2.5 s on.
+	// The announcement is remembered until the window ends, ~3 s on.
 	_, freshDir := federateInMemory(t, fresh, Config{})
 	waitFor(t, "the peer that connected just before to hear the Thing", hears(freshDir))
 }
