@@ -148,21 +148,6 @@ func (f *Federation) noteSent(t *pubsub.Topic, shard bool, rec *lmosproto.Record
 	})
 }
 
-// catchUpLoop sends recent announcements again to the peers new on their
-// topics, every catchUpPoll, until the federation closes.
-func (f *Federation) catchUpLoop() {
-	t := time.NewTicker(catchUpPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.ctx.Done():
-			return
-		case <-t.C:
-			f.catchUp()
-		}
-	}
-}
-
 // catchUp sends each announcement of the last catchUpWindow again on its
 // topic if the topic lists a peer now that it did not list when the
 // announcement went out and that could have been on its way then (unless

@@ -423,7 +423,7 @@ func (f *Federation) Start(ctx context.Context) error {
 	}
 	f.wg.Go(f.livenessLoop)
 	if f.p.PubSub != nil {
-		f.wg.Go(f.catchUpLoop)
+		f.wg.Go(func() { f.every(catchUpPoll, f.catchUp) })
 	}
 	if f.p.PubSub != nil && f.holdsAll() {
 		f.wg.Go(f.repairLoop)

@@ -248,14 +248,19 @@ func (f *Federation) spread(ctx context.Context, rec *lmosproto.Record) {
 func (f *Federation) republishLoop() {
 	f.reclaim()
 	f.republish(false)
-	t := time.NewTicker(f.cfg.RepublishInterval)
+	f.every(f.cfg.RepublishInterval, func() { f.republish(true) })
+}
+
+// every calls fn every d until the federation closes.
+func (f *Federation) every(d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-f.ctx.Done():
 			return
 		case <-t.C:
-			f.republish(true)
+			fn()
 		}
 	}
 }

@@ -356,18 +356,7 @@ func (f *Federation) sweepShards() {
 }
 
 // shardLoop sweeps idle shards every shardSweep.
-func (f *Federation) shardLoop() {
-	t := time.NewTicker(shardSweep)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.ctx.Done():
-			return
-		case <-t.C:
-			f.sweepShards()
-		}
-	}
-}
+func (f *Federation) shardLoop() { f.every(shardSweep, f.sweepShards) }
 
 // autoCheck is how often a RoleAuto node asks whether it is to become
 // light: often, since a federation that loads fast fills the budget in
