@@ -34,11 +34,12 @@ const DefaultRecordCacheBytes = 1 << 20
 // cache skips the proof and the TD schema, most of its cost (40 µs a hit
 // against 310 µs for a record checked whole, BenchmarkThingValidatorCached
 // and BenchmarkThingValidatorValidate); its TD is parsed again from the
-// bytes (proto.ParseTD), so that the cache holds no parsed TD. The cache holds records of at most its limit
-// in bytes (of the signed documents), forgetting the least recently used
-// first (golang-lru's LRU, weighed by size here). It is safe for
-// concurrent use. Give each node its own: a cache shared by several
-// nodes in one process would let one verify for the others.
+// bytes (proto.ParseTD), so that the cache holds no parsed TD. The cache
+// holds records of at most its limit in bytes (of the signed documents),
+// forgetting the least recently used first (golang-lru's LRU, weighed by
+// size here). It is safe for concurrent use. Give each node its own: a
+// cache shared by several nodes in one process would let one verify for
+// the others.
 type RecordCache struct {
 	mu    sync.Mutex
 	limit int
@@ -121,8 +122,9 @@ func (c *RecordCache) add(sum [sha256.Size]byte, rec *proto.Record) {
 	if len(rec.Raw) > c.limit {
 		return
 	}
-	held := cached{rec: &proto.Record{Raw: bytes.Clone(rec.Raw), ThingID: rec.ThingID, Seq: rec.Seq, Signer: rec.Signer},
-		tombstone: rec.Tombstone()}
+	bare := *rec
+	bare.Raw, bare.TD = bytes.Clone(rec.Raw), nil
+	held := cached{rec: &bare, tombstone: rec.Tombstone()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lru.Contains(sum) {

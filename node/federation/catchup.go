@@ -245,19 +245,9 @@ func (f *Federation) sendAgain(id string, es []*sentOn, peers map[*pubsub.Topic]
 		f.log.Error("read own record", "thing", id, "err", err)
 		return false
 	}
-	for _, e := range es {
-		if e.proof.Equal(rec.Signer.Created) {
-			again, err := f.resign(rec, f.now())
-			if err != nil {
-				f.log.Error("re-sign own record", "thing", id, "seq", rec.Seq, "err", err)
-				return false
-			}
-			if _, err := f.dir.Put(again, nil); err != nil {
-				f.log.Error("store re-signed record", "thing", id, "seq", rec.Seq, "err", err)
-				return false
-			}
-			rec = again
-			break
+	if slices.ContainsFunc(es, func(e *sentOn) bool { return e.proof.Equal(rec.Signer.Created) }) {
+		if rec = f.resignStored(rec, f.now()); rec == nil {
+			return false
 		}
 	}
 	for _, e := range es {

@@ -301,12 +301,7 @@ func (f *Federation) republish(all bool) {
 			continue
 		}
 		if all || now.Sub(e.Signed) > f.cfg.RepublishInterval/2 {
-			if rec, err = f.resign(rec, now); err != nil {
-				f.log.Error("re-sign own record", "thing", e.ThingID, "seq", e.Seq, "err", err)
-				continue
-			}
-			if _, err := f.dir.Put(rec, nil); err != nil {
-				f.log.Error("store re-signed record", "thing", e.ThingID, "seq", e.Seq, "err", err)
+			if rec = f.resignStored(rec, now); rec == nil {
 				continue
 			}
 		}
@@ -316,6 +311,21 @@ func (f *Federation) republish(all bool) {
 	if n > 0 {
 		f.log.Debug("republished own things", "records", n, "resigned", all)
 	}
+}
+
+// resignStored re-signs own record rec (resign) and stores the result in
+// the directory; nil, logged, if either fails. The caller holds pubMu.
+func (f *Federation) resignStored(rec *lmosproto.Record, now time.Time) *lmosproto.Record {
+	again, err := f.resign(rec, now)
+	if err != nil {
+		f.log.Error("re-sign own record", "thing", rec.ThingID, "seq", rec.Seq, "err", err)
+		return nil
+	}
+	if _, err := f.dir.Put(again, nil); err != nil {
+		f.log.Error("store re-signed record", "thing", rec.ThingID, "seq", rec.Seq, "err", err)
+		return nil
+	}
+	return again
 }
 
 // resign signs rec again at the same seq, dated now, or a second after
