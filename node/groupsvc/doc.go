@@ -43,7 +43,8 @@
 // node reaches an outsider, however early it subscribed. A peer whose
 // subscription was dropped and that is a member by this node's state
 // later is asked (with the sync protocol's "resubscribe") to announce its
-// subscription again.
+// subscription again, and asked again after a refusal, sooner than the next
+// anti-entropy round.
 //
 // gossipsub applies both filters only to arriving subscriptions, so a
 // member that is removed (or leaves) and does not unsubscribe would keep

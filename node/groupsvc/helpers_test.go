@@ -40,11 +40,17 @@ type member struct {
 // newMember starts a member with a fresh key and datastore.
 func newMember(t *testing.T) *member {
 	t.Helper()
+	return newMemberConfig(t, groupsvc.Config{})
+}
+
+// newMemberConfig is newMember with cfg as the service's configuration.
+func newMemberConfig(t *testing.T, cfg groupsvc.Config) *member {
+	t.Helper()
 	_, key, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startMember(t, key, dssync.MutexWrap(ds.NewMapDatastore()))
+	return startMemberWith(t, key, dssync.MutexWrap(ds.NewMapDatastore()), nil, cfg)
 }
 
 // startMember starts a member with key and store (a restart when they
@@ -57,6 +63,13 @@ func startMember(t *testing.T, key ed25519.PrivateKey, store ds.Batching) *membe
 // startMemberOps is startMember with ops as the service's cache of
 // verified operations (nil: none).
 func startMemberOps(t *testing.T, key ed25519.PrivateKey, store ds.Batching, ops *groups.OpCache) *member {
+	t.Helper()
+	return startMemberWith(t, key, store, ops, groupsvc.Config{})
+}
+
+// startMemberWith is startMemberOps with cfg as the service's
+// configuration.
+func startMemberWith(t *testing.T, key ed25519.PrivateKey, store ds.Batching, ops *groups.OpCache, cfg groupsvc.Config) *member {
 	t.Helper()
 	priv, err := crypto.UnmarshalEd25519PrivateKey(key)
 	if err != nil {
@@ -73,7 +86,7 @@ func startMemberOps(t *testing.T, key ed25519.PrivateKey, store ds.Batching, ops
 	m.svc, err = groupsvc.New(groupsvc.Deps{
 		Host: h, Key: key, Datastore: store, Ops: ops,
 		OnChange: func(string) { m.changes.Add(1) },
-	}, groupsvc.Config{})
+	}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

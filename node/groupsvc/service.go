@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/routing"
 
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/backoff"
 	"github.com/lmosnode/lmosnode/node/peerlimit"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
@@ -635,18 +636,47 @@ func (g *group) lostMembers(st groups.State) []peer.ID {
 }
 
 // askResubscribe asks the members (by st) whose subscriptions to g's topic
-// were dropped to announce them again. A member that does not answer (or
-// does not know this node as a member yet) is asked again later: at the
-// next change, when it syncs with this node, or at the next anti-entropy
-// round.
+// were dropped to announce them again (askAgain).
 func (s *Service) askResubscribe(g *group, st groups.State) {
 	topic := groups.Topic(g.id)
 	for _, p := range s.undrop(topic, st) {
-		s.spawn(func() {
-			if !s.syncWith(g, p, true) {
-				s.drop(topic, p)
-			}
-		})
+		s.spawn(func() { s.askAgain(g, topic, p) })
+	}
+}
+
+// askAgain asks p, a member whose subscription to g's topic this node
+// dropped, to announce it again (a sync with resubscribe). An ask that
+// fails (p does not hold this node as a member yet, refuses it for its
+// rate, or does not answer in time) notes the drop again and is made again
+// after about a second, then twice as long each time, while the next
+// anti-entropy round (which asks too) is further away; unless meanwhile
+// this node or p stopped being a member, or another ask took the drop
+// over. A member is also asked at the next change, and when it syncs with
+// this node. Without the retries, a member that synced with this node
+// while an ask to it was on its way, and refused that ask (it learned
+// this node's membership just after), was asked again only by the next
+// round, and this node did not hear its posts until then.
+func (s *Service) askAgain(g *group, topic string, p peer.ID) {
+	b := backoff.New(time.Second, s.cfg.AntiEntropyEvery)
+	for waited := time.Duration(0); ; {
+		if s.syncWith(g, p, true) {
+			return
+		}
+		s.drop(topic, p)
+		d := b.NextBackOff()
+		if waited += d; waited >= s.cfg.AntiEntropyEvery {
+			return
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if st := g.state(); !st.IsMember(s.self) || !st.IsMember(p) || !s.takeDrop(topic, p) {
+			return
+		}
 	}
 }
 

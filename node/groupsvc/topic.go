@@ -663,6 +663,18 @@ func (s *Service) wasDropped(topic string, p peer.ID) bool {
 	return ok
 }
 
+// takeDrop forgets that the subscription of p to topic was dropped, and
+// reports whether it was.
+func (s *Service) takeDrop(topic string, p peer.ID) bool {
+	s.dropMu.Lock()
+	defer s.dropMu.Unlock()
+	if _, ok := s.dropped[topic][p]; !ok {
+		return false
+	}
+	delete(s.dropped[topic], p)
+	return true
+}
+
 // undrop forgets, and returns, the peers whose subscription to topic was
 // dropped and who are members by st.
 func (s *Service) undrop(topic string, st groups.State) []peer.ID {
