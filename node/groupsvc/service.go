@@ -658,10 +658,8 @@ func (s *Service) askResubscribe(g *group, st groups.State) {
 // round, and this node did not hear its posts until then.
 func (s *Service) askAgain(g *group, topic string, p peer.ID) {
 	b := backoff.New(time.Second, s.cfg.AntiEntropyEvery)
-	for waited := time.Duration(0); ; {
-		if s.syncWith(g, p, true) {
-			return
-		}
+	var waited time.Duration
+	for !s.syncWith(g, p, true) {
 		s.drop(topic, p)
 		d := b.NextBackOff()
 		if waited += d; waited >= s.cfg.AntiEntropyEvery {
