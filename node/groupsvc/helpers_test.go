@@ -146,10 +146,24 @@ func (m *member) connect(o *member) {
 // waitFor polls cond until it holds; timeout is a bound for a hung test.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	waitForState(t, what, func() (bool, string) { return cond(), "" })
+}
+
+// waitForState is waitFor for a condition that also describes the state
+// it saw, which a failure reports.
+func waitForState(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 20s", what)
+			if state != "" {
+				state = ": " + state
+			}
+			t.Fatalf("%s: not after 20s%s", what, state)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

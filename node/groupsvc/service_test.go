@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -100,8 +101,14 @@ func TestGroupLife(t *testing.T) {
 		defer stop()
 		chans = append(chans, ch)
 	}
-	waitFor(t, "topic meshes", func() bool {
-		return len(a.ps.ListPeers(topic)) == 2 && len(b.ps.ListPeers(topic)) == 2 && len(c.ps.ListPeers(topic)) == 2
+	waitForState(t, "topic meshes", func() (bool, string) {
+		ok, state := true, ""
+		for _, m := range []*member{a, b, c} {
+			peers := m.ps.ListPeers(topic)
+			ok = ok && len(peers) == 2
+			state += fmt.Sprintf("%s has %v; ", m.id(), peers)
+		}
+		return ok, state
 	})
 	if err := b.svc.Publish(ctx, id, json.RawMessage(`"hello"`)); err != nil {
 		t.Fatal(err)
