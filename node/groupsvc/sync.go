@@ -225,12 +225,8 @@ func (s *Service) fetchDHT(ctx context.Context, id string) (*groups.Log, error) 
 // has no peers yet.
 func (s *Service) catchUp(g *group) {
 	for _, wait := range []time.Duration{time.Second, 3 * time.Second, 10 * time.Second, 30 * time.Second} {
-		t := time.NewTimer(wait)
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
+		if !sleep(s.ctx, wait) {
 			return
-		case <-t.C:
 		}
 		l, err := s.fetchDHT(s.ctx, g.id)
 		if err != nil {

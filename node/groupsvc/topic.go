@@ -195,12 +195,8 @@ func redial(ctx context.Context, h host.Host, p peer.ID, b *backoff.Backoff, log
 		}
 		delay := b.NextBackOff()
 		log.Debug("reconnect to a former member failed; will retry", "peer", p, "attempt", attempt, "retry_in", delay, "err", err)
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, delay) {
 			return false
-		case <-t.C:
 		}
 	}
 }
@@ -220,12 +216,8 @@ func (s *Service) tellFormer(g *group, p peer.ID) {
 		if !ok || (l != nil && !l.State().IsMember(p)) {
 			return
 		}
-		t := time.NewTimer(ResubscribeEvery)
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
+		if !sleep(s.ctx, ResubscribeEvery) {
 			return
-		case <-t.C:
 		}
 	}
 }
@@ -243,12 +235,8 @@ func (s *Service) resubscribe(g *group) {
 	if wait := ResubscribeEvery - time.Since(s.resubAt[g.id]); wait > 0 {
 		s.resubWait[g.id] = true
 		s.dropMu.Unlock()
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-s.ctx.Done():
+		if !sleep(s.ctx, wait) {
 			return
-		case <-t.C:
 		}
 		s.dropMu.Lock()
 		delete(s.resubWait, g.id)

@@ -38,12 +38,8 @@ func (w *workSet) next(ctx context.Context, debounce time.Duration) ([]string, b
 	case <-w.signal:
 	}
 	if debounce > 0 {
-		t := time.NewTimer(debounce)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, debounce) {
 			return nil, false
-		case <-t.C:
 		}
 	}
 	w.mu.Lock()
