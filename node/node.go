@@ -106,6 +106,7 @@ type Node struct {
 	host     host.Host
 	asked    func(peer.ID) // marks a peer the node asks (p2p.KeepAsked)
 	nat      p2p.NAT       // reachability, from the host's events
+	punch    p2p.Punch     // hole punching again (docs/nat.md)
 	dir      *directory.Directory
 	dht      *kaddht.IpfsDHT
 	ps       *pubsub.PubSub // nil without Config.Gossip
@@ -289,7 +290,8 @@ func (n *Node) buildNet(o *options, b *built) error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
-	n.host, err = p2p.NewHost(cfg, n.key, p2p.HostOptions{Registerer: n.metrics.Registry(), Gater: o.gater, Reachability: o.reachability})
+	n.host, err = p2p.NewHost(cfg, n.key, p2p.HostOptions{Registerer: n.metrics.Registry(), Gater: o.gater, Reachability: o.reachability,
+		Logger: o.logger.With("component", "p2p"), Punch: &n.punch})
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
@@ -299,6 +301,7 @@ func (n *Node) buildNet(o *options, b *built) error {
 	if err := p2p.FollowNAT(n.ctx, n.host, &n.nat, &n.wg); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	n.punch.Run(n.ctx, n.host, &n.wg)
 	n.dir, err = directory.Open(directory.Deps{Datastore: n.store, Self: n.peerID},
 		cfg.Directory(),
 		directory.WithLogger(o.logger.With("component", "directory")))

@@ -7,7 +7,9 @@
 // IDs, StrictSign, the peer score that penalises invalid messages, the
 // maximum message size, and group topics kept to their members by a
 // GroupFilter). It also follows what the host learns of its own
-// reachability (NAT, RelayInfo) and counts DHT queries (CountingDHT).
+// reachability (NAT, RelayInfo), punches holes again for connections
+// left relayed (Punch), and counts DHT queries (CountingDHT).
 //
-// It builds; it does not run: node.New calls it and owns what it returns.
+// It builds; it does not run: node.New calls it, owns what it returns
+// and runs what runs (FollowNAT, Punch.Run).
 package p2p

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
@@ -143,7 +145,18 @@ func NewHost(cfg config.Config, key crypto.PrivKey, o HostOptions) (_ host.Host,
 		opts = append(opts, libp2p.EnableRelayService(relayServiceOptions(cfg.RelayLimits)...))
 	}
 	if cfg.HolePunching {
-		opts = append(opts, libp2p.EnableHolePunching())
+		// The tracer replaces the one go-libp2p would set for metrics,
+		// so it carries the metrics too.
+		trace := holepunch.WithTracer(punchLog{o.Logger})
+		if cfg.Libp2pMetrics {
+			trace = holepunch.WithMetricsAndEventTracer(
+				holepunch.NewMetricsTracer(holepunch.WithRegisterer(reg)), punchLog{o.Logger})
+		}
+		hpo := []holepunch.Option{trace}
+		if o.Punch != nil {
+			hpo = append(hpo, o.Punch.option(o.Logger))
+		}
+		opts = append(opts, libp2p.EnableHolePunching(hpo...))
 	}
 	if gater != nil {
 		opts = append(opts, libp2p.ConnectionGater(gater))
@@ -498,6 +511,10 @@ type HostOptions struct {
 	// Reachability, unless unknown, is forced on AutoNAT (tests on
 	// loopback, where AutoNAT never finds a public address).
 	Reachability network.Reachability
+	// Logger takes the host's own records (hole punching). Required.
+	Logger *slog.Logger
+	// Punch, if set, takes the hole punching service (Punch.Run).
+	Punch *Punch
 }
 
 // GroupFilter keeps group topics to their members: the peers gossipsub

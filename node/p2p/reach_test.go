@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"crypto/rand"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestPinnedReachability(t *testing.T) {
 	}{{"public", network.ReachabilityPublic}, {"private", network.ReachabilityPrivate}} {
 		cfg := config.Default()
 		cfg.Reachability = tc.setting
-		h, err := NewHost(cfg, key, HostOptions{Registerer: prometheus.NewRegistry()})
+		h, err := NewHost(cfg, key, HostOptions{Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +49,7 @@ func TestPinnedReachability(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.Reachability = "maybe"
-	if h, err := NewHost(cfg, key, HostOptions{Registerer: prometheus.NewRegistry()}); err == nil {
+	if h, err := NewHost(cfg, key, HostOptions{Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)}); err == nil {
 		_ = h.Close()
 		t.Error(`reachability "maybe": NewHost accepted it`)
 	}
