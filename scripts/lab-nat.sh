@@ -31,7 +31,12 @@
 #   5. latency  calls over the direct and the relayed connection (figure:
 #               median latency of each; with `tc netem` delay on the
 #               routers' and relays' links where the kernel has netem);
-#   6. failover the relay carrying p3's connection dies; p3 calls p1 again
+#   6. punch again  p2 restarts while its router drops what goes to or
+#               comes from p1's router: the punch go-libp2p makes when the
+#               relayed connection opens fails. The firewall goes; p1
+#               punches again on its own and the connection becomes direct
+#               (figure: time from the firewall's end);
+#   7. failover the relay carrying p3's connection dies; p3 calls p1 again
 #               through the other relay, and still finds the Agent.
 #
 # Namespaces, bridge, veths and processes are removed on every exit,
@@ -470,6 +475,11 @@ step_upgrade() {
 	local deadline=$((SECONDS + DEADLINE)) end relayed_at direct_at
 	wait_until "$deadline" "p2's connection to p1 becomes direct (hole punching)" direct_to_p1 p2 || { peer_entry p2 p1; return 1; }
 	fig "EIM<->EIM: connections ending direct" "1 of 1 (p2->p1)"
+	# The watch polls as often as the wait did: give it a moment to see it.
+	for _ in {1..10}; do
+		grep -qs ' direct$' "$WORK/watch-p2.log" && break
+		sleep 0.2
+	done
 	relayed_at=$(awk '$2 == "relayed" { print $1; exit }' "$WORK/watch-p2.log" 2>/dev/null)
 	direct_at=$(awk '$2 == "direct" { print $1; exit }' "$WORK/watch-p2.log" 2>/dev/null)
 	fig "p2->p1 relayed, then direct (since p2 started)" "relayed at ${relayed_at:-never seen (upgraded within 0.2 s)}, direct at ${direct_at:-?}"
@@ -487,6 +497,57 @@ step_upgrade() {
 	fig "symmetric<->EIM: connections ending direct" "0 of 1 (p3->p1 still relayed after ${UPGRADE_WINDOW} s more)"
 	call_echo p3 || { echo "FAIL: p3's call over the relay failed:"; cat "$WORK/echo-p3.err"; return 1; }
 	echo "  p3 -> p1: $(peer_entry p3 p1 | jq -c .addrs)"
+}
+
+# firewall ROUTER IP: ROUTER drops what it would forward to or from IP
+# (the other NAT's public address): no punch gets through. unfirewall
+# ROUTER lifts it.
+firewall() {
+	ip netns exec "$(ns "$1")" nft -f - <<EOF
+table ip lmosblock {
+	chain forward {
+		type filter hook forward priority filter - 1; policy accept;
+		ip saddr $2 drop
+		ip daddr $2 drop
+	}
+}
+EOF
+}
+unfirewall() { ip netns exec "$(ns "$1")" nft delete table ip lmosblock; }
+
+# p1_log_since LINE: p1's log after its first LINE lines, about p2.
+p1_log_since() { tail -n "+$(($1 + 1))" "$WORK/p1.log" | grep -F "peer=${PEER_ID[p2]}" || true; }
+
+step_punch_again() {
+	step "punch again: p2 comes back behind a firewall on r2 that drops r1; p1's first punch fails; the firewall goes and p1 punches again"
+	# go-libp2p punches once, when the relayed connection reaches p1; the
+	# node tries again on its own (p2p.Punch: 10 s, then 20, 40, ...).
+	local deadline=$((SECONDS + 2 * DEADLINE)) from t0 fails
+	# p2 stops before the firewall, so that p1 hears its connection close.
+	{ kill -TERM "${PID_OF[p2]}" && wait "${PID_OF[p2]}"; } 2>/dev/null || true
+	firewall r2 "${ROUTER_IP[r1]}"
+	from=$(wc -l <"$WORK/p1.log")
+	start p2 "${LAN_NET[p2]}.2" . --bootstrap "$(addr_of boot "${PUB_IP[boot]}")" \
+		--relay "$(addr_of relay1 "${PUB_IP[relay1]}")" --relay "$(addr_of relay2 "${PUB_IP[relay2]}")"
+	wait_until "$deadline" "p2's API (restarted)" api_up p2 || return 1
+	wait_until "$deadline" "p2 calls p1 again" call_echo p2 || { cat "$WORK/echo-p2.err"; return 1; }
+	[[ $(relayed_to_p1 p2) == true ]] || { echo "FAIL: p2 reached p1 directly through the firewall: $(peer_entry p2 p1)"; return 1; }
+	# go-libp2p's attempt is over after a protocol error or three failed
+	# punches.
+	punch_failed() {
+		fails=$(p1_log_since "$from" | grep -c 'msg="hole punching: end".* ok=false' || true)
+		((fails >= 3)) || p1_log_since "$from" | grep -q 'msg="hole punching: protocol error"'
+	}
+	wait_until "$deadline" "p1's punch with p2 fails" punch_failed || { p1_log_since "$from" | tail -n 5; return 1; }
+	[[ $(relayed_to_p1 p2) == true ]] || { echo "FAIL: p2's connection to p1 is not relayed: $(peer_entry p2 p1)"; return 1; }
+	fig "p1's first punches with p2 (firewall up)" "$fails failed, $(p1_log_since "$from" | grep -c 'hole punching: protocol error' || true) protocol errors"
+	unfirewall r2
+	t0=$(now)
+	wait_until "$deadline" "p2's connection to p1 becomes direct again" direct_to_p1 p2 || { p1_log_since "$from" | tail -n 8; return 1; }
+	fig "p2->p1 direct again after the firewall went" "$(since "$t0")"
+	p1_log_since "$from" | grep -q 'msg="hole punched again".* err=<nil>' ||
+		{ echo "FAIL: p2's connection became direct, but not by p1 punching again:"; p1_log_since "$from" | tail -n 8; return 1; }
+	echo "  $(p1_log_since "$from" | grep 'msg="hole punched again".* err=<nil>' | tail -n 1 | grep -o 'attempt=[0-9]*') of p1's own"
 }
 
 # latency NAME N: median of N echo calls through NAME's HTTP binding, in ms.
@@ -555,7 +616,7 @@ summary() {
 }
 
 run_started=$(now)
-if step_public && step_private && step_publish && step_upgrade && step_latency && step_failover; then
+if step_public && step_private && step_publish && step_upgrade && step_latency && step_punch_again && step_failover; then
 	FAILED=0
 	summary "PASS in $(since "$run_started")"
 	if ((HOLD)); then
