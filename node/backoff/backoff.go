@@ -8,10 +8,12 @@
 // takes its delays from a Backoff, so they all grow and spread alike: the
 // delay doubles with each failure, each one drawn at random within ±50 %
 // of its nominal value so that nodes that failed together do not retry
-// together, and clamped to [min, max].
+// together, and clamped to [min, max]. Sleep is the wait itself, cut
+// short when the loop's context ends.
 package backoff
 
 import (
+	"context"
 	"time"
 
 	cbackoff "github.com/cenkalti/backoff/v5"
@@ -64,4 +66,18 @@ func (b *Backoff) NextBackOff() time.Duration {
 // Reset starts the delays over from the minimum, after a success.
 func (b *Backoff) Reset() {
 	b.exp.Reset()
+}
+
+// Sleep waits d, or until ctx ends: the wait between two tries of every
+// retry loop. It reports whether the whole of d went by (false: ctx
+// ended first).
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

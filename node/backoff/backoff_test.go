@@ -1,6 +1,7 @@
 package backoff
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -48,5 +49,18 @@ func TestMaxBelowMin(t *testing.T) {
 		if d := b.NextBackOff(); d != time.Second {
 			t.Fatalf("delay %s, want 1s", d)
 		}
+	}
+}
+
+// TestSleep: Sleep waits the whole delay on a live context and reports
+// true; on an ended one it returns false at once, however long the delay.
+func TestSleep(t *testing.T) {
+	if !Sleep(context.Background(), time.Millisecond) {
+		t.Fatal("Sleep(live context, 1ms) = false, want true")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if Sleep(ctx, time.Hour) {
+		t.Fatal("Sleep(ended context, 1h) = true, want false")
 	}
 }

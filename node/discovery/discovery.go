@@ -15,6 +15,8 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	routingdisc "github.com/libp2p/go-libp2p/p2p/discovery/routing"
 	"github.com/libp2p/zeroconf/v2"
+
+	"github.com/lmosnode/lmosnode/node/backoff"
 )
 
 // Deps are what a Service works with. Host is required; the caller keeps
@@ -204,13 +206,4 @@ func (s *Service) Connect(ctx context.Context, ai peer.AddrInfo) error {
 }
 
 // sleep waits d or until Close; it reports whether the service still runs.
-func (s *Service) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.ctx.Done():
-		return false
-	}
-}
+func (s *Service) sleep(d time.Duration) bool { return backoff.Sleep(s.ctx, d) }

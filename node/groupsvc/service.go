@@ -665,24 +665,12 @@ func (s *Service) askAgain(g *group, topic string, p peer.ID) {
 		if waited += d; waited >= s.cfg.AntiEntropyEvery {
 			return
 		}
-		if !sleep(s.ctx, d) {
+		if !backoff.Sleep(s.ctx, d) {
 			return
 		}
 		if st := g.state(); !st.IsMember(s.self) || !st.IsMember(p) || !s.takeDrop(topic, p) {
 			return
 		}
-	}
-}
-
-// sleep waits for d, and reports false, at once, if ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/lmosnode/lmosnode/groups"
+	"github.com/lmosnode/lmosnode/node/backoff"
 	lmosproto "github.com/lmosnode/lmosnode/proto"
 )
 
@@ -225,7 +226,7 @@ func (s *Service) fetchDHT(ctx context.Context, id string) (*groups.Log, error) 
 // has no peers yet.
 func (s *Service) catchUp(g *group) {
 	for _, wait := range []time.Duration{time.Second, 3 * time.Second, 10 * time.Second, 30 * time.Second} {
-		if !sleep(s.ctx, wait) {
+		if !backoff.Sleep(s.ctx, wait) {
 			return
 		}
 		l, err := s.fetchDHT(s.ctx, g.id)

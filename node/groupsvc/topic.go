@@ -195,7 +195,7 @@ func redial(ctx context.Context, h host.Host, p peer.ID, b *backoff.Backoff, log
 		}
 		delay := b.NextBackOff()
 		log.Debug("reconnect to a former member failed; will retry", "peer", p, "attempt", attempt, "retry_in", delay, "err", err)
-		if !sleep(ctx, delay) {
+		if !backoff.Sleep(ctx, delay) {
 			return false
 		}
 	}
@@ -216,7 +216,7 @@ func (s *Service) tellFormer(g *group, p peer.ID) {
 		if !ok || (l != nil && !l.State().IsMember(p)) {
 			return
 		}
-		if !sleep(s.ctx, ResubscribeEvery) {
+		if !backoff.Sleep(s.ctx, ResubscribeEvery) {
 			return
 		}
 	}
@@ -235,7 +235,7 @@ func (s *Service) resubscribe(g *group) {
 	if wait := ResubscribeEvery - time.Since(s.resubAt[g.id]); wait > 0 {
 		s.resubWait[g.id] = true
 		s.dropMu.Unlock()
-		if !sleep(s.ctx, wait) {
+		if !backoff.Sleep(s.ctx, wait) {
 			return
 		}
 		s.dropMu.Lock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/lmosnode/lmosnode/node/backoff"
 )
 
 // workSet is a set of group IDs waiting for a worker: adding an ID that
@@ -38,7 +40,7 @@ func (w *workSet) next(ctx context.Context, debounce time.Duration) ([]string, b
 	case <-w.signal:
 	}
 	if debounce > 0 {
-		if !sleep(ctx, debounce) {
+		if !backoff.Sleep(ctx, debounce) {
 			return nil, false
 		}
 	}

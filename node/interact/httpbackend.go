@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lmosnode/lmosnode/node/backoff"
 	"github.com/lmosnode/lmosnode/node/httpapi"
 	"github.com/lmosnode/lmosnode/proto"
 )
@@ -358,13 +359,9 @@ func (b *HTTPBackend) poll(ctx context.Context, x *Exchange, statusURL string, w
 		if wait <= 0 {
 			wait = b.cfg.PollInterval
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, wait) {
 			b.cancelRemote(req, statusURL)
 			return ctx.Err()
-		case <-t.C:
 		}
 		hr, err := b.newRequest(ctx, req, http.MethodGet, statusURL, nil, "")
 		if err != nil {

@@ -2,10 +2,10 @@ package mqttgw
 
 import (
 	"context"
-	"time"
 
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/lmosnode/lmosnode/node/backoff"
 	"github.com/lmosnode/lmosnode/node/interact"
 	"github.com/lmosnode/lmosnode/proto"
 )
@@ -72,12 +72,8 @@ func (g *Gateway) feed(ctx context.Context, req, initial *proto.Message, topicOf
 			g.notify(ctx, req, m, topicOf)
 		}
 		_ = s.Close()
-		t := time.NewTimer(g.cfg.ResubscribeDelay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, g.cfg.ResubscribeDelay) {
 			return
-		case <-t.C:
 		}
 	}
 }
