@@ -102,7 +102,8 @@ type Config struct {
 	// always runs; it only ever probes public addresses.)
 	AutoNAT bool `json:"autoNAT"`
 	// HolePunching turns on DCUtR hole punching through NATs. It needs
-	// RelayClient, over whose relayed connection it coordinates.
+	// RelayClient, over whose relayed connection it coordinates. The node
+	// punches again while a connection stays relayed (p2p.Punch).
 	HolePunching bool `json:"holePunching"`
 	// RelayClient lets the host dial and accept connections through
 	// circuit-relay v2 relays, and turns on AutoRelay: while the node is
