@@ -21,8 +21,9 @@ import (
 // opens (the node it reached through a relay answers; this node
 // coordinates). An attempt that fails leaves the connection relayed for
 // as long as it lasts: the other node may not answer yet (it has no
-// public address of its own so far), or the packets of the punch are
-// lost. Punch asks the service again for each such peer, punchFirst after
+// public address of its own so far), the packets of the punch are lost,
+// or a direct connection whose close the NATs dropped still counted and
+// the punch was skipped. Punch asks the service again for each such peer, punchFirst after
 // it first saw the connection and then at doubling intervals up to
 // punchMax, until the connection is direct or gone.
 //
