@@ -64,7 +64,7 @@ fi
 # The NAT lab: private nodes behind NAT routers (endpoint-independent and
 # symmetric) reach each other through relays, hole punching upgrades what
 # the NATs allow, a relay dies and the other takes over (docs/nat.md).
-# Bounded: every step has a deadline, the whole run about two minutes.
+# Bounded: every step has a deadline, the whole run about three and a half minutes.
 step "NAT lab (scripts/lab.sh nat)"
 if [[ $EUID -eq 0 ]]; then
 	timeout 600 bash scripts/lab.sh nat
