@@ -473,7 +473,13 @@ UPGRADE_WINDOW=30
 step_upgrade() {
 	step "upgrade: p2<->p1 (EIM<->EIM) becomes direct; p3<->p1 (symmetric<->EIM) stays relayed"
 	local deadline=$((SECONDS + DEADLINE)) end relayed_at direct_at
-	wait_until "$deadline" "p2's connection to p1 becomes direct (hole punching)" direct_to_p1 p2 || { peer_entry p2 p1; return 1; }
+	wait_until "$deadline" "p2's connection to p1 becomes direct (hole punching)" direct_to_p1 p2 || {
+		peer_entry p2 p1
+		# p2 answers a punch only once it knows a public address of its own.
+		echo "  p2's own direct addresses: $(info p2 '[.addrs[] | select(contains("p2p-circuit") | not)] | join(", ")')"
+		grep -F "peer=${PEER_ID[p2]}" "$WORK/p1.log" | grep 'hole punch' | tail -n 4
+		return 1
+	}
 	fig "EIM<->EIM: connections ending direct" "1 of 1 (p2->p1)"
 	# The watch polls as often as the wait did: give it a moment to see it.
 	for _ in {1..10}; do
