@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lmosnode/lmosnode/node/backoff"
 	"github.com/lmosnode/lmosnode/node/logroute"
 )
 
@@ -35,7 +36,7 @@ func (s *Service) bootstrapLoop() {
 			retry.Reset()
 			unreachable.Reset()
 		}
-		if !s.sleep(wait) {
+		if !backoff.Sleep(s.ctx, wait) {
 			return
 		}
 	}

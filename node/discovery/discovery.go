@@ -15,8 +15,6 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	routingdisc "github.com/libp2p/go-libp2p/p2p/discovery/routing"
 	"github.com/libp2p/zeroconf/v2"
-
-	"github.com/lmosnode/lmosnode/node/backoff"
 )
 
 // Deps are what a Service works with. Host is required; the caller keeps
@@ -204,6 +202,3 @@ func (s *Service) Connect(ctx context.Context, ai peer.AddrInfo) error {
 	// joins the two.
 	return s.connect(forceDirect(ctx, ai, "lmos connect"), ai, SourceConnect)
 }
-
-// sleep waits d or until Close; it reports whether the service still runs.
-func (s *Service) sleep(d time.Duration) bool { return backoff.Sleep(s.ctx, d) }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/libp2p/go-libp2p/core/discovery"
+
+	"github.com/lmosnode/lmosnode/node/backoff"
 )
 
 // advertiseLoop keeps this host advertised under RendezvousNamespace:
@@ -30,7 +32,7 @@ func (s *Service) advertiseLoop() {
 			retry.Reset()
 			s.log.Debug("rendezvous advertised", "namespace", RendezvousNamespace, "ttl", ttl)
 		}
-		if !s.sleep(wait) {
+		if !backoff.Sleep(s.ctx, wait) {
 			return
 		}
 	}
@@ -47,7 +49,7 @@ func (s *Service) findLoop() {
 			// proves nothing, so it must not slow the next one down.
 			interval.Reset()
 		}
-		if !s.sleep(interval.NextBackOff()) {
+		if !backoff.Sleep(s.ctx, interval.NextBackOff()) {
 			return
 		}
 	}
